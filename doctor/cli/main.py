@@ -15,6 +15,8 @@ from doctor import __version__
 COMMANDS: dict[str, str] = {
     "check": "doctor.cli.check:check",
     "collect": "doctor.cli.collect:collect",
+    "explain": "doctor.cli.explain:explain",
+    "remedies": "doctor.cli.remedies:remedies",
 }
 
 DEBUG_ENV = "QWEN_DOCTOR_DEBUG"
