@@ -77,8 +77,8 @@ def generate(path: Path, size: int, error_every: int, seed: int) -> int:
     with open(path, "wb") as out:
         while written < size:
             block = rng.choices(pool, k=20000)
-            for _ in range(max(1, len(block) // error_every) if rng.random() < 1 else 0):
-                block[rng.randrange(len(block))] = rng.choice(errors)
+            for index in rng.sample(range(len(block)), max(1, len(block) // error_every)):
+                block[index] = rng.choice(errors)
                 inserted += 1
             data = b"".join(block)
             out.write(data)
