@@ -23,5 +23,5 @@ def test_bench_smoke_run_reports_a_ratio_and_both_tools_find_the_same_lines(tmp_
     explain_lines = int(re.search(r"explain matcher: .*, (\d+) lines", done.stdout).group(1))
     sprinkled = int(re.search(r"(\d+) error lines sprinkled", done.stdout).group(1))
     assert grep_lines == explain_lines == sprinkled > 0
-    assert re.search(r"ratio \(explain throughput / grep throughput\): \d+\.\d\d", done.stdout)
+    assert re.search(r"ratio \(explain throughput / grep throughput\): \d+\.\d\d wall, \d+\.\d\d cpu", done.stdout)
     assert (tmp_path / "bench.log").stat().st_size >= 3 << 20
