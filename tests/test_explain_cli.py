@@ -62,8 +62,10 @@ def test_stdin_gzip_and_binary_content_are_read(tmp_path):
 
 
 def test_missing_file_and_corrupt_gzip_are_one_line_errors_with_exit_2(tmp_path):
-    missing = qd("explain", str(tmp_path / "nope.log"))
-    assert missing.returncode == 2 and b"Traceback" not in missing.stderr
+    good = LOGS / "vllm-1465-gcs.log"
+    missing = qd("explain", str(good), str(tmp_path / "nope.log"))
+    assert missing.returncode == 2 and missing.stdout == b""
+    assert missing.stderr.decode().strip() == f"qwen-doctor: error: {tmp_path / 'nope.log'}: cannot open: no such file"
     broken = tmp_path / "broken.gz"
     broken.write_bytes(gzip.compress(OOM.encode() * 500)[:100])
     done = qd("explain", str(broken))

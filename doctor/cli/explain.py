@@ -10,8 +10,7 @@ from doctor.cli import options
 
 
 @click.command()
-@click.argument("sources", nargs=-1, required=True,
-                type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@click.argument("sources", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option("--context", "context_lines", type=click.IntRange(0, 20), default=2, show_default=True,
               help="Lines of context shown around the first match of each finding.")
 @options.output_format
@@ -24,8 +23,11 @@ def explain(sources, context_lines, fmt, fail_on, verbose) -> None:
     """
     from doctor.report.model import Report, exit_code
     from remedies import Matcher, explain_sources
+    from remedies.reader import check_readable
     from remedies.results import to_results
 
+    for source in sources:
+        check_readable(source)
     findings = explain_sources(sources, Matcher(context=context_lines))
     results = to_results(findings)
     report = Report(command="explain " + " ".join(sources), results=results,
