@@ -152,12 +152,12 @@ class Matcher:
             lineno += chunk.count(b"\n")
 
     def _scan_chunk(self, chunk: bytes, first_lineno: int) -> Iterator[Match]:
-        candidates: dict[int, set[int]] = {}
+        candidates: dict[int, dict[int, int]] = {}
         for index, anchor in enumerate(self._anchors):
             pos = chunk.find(anchor.needle)
             while pos >= 0:
                 start = chunk.rfind(b"\n", 0, pos) + 1
-                candidates.setdefault(start, set()).add(index)
+                candidates.setdefault(start, {})[index] = pos
                 end = chunk.find(b"\n", pos)
                 if end < 0:
                     break
@@ -168,12 +168,12 @@ class Matcher:
             counted = start
             end = chunk.find(b"\n", start)
             end = len(chunk) if end < 0 else end
-            raw = chunk[start:min(end, start + MAX_LINE)]
-            text: str | None = None
-            for index in sorted(candidates[start]):
+            for index, pos in sorted(candidates[start].items()):
+                lo = start if end - start <= MAX_LINE else max(start, pos - MAX_LINE // 2)
+                raw = chunk[lo:min(end, lo + MAX_LINE)]
+                text: str | None = None
                 for remedy in self._anchors[index].remedies:
-                    literal = remedy.literal.encode()
-                    if literal not in raw:
+                    if remedy.literal.encode() not in raw:
                         continue
                     text = _decode(raw) if text is None else text
                     if remedy.regex.search(text):
