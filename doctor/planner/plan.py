@@ -157,13 +157,23 @@ def _suggest(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, plan: Plan) -> lis
         candidates.append((f"add {flag} (skip the vision tower)", cfg.with_(language_model_only=True), spec))
     if cfg.kv_cache_dtype == "auto" and spec.dtype != "fp8":
         candidates.append(("--kv-cache-dtype fp8 (halves the KV cache per token)", cfg.with_(kv_cache_dtype="fp8"), spec))
-    if spec.quantization.method == "none" and spec.name.startswith("Qwen/Qwen3.5-35B-A3B"):
+    if spec.quantization.method == "none" and spec.name == "Qwen/Qwen3.5-35B-A3B":
         from doctor.models.registry import get_model
-        candidates.append(("use the FP8 checkpoint Qwen/Qwen3.5-35B-A3B-FP8", cfg, get_model("Qwen/Qwen3.5-35B-A3B-FP8")))
-    for tp in valid_tensor_parallel_sizes(spec, hw.count):
+        for variant in ("Qwen/Qwen3.5-35B-A3B-FP8", "Qwen/Qwen3.5-35B-A3B-GPTQ-Int4"):
+            candidates.append((f"use the {variant.split('-')[-1]} checkpoint {variant}", cfg, get_model(variant)))
+    if spec.moe and not cfg.expert_parallel:
+        candidates.append(("add --enable-expert-parallel", cfg.with_(expert_parallel=True), spec))
+    valid = valid_tensor_parallel_sizes(spec, hw.count)
+    for tp in valid:
         if tp > cfg.tp and tp * cfg.pp * cfg.dp <= hw.count:
             candidates.append((f"raise --tensor-parallel-size to {tp}", cfg.with_(tp=tp), spec))
             break
+    lower = [t for t in valid if t < cfg.tp]
+    if lower and cfg.tp not in valid:
+        tp = lower[-1]
+        dp = cfg.dp * cfg.tp // tp
+        candidates.append((f"use --tensor-parallel-size {tp} with --data-parallel-size {dp}",
+                           cfg.with_(tp=tp, dp=dp), spec))
     out = [label for label, c, s in candidates if _evaluate(s, hw, c).fits]
     longest = _largest_fitting_len(spec, hw, cfg)
     if longest >= 1024 and longest < plan.max_model_len:
