@@ -15,6 +15,7 @@ from doctor import __version__
 COMMANDS: dict[str, str] = {
     "check": "doctor.cli.check:check",
     "collect": "doctor.cli.collect:collect",
+    "plan": "doctor.cli.plan:plan",
 }
 
 DEBUG_ENV = "QWEN_DOCTOR_DEBUG"
