@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from doctor.context import CheckContext
-from doctor.knowledge import driver_table, parse_version
+from doctor.knowledge import DriverVersion, driver_table, parse_version
 from doctor.registry import check
 from doctor.results import Outcome, fail, ok, skip, warn
 
@@ -43,15 +43,16 @@ def driver_supports_torch_cuda(ctx: CheckContext) -> Outcome:
     if not cuda_text:
         return skip(f"torch {torch['version']} is not a CUDA build (see QD-VER-005)")
     cuda = parse_version(cuda_text)
-    driver = parse_version(facts.nvml.get("driver_version"))
+    driver_text = facts.nvml.get("driver_version")
+    driver = DriverVersion(parse_version(driver_text), driver_text) if parse_version(driver_text) else None
     if cuda is None or driver is None:
         return skip(f"cannot compare driver {facts.nvml.get('driver_version')!r} with CUDA {cuda_text!r}")
     table = driver_table()
     floor = table.major_floor.get(cuda.major)
     needed = table.minimum_for(cuda)
-    evidence = {"driver": str(driver), "torch_cuda": str(cuda), "minimum": str(needed) if needed else None,
+    evidence = {"driver": facts.nvml.get("driver_version"), "torch_cuda": str(cuda), "minimum": str(needed) if needed else None,
                 "major_floor": str(floor) if floor else None, "source": table.source}
-    summary = f"driver {driver}, torch {torch['version']} built for CUDA {cuda}"
+    summary = f"driver {facts.nvml.get('driver_version')}, torch {torch['version']} built for CUDA {cuda_text}"
     if floor is not None and driver < floor:
         return fail(
             f"{summary}: CUDA {cuda.major}.x needs driver >= {floor}",

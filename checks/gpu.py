@@ -95,10 +95,11 @@ def arch_in_torch(ctx: CheckContext) -> Outcome:
     torch = ctx.facts.package("torch")
     if torch is None or not torch.get("cuda"):
         return skip("no CUDA build of torch installed")
-    arch = torch.get("arch_list") or torch_arch_lists().get(str(torch["cuda"]))
+    recorded = (ctx.facts.data.get("torch_runtime") or {}).get("arch_list")
+    arch = recorded or torch_arch_lists().get(str(torch["cuda"]))
     if not arch:
         return skip(f"no known arch list for torch built with CUDA {torch['cuda']}")
-    source = "recorded from torch" if torch.get("arch_list") else f"default wheels for CUDA {torch['cuda']}"
+    source = "as torch reports it" if recorded else f"default wheels for CUDA {torch['cuda']}"
     missing = [g for g in select(ctx).used if not _runs_on(capability(g), arch)]
     if missing:
         names = ", ".join(f"{label(g)} sm_{str(g.get('compute_capability')).replace('.', '')}" for g in missing)

@@ -72,4 +72,7 @@ def capability(gpu: dict[str, Any]) -> tuple[int, int] | None:
 
 
 def gib(n: int | float | None) -> str:
-    return "?" if n is None else f"{n / GIB:.1f} GiB"
+    """A byte count for people: MiB below 1 GiB, GiB above."""
+    if n is None:
+        return "?"
+    return f"{n / 1024**2:.0f} MiB" if n < GIB else f"{n / GIB:.1f} GiB"

@@ -88,13 +88,28 @@ def version_matrix() -> VersionMatrix:
     return VersionMatrix(minimum, backends)
 
 
+@dataclass(frozen=True, order=True)
+class DriverVersion:
+    """An NVIDIA driver version: compared numerically, printed as NVIDIA writes it (580.65.06)."""
+
+    version: Version
+    text: str
+
+    @classmethod
+    def parse(cls, text: str) -> "DriverVersion":
+        return cls(Version(text), text)
+
+    def __str__(self) -> str:
+        return self.text
+
+
 @dataclass(frozen=True)
 class DriverTable:
-    toolkits: tuple[tuple[Version, Version], ...]
-    major_floor: dict[int, Version]
+    toolkits: tuple[tuple[Version, DriverVersion], ...]
+    major_floor: dict[int, DriverVersion]
     source: str
 
-    def minimum_for(self, cuda: Version) -> Version | None:
+    def minimum_for(self, cuda: Version) -> DriverVersion | None:
         """Minimum driver of the newest listed toolkit not newer than `cuda` (same major)."""
         best = None
         for toolkit, driver in self.toolkits:
@@ -107,8 +122,8 @@ class DriverTable:
 def driver_table() -> DriverTable:
     raw = load_yaml("doctor.data", "cuda_drivers.yaml")
     try:
-        rows = tuple(sorted((Version(r["cuda"]), Version(r["driver"])) for r in raw["toolkits"]))
-        floors = {int(k): Version(str(v)) for k, v in raw["major_floor"].items()}
+        rows = tuple(sorted((Version(r["cuda"]), DriverVersion.parse(str(r["driver"]))) for r in raw["toolkits"]))
+        floors = {int(k): DriverVersion.parse(str(v)) for k, v in raw["major_floor"].items()}
     except (KeyError, TypeError, ValueError, InvalidVersion) as exc:
         raise DataError(f"doctor/data/cuda_drivers.yaml: malformed entry ({exc})") from None
     return DriverTable(rows, floors, raw.get("source", ""))
