@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "check": "doctor.cli.check:check",
     "collect": "doctor.cli.collect:collect",
     "explain": "doctor.cli.explain:explain",
+    "plan": "doctor.cli.plan:plan",
     "remedies": "doctor.cli.remedies:remedies",
 }
 
