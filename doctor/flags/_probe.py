@@ -168,7 +168,10 @@ def dump(backend):
 
 def main():
     mode, backend = sys.argv[1], sys.argv[2]
-    out = parse(backend, json.loads(sys.argv[3])) if mode == "parse" else dump(backend)
+    if mode == "parse-many":
+        out = [parse(backend, args) for args in json.loads(sys.argv[3])]
+    else:
+        out = parse(backend, json.loads(sys.argv[3])) if mode == "parse" else dump(backend)
     sys.stdout.write("\n@@QWEN_DOCTOR_PROBE@@" + json.dumps(out) + "\n")
 
 

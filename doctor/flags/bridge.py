@@ -57,6 +57,17 @@ def real_parse(backend: str, args: list[str], python: str | None = None, timeout
     return ValidationReport(backend, out["version"], f"real {backend} {out['version']} parser", issues)
 
 
+def real_parse_many(backend: str, arg_lists: list[list[str]], python: str | None = None,
+                    timeout: float = 300) -> list[ValidationReport] | None:
+    """real_parse for several command lines in one subprocess (the parser import is the slow part)."""
+    python = python or find_backend_python(backend)
+    if python is None:
+        return None
+    outs = _run(python, ["parse-many", backend, json.dumps(arg_lists)], timeout)
+    return [ValidationReport(backend, o["version"], f"real {backend} {o['version']} parser",
+                             [FlagIssue(i["kind"], i["flag"], i["message"]) for i in o["issues"]]) for o in outs]
+
+
 def real_schema(backend: str, python: str | None = None, timeout: float = 180) -> dict:
     """The installed backend's options in flag-schema JSON form (used to check the static extractor)."""
     python = python or find_backend_python(backend)
