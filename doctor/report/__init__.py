@@ -1,0 +1,1 @@
+"""Reports: one model (`Report`) rendered to every output format."""
