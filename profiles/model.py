@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
+
+from doctor.errors import DataError
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 BACKENDS = ("vllm", "sglang")
@@ -29,7 +31,7 @@ MODEL_ARG: dict[str, tuple[str, ...]] = {"vllm-serve": (), "vllm-api-server": ("
 DEFAULT_LAUNCHER = {"vllm": "vllm-serve", "sglang": "sglang"}
 
 
-class ProfileError(Exception):
+class ProfileError(DataError):
     """A profile file is malformed or a render request is invalid; the message names file and field."""
 
 

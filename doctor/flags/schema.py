@@ -10,11 +10,13 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from doctor.errors import DataError
+
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 BACKENDS = ("vllm", "sglang")
 
 
-class SchemaError(Exception):
+class SchemaError(DataError):
     """A schema file is missing or unreadable, or no version is covered."""
 
 

@@ -19,12 +19,14 @@ from typing import Any
 
 import yaml
 
+from doctor.errors import DoctorError
+
 RULES_FILE = Path(__file__).resolve().parent / "rules.yaml"
 _LAUNCHERS = {"vllm": re.compile(r"(^|\s)(vllm\s+serve|vllm\.entrypoints\.openai\.api_server)(\s|$)"),
               "sglang": re.compile(r"(^|\s)sglang\.launch_server(\s|$)")}
 
 
-class LintError(Exception):
+class LintError(DoctorError):
     """The input cannot be linted (unreadable, binary, not parseable)."""
 
 
