@@ -68,6 +68,8 @@ def validate_args(args: list[str], schema: FlagSchema) -> list[FlagIssue]:
             issues.append(_unknown(token, name, schema))
             i = _skip_values(args, i, inline)
             continue
+        if schema.lookup(name) is not None:
+            resolved = name  # report the spelling the user typed (alias, --no- form); abbreviations resolve
         if spec.deprecated:
             issues.append(FlagIssue("deprecated", resolved, f"argument {resolved}: deprecated"))
         if "." in name:
