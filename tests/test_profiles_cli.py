@@ -39,3 +39,10 @@ def test_malformed_profile_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]
 def test_check_against_a_bundle(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "profiles", "check", "vllm-fp8", "--from", str(FIXTURES / "a100-8x-nvlink.json"))
     assert code == 1 and "needs >= 8.9" in out
+
+
+def test_render_is_judged_against_the_chosen_backend_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "profiles", "show", "sglang-interactive", "--render", "--backend-version", "0.5.12")
+    assert code == 1 and "--mamba-radix-cache-strategy" in err and "outside the profile's range" in err
+    code, _, err = run(capsys, "profiles", "show", "sglang-interactive", "--render", "--backend-version", "0.5.23")
+    assert code == 0 and "schema sglang 0.5.23: ok" in err

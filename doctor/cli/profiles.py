@@ -36,9 +36,11 @@ def list_cmd() -> None:
 @click.argument("name")
 @click.option("--render", is_flag=True, help="Print the exact environment and command line, one flag per line.")
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override model, host, port or a profile variable.")
-@click.option("--validate/--no-validate", default=True, show_default=True,
-              help="With --render: check the flags against the backend's flag schema.")
-def show(name: str, render: bool, sets: tuple[str, ...], validate: bool) -> None:
+@click.option("--validate", "method", type=click.Choice(["auto", "schema", "real", "none"]), default="schema",
+              show_default=True, help="With --render: judge the flags with the flag schema of the installed (or newest) "
+              "version, the backend's real parser (slow: imports it in a subprocess), auto (real if installed), or not.")
+@click.option("--backend-version", default=None, help="Schema version to judge against (default: installed, else newest).")
+def show(name: str, render: bool, sets: tuple[str, ...], method: str, backend_version: str | None) -> None:
     """Describe profile NAME (a shipped name or a YAML path)."""
     from profiles import load_profile
 
@@ -53,12 +55,15 @@ def show(name: str, render: bool, sets: tuple[str, ...], validate: bool) -> None
         return
     cmd = p.render(_overrides(sets))
     click.echo(cmd.shell())
-    if validate:
-        from doctor.flags import validate_command
+    if backend_version and backend_version not in p.backend_version:
+        click.echo(f"# warning: {p.backend} {backend_version} is outside the profile's range {p.backend_version}", err=True)
+    if method != "none":
+        from doctor.flags import validate
 
-        report = validate_command(cmd.backend_args, p.backend)
+        report = validate(cmd.backend_args, p.backend, backend_version, method="schema" if method == "schema" else method)
         for issue in report.issues:
             click.echo(f"# {report.method}: {issue.message}", err=True)
+        click.echo(f"# flags checked with the {report.method}: {'ok' if report.ok else 'REJECTED'}", err=True)
         if not report.ok:
             raise SystemExit(1)
 

