@@ -65,6 +65,30 @@ def requirements(ctx: CheckContext) -> list[Outcome]:
     return out
 
 
+def backend_version(ctx: CheckContext) -> Outcome:
+    """The installed backend version lies in the profile's range (skip when the backend is not installed here)."""
+    profile = ctx.profile
+    if profile is None or not hasattr(profile, "backend_version"):
+        return skip("no profile selected (use --profile)")
+    version = ctx.facts.package_version(profile.backend)
+    if version is None:
+        return skip(f"{profile.backend} is not installed in this environment")
+    try:
+        inside = profile.backend_version.contains(version, prereleases=True)
+    except ValueError:
+        return warn(f"cannot compare {profile.backend} version {version!r} with {profile.backend_version}")
+    if inside:
+        return ok(f"{profile.backend} {version} is within {profile.backend_version}")
+    return fail(f"{profile.backend} {version} is outside {profile.name}'s range {profile.backend_version}",
+                fix=[f"pip install '{profile.backend}{profile.backend_version}' or pick a profile for {version}."])
+
+
+@check("QD-PROF-002", "Backend version fits the profile", category="versions", severity="critical")
+def profile_backend_version(ctx: CheckContext) -> Outcome:
+    """The installed vLLM / SGLang version is inside the selected profile's backend_version range."""
+    return backend_version(ctx)
+
+
 @check("QD-PROF-001", "Hardware meets the profile", category="gpu", severity="critical")
 def profile_hardware(ctx: CheckContext) -> list[Outcome]:
     """The selected profile's GPU count, memory per GPU, compute capability and NVLink are met."""

@@ -105,3 +105,17 @@ def test_cli_exit_codes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
         main(["lint", str(binary)])
     err = capsys.readouterr().err
     assert info.value.code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_engine_keyword_arguments_are_checked_against_the_flag_schema() -> None:
+    code = ('LLM(model="m", tensor_parallel_size=2, max_num_seq=256, gpu_memory_utilization="high", enforce_eager=True)\n'
+            'sglang.Engine(model_path="m", tp_size=2, kv_cache_dtype="fp8")\n')
+    found = {(f.rule_id, f.found.split("=")[0]): f for f in lint_python(code, "0.32.0")}
+    assert set(found) == {("FLAG-unknown_kwarg", "max_num_seq"), ("FLAG-bad_type", "gpu_memory_utilization"),
+                          ("FLAG-invalid_choice", "kv_cache_dtype")}
+    assert found[("FLAG-unknown_kwarg", "max_num_seq")].did_you_mean == ("max_num_seqs",)
+    assert "fp8_e4m3" in found[("FLAG-invalid_choice", "kv_cache_dtype")].wrong
+
+
+def test_article_engine_calls_raise_no_schema_noise() -> None:
+    assert not [f for f in lint_path(DATA / "article.py") if f.rule_id.startswith("FLAG")]

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from checks.profile import requirements
+from checks.profile import backend_version, requirements
 from doctor.context import CheckContext
 from doctor.errors import DoctorError
 from doctor.results import Status
 from profiles import ProfileError, list_profiles, load_profile, profile_names
-from tests.conftest import load_fixture
+from doctor.facts.model import Facts
+from tests.conftest import fixture_data, load_fixture
 
 REQUIRED = {"vllm-stable", "vllm-fp8", "vllm-throughput", "vllm-a100-8x", "sglang-stable", "sglang-interactive",
             "sglang-fp8", "cpu-tiny"}
@@ -131,3 +132,13 @@ def test_cpu_profile_needs_no_gpu_and_no_profile_skips() -> None:
     facts = load_fixture("no-driver")
     assert requirements(CheckContext(facts=facts, profile=load_profile("cpu-tiny")))[0].status is Status.OK
     assert requirements(CheckContext(facts=facts))[0].status is Status.SKIP
+
+
+def test_backend_version_must_fit_the_profile_range() -> None:
+    data = fixture_data("h200")
+    data["packages"]["sglang"] = {"version": "0.5.12", "distribution": "sglang"}
+    facts = Facts(data)
+    assert backend_version(CheckContext(facts=facts, profile=load_profile("sglang-interactive"))).status is Status.FAIL
+    assert backend_version(CheckContext(facts=facts, profile=load_profile("sglang-stable"))).status is Status.OK
+    data["packages"]["sglang"] = None
+    assert backend_version(CheckContext(facts=Facts(data), profile=load_profile("sglang-stable"))).status is Status.SKIP

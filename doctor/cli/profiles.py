@@ -75,7 +75,7 @@ def check_cmd(name: str, bundle: str | None) -> None:
     """Profile NAME's hardware requirements against this machine (or a bundle)."""
     from pathlib import Path
 
-    from checks.profile import requirements
+    from checks.profile import backend_version, requirements
     from doctor.context import CheckContext
     from doctor.facts.model import Facts
     from doctor.results import Status
@@ -88,7 +88,8 @@ def check_cmd(name: str, bundle: str | None) -> None:
         from doctor.facts.collect import builtin_probes, collect
 
         facts = collect(builtin_probes(), timeout_s=10.0)
-    outcomes = requirements(CheckContext(facts=facts, backend=p.backend, profile=p))
+    ctx = CheckContext(facts=facts, backend=p.backend, profile=p)
+    outcomes = [backend_version(ctx), *requirements(ctx)]
     for outcome in outcomes:
         click.echo(f"{outcome.status.symbol} {outcome.summary}")
         for fix in getattr(outcome, "fix", None) or []:
