@@ -16,7 +16,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 BACKENDS = ("vllm", "sglang")
 NVLINK_VALUES = ("required", "wanted", "no")
-OVERRIDE_KEYS = ("model", "host", "port")
+OVERRIDE_KEYS = ("model", "host", "port", "python")
 _FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _VARIABLE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -100,7 +100,9 @@ class Profile:
     path: Path | None = None
 
     def render(self, overrides: Mapping[str, Any] | None = None) -> RenderedCommand:
-        """Render to argv/env. `overrides` may set model, host, port and any declared variable.
+        """Render to argv/env. `overrides` may set model, host, port, python and any declared variable.
+
+        `python` replaces the interpreter of python-launched profiles (e.g. the vLLM venv's python).
 
         Booleans render as a bare flag (true) or `--no-FLAG` (false); dicts as compact JSON;
         lists as repeated values after one flag. Raises ProfileError on unknown keys or missing variables.
@@ -114,13 +116,17 @@ class Profile:
         values.update({k: str(v) for k, v in overrides.items() if k in self.variables})
         model = str(overrides.get("model", self.model))
         argv = list(LAUNCHERS[self.launcher])
+        if "python" in overrides:
+            if argv[0] != "python":
+                raise ProfileError(f"profile {self.name}: launcher {self.launcher!r} does not run through python; "
+                                   "the python override does not apply")
+            argv[0] = str(overrides["python"])
         argv += [*MODEL_ARG[self.launcher], model]
         argv += ["--host", str(overrides.get("host", self.host)), "--port", str(overrides.get("port", self.port))]
         for flag, value in self.flags.items():
             argv += _render_flag(flag, value)
-        env = dict(self.env)
         rendered = [self._substitute(a, values) for a in argv]
-        env = {k: self._substitute(v, values) for k, v in env.items()}
+        env = {k: self._substitute(v, values) for k, v in self.env.items()}
         return RenderedCommand(argv=rendered, env=env, backend=self.backend, launcher_len=len(LAUNCHERS[self.launcher]))
 
     def _substitute(self, text: str, values: Mapping[str, str]) -> str:

@@ -142,3 +142,10 @@ def test_backend_version_must_fit_the_profile_range() -> None:
     assert backend_version(CheckContext(facts=facts, profile=load_profile("sglang-stable"))).status is Status.OK
     data["packages"]["sglang"] = None
     assert backend_version(CheckContext(facts=Facts(data), profile=load_profile("sglang-stable"))).status is Status.SKIP
+
+
+def test_python_override_only_for_python_launchers() -> None:
+    cmd = load_profile("cpu-tiny").render({"model_dir": "/m", "python": "/venv/bin/python"})
+    assert cmd.argv[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
+    with pytest.raises(ProfileError, match="does not run through python"):
+        load_profile("vllm-stable").render({"python": "/venv/bin/python"})
