@@ -23,6 +23,7 @@ BUILTIN_MODULES = (
     "checks.host",
     "checks.topology",
     "checks.profile",
+    "checks.planner",
 )
 CATEGORY_ORDER = ("plugins", "driver", "versions", "gpu", "memory", "topology", "host")
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")

@@ -99,6 +99,49 @@ class Profile:
     variables: Mapping[str, str | None] = field(default_factory=dict)
     path: Path | None = None
 
+    def flag(self, *names: str) -> Any:
+        """Value of the first of `names` (flag names without --) set in the profile, else None."""
+        return next((self.flags[n] for n in names if n in self.flags), None)
+
+    # Attributes read by checks through CheckContext.option(name) (doctor/context.py).
+    @property
+    def tp(self) -> int | None:
+        """Tensor-parallel size (vLLM --tensor-parallel-size, SGLang --tp-size)."""
+        return self.flag("tensor-parallel-size", "tp-size")
+
+    @property
+    def pp(self) -> int | None:
+        """Pipeline-parallel size."""
+        return self.flag("pipeline-parallel-size", "pp-size")
+
+    @property
+    def dp(self) -> int | None:
+        """Data-parallel size (replicas)."""
+        return self.flag("data-parallel-size", "dp-size")
+
+    tensor_parallel_size = tp
+    pipeline_parallel_size = pp
+
+    @property
+    def quantization(self) -> str | None:
+        """--quantization, when the profile sets it (FP8 checkpoints need none)."""
+        return self.flag("quantization")
+
+    @property
+    def gpu_memory_utilization(self) -> float | None:
+        """vLLM --gpu-memory-utilization."""
+        return self.flag("gpu-memory-utilization")
+
+    @property
+    def mem_fraction_static(self) -> float | None:
+        """SGLang --mem-fraction-static."""
+        return self.flag("mem-fraction-static")
+
+    @property
+    def max_model_len(self) -> int | None:
+        """Context length (vLLM --max-model-len, SGLang --context-length)."""
+        return self.flag("max-model-len", "context-length")
+
     def render(self, overrides: Mapping[str, Any] | None = None) -> RenderedCommand:
         """Render to argv/env. `overrides` may set model, host, port, python and any declared variable.
 

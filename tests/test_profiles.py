@@ -149,3 +149,12 @@ def test_python_override_only_for_python_launchers() -> None:
     assert cmd.argv[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
     with pytest.raises(ProfileError, match="does not run through python"):
         load_profile("vllm-stable").render({"python": "/venv/bin/python"})
+
+
+def test_profile_exposes_what_checks_read_through_the_context() -> None:
+    ctx = CheckContext(facts=load_fixture("h200"), backend="sglang", profile=load_profile("sglang-stable"))
+    assert ctx.option("tp") == 2 and ctx.option("tensor_parallel_size") == 2
+    assert ctx.option("mem_fraction_static") == 0.8 and ctx.option("model") == "Qwen/Qwen3.5-35B-A3B"
+    a100 = load_profile("vllm-a100-8x")
+    assert (a100.tp, a100.dp, a100.max_model_len, a100.quantization) == (2, 4, 262144, None)
+    assert CheckContext(facts=load_fixture("h200"), options={"tp": 4}, profile=a100).option("tp") == 4

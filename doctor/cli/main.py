@@ -17,6 +17,9 @@ COMMANDS: dict[str, str] = {
     "collect": "doctor.cli.collect:collect",
     "lint": "doctor.cli.lint:lint",
     "profiles": "doctor.cli.profiles:profiles",
+    "explain": "doctor.cli.explain:explain",
+    "plan": "doctor.cli.plan:plan",
+    "remedies": "doctor.cli.remedies:remedies",
 }
 
 DEBUG_ENV = "QWEN_DOCTOR_DEBUG"
