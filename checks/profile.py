@@ -23,7 +23,7 @@ def requirements(ctx: CheckContext) -> list[Outcome]:
     """Judge each hardware requirement of ctx.profile against ctx.facts (pure; no profile gives skip)."""
     profile = ctx.profile
     if profile is None or not hasattr(profile, "hardware"):
-        return [skip("no profile selected (use --profile)")]
+        return [skip("no profile selected")]
     hw = profile.hardware
     if hw.device == "cpu":
         return [ok(f"profile {profile.name} runs on CPU; no GPU needed")]
@@ -69,7 +69,7 @@ def backend_version(ctx: CheckContext) -> Outcome:
     """The installed backend version lies in the profile's range (skip when the backend is not installed here)."""
     profile = ctx.profile
     if profile is None or not hasattr(profile, "backend_version"):
-        return skip("no profile selected (use --profile)")
+        return skip("no profile selected")
     version = ctx.facts.package_version(profile.backend)
     if version is None:
         return skip(f"{profile.backend} is not installed in this environment")

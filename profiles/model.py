@@ -167,7 +167,7 @@ class Profile:
         argv += [*MODEL_ARG[self.launcher], model]
         argv += ["--host", str(overrides.get("host", self.host)), "--port", str(overrides.get("port", self.port))]
         for flag, value in self.flags.items():
-            argv += _render_flag(flag, value)
+            argv += render_flag(flag, value)
         rendered = [self._substitute(a, values) for a in argv]
         env = {k: self._substitute(v, values) for k, v in self.env.items()}
         return RenderedCommand(argv=rendered, env=env, backend=self.backend, launcher_len=len(LAUNCHERS[self.launcher]))
@@ -182,7 +182,8 @@ class Profile:
         return _VARIABLE.sub(repl, text)
 
 
-def _render_flag(flag: str, value: Any) -> list[str]:
+def render_flag(flag: str, value: Any) -> list[str]:
+    """One profile flag as argv tokens: true -> --flag, false -> --no-flag, dict -> JSON, list -> values."""
     name = f"--{flag}"
     if value is True:
         return [name]

@@ -289,7 +289,7 @@ def lint_shell(text: str, version: str | None = None) -> list[Finding]:
 
 def lint_yaml(text: str, version: str | None = None) -> list[Finding]:
     """Lint a profile YAML: its flags through the rules and the backend's flag schema."""
-    from profiles.model import _render_flag
+    from profiles.model import render_flag
 
     try:
         data = yaml.safe_load(text)
@@ -303,7 +303,7 @@ def lint_yaml(text: str, version: str | None = None) -> list[Finding]:
     lines = {m.group(1): n for n, raw in enumerate(text.splitlines(), 1) if (m := re.match(r"\s+([\w-]+):", raw))}
     findings: list[Finding] = []
     for flag, value in (data.get("flags") or {}).items():
-        findings += lint_args(_render_flag(str(flag), value), backend, lines.get(str(flag), 1), version)
+        findings += lint_args(render_flag(str(flag), value), backend, lines.get(str(flag), 1), version)
     return _dedupe(findings)
 
 
