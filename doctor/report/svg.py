@@ -39,5 +39,4 @@ def latency_chart(percentiles: dict[str, Any]) -> str:
         return ""
     return (f'<svg class="chart" width="{WIDTH}" height="{y}" '
             f'viewBox="0 0 {WIDTH} {y}" role="img" aria-label="latency percentiles">'
-            '<style>.lbl{font:600 12px sans-serif;fill:#1a202c}.val{font:11px sans-serif;fill:#2d3748}</style>'
             + "".join(rows) + "</svg>")

@@ -8,6 +8,7 @@ from doctor.results import Result, Status
 
 PROBLEMS = (Status.ERROR, Status.FAIL, Status.WARN)
 # Plan keys shown elsewhere (problems, fixes) or too detailed for a key/value table.
+IDENTIFIERS = ("pid", "port", "exit_code")
 PLAN_SKIP = ("schema", "problems", "suggestions", "rules", "ranks")
 
 
@@ -36,4 +37,5 @@ def display(value: Any) -> str:
 
 def section_rows(section: dict[str, Any], skip: tuple[str, ...] = ()) -> list[tuple[str, str]]:
     """Key/value rows of a section, for a two-column table; lists and nested objects summarised in one cell."""
-    return [(k, display(v)) for k, v in section.items() if k not in skip and v not in (None, "", [], {})]
+    return [(k, str(v) if k in IDENTIFIERS else display(v)) for k, v in section.items()
+            if k not in skip and v not in (None, "", [], {})]
