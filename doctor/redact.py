@@ -21,21 +21,24 @@ _SECRET_NAME = re.compile(
     r"(^|_)(TOKEN|KEY|APIKEY|SECRET\w*|PASSWORD|PASSWD|CREDENTIALS?|AUTHORIZATION|COOKIE)$|SECRET|PASSWORD|PASSWD"
 )
 _SECRET_FLAG = re.compile(r"^--?[A-Za-z0-9-]*(token|api-?key|secret|password|passwd)$", re.I)
-_TOKEN_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{16,}"), REDACTED),
-    (re.compile(r"(?<![A-Za-z0-9])(?:sk|rk|pk)-[A-Za-z0-9_-]{16,}"), REDACTED),
-    (re.compile(r"(?<![A-Za-z0-9])(?:ghp|gho|ghs|github_pat|glpat|xox[abp])[_-][A-Za-z0-9_-]{16,}"), REDACTED),
+_WORDS = ("token", "key", "secret", "passw")
+# (pattern, replacement, lower-case needles: the pattern can only match a text that contains one of them).
+_TOKEN_PATTERNS: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
+    (re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{16,}"), REDACTED, ("hf_",)),
+    (re.compile(r"(?<![A-Za-z0-9])(?:sk|rk|pk)-[A-Za-z0-9_-]{16,}"), REDACTED, ("sk-", "rk-", "pk-")),
+    (re.compile(r"(?<![A-Za-z0-9])(?:ghp|gho|ghs|github_pat|glpat|xox[abp])[_-][A-Za-z0-9_-]{16,}"), REDACTED,
+     ("ghp", "gho", "ghs", "github_pat", "glpat", "xox")),
     (re.compile(r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic|token|digest)\s+)?[^\s\"',;}]+"),
-     r"\1" + REDACTED),
-    (re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{6,}"), r"\1" + REDACTED),
+     r"\1" + REDACTED, ("authorization",)),
+    (re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{6,}"), r"\1" + REDACTED, ("bearer",)),
     (re.compile(r"(?i)(--[A-Za-z0-9-]*(?:token|api-?key|secret|password|passwd)(?:=|\s+)[\"']?)[^\s\"']+"),
-     r"\1" + REDACTED),
-    (re.compile(r"(\b[A-Z][A-Z0-9_]*(?:_TOKEN|_KEY|SECRET[A-Z0-9_]*|PASSWORD|PASSWD)\s*=\s*[\"']?)[^\s\"']+"),
-     r"\1" + REDACTED),
-    (re.compile(r"(?i)([\"']?\b[a-z0-9_]*(?:token|api_?key|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
+     r"\1" + REDACTED, _WORDS),
+    (re.compile(r"((?:_TOKEN|_KEY|SECRET[A-Z0-9_]*|PASSWORD|PASSWD)\s*=\s*[\"']?)[^\s\"']+"),
+     r"\1" + REDACTED, _WORDS),
+    (re.compile(r"(?i)((?:token|api_?key|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
                 r"(?![\"']?(?:None|null|true|false|\[REDACTED\])(?![\w-]))(?!\d+(?:\.\d+)?(?![\w.-]))"
-                r"[^\s\"',;}]+"), r"\1" + REDACTED),
-    (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), r"\1" + REDACTED + "@"),
+                r"[^\s\"',;}]+"), r"\1" + REDACTED, _WORDS),
+    (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), r"\1" + REDACTED + "@", ("://",)),
 ]
 _HOST_KEYS = frozenset({"hostname", "host", "node", "node_name", "node_ip", "node_ip_address", "ip", "address",
                         "head_address", "gcs_address", "driver_host", "master", "master_addr", "fqdn"})
@@ -61,8 +64,10 @@ def is_secret_flag(arg: str) -> bool:
 
 def redact_text(text: str) -> str:
     """Replace token-shaped substrings and the values of secret-carrying arguments, headers and assignments."""
-    for pattern, replacement in _TOKEN_PATTERNS:
-        text = pattern.sub(replacement, text)
+    lowered = text.lower()
+    for pattern, replacement, needles in _TOKEN_PATTERNS:
+        if any(n in lowered for n in needles):
+            text = pattern.sub(replacement, text)
     return text
 
 
@@ -89,9 +94,11 @@ class Redactor:
         self.secrets: set[str] = set()
         self.pseudonyms: dict[str, str] = {}
         self._known_hosts: re.Pattern[str] | None = None
+        self._secrets_longest_first: list[str] = []
 
     def __call__(self, doc: Any) -> Any:
         self._harvest(doc, None)
+        self._secrets_longest_first = sorted(self.secrets, key=len, reverse=True)
         if self.hosts:
             names = sorted((h for h in self.pseudonyms if not _is_ip(h)), key=len, reverse=True)
             if names:
@@ -133,7 +140,9 @@ class Redactor:
         return node
 
     def _string(self, text: str) -> str:
-        for secret in sorted(self.secrets, key=len, reverse=True):
+        if not text.isascii():
+            text = text.encode("utf-8", "replace").decode("utf-8")
+        for secret in self._secrets_longest_first:
             if secret in text:
                 text = text.replace(secret, REDACTED)
         text = redact_text(text)

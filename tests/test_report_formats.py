@@ -13,7 +13,7 @@ from doctor.report.html import render_html
 from doctor.report.markdown import fenced, render_markdown
 from doctor.report.outputs import FORMATS, render
 from doctor.report.text import render_text
-from tests.report_sample import HF, HOST_IP, HOSTNAME, PLANTED, SCRIPT, full_report
+from tests.report_sample import API_KEY, HF, HOST_IP, HOSTNAME, PLANTED, full_report
 
 
 @pytest.fixture(scope="module")
@@ -150,3 +150,18 @@ def test_renderers_refuse_nothing_when_sections_are_absent():
         assert "QD-HOST-001" in render(report, fmt)
     assert 'id="metrics"' not in render_html(report.redacted())
     assert "### Metrics" not in render_markdown(report.redacted())
+
+
+def test_objects_tuples_and_undecodable_text_are_redacted_and_rendered_too():
+    class Opaque:
+        def __str__(self) -> str:
+            return f"Opaque(token={API_KEY})"
+
+    report = full_report()
+    report.sections["deployment"]["argv"] = ("serve", "--api-key", API_KEY)
+    report.sections["extra"] = {"object": Opaque(), "undecodable": "caf\udce9 log line"}
+    for fmt in FORMATS:
+        out = render(report, fmt)
+        assert API_KEY not in out, fmt
+        out.encode("utf-8")
+    assert "caf? log line" in render(report, "json")

@@ -49,7 +49,8 @@ def render_junit(report: Report, fail_on: str = "fail") -> str:
         for m in remedies:
             where = m.get("first_line") or {}
             summary = f"seen {m.get('count', 1)} time(s), first at {where.get('source', '?')}:{where.get('line', '?')}"
-            _case(suite, "qwen_doctor.remedies", testcase_name(m.get("severity", ""), m.get("id", ""), m.get("title", "")),
+            name = testcase_name(m.get("severity", ""), m.get("id", ""), m.get("title", ""))
+            _case(suite, "qwen_doctor.remedies", name,
                   0.0, Status.FAIL if m.get("severity") == "error" else Status.WARN, summary,
                   [m.get("line", ""), m.get("why", "")], [fix_text(s) for s in m.get("fix") or []], [], fail_on)
     _totals(root, root.findall("testsuite"))

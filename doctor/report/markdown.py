@@ -79,7 +79,8 @@ def _sections(sections: dict[str, Any]) -> list[str]:
     out: list[str] = []
     plan = sections.get("plan")
     if plan:
-        out += ["### Plan", "", "| | |", "|---|---|"] + [f"| {md(k)} | {md(v)} |" for k, v in section_rows(plan, skip=PLAN_SKIP)]
+        out += ["### Plan", "", "| | |", "|---|---|"]
+        out += [f"| {md(k)} | {md(v)} |" for k, v in section_rows(plan, skip=PLAN_SKIP)]
         out += [f"- ✗ {md(p)}" for p in plan.get("problems") or []]
         out += [f"- fix: {md(x)}" for x in plan.get("suggestions") or []] + [""]
     deployment = sections.get("deployment")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +78,8 @@ class Report:
         """A copy with secrets (and with `hosts`, hostnames and IPs) replaced everywhere: the one redaction pass."""
         if self.redaction is not None and (self.redaction.get("hosts") or not hosts):
             return self
-        doc = redact_document(self.to_dict(), hosts=hosts)
+        plain = json.loads(json.dumps(self.to_dict(), default=str))
+        doc = redact_document(plain, hosts=hosts)
         doc["redaction"] = {"secrets": True, "hosts": hosts}
         return Report.from_dict(doc)
 
@@ -88,7 +90,8 @@ def section_results(sections: dict[str, Any]) -> list[Result]:
     for ex in sections.get("exercises") or []:
         if isinstance(ex, dict):
             out.append(Result(check_id=str(ex.get("name")), title=str(ex.get("name")), category="exercises",
-                              severity="high", status=as_status(ex.get("status")), summary=str(ex.get("summary") or "")))
+                              severity="high", status=as_status(ex.get("status")),
+                              summary=str(ex.get("summary") or "")))
     return out
 
 

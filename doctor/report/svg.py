@@ -32,7 +32,8 @@ def latency_chart(percentiles: dict[str, Any]) -> str:
             w = max(1.0, bar_w * values[p] / top)
             rows.append(f'<rect x="{LABEL_W}" y="{y}" width="{w:.1f}" height="{BAR_H - 2}" fill="{_COLORS[p]}">'
                         f'<title>{escape(name)} {p}: {values[p]:,.1f} ms</title></rect>')
-            rows.append(f'<text x="{LABEL_W + w + 4:.1f}" y="{y + BAR_H - 3}" class="val">{p} {values[p]:,.1f} ms</text>')
+            rows.append(f'<text x="{LABEL_W + w + 4:.1f}" y="{y + BAR_H - 3}" class="val">'
+                        f'{p} {values[p]:,.1f} ms</text>')
             y += BAR_H
         y += GAP
     if not rows:
