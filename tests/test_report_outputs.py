@@ -84,3 +84,25 @@ def test_targets_follow_extensions_and_format_fills_the_rest():
     assert plan_targets(["report", "-"], "json") == [Target("report", "json"), Target("-", "json")]
     with pytest.raises(DoctorError):
         plan_targets(["r.html"], "pdf")
+
+
+def test_any_command_gets_the_outputs_with_one_decorator_and_one_call(tmp_path: Path):
+    import click
+    from click.testing import CliRunner
+
+    from doctor.cli import options
+    from tests.report_sample import full_report
+
+    @click.command()
+    @click.option("--profile")
+    @options.report_outputs
+    def deploy(profile, report_out):
+        report_out.write(full_report())
+
+    out = tmp_path / "r.xml"
+    done = CliRunner().invoke(deploy, ["--profile", "p", "-o", str(out), "--redact-hosts"])
+    assert done.exit_code == 0, done.output
+    assert out.read_text().startswith('<?xml version="1.0" encoding="UTF-8"?>')
+    assert HOSTNAME not in out.read_text()
+    for flag in ("--format [text|json|junit|md|html]", "-o, --output PATH", "--redact-hosts"):
+        assert flag in CliRunner().invoke(deploy, ["--help"]).output
