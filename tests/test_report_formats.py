@@ -13,7 +13,7 @@ from doctor.report.html import render_html
 from doctor.report.markdown import fenced, render_markdown
 from doctor.report.outputs import FORMATS, render
 from doctor.report.text import render_text
-from tests.report_sample import API_KEY, HF, HOST_IP, HOSTNAME, PLANTED, full_report
+from tests.report_sample import API_KEY, HF, HOST_IP, HOSTNAME, PLANTED, SCRIPT, full_report
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +165,24 @@ def test_objects_tuples_and_undecodable_text_are_redacted_and_rendered_too():
         assert API_KEY not in out, fmt
         out.encode("utf-8")
     assert "caf? log line" in render(report, "json")
+
+
+def test_undocumented_section_shapes_still_render_in_every_format():
+    report = full_report()
+    report.sections = {
+        "deployment": {"profile": "vllm-stable", "base_url": "http://127.0.0.1:8000", "start": {"state": "ready"},
+                       "exercises": [{"name": "chat", "status": "ok", "data": {"ttft_ms": 12.0}}],
+                       "remedies": [{"id": "QD-R-X", "title": "t", "severity": "error", "lineno": 4, "line": "boom"}],
+                       "metrics": {"p99_ttft_ms": 150.0}, "dry_run": True},
+        "exercises": [{"name": "burst", "status": "passed", "data": {"p50_ttft_ms": 1.0}}],
+        "remedies": [{"id": "QD-R-X", "title": "t", "severity": "error", "lineno": 4, "line": "boom"}],
+        "explain": {"sources": ["a.log"], "findings": [{"count": 1, "line": SCRIPT}]},
+    }
+    for fmt in FORMATS:
+        out = render(report, fmt)
+        assert "QD-HOST-001" in out, fmt
+    page = render(report, "html")
+    assert "Other report data" in page and "<script" not in page
+    junit = ET.fromstring(render(report, "junit"))
+    burst = junit.find(".//testcase[@name='[high][EXERCISE] burst']")
+    assert burst is not None and burst.find("error") is not None, "an unknown status is an error, never a pass"

@@ -93,3 +93,27 @@ def test_facts_summary_lists_each_gpu_for_the_table():
     rows = summarize(load_fixture("a100-8x-nvlink"), "bundle")["gpu_table"]
     assert len(rows) == 8
     assert rows[0]["name"].startswith("NVIDIA A100") and rows[0]["nvlink_active"] == 12
+
+
+def test_bench_results_and_explain_findings_convert_to_the_documented_sections(validator):
+    from doctor.report.sections import metrics_from_bench, remedy_from_finding
+
+    bench = {"duration": 4.0, "completed": 7, "failed": 1, "request_throughput": 1.75, "output_throughput": 56.0,
+             "mean_ttft_ms": 90.0, "p50_ttft_ms": 80.0, "p90_ttft_ms": 120.0, "p99_ttft_ms": 150.0,
+             "p50_itl_ms": 9.5, "p90_itl_ms": 11.0, "p99_itl_ms": 30.0, "errors": ["HTTP 500"]}
+    metrics = metrics_from_bench(bench)
+    assert metrics["percentiles"] == {"ttft_ms": {"p50": 80.0, "p90": 120.0, "p99": 150.0},
+                                      "itl_ms": {"p50": 9.5, "p90": 11.0, "p99": 30.0}}
+    assert metrics["throughput"] == {"requests_per_s": 1.75, "output_tokens_per_s": 56.0}
+    assert (metrics["requests"], metrics["errors"], metrics["duration_s"]) == (8, 1, 4.0)
+    finding = {"remedy": {"id": "QD-R-NCCL-SHM", "component": "nccl", "severity": "error", "title": "no shm",
+                          "why": "64 MB", "fix": [{"text": "--ipc=host", "applies": None}],
+                          "source": ["https://github.com/NVIDIA/nccl/issues/525"]},
+               "count": 2, "first": {"source": "a.log", "line": 3}, "last": {"source": "a.log", "line": 9},
+               "line": "NCCL WARN Error while creating shared memory segment", "context": {"before": [], "after": []}}
+    remedy = remedy_from_finding(finding)
+    assert remedy["first_line"] == {"source": "a.log", "line": 3} and remedy["count"] == 2
+    report = Report(command="explain a.log", results=[], sections={"metrics": metrics, "remedies": [remedy]})
+    doc = json.loads(render(report, "json"))
+    assert errors(validator, doc) == []
+    assert "NCCL WARN Error while creating shared memory segment" in render(report, "html")

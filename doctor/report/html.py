@@ -25,7 +25,7 @@ def render_html(report: Report) -> str:
     pct = metrics.get("percentiles") or {}
     names = [m for m in PERCENTILE_METRICS if m in pct] + [m for m in pct if m not in PERCENTILE_METRICS]
     exercises = [{**ex, "status": as_status(ex.get("status"))} for ex in sections.get("exercises") or []]
-    remedies = [{**m, "fix": [fix_text(f) for f in m.get("fix") or []],
+    remedies = [{**m, "count": m.get("count") or 1, "fix": [fix_text(f) for f in m.get("fix") or []],
                  "context": {"before": (m.get("context") or {}).get("before") or [],
                              "after": (m.get("context") or {}).get("after") or []}}
                 for m in sections.get("remedies") or []]

@@ -15,10 +15,13 @@ sections.metrics     : {requests, concurrency, duration_s, errors,
                        throughput {requests_per_s, output_tokens_per_s, total_tokens_per_s},
                        percentiles {ttft_ms|tpot_ms|itl_ms|e2el_ms: {p50, p90, p99}},
                        kv_cache {predicted_tokens, reported_tokens}}.
-sections.remedies[]  : {id, title, severity, component, count, first_line {source, line},
+sections.remedies[]  : {id, title, severity, component, count (default 1), first_line {source, line},
                        last_line {source, line}, line, context {before [str], after [str]}, why,
-                       fix [str | {text, applies}], source [url]} (from `remedies.explain.Finding`).
+                       fix [str | {text, applies}], source [url]}: `remedy_from_finding(finding.to_dict())`.
 sections.logs[]      : {source, lines [str]}: raw log excerpts shown collapsed.
+
+A `vllm bench serve`-style burst result (`p99_ttft_ms`, `request_throughput`...) becomes sections.metrics
+through `metrics_from_bench`.
 """
 
 from __future__ import annotations
@@ -111,3 +114,35 @@ def as_status(value: Any) -> Status:
         return Status(value)
     except ValueError:
         return Status.ERROR
+
+
+def metrics_from_bench(bench: dict[str, Any]) -> dict[str, Any]:
+    """`sections.metrics` from a `vllm bench serve`-style result (`p99_ttft_ms`, `request_throughput`, ...)."""
+    percentiles: dict[str, dict[str, float]] = {}
+    for key, value in bench.items():
+        head, _, rest = key.partition("_")
+        if head in PERCENTILES and rest.endswith("_ms") and isinstance(value, (int, float)):
+            percentiles.setdefault(rest, {})[head] = float(value)
+    throughput = {name: float(bench[key]) for name, key in (("requests_per_s", "request_throughput"),
+                                                            ("output_tokens_per_s", "output_throughput"),
+                                                            ("total_tokens_per_s", "total_token_throughput"))
+                  if isinstance(bench.get(key), (int, float))}
+    out: dict[str, Any] = {"percentiles": percentiles, "throughput": throughput}
+    if isinstance(bench.get("completed"), int):
+        out["requests"] = bench["completed"] + int(bench.get("failed") or 0)
+        out["errors"] = int(bench.get("failed") or 0)
+    if isinstance(bench.get("duration"), (int, float)):
+        out["duration_s"] = float(bench["duration"])
+    return out
+
+
+def remedy_from_finding(finding: dict[str, Any]) -> dict[str, Any]:
+    """`sections.remedies[]` entry from `remedies.explain.Finding.to_dict()` (the remedy flattened in)."""
+    remedy = finding.get("remedy") or {}
+    return {
+        "id": remedy.get("id", ""), "title": remedy.get("title", ""), "severity": remedy.get("severity", ""),
+        "component": remedy.get("component", ""), "count": int(finding.get("count") or 1),
+        "first_line": finding.get("first"), "last_line": finding.get("last"), "line": finding.get("line", ""),
+        "context": finding.get("context") or {"before": [], "after": []}, "why": remedy.get("why", ""),
+        "fix": list(remedy.get("fix") or []), "source": list(remedy.get("source") or []),
+    }
