@@ -92,7 +92,7 @@ def test_markdown_escapes_html_outside_code_blocks(rendered: dict[str, bytes]):
     text = rendered["md"].decode()
     outside = re.sub(r"(`{3,})[^\n]*\n.*?\n\1", "", text, flags=re.S)
     assert "<script" not in outside
-    assert "&lt;script&gt;" in outside
+    assert "&lt;script>" in outside
     assert "### Problems" in text and text.index("QD-ENV-001") < text.index("QD-DRV-001")
 
 

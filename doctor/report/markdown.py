@@ -12,12 +12,13 @@ from doctor.report.view import PLAN_SKIP, problems_first, section_rows
 from doctor.results import Result, Status
 
 _SPECIAL = re.compile(r"([\\`*\[\]|])")
+_ENTITY = re.compile(r"&(#?\w+;)")
 
 
 def md(text: Any) -> str:
-    """Inline text that cannot open HTML tags, tables, links or code spans."""
-    escaped = _SPECIAL.sub(r"\\\1", str(text))
-    return escaped.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+    """Inline text that cannot open HTML tags or entities, tables, links or code spans ('>' stays readable)."""
+    escaped = _ENTITY.sub(r"&amp;\1", _SPECIAL.sub(r"\\\1", str(text)))
+    return escaped.replace("<", "&lt;").replace("\n", " ")
 
 
 def fenced(text: str, lang: str = "") -> str:
