@@ -106,3 +106,19 @@ def test_any_command_gets_the_outputs_with_one_decorator_and_one_call(tmp_path: 
     assert HOSTNAME not in out.read_text()
     for flag in ("--format [text|json|junit|md|html]", "-o, --output PATH", "--redact-hosts"):
         assert flag in CliRunner().invoke(deploy, ["--help"]).output
+
+
+def test_a_command_keeps_its_own_terminal_text_and_it_sees_the_redacted_report(tmp_path: Path, capsys):
+    from doctor.report.outputs import write_outputs
+    from tests.report_sample import API_KEY, full_report
+
+    def table(report, color: bool) -> str:
+        return f"my own table for {report.command}\n"
+
+    written = write_outputs(full_report(), [str(tmp_path / "r.json")], terminal=table)
+    assert written == [str(tmp_path / "r.json")]
+    out = capsys.readouterr().out
+    assert out.startswith("my own table for deploy --profile vllm-stable --api-key [REDACTED]")
+    assert API_KEY not in out
+    write_outputs(full_report(), [], "json", terminal=table)
+    assert json.loads(capsys.readouterr().out)["command"].endswith("[REDACTED]"), "--format json is not the table"

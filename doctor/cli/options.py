@@ -29,11 +29,13 @@ class ReportOutputs:
     outputs: tuple[str, ...]
     redact_hosts: bool
 
-    def write(self, report: Any, fail_on: str = "fail", verbose: bool = False) -> None:
+    def write(self, report: Any, fail_on: str = "fail", verbose: bool = False,
+              terminal: Callable[[Any, bool], str] | None = None) -> list[str]:
+        """Render and write; `terminal(redacted_report, color)` may replace the generic text on stdout."""
         from doctor.report.outputs import write_outputs
 
-        write_outputs(report, self.outputs, self.fmt, redact_hosts=self.redact_hosts, fail_on=fail_on,
-                      verbose=verbose)
+        return write_outputs(report, self.outputs, self.fmt, redact_hosts=self.redact_hosts, fail_on=fail_on,
+                             verbose=verbose, terminal=terminal)
 
 
 def report_outputs(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -10,6 +10,7 @@ import importlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from doctor.errors import DoctorError
 from doctor.report.model import Report
@@ -18,6 +19,7 @@ FORMATS = ("text", "json", "junit", "md", "html")
 EXTENSIONS = {".txt": "text", ".log": "text", ".json": "json", ".xml": "junit", ".md": "md",
               ".markdown": "md", ".html": "html", ".htm": "html"}
 STDOUT = "-"
+Terminal = Callable[[Report, bool], str]
 _RENDERERS = {"text": "doctor.report.text:render_text", "json": "doctor.report.jsonout:render_json",
               "junit": "doctor.report.junit:render_junit", "md": "doctor.report.markdown:render_markdown",
               "html": "doctor.report.html:render_html"}
@@ -70,11 +72,14 @@ def render(report: Report, fmt: str, *, fail_on: str = "fail", verbose: bool = F
 
 
 def write_outputs(report: Report, outputs: list[str] | tuple[str, ...] = (), fmt: str | None = None, *,
-                  redact_hosts: bool = False, fail_on: str = "fail", verbose: bool = False) -> list[Target]:
-    """Redact once, render every requested format, then write: stdout, and files atomically.
+                  redact_hosts: bool = False, fail_on: str = "fail", verbose: bool = False,
+                  terminal: Terminal | None = None) -> list[str]:
+    """Redact once, render every requested format, then write: stdout, and files atomically; the files written.
 
     Every path is checked before anything is written, so a bad `--output` leaves all files as they were.
     When only files are requested, stdout still gets the terminal text and stderr one line per file.
+    `terminal(redacted_report, color)` replaces the generic text on stdout (a command's own table, say);
+    it must render from the report it is given, which is the redacted one.
     """
     targets = plan_targets(outputs, fmt)
     for t in targets:
@@ -82,12 +87,15 @@ def write_outputs(report: Report, outputs: list[str] | tuple[str, ...] = (), fmt
             _check_writable(Path(t.path))
     safe = report.redacted(hosts=redact_hosts)
     if all(t.path != STDOUT for t in targets):
-        targets_out = [Target(STDOUT, "text"), *targets]
-    else:
-        targets_out = targets
-    rendered = [(t, render(safe, t.fmt, fail_on=fail_on, verbose=verbose,
-                           color=t.path == STDOUT and t.fmt == "text" and sys.stdout.isatty()))
-                for t in targets_out]
+        targets = [Target(STDOUT, "text"), *targets]
+    color = sys.stdout.isatty()
+    rendered = []
+    for t in targets:
+        if t.path == STDOUT and t.fmt == "text" and terminal is not None:
+            rendered.append((t, terminal(safe, color)))
+        else:
+            rendered.append((t, render(safe, t.fmt, fail_on=fail_on, verbose=verbose,
+                                       color=color and t.path == STDOUT)))
     for t, text in rendered:
         if t.path == STDOUT:
             sys.stdout.write(text)
@@ -95,7 +103,7 @@ def write_outputs(report: Report, outputs: list[str] | tuple[str, ...] = (), fmt
         else:
             _write_atomic(Path(t.path), text)
             print(f"wrote {t.path} ({t.fmt})", file=sys.stderr)
-    return targets
+    return [t.path for t in targets if t.path != STDOUT]
 
 
 def _check_writable(path: Path) -> None:
