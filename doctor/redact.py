@@ -54,7 +54,7 @@ _PUBLIC_DOMAINS = ("huggingface.co", "hf.co", "github.com", "githubusercontent.c
 
 def is_secret_name(name: str) -> bool:
     """Whether an env var or key name says its value is a secret (HF_TOKEN, *_KEY, *SECRET*, api_key...)."""
-    return bool(_SECRET_NAME.search(name.upper().replace("-", "_")))
+    return bool(_SECRET_NAME.search(re.sub(r"[-.]", "_", name.upper())))
 
 
 def is_secret_flag(arg: str) -> bool:

@@ -10,13 +10,14 @@ from doctor.redact import REDACTED, is_secret_name, redact_argv, redact_document
 
 
 @pytest.mark.parametrize("name", ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY",
-                                  "WANDB_API_KEY", "DB_PASSWORD", "MY_SECRET", "api_key", "Authorization", "token"])
+                                  "WANDB_API_KEY", "DB_PASSWORD", "MY_SECRET", "api_key", "Authorization", "token",
+                                  "spark.hadoop.fs.s3a.access.key", "spark.authenticate.secret", "spark.ssl.keyPassword"])
 def test_secret_names(name: str):
     assert is_secret_name(name)
 
 
 @pytest.mark.parametrize("name", ["TOKENIZERS_PARALLELISM", "HF_HOME", "CUDA_VISIBLE_DEVICES", "NCCL_DEBUG",
-                                  "max_num_batched_tokens", "kv_cache_tokens", "HF_TOKEN_PATH"])
+                                  "max_num_batched_tokens", "kv_cache_tokens", "HF_TOKEN_PATH", "spark.authenticate"])
 def test_ordinary_names(name: str):
     assert not is_secret_name(name)
 
