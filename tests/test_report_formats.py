@@ -186,3 +186,14 @@ def test_undocumented_section_shapes_still_render_in_every_format():
     junit = ET.fromstring(render(report, "junit"))
     burst = junit.find(".//testcase[@name='[high][EXERCISE] burst']")
     assert burst is not None and burst.find("error") is not None, "an unknown status is an error, never a pass"
+
+
+def test_a_per_node_table_section_renders_as_a_table():
+    report = full_report()
+    report.sections["fleet"] = {"engine": "ray", "target": "auto", "status": "ok", "columns": ["node-a", "node-b"],
+                                "rows": [{"name": "driver", "values": ["580.159.04", "570.86.15"]},
+                                         {"name": "GPUs (NVML)", "values": ["8", "8"]}]}
+    page = render(report, "html")
+    assert "<h2>fleet (ray auto ok)</h2>" in page
+    assert "<tr><th>driver</th><td>580.159.04</td><td>570.86.15</td></tr>" in page
+    assert "| driver | 580.159.04 | 570.86.15 |" in render(report, "md")

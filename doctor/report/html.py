@@ -12,7 +12,7 @@ from doctor.report.model import REPORT_SCHEMA_VERSION, Report
 from doctor.report.sections import PERCENTILE_METRICS, PERCENTILES, SECTION_ORDER, as_status, fix_text
 from doctor.report.svg import latency_chart
 from doctor.report.text import summary_line
-from doctor.report.view import PLAN_SKIP, display, problems_first, section_rows
+from doctor.report.view import PLAN_SKIP, display, grid, problems_first, section_rows
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("doctor.report", "templates"), autoescape=True,
                           keep_trailing_newline=True)
@@ -29,7 +29,9 @@ def render_html(report: Report) -> str:
                  "context": {"before": (m.get("context") or {}).get("before") or [],
                              "after": (m.get("context") or {}).get("after") or []}}
                 for m in sections.get("remedies") or []]
-    other = {k: v for k, v in sections.items() if k not in SECTION_ORDER}
+    extra = {k: v for k, v in sections.items() if k not in SECTION_ORDER}
+    grids = [g for g in (grid(k, v) for k, v in extra.items()) if g is not None]
+    other = {k: v for k, v in extra.items() if grid(k, v) is None}
     n_problems = len(problems) + sum(1 for ex in exercises if ex["status"].rank >= 2)
     return _ENV.get_template("report.html.j2").render(
         r=report, s=report.facts_summary, counts=report.counts(), problems=problems, passing=passing,
@@ -42,7 +44,7 @@ def render_html(report: Report) -> str:
         plan=sections.get("plan"), plan_rows=section_rows(sections.get("plan") or {}, skip=PLAN_SKIP),
         deployment=sections.get("deployment"),
         deployment_rows=section_rows(sections.get("deployment") or {}, skip=("log_excerpt",)),
-        gpus=report.facts_summary.get("gpu_table") or [], logs=sections.get("logs") or [],
+        gpus=report.facts_summary.get("gpu_table") or [], logs=sections.get("logs") or [], grids=grids,
         other_sections=json.dumps(other, indent=1, default=str) if other else "",
         facts_json=json.dumps(report.facts, indent=1, default=str) if report.facts is not None else "",
         schema_version=REPORT_SCHEMA_VERSION)

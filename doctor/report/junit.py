@@ -24,13 +24,18 @@ def xml_text(text: Any) -> str:
     return _ILLEGAL_XML.sub(lambda m: f"\\x{ord(m.group(0)):02x}", str(text))
 
 
+def junit_time(iso: str) -> str:
+    """JUnit's timestamp: ISO 8601 without a UTC offset (the report's times are UTC)."""
+    return iso[:19]
+
+
 def testcase_name(severity: str, ident: str, title: str, subject: str | None = None) -> str:
     return f"[{severity}][{ident}] {title}" + (f" [{subject}]" if subject else "")
 
 
 def render_junit(report: Report, fail_on: str = "fail") -> str:
     """The report as JUnit XML; warnings are failures only with fail_on='warn'."""
-    root = ET.Element("testsuites", name="qwen-doctor", timestamp=report.created_at)
+    root = ET.Element("testsuites", name="qwen-doctor", timestamp=junit_time(report.created_at))
     for category, group in groupby(sorted(report.results, key=lambda r: r.category), key=lambda r: r.category):
         suite = _suite(root, f"qwen-doctor.{category}", report)
         for r in group:
@@ -59,7 +64,7 @@ def render_junit(report: Report, fail_on: str = "fail") -> str:
 
 
 def _suite(root: ET.Element, name: str, report: Report) -> ET.Element:
-    return ET.SubElement(root, "testsuite", name=name, timestamp=report.created_at,
+    return ET.SubElement(root, "testsuite", name=name, timestamp=junit_time(report.created_at),
                          hostname=xml_text(report.facts_summary.get("hostname") or "unknown"))
 
 

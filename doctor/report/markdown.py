@@ -7,8 +7,8 @@ import re
 from typing import Any
 
 from doctor.report.model import Report
-from doctor.report.sections import PERCENTILE_METRICS, PERCENTILES, as_status, fix_text
-from doctor.report.view import PLAN_SKIP, problems_first, section_rows
+from doctor.report.sections import PERCENTILE_METRICS, PERCENTILES, SECTION_ORDER, as_status, fix_text
+from doctor.report.view import PLAN_SKIP, grid, problems_first, section_rows
 from doctor.results import Result, Status
 
 _SPECIAL = re.compile(r"([\\`*\[\]|])")
@@ -126,6 +126,13 @@ def _sections(sections: dict[str, Any]) -> list[str]:
             out += ["", fenced("\n".join(lines))]
             out += ["", "Fix:"] + [f"1. {md(fix_text(f))}" for f in m.get("fix") or []]
             out += [f"- source: {md(u)}" for u in m.get("source") or []] + [""]
+    for name, section in sections.items():
+        table = grid(name, section) if name not in SECTION_ORDER else None
+        if table:
+            title, header, rows = table
+            out += [f"### {md(title)}", "", "| " + " | ".join(md(h) for h in header) + " |",
+                    "|" + "---|" * len(header)] + ["| " + " | ".join(md(c) for c in row) + " |" for row in rows]
+            out.append("")
     for log in sections.get("logs") or []:
         out += [f"<details><summary>Log {md(log.get('source', ''))}</summary>", "",
                 fenced("\n".join(log.get("lines") or [])), "", "</details>", ""]

@@ -39,3 +39,16 @@ def section_rows(section: dict[str, Any], skip: tuple[str, ...] = ()) -> list[tu
     """Key/value rows of a section, for a two-column table; lists and nested objects summarised in one cell."""
     return [(k, str(v) if k in IDENTIFIERS else display(v)) for k, v in section.items()
             if k not in skip and v not in (None, "", [], {})]
+
+
+def grid(name: str, section: Any) -> tuple[str, list[str], list[list[str]]] | None:
+    """A section shaped {columns: [...], rows: [{name, values: [...]}]} (e.g. the fleet's per-node table) as
+    (title, header, rows); None for any other shape."""
+    if not (isinstance(section, dict) and isinstance(section.get("columns"), list)
+            and isinstance(section.get("rows"), list)
+            and all(isinstance(r, dict) and isinstance(r.get("values"), list) for r in section["rows"])):
+        return None
+    label = " ".join(str(section[k]) for k in ("engine", "target", "status") if section.get(k))
+    title = f"{name} ({label})" if label else name
+    header = ["", *(str(c) for c in section["columns"])]
+    return title, header, [[str(r.get("name", "")), *(display(v) for v in r["values"])] for r in section["rows"]]
