@@ -197,3 +197,9 @@ def test_a_per_node_table_section_renders_as_a_table():
     assert "<h2>fleet (ray auto ok)</h2>" in page
     assert "<tr><th>driver</th><td>580.159.04</td><td>570.86.15</td></tr>" in page
     assert "| driver | 580.159.04 | 570.86.15 |" in render(report, "md")
+
+
+def test_junit_timestamps_follow_the_junit_schema():
+    root = ET.fromstring(render(full_report(), "junit"))
+    stamps = [root.get("timestamp")] + [s.get("timestamp") for s in root.findall("testsuite")]
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", s or "") for s in stamps), stamps
