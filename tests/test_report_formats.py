@@ -203,3 +203,14 @@ def test_junit_timestamps_follow_the_junit_schema():
     root = ET.fromstring(render(full_report(), "junit"))
     stamps = [root.get("timestamp")] + [s.get("timestamp") for s in root.findall("testsuite")]
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", s or "") for s in stamps), stamps
+
+
+@pytest.mark.parametrize("renderer", ["doctor.report.text:render_text", "doctor.report.jsonout:render_json",
+                                      "doctor.report.junit:render_junit", "doctor.report.markdown:render_markdown",
+                                      "doctor.report.html:render_html"])
+def test_each_renderer_called_directly_still_redacts(renderer: str):
+    import importlib
+
+    module, func = renderer.split(":")
+    out = getattr(importlib.import_module(module), func)(full_report())
+    assert [s for s in PLANTED if s in out] == []

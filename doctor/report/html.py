@@ -19,6 +19,7 @@ _ENV = jinja2.Environment(loader=jinja2.PackageLoader("doctor.report", "template
 
 
 def render_html(report: Report) -> str:
+    report = report.redacted()
     problems, passing = problems_first(report.results)
     sections = report.sections
     metrics = sections.get("metrics") or {}

@@ -35,6 +35,7 @@ def testcase_name(severity: str, ident: str, title: str, subject: str | None = N
 
 def render_junit(report: Report, fail_on: str = "fail") -> str:
     """The report as JUnit XML; warnings are failures only with fail_on='warn'."""
+    report = report.redacted()
     root = ET.Element("testsuites", name="qwen-doctor", timestamp=junit_time(report.created_at))
     for category, group in groupby(sorted(report.results, key=lambda r: r.category), key=lambda r: r.category):
         suite = _suite(root, f"qwen-doctor.{category}", report)

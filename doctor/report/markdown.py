@@ -29,6 +29,7 @@ def fenced(text: str, lang: str = "") -> str:
 
 
 def render_markdown(report: Report) -> str:
+    report = report.redacted()
     s = report.facts_summary
     c = report.counts()
     out = [f"## qwen-doctor report: {report.status.symbol} {report.status.value}", "",

@@ -60,15 +60,14 @@ def plan_targets(outputs: list[str] | tuple[str, ...], fmt: str | None) -> list[
 
 
 def render(report: Report, fmt: str, *, fail_on: str = "fail", verbose: bool = False, color: bool = False) -> str:
-    """One format of the report; a report that was not redacted yet is redacted (secrets only) first."""
-    safe = report if report.redaction is not None else report.redacted()
+    """One format of the report; every renderer redacts a report that was not redacted yet (secrets only)."""
     module, func = _RENDERERS[fmt].split(":")
     renderer = getattr(importlib.import_module(module), func)
     if fmt == "text":
-        return renderer(safe, verbose=verbose, color=color)
+        return renderer(report, verbose=verbose, color=color)
     if fmt == "junit":
-        return renderer(safe, fail_on=fail_on)
-    return renderer(safe)
+        return renderer(report, fail_on=fail_on)
+    return renderer(report)
 
 
 def write_outputs(report: Report, outputs: list[str] | tuple[str, ...] = (), fmt: str | None = None, *,

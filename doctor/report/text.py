@@ -18,6 +18,7 @@ def _paint(text: str, status: Status, color: bool) -> str:
 
 def render_text(report: Report, verbose: bool = False, color: bool = False) -> str:
     """Grouped by category; details show for problems (and everything with verbose), fixes under problems."""
+    report = report.redacted()
     s = report.facts_summary
     lines = [f"qwen-doctor {report.tool_version} · {report.command} · host {s.get('hostname') or '?'} · "
              f"{s.get('source', 'live')}"]
