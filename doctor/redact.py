@@ -42,7 +42,7 @@ _TOKEN_PATTERNS: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
 ]
 _HOST_KEYS = frozenset({"hostname", "host", "node", "node_name", "node_ip", "node_ip_address", "ip", "address",
                         "head_address", "gcs_address", "driver_host", "master", "master_addr", "fqdn"})
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\d)")
+_IPV4 = re.compile(r"(?<![\w.=])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
 _URL_HOST = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://(?:[^/\s@]+@)?)([A-Za-z0-9.-]+)")
 _KEEP_HOSTS = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", ""})
@@ -136,17 +136,17 @@ class Redactor:
         if isinstance(node, str):
             if key is not None and node and is_secret_name(key):
                 return REDACTED
-            return self._string(node)
+            return self._string(node, hosts=self.hosts and not (key and "version" in key.lower()))
         return node
 
-    def _string(self, text: str) -> str:
+    def _string(self, text: str, hosts: bool | None = None) -> str:
         if not text.isascii():
             text = text.encode("utf-8", "replace").decode("utf-8")
         for secret in self._secrets_longest_first:
             if secret in text:
                 text = text.replace(secret, REDACTED)
         text = redact_text(text)
-        if self.hosts:
+        if self.hosts if hosts is None else hosts:
             text = self._hide_hosts(text)
         return text
 

@@ -103,3 +103,15 @@ def test_hosts_become_stable_pseudonyms_but_loopback_and_versions_stay():
 def test_hosts_are_kept_without_the_option():
     doc = {"hostname": "gpu-node-17", "log": ["peer 10.0.0.5"]}
     assert redact_document(doc) == doc
+
+
+@pytest.mark.parametrize("name", ["h200", "a100-8x-nvlink", "pcie-4x-l40s-docker"])
+def test_a_recorded_bundle_loses_nothing_but_its_hostname(name: str):
+    from tests.conftest import fixture_data
+
+    data = fixture_data(name)
+    assert redact_document(data) == data
+    hidden = redact_document(data, hosts=True)
+    assert hidden["packages"] == data["packages"], "four-part versions (cudnn 9.19.0.56) are not IP addresses"
+    assert hidden["hostname"] == hidden["host"]["hostname"] == "[HOST-1]"
+    assert {**hidden, "hostname": "vm", "host": {**hidden["host"], "hostname": "vm"}} == data
