@@ -15,6 +15,8 @@ from doctor import __version__
 COMMANDS: dict[str, str] = {
     "check": "doctor.cli.check:check",
     "collect": "doctor.cli.collect:collect",
+    "lint": "doctor.cli.lint:lint",
+    "profiles": "doctor.cli.profiles:profiles",
     "explain": "doctor.cli.explain:explain",
     "plan": "doctor.cli.plan:plan",
     "remedies": "doctor.cli.remedies:remedies",
