@@ -64,3 +64,14 @@ def test_dom_has_the_summary_and_no_script_ran(page: Path):
     assert "<script" not in dom
     assert "&lt;script&gt;document.title=" in dom
     assert [s for s in PLANTED if s in dom] == []
+
+
+def test_the_check_report_of_the_h200_bundle_renders(tmp_path: Path):
+    from tests.conftest import FIXTURES
+    from tests.test_cli_check import qd
+
+    page = tmp_path / "r.html"
+    done = qd("check", "--from", str(FIXTURES / "h200.json"), "--output", str(page))
+    assert done.returncode == 1, done.stderr
+    dom = run_chromium("--dump-dom", page.as_uri()).stdout
+    assert "3 problems found" in dom and "QD-HOST-003" in dom and "NVIDIA H200" in dom
