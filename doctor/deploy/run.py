@@ -65,7 +65,7 @@ def _start_result(start: StartOutcome, remedies: list[RemedyHit], follower: LogF
     fix = [step for h in fatal[:1] for step in h.fix]
     details = [start.detail] + [f"log line {h.lineno}: {h.line}" for h in fatal[:3]]
     if not fatal:
-        details += [f"last log lines: {line}" for line in follower.excerpt()[-5:]]
+        details += ["last log lines:", *follower.excerpt()[-5:]]
     summary = (f"{fatal[0].id}: {fatal[0].title}" if fatal else start.detail)
     return _result("QD-DEPLOY-START", "Server starts and becomes healthy", "fail", summary, "critical",
                    details=details, fix=fix or ["Read the deployment log excerpt below; rerun with the same command "
