@@ -22,6 +22,7 @@ BUILTIN_MODULES = (
     "checks.memory",
     "checks.host",
     "checks.topology",
+    "checks.planner",
 )
 CATEGORY_ORDER = ("plugins", "driver", "versions", "gpu", "memory", "topology", "host")
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")

@@ -4,8 +4,10 @@ Two entry points share one compiled plan:
 - `Matcher.feed(line, lineno)` for a live stream, one line at a time;
 - `Matcher.scan(stream)` for files, which scans big byte chunks with a few `bytes.find` passes
   (one per anchor) instead of touching every line from Python.
-An anchor is a word shared by several literals (or a whole literal); every literal contains its anchor,
-so the prefilter never misses a line that the regex would match.
+An anchor is a phrase shared by several literals (or a whole literal); every literal contains its anchor,
+so the prefilter never misses a line that the regex would match. Candidate lines are decoded with
+errors='replace' and capped at MAX_LINE bytes; a longer line is scanned in MAX_LINE pieces (a message
+straddling two pieces is missed).
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import sys
 import zlib
 from contextlib import contextmanager
@@ -37,6 +38,18 @@ def open_log(source: str | Path) -> Iterator[BinaryIO]:
     finally:
         if name != STDIN:
             raw.close()
+
+
+def check_readable(source: str | Path) -> None:
+    """Raise `LogReadError` now for a source that cannot be opened, before any other is scanned."""
+    name = str(source)
+    if name == STDIN:
+        return
+    path = Path(name)
+    if path.is_dir():
+        raise LogReadError(f"{name}: is a directory, not a log file")
+    if not path.is_file() or not os.access(path, os.R_OK):
+        raise LogReadError(f"{name}: cannot open: {'permission denied' if path.exists() else 'no such file'}")
 
 
 def _peekable(stream: BinaryIO) -> BinaryIO:

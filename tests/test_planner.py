@@ -169,3 +169,15 @@ def test_gpu_notation():
     assert hw.count == 8 and hw.gpu.memory_bytes == 81920 * MIB and not hw.gpu.native_fp8
     assert parse_gpus("2 x h200").gpu.name == "H200"
     assert parse_gpus("MYGPU:96:9.0").gpu.memory_bytes == 96 * GIB
+
+
+def test_vllm_overhead_is_the_larger_of_forward_and_sampler_peaks_plus_fixed_terms():
+    from doctor.planner.overhead import activation_bytes, vllm_overhead
+
+    h100 = parse_gpus("1xH100").gpu
+    # H100 defaults (arg_utils.get_batch_defaults): 8192 batched tokens, 1024 sequences
+    forward = activation_bytes(BF16, ServeConfig(), 8192)
+    logits = 1024 * 248320 * 4 * 2
+    assert vllm_overhead(BF16, ServeConfig(), h100) == int(GIB // 2 + GIB // 2 + max(forward, logits))
+    assert vllm_overhead(BF16, ServeConfig(enforce_eager=True), h100) == int(GIB // 2 + max(forward, logits))
+    assert vllm_overhead(BF16, ServeConfig(overhead_gib=3), h100) == 3 * GIB

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from packaging.version import Version
+
 from doctor.models import get_model
 from doctor.planner import ServeConfig
 from doctor.planner.hardware import GIB
@@ -25,6 +27,11 @@ def find(pattern: re.Pattern, lines: list[str]) -> re.Match:
     return next(m for line in lines if (m := pattern.search(line)))
 
 
+def logged_figure(entry, capacity) -> int:
+    """vLLM <= 0.20 logged num_blocks // groups x block size; 0.24 logs max_concurrency x max_model_len."""
+    return capacity.legacy_tokens if Version(entry["vllm"]) < Version("0.21") else capacity.tokens
+
+
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
 def test_kv_tokens_from_logged_available_memory(entry):
     assert entry["source"].startswith("https://github.com/")
@@ -32,16 +39,31 @@ def test_kv_tokens_from_logged_available_memory(entry):
     cfg = ServeConfig(**entry["flags"])
     available_gib = float(find(AVAILABLE, entry["log"]).group(1))
     logged_tokens = int(find(TOKENS, entry["log"]).group(1).replace(",", ""))
-    logged_concurrency = float(find(CONCURRENCY, entry["log"]).group(2))
-    layout = vllm_layout(spec, cfg, len(spec.full_attention_layers), len(spec.linear_attention_layers))
+    full = len(spec.full_attention_layers) + (spec.mtp_layers if cfg.mtp_tokens else 0)
+    layout = vllm_layout(spec, cfg, full, len(spec.linear_attention_layers))
 
     # The log rounds the budget to 0.01 GiB: the true value lies within +-0.005 GiB of it.
     low = vllm_capacity(layout, int((available_gib - 0.005) * GIB), cfg.max_model_len, cfg)
     high = vllm_capacity(layout, int((available_gib + 0.005) * GIB), cfg.max_model_len, cfg)
     mid = vllm_capacity(layout, int(available_gib * GIB), cfg.max_model_len, cfg)
-    assert low.tokens <= logged_tokens <= high.tokens
-    assert abs(mid.tokens - logged_tokens) <= 0.03 * logged_tokens
-    assert round(mid.max_concurrency, 2) == logged_concurrency
+    assert logged_figure(entry, low) <= logged_tokens <= logged_figure(entry, high)
+    assert abs(logged_figure(entry, mid) - logged_tokens) <= 0.03 * logged_tokens
+    concurrency = [m for line in entry["log"] if (m := CONCURRENCY.search(line))]
+    if concurrency:
+        assert round(mid.max_concurrency, 2) == float(concurrency[0].group(2))
+
+
+def test_mtp_adds_a_drafter_attention_layer_and_three_padding_layers():
+    # spark-vllm-docker#200: "Add 3 padding layers": 10 + 1 MTP attention layers set the group size to
+    # 11, so the 30 GDN layers fill cdiv(30, 11) = 3 groups of 11 (33 slots, 3 padding).
+    # Conv state grows by the 2 speculative tokens: (3 + 2) x 8192 x 2 B + 2 MiB recurrent = 2,179,072 B,
+    # block 16 x cdiv(2179072, 16 x 1024) = 2128; 52.66 GiB // (2128 x 1024 x 11) = 2358 blocks;
+    # legacy log: 2358 // 4 groups x 2128 = 1,253,392 tokens.
+    cfg = ServeConfig(kv_cache_dtype="fp8", max_model_len=65536, mtp_tokens=2)
+    layout = vllm_layout(get_model("fp8"), cfg, 11, 30)
+    assert (layout.block_size, layout.group_size, layout.mamba_groups) == (2128, 11, 3)
+    assert layout.mamba_groups * layout.group_size - 30 == 3
+    assert int(52.66 * GIB) // (2128 * 1024 * 11) // 4 * 2128 == 1_253_392
 
 
 def test_derivation_of_the_first_published_line():

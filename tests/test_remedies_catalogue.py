@@ -93,3 +93,64 @@ def test_loading_is_cached_per_process():
 def test_a_missing_catalogue_directory_is_a_clear_error(tmp_path: Path):
     with pytest.raises(CatalogueError, match="no catalogue files"):
         load_catalogue(tmp_path)
+
+
+# One line per substring of reference/qwen35-facts.md section D, as the emitters print them.
+SECTION_D = [
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB.",
+    "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.",
+    "ValueError: To serve at least one request with the models's max seq len (262144), (5.00 GiB KV cache is needed, "
+    "which is larger than the available KV cache memory (1.00 GiB).",
+    "The model's max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (100)",
+    "User-specified max_model_len (300000) is greater than the derived max_model_len (max_position_embeddings=262144). "
+    "To allow overriding this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1",
+    "Free memory on device (1.0/79.2 GiB) on startup is less than desired GPU memory utilization (0.9, 71.3 GiB).",
+    "ValueError: max_num_seqs (512) exceeds available Mamba cache blocks (300)",
+    "    assert num_cache_lines >= batch",
+    "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
+    "KV cache pool is full. Retract requests. #retracted_reqs: 2",
+    "Prefill out of memory. Try to lower your batch size.",
+    "Exception: Capture cuda graph failed: CUDA error",
+    "RuntimeError: CUDA error: operation not permitted when stream is capturing",
+    "CUDA error: no kernel image is available for execution on the device",
+    "Bfloat16 is only supported on GPUs with compute capability of at least 8.0.",
+    "Your GPU does not have native support for FP8 computation but FP8 quantization is being used.",
+    "Model architectures ['Qwen3_5MoeForConditionalGeneration'] are not supported for now.",
+    "The checkpoint you are trying to load has model type `qwen3_5_moe` but Transformers does not recognize this architecture.",
+    "Total number of attention heads (16) must be divisible by tensor parallel size (3).",
+    "AssertionError: 16 is not divisible by 3",
+    "NCCL WARN Error while creating shared memory segment /dev/shm/nccl-x (size 9637888)",
+    "include/shm.h:28 NCCL WARN Call to posix_fallocate failed : No space left on device",
+    "RuntimeError: Insufficient space in /dev/shm",
+    "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+    "NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for details)",
+    "OSError: [Errno 98] Address already in use",
+    "port: 29500, useIpv6: 0, code: -98, name: EADDRINUSE, message: address already in use",
+    "gcs_rpc_client.h:151: Failed to connect to GCS at address 10.0.0.1:6379 within 5 seconds.",
+    "The node with node id: ab and address: 10.0.0.2 and node name: n2 has been marked dead because the detector has "
+    "missed too many heartbeats from it.",
+    "ValueError: Cannot provide a placement group requiring 8.0 GPUs (placement_group_specs=[]) within 1800 seconds.",
+    "RuntimeError: The NVIDIA driver on your system is too old (found version 12040).",
+    "CUDA error: an illegal memory access was encountered",
+    "RuntimeError: Cannot re-initialize CUDA in forked subprocess.",
+    "OSError: We couldn't connect to 'https://huggingface.co' to load the files",
+    "Cannot find the requested files in the disk cache and outgoing traffic has been disabled.",
+    "401 Client Error. Cannot access gated repo for url https://huggingface.co/x/y/resolve/main/config.json.",
+    "RuntimeError: The size of tensor a (1856) must match the size of tensor b (1024) at non-singleton dimension 0",
+    "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+    "ValueError: Warning: User-specified context_length (300000) is greater than the derived context_length (262144). "
+    "To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
+]
+
+
+@pytest.mark.parametrize("line", SECTION_D)
+def test_every_message_of_the_reference_error_table_is_recognised(line):
+    assert MATCHER.match_line(line)
+
+
+def test_the_library_does_not_import_click():
+    import subprocess
+    import sys
+
+    code = "import sys, remedies; remedies.Matcher(); remedies.explain_sources([]); assert 'click' not in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1]).returncode == 0

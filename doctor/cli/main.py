@@ -16,6 +16,9 @@ COMMANDS: dict[str, str] = {
     "check": "doctor.cli.check:check",
     "collect": "doctor.cli.collect:collect",
     "deploy": "doctor.cli.deploy:deploy",
+    "explain": "doctor.cli.explain:explain",
+    "plan": "doctor.cli.plan:plan",
+    "remedies": "doctor.cli.remedies:remedies",
 }
 
 DEBUG_ENV = "QWEN_DOCTOR_DEBUG"

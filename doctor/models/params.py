@@ -10,6 +10,7 @@ one decoder layer).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from doctor.models.spec import FULL, ModelSpec
 
@@ -87,7 +88,8 @@ def _mlp(spec: ModelSpec, layer: int | None, prefix: str) -> list[Tensor]:
     return out
 
 
-def text_tensors(spec: ModelSpec) -> list[Tensor]:
+@lru_cache(maxsize=32)
+def text_tensors(spec: ModelSpec) -> tuple[Tensor, ...]:
     """The language model: embeddings, decoder layers, final norm and lm_head."""
     h = spec.hidden_size
     out = [Tensor("embed_tokens", "embed", VOCAB, spec.vocab_size, h, layer=0)]
@@ -100,10 +102,11 @@ def text_tensors(spec: ModelSpec) -> list[Tensor]:
     out.append(Tensor("norm", "norm", REPLICATED, h, layer=last))
     if not spec.tie_word_embeddings:
         out.append(Tensor("lm_head", "lm_head", VOCAB, spec.vocab_size, h, layer=last))
-    return out
+    return tuple(out)
 
 
-def mtp_tensors(spec: ModelSpec) -> list[Tensor]:
+@lru_cache(maxsize=32)
+def mtp_tensors(spec: ModelSpec) -> tuple[Tensor, ...]:
     """Multi-token-prediction head(s): loaded only when MTP speculative decoding is on."""
     h, out = spec.hidden_size, []
     last = spec.num_layers - 1
@@ -112,14 +115,15 @@ def mtp_tensors(spec: ModelSpec) -> list[Tensor]:
         out.append(Tensor(f"{prefix}.fc", "mtp_fc", TP, h, 2 * h, layer=last))
         out.append(Tensor(f"{prefix}.norms", "norm", REPLICATED, 4 * h, layer=last))
         out += _attention(spec, last, prefix) + _mlp(spec, last, prefix)
-    return out
+    return tuple(out)
 
 
-def vision_tensors(spec: ModelSpec) -> list[Tensor]:
+@lru_cache(maxsize=32)
+def vision_tensors(spec: ModelSpec) -> tuple[Tensor, ...]:
     """The ViT tower (Qwen3-VL layout: LayerNorms with bias, biased linears, 2x2 patch merger)."""
     v = spec.vision
     if v is None:
-        return []
+        return ()
     d, f = v.hidden_size, v.intermediate_size
     merged = d * v.spatial_merge_size ** 2
     merger = merged * 2 + merged * merged + merged + merged * v.out_hidden_size + v.out_hidden_size
@@ -128,12 +132,12 @@ def vision_tensors(spec: ModelSpec) -> list[Tensor]:
              + d * d + d                # proj
              + d * f + f + f * d + d)   # mlp fc1, fc2
     patch = v.in_channels * v.temporal_patch_size * v.patch_size ** 2 * d + d
-    return [
+    return (
         Tensor("visual.patch_embed", "vision", REPLICATED, patch),
         Tensor("visual.pos_embed", "vision", REPLICATED, v.num_position_embeddings, d),
         Tensor("visual.blocks", "vision", TP, block, count=v.depth),
         Tensor("visual.merger", "vision", TP, merger, count=1 + v.deepstack_layers),
-    ]
+    )
 
 
 def count_parameters(spec: ModelSpec) -> dict[str, int]:

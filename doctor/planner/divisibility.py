@@ -32,11 +32,6 @@ class RuleResult:
     severity: str = "fail"      # fail: the backend refuses to start; warn: it starts, unbalanced
 
 
-def _valid_tps(spec: ModelSpec, upto: int = 64) -> list[int]:
-    return [t for t in range(1, upto + 1) if not any(not r.ok and r.severity == "fail"
-                                                      for r in check_divisibility(spec, ServeConfig(tp=t)))]
-
-
 def _divides(a: int, b: int) -> bool:
     return b > 0 and a % b == 0
 
@@ -83,26 +78,24 @@ def check_divisibility(spec: ModelSpec, cfg: ServeConfig) -> list[RuleResult]:
     if q.method == "fp8" and q.weight_block_size and m is not None:
         block_n, block_k = q.weight_block_size
         moe_tp = 1 if cfg.expert_parallel else tp
-        per_part = m.intermediate_size // moe_tp if _divides(m.intermediate_size, moe_tp) else m.intermediate_size / moe_tp
-        ok_n = isinstance(per_part, int) and per_part % block_n == 0
+        per_part = m.intermediate_size // moe_tp   # vLLM divides first (divide() fails on a remainder)
+        ok_n = _divides(m.intermediate_size, moe_tp) and per_part % block_n == 0
+        moe_fix = (f"use TP <= {max(1, m.intermediate_size // block_n)} for the experts, or "
+                   "--enable-expert-parallel (experts are then not split), or the BF16 checkpoint")
         out.append(RuleResult(
             "fp8-block-moe-tp", ok_n,
             f"The output_size of gate's and up's weight = {per_part} is not divisible by "
-            f"weight quantization block_n = {block_n}.",
-            f"use TP <= {max(1, m.intermediate_size // block_n)} for the experts, or --enable-expert-parallel "
-            "(experts are then not split), or the BF16 checkpoint"))
+            f"weight quantization block_n = {block_n}.", moe_fix))
         if ok_n and moe_tp > 1 and per_part % block_k:
             out.append(RuleResult(
                 "fp8-block-moe-tp-k", False,
                 f"The input_size of down's weight = {per_part} is not divisible by "
-                f"weight quantization block_k = {block_k}.", "as above"))
-        if m.shared_expert_intermediate_size and not _divides(m.shared_expert_intermediate_size // max(tp, 1), block_n) \
-                and "shared_experts" in q.modules:
-            shared = m.shared_expert_intermediate_size / tp
-            shared_txt = int(shared) if shared == int(shared) else shared
+                f"weight quantization block_k = {block_k}.", moe_fix))
+        shared = m.shared_expert_intermediate_size // tp
+        if shared and "shared_experts" in q.modules and shared % block_n:
             out.append(RuleResult(
                 "fp8-block-shared-expert-tp", False,
-                f"Weight output_partition_size = {shared_txt} is not divisible by "
+                f"Weight output_partition_size = {shared} is not divisible by "
                 f"weight quantization block_n = {block_n}.",
                 f"use TP <= {max(1, m.shared_expert_intermediate_size // block_n)} or the BF16 checkpoint"))
     return out
@@ -110,4 +103,5 @@ def check_divisibility(spec: ModelSpec, cfg: ServeConfig) -> list[RuleResult]:
 
 def valid_tensor_parallel_sizes(spec: ModelSpec, upto: int = 64) -> list[int]:
     """TP sizes that pass every hard rule (e.g. [1, 2, 4, 8, 16] for Qwen3.5-35B-A3B BF16)."""
-    return _valid_tps(spec, upto)
+    return [t for t in range(1, upto + 1)
+            if all(r.ok or r.severity != "fail" for r in check_divisibility(spec, ServeConfig(tp=t)))]

@@ -2,10 +2,11 @@
 
 This part is an estimate (the backends measure it with a profiling run); `--overhead-gib`
 overrides it. The terms follow what the profiling run allocates:
-- vLLM v1/worker/gpu_worker.py determine_available_memory: non_kv = weights + peak activation of a
-  dummy forward of max_num_batched_tokens + the sampler's dummy run over max_num_seqs rows of
-  float32 logits + non-torch memory (context, NCCL) + the CUDA-graph estimate (counted by default
-  since v0.21, vllm#50722).
+- vLLM v1/worker/gpu_worker.py determine_available_memory: non_kv = weights + the profiling peak
+  (the larger of a dummy forward over max_num_batched_tokens and the sampler's dummy run over
+  max_num_seqs rows of float32 logits, which runs after the forward's activations are freed) +
+  non-torch memory (context, NCCL) + the CUDA-graph estimate (counted by default since v0.21,
+  vllm#50722).
 - SGLang takes activations and graphs out of (1 - mem_fraction_static); only the context and NCCL
   buffers held when the pool is sized count here.
 Default batch sizes: vllm/engine/arg_utils.py get_batch_defaults (API server: 8192 tokens / 1024
@@ -58,7 +59,7 @@ def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
     logits = seqs * spec.vocab_size / cfg.tp * 4 * 2    # float32 logits + one sampler temporary
     graphs = 0 if cfg.enforce_eager else CUDA_GRAPH_BYTES
     nccl = NCCL_BYTES if cfg.tp * cfg.pp > 1 else 0
-    return int(CONTEXT_BYTES + nccl + graphs + activation_bytes(spec, cfg, tokens) + logits)
+    return int(CONTEXT_BYTES + nccl + graphs + max(activation_bytes(spec, cfg, tokens), logits))
 
 
 def sglang_overhead(cfg: ServeConfig) -> int:

@@ -67,6 +67,8 @@ def _default_max_model_len(spec: ModelSpec, cfg: ServeConfig) -> int:
 def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len: int) -> RankPlan:
     start, end = pp_partition(spec.num_layers, cfg.pp)[pp_rank]
     full, linear = layers_in_stage(spec, start, end)
+    if cfg.mtp_tokens and pp_rank == cfg.pp - 1:
+        full += spec.mtp_layers          # the MTP drafter's attention layers share the KV pool
     weights = rank_weights(spec, cfg, pp_rank)
     total = hw.gpu.memory_bytes
     if cfg.backend == "vllm":

@@ -9,6 +9,8 @@ Mirrors python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py (0.5.9):
 - `init_memory_pool`: max_running_requests defaults to clamp(tokens / context_len x 512, 2048, 4096)
   and, for hybrid models, min(that, mamba slots // 3) with the radix cache on.
 and server_args.py `_handle_gpu_memory_settings` for the default --mem-fraction-static.
+With PP > 1 the planner counts each stage's own GDN layers; 0.5.9 computes `mamba_cache_per_req`
+from the config's full `linear_layer_ids`, so its per-stage figure may differ (unverified).
 This is the real meaning of the article's invented "radix table sizing" (`radix_size=`).
 """
 

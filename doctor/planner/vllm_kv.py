@@ -78,13 +78,20 @@ def vllm_layout(spec: ModelSpec, cfg: ServeConfig, full_layers: int, linear_laye
 class VllmCapacity:
     layout: VllmKVLayout
     num_blocks: int
-    tokens: int
+    tokens: int                # int(max_concurrency x max_model_len): what vLLM >= 0.24 logs
     max_concurrency: float
+    legacy_tokens: int         # num_blocks // groups x block size: what vLLM <= 0.20 logged
 
 
 def vllm_capacity(layout: VllmKVLayout, available_bytes: int, max_model_len: int,
                   cfg: ServeConfig) -> VllmCapacity:
-    """What vLLM logs as "<GPU|CPU> KV cache size: N tokens" and "Maximum concurrency ... Nx"."""
+    """What vLLM logs as "<GPU|CPU> KV cache size: N tokens" and "Maximum concurrency ... Nx".
+
+    The token figure changed for hybrid models between 0.20.1 and 0.24.0 (vllm#40691, PR #38364):
+    before, `num_blocks // len(kv_cache_groups) * min_block_size`; after, max_concurrency x max_model_len.
+    """
     num_blocks = max(0, available_bytes) // layout.bytes_per_block
     concurrency = num_blocks / layout.blocks_per_request(max_model_len, cfg)
-    return VllmCapacity(layout, num_blocks, int(concurrency * max_model_len), concurrency)
+    groups = layout.attention_groups + layout.mamba_groups
+    return VllmCapacity(layout, num_blocks, int(concurrency * max_model_len), concurrency,
+                        num_blocks // groups * layout.block_size)

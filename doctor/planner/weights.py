@@ -84,13 +84,13 @@ def rank_weights(spec: ModelSpec, cfg: ServeConfig, pp_rank: int = 0) -> dict[st
     """Bytes of weights on one rank of pipeline stage `pp_rank`, by module class, plus 'total'."""
     start, end = pp_partition(spec.num_layers, cfg.pp)[pp_rank]
     last = pp_rank == cfg.pp - 1
-    tensors = [t for t in text_tensors(spec)
+    tensors: list[Tensor] = [t for t in text_tensors(spec)
                if (t.group == "embed" and pp_rank == 0)
                or (t.group != "embed" and t.layer is not None and start <= t.layer < end)]
     if cfg.mtp_tokens and last:
-        tensors += mtp_tensors(spec)
+        tensors += list(mtp_tensors(spec))
     if spec.vision and not cfg.language_model_only and pp_rank == 0:
-        tensors += vision_tensors(spec)
+        tensors += list(vision_tensors(spec))
     vision_tp = 1 if cfg.mm_encoder_tp_mode == "data" else cfg.tp
     out: dict[str, float] = defaultdict(float)
     mtp_names = {t.name for t in mtp_tensors(spec)} if cfg.mtp_tokens and last else set()
