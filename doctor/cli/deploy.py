@@ -64,7 +64,9 @@ def deploy(profile_name, model, variables, port, host, python, dry_run, keep, fo
     if python:
         facts = with_packages(facts, backend_packages(python))
     device = getattr(getattr(profile, "hardware", None), "device", "cuda")
-    results = preflight(facts, spec.backend, profile, served_model, device=device)
+    from doctor.deploy.kv import check_options
+
+    results = preflight(facts, spec.backend, profile, served_model, device=device, options=check_options(spec))
     results.append(prepare.flag_check(spec, facts.package_version(spec.backend)))
     report = Report(command=f"deploy --profile {profile.name}", results=results,
                     facts_summary=summarize(facts, "live"))

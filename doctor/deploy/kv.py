@@ -54,6 +54,14 @@ def serve_config(spec: LaunchSpec):
     return ServeConfig(**kwargs)
 
 
+def check_options(spec: LaunchSpec) -> dict[str, object]:
+    """The command line's serving options under the names checks read with `ctx.option(...)`."""
+    cfg = serve_config(spec)
+    names = ("tp", "pp", "max_model_len", "max_num_seqs", "kv_cache_dtype", "gpu_memory_utilization",
+             "mem_fraction_static", "enforce_eager")
+    return {n: getattr(cfg, n) for n in names if getattr(cfg, n) is not None}
+
+
 def predict(spec: LaunchSpec, model: str, facts: Facts | None) -> KVPrediction:
     """Predict the logged KV tokens: vLLM-CPU from VLLM_CPU_KVCACHE_SPACE, GPUs through `plan()`."""
     from doctor.models import get_model

@@ -46,13 +46,14 @@ def _skipped(r: Result, why: str) -> Result:
 
 
 def preflight(facts: Facts, backend: str, profile: Any, model: str, device: str = "cuda",
-              only: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[Result]:
-    """Run the built-in checks for this deployment; inapplicable ones become skips with the reason."""
+              options: dict[str, Any] | None = None) -> list[Result]:
+    """Run the built-in checks for this deployment (the command's own serving options win over the
+    profile's); inapplicable ones become skips with the reason."""
     from doctor import registry, runner
 
     reg = registry.load(plugins=True)
-    specs = runner.select(reg, backend, only, skip)
-    ctx = CheckContext(facts=facts, backend=backend, profile=profile, options={"model": model})
+    specs = runner.select(reg, backend)
+    ctx = CheckContext(facts=facts, backend=backend, profile=profile, options={**(options or {}), "model": model})
     results = runner.plugin_errors(reg) + runner.run_checks(specs, ctx)
     local = Path(model).is_dir()
     out = []
