@@ -41,6 +41,7 @@ def serve_config(spec: LaunchSpec):
         backend=spec.backend,
         tp=_int(a, "--tensor-parallel-size", "--tp-size", "--tp", "-tp") or 1,
         pp=_int(a, "--pipeline-parallel-size", "--pp-size", "-pp") or 1,
+        dp=_int(a, "--data-parallel-size", "--dp-size", "-dp") or 1,
         max_model_len=_int(a, "--max-model-len", "--context-length"),
         max_num_seqs=_int(a, "--max-num-seqs", "--max-running-requests"),
         block_size=_int(a, "--block-size"),
@@ -57,8 +58,8 @@ def serve_config(spec: LaunchSpec):
 def check_options(spec: LaunchSpec) -> dict[str, object]:
     """The command line's serving options under the names checks read with `ctx.option(...)`."""
     cfg = serve_config(spec)
-    names = ("tp", "pp", "max_model_len", "max_num_seqs", "kv_cache_dtype", "gpu_memory_utilization",
-             "mem_fraction_static", "enforce_eager")
+    names = ("tp", "pp", "dp", "max_model_len", "max_num_seqs", "kv_cache_dtype", "enforce_eager",
+             "gpu_memory_utilization" if spec.backend == "vllm" else "mem_fraction_static")
     return {n: getattr(cfg, n) for n in names if getattr(cfg, n) is not None}
 
 
