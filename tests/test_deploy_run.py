@@ -23,8 +23,8 @@ def test_a_healthy_vllm_server_is_started_exercised_and_stopped(tmp_path) -> Non
     out, by_id, said, _ = run(tmp_path, FAKE_SERVER_CHILD="1")
     assert {k: r.status.value for k, r in by_id.items()} == {
         "QD-DEPLOY-START": "ok", "QD-DEPLOY-MODELS": "ok", "QD-DEPLOY-CHAT": "ok", "QD-DEPLOY-STREAM": "ok",
-        "QD-DEPLOY-JSON": "ok", "QD-DEPLOY-REASONING": "skip", "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-KV": "skip",
-        "QD-DEPLOY-STOP": "ok"}
+        "QD-DEPLOY-JSON": "ok", "QD-DEPLOY-REASONING": "skip", "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok",
+        "QD-DEPLOY-KV": "skip", "QD-DEPLOY-STOP": "ok"}
     d = out.sections["deployment"]
     assert d["kv_cache_tokens"] == 2_097_152 and d["start"]["state"] == "ready"
     assert d["metrics"]["completed"] == 4 and "p99_ttft_ms" in d["metrics"]
@@ -79,3 +79,19 @@ def test_keep_leaves_a_healthy_server_running(tmp_path) -> None:
         proc = psutil.Process(out.kept_pid)
         os.killpg(out.kept_pid, signal.SIGTERM)
         assert wait_gone([proc], 10) == []
+
+
+def test_a_server_that_dies_on_its_first_request_fails_even_though_health_passed(tmp_path) -> None:
+    out, by_id, _, _ = run(tmp_path, mode="crash")
+    assert by_id["QD-DEPLOY-START"].status.value == "ok"
+    alive = by_id["QD-DEPLOY-ALIVE"]
+    assert alive.status.value == "fail" and "exited with code 1" in alive.summary
+    assert alive.remedy_ids == ["QD-R-VLLM-ENGINE-DEAD"]
+    assert by_id["QD-DEPLOY-CHAT"].status.value == "fail"
+
+
+def test_lines_logged_during_our_own_shutdown_are_not_reported_as_remedies(tmp_path) -> None:
+    out, by_id, _, _ = run(tmp_path, mode="shutdown-noise")
+    assert "EngineDeadError" in (tmp_path / "server.log").read_text()
+    assert out.remedies == [] and out.sections["deployment"]["remedies"] == []
+    assert by_id["QD-DEPLOY-STOP"].status.value == "ok"

@@ -78,11 +78,12 @@ def test_cpu_tiny_deploys_for_real_and_leaves_nothing_behind(vllm_python, tiny_m
         assert deploy_ids == {
             "QD-DEPLOY-FLAGS": "ok", "QD-DEPLOY-START": "ok", "QD-DEPLOY-MODELS": "ok", "QD-DEPLOY-CHAT": "ok",
             "QD-DEPLOY-STREAM": "ok", "QD-DEPLOY-JSON": "ok", "QD-DEPLOY-REASONING": "skip",
-            "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-KV": "ok", "QD-DEPLOY-STOP": "ok"}, err[-3000:]
+            "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok", "QD-DEPLOY-KV": "ok", "QD-DEPLOY-STOP": "ok"}, err[-3000:]
         d = data["sections"]["deployment"]
         assert d["kv_cache_tokens"] == by_id["QD-DEPLOY-KV"]["evidence"]["predicted_tokens"] == 2_097_152
         assert d["metrics"]["completed"] == 8 and d["metrics"]["output_throughput"] > 0
         assert list(d["phases"])[-1] == "ready" and "loading weights" in d["phases"]
+        assert d["remedies"] == [], "a healthy start and a clean shutdown match no remedy"
         assert len(seen) >= 2, "vLLM runs an API server and an engine core process"
         assert wait_gone(list(seen.values()), 10) == [], "a vLLM process survived the deploy"
         print(f"start {d['start']['seconds']} s; burst {json.dumps({k: round(v, 1) for k, v in d['metrics'].items() if isinstance(v, float)})}",

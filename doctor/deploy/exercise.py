@@ -54,6 +54,7 @@ class ExerciseConfig:
     burst_tokens: int = 32
     max_tokens: int = 32
     request_timeout: float = 120.0
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def _message(body: dict[str, Any]) -> dict[str, Any]:
@@ -242,7 +243,8 @@ async def run_all(base_url: str, cfg: ExerciseConfig) -> list[Exercise]:
     results: list[Exercise] = []
     limits = httpx.Limits(max_connections=max(cfg.burst, 4) + 2)
     timeout = httpx.Timeout(cfg.request_timeout, connect=5.0)
-    async with httpx.AsyncClient(base_url=base_url, timeout=timeout, limits=limits, trust_env=False) as client:
+    async with httpx.AsyncClient(base_url=base_url, timeout=timeout, limits=limits, trust_env=False,
+                                 headers=dict(cfg.headers)) as client:
         for fn in EXERCISES:
             name = fn.__name__.replace("list_", "")
             t0 = time.perf_counter()

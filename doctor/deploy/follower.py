@@ -31,7 +31,13 @@ class LogFollower:
         self._head_size = head
         self._lock = threading.Lock()
         self._fatal = threading.Event()
+        self._stopping = False
         self._started = time.monotonic()
+
+    def mark_shutdown(self) -> None:
+        """From now on the server is being stopped on purpose: its lines are kept, not matched
+        (vLLM 0.32 prints an EngineDeadError during a clean SIGTERM shutdown)."""
+        self._stopping = True
 
     @property
     def phase(self) -> str:
@@ -43,7 +49,8 @@ class LogFollower:
 
     @property
     def remedies(self) -> list[RemedyHit]:
-        return list(self.watch.hits)
+        """Matched entries, root causes first (catalogue rank), then in log order."""
+        return sorted(self.watch.hits, key=lambda h: (h.rank, h.lineno))
 
     def feed(self, line: str, lineno: int) -> None:
         """Consume one log line."""
@@ -62,7 +69,7 @@ class LogFollower:
             tokens = self.table.kv_tokens_in(line)
             if tokens is not None and self.kv_tokens is None:
                 self.kv_tokens, self.kv_line = tokens, line.strip()
-            new = self.watch.feed(line, lineno)
+            new = [] if self._stopping else self.watch.feed(line, lineno)
         if entered and self.progress:
             self.progress(f"phase: {entered} ({self.phase_times[entered]:.0f} s)")
         for hit in new:

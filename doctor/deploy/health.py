@@ -49,11 +49,11 @@ def probe(client: httpx.Client, base_url: str) -> list[str] | None:
 
 
 def wait_ready(base_url: str, server: ServerProcess, follower: LogFollower, timeout: float,
-               poll: float = 1.0) -> StartOutcome:
+               poll: float = 1.0, headers: dict[str, str] | None = None) -> StartOutcome:
     """Poll until ready; stop waiting early when the server exits or a fatal log line appears."""
     started = time.monotonic()
     fatal_at: float | None = None
-    with httpx.Client(timeout=httpx.Timeout(5.0, connect=2.0), trust_env=False) as client:
+    with httpx.Client(timeout=httpx.Timeout(5.0, connect=2.0), trust_env=False, headers=headers) as client:
         while True:
             elapsed = time.monotonic() - started
             server.remember_descendants()

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import httpx
+
 from doctor.deploy import kv
 from doctor.deploy.exercise import Exercise, ExerciseConfig, run_all
 from doctor.deploy.follower import LogFollower
@@ -80,6 +82,31 @@ def _exercise_result(ex: Exercise) -> Result:
                    seconds=round(ex.seconds, 3))
 
 
+def _state_after(spec: LaunchSpec, server: ServerProcess) -> str | None:
+    """None when the server still runs and answers /health; otherwise what went wrong."""
+    if not server.alive:
+        server.wait_log_drained(5.0)
+        return f"exited with code {server.returncode}"
+    with httpx.Client(timeout=5.0, trust_env=False, headers=spec.headers) as client:
+        try:
+            code = client.get(f"{spec.base_url}/health").status_code
+        except httpx.HTTPError as exc:
+            return f"/health failed: {type(exc).__name__}"
+    return None if code == 200 else f"/health answers HTTP {code}"
+
+
+def _alive_result(died_at: str | None, remedies: list[RemedyHit], follower: LogFollower) -> Result:
+    title = "Server survives the exercises"
+    if died_at is None:
+        return _result("QD-DEPLOY-ALIVE", title, "ok", "still running after every exercise", "critical")
+    fatal = [h for h in remedies if h.fatal]
+    return _result("QD-DEPLOY-ALIVE", title, "fail",
+                   f"after the exercises the server {died_at}: a healthy start did not mean a working server",
+                   "critical", details=[f"log line {h.lineno}: {h.line}" for h in fatal[:3]] or
+                   ["last log lines:", *follower.excerpt()[-5:]],
+                   fix=[step for h in fatal[:1] for step in h.fix], remedy_ids=[h.id for h in fatal[:3]])
+
+
 def _kv_result(follower: LogFollower, req: DeployRequest) -> Result:
     prediction = kv.predict(req.spec, req.model, req.facts) if req.model else kv.KVPrediction(None, "no model")
     status, summary = kv.compare(follower.kv_tokens, prediction)
@@ -109,26 +136,28 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None)
     exercises: list[Exercise] = []
     start = StartOutcome("timeout", 0.0, "not started")
     kept = False
+    died_at: str | None = None
     stop_how, survivors = "not started", []
     t0 = time.monotonic()
     with supervised(server, keep=lambda: kept, grace=req.grace):
         progress(f"starting: {redact_text(spec.shell())}")
         progress(f"log: {req.log_path}")
         server.start()
-        start = wait_ready(spec.base_url, server, follower, req.timeout)
+        start = wait_ready(spec.base_url, server, follower, req.timeout, headers=spec.headers)
         progress(f"start: {start.state} after {start.seconds:.0f} s ({start.detail})")
         if start.ready:
             cfg = ExerciseConfig(model=spec.served_model_name, reasoning=bool(spec.reasoning_parser),
-                                 burst=req.burst, burst_tokens=req.burst_tokens)
+                                 burst=req.burst, burst_tokens=req.burst_tokens,
+                                 headers=tuple(spec.headers.items()))
             exercises = asyncio.run(run_all(spec.base_url, cfg))
             for ex in exercises:
                 progress(f"{ex.name}: {ex.status}: {ex.summary}")
-            if not server.alive:
-                start.detail = f"the server died while being exercised (exit code {server.returncode})"
+            died_at = _state_after(spec, server)
         kept = req.keep and start.ready and server.alive
         if kept:
             server.detach()
         else:
+            follower.mark_shutdown()
             stop_how = server.stop(req.grace)
             survivors = [p.pid for p in server.survivors()]
             progress(f"stopped: {stop_how}")
@@ -136,6 +165,7 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None)
     results = [_start_result(start, remedies, follower)]
     results += [_exercise_result(ex) for ex in exercises]
     if start.ready:
+        results.append(_alive_result(died_at, remedies, follower))
         results.append(_kv_result(follower, req))
     if not kept:
         results.append(_stop_result(stop_how, survivors))

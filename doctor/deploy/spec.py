@@ -23,6 +23,12 @@ class LaunchSpec:
     max_model_len: int | None = None
     profile_name: str = ""
     flags: Mapping[str, Any] = field(default_factory=dict)
+    api_key: str | None = None
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What a client sends: the bearer token when the server was started with --api-key."""
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     @property
     def base_url(self) -> str:
@@ -72,4 +78,5 @@ def from_argv(argv: list[str], env: Mapping[str, str], backend: str, profile_nam
         max_model_len=int(max_len) if max_len and max_len.isdigit() else None,
         profile_name=profile_name,
         flags=dict(flags or {}),
+        api_key=flag_value(argv, "--api-key") or env.get("VLLM_API_KEY"),
     )

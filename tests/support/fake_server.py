@@ -10,6 +10,8 @@ shim interpreter can stand in for the backend's python. Behaviour comes from FAK
   bad-json    structured output returns text that is not JSON
   think-leak  reasoning arrives as <think> inside content
   engine-dead /health passes, every completion answers HTTP 500 (vLLM's EngineDeadError)
+  crash       the first completion logs vLLM's EngineDeadError, answers HTTP 500 and the server exits
+  shutdown-noise  like ok, but logs vLLM's EngineDeadError line when stopped with SIGTERM (as vLLM 0.32 does)
 FAKE_SERVER_CHILD=1 also starts a grandchild process (as vLLM starts EngineCore) to test group cleanup;
 FAKE_SERVER_IGNORE_TERM=1 makes the server ignore SIGTERM (to test the SIGKILL fallback).
 """
@@ -50,6 +52,9 @@ MAX_LEN_ERROR = ("Value error, User-specified max_model_len (999999) is greater 
                  "this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must "
                  "be used with extreme caution.")
 
+ENGINE_DEAD = ("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) "
+               "for the root cause.")
+
 
 def arg(argv: list[str], name: str, default: str | None = None) -> str | None:
     return argv[argv.index(name) + 1] if name in argv and argv.index(name) + 1 < len(argv) else default
@@ -84,8 +89,12 @@ class Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         if self.path != "/v1/chat/completions" or not cfg["ready"]:
             return self._json(404, {"error": "not found"})
-        if cfg["mode"] == "engine-dead":
-            return self._json(500, {"error": {"message": "EngineCore encountered an issue. EngineDeadError"}})
+        if cfg["mode"] in ("engine-dead", "crash"):
+            self._json(500, {"error": {"message": "EngineCore encountered an issue. EngineDeadError"}})
+            if cfg["mode"] == "crash":
+                print(ENGINE_DEAD, flush=True)
+                os._exit(1)
+            return None
         if body.get("model") != cfg["model"]:
             return self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
         n = int(body.get("max_tokens") or 16)
@@ -141,6 +150,8 @@ def main(argv: list[str]) -> int:
     model = arg(argv, "--served-model-name") or arg(argv, "--model") or arg(argv, "--model-path") or "m"
     if os.environ.get("FAKE_SERVER_IGNORE_TERM"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if mode == "shutdown-noise":
+        signal.signal(signal.SIGTERM, lambda *_: (print(ENGINE_DEAD, flush=True), os._exit(0)))
     if os.environ.get("FAKE_SERVER_CHILD"):
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     lines = SGLANG_LINES if backend == "sglang" else VLLM_LINES
