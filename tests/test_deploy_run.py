@@ -10,8 +10,8 @@ from doctor.deploy.run import DeployRequest, deploy
 from tests.support.deploy_helpers import fake_spec, wait_gone
 
 
-def run(tmp_path, backend="vllm", mode="ok", timeout=60.0, keep=False, reasoning=False, **env):
-    spec = fake_spec(tmp_path, backend, mode, reasoning, **env)
+def run(tmp_path, backend="vllm", mode="ok", timeout=60.0, keep=False, reasoning=False, extra=(), **env):
+    spec = fake_spec(tmp_path, backend, mode, reasoning, extra, **env)
     said: list[str] = []
     t0 = time.monotonic()
     out = deploy(DeployRequest(spec=spec, log_path=tmp_path / "server.log", timeout=timeout, keep=keep, grace=3,
@@ -95,3 +95,9 @@ def test_lines_logged_during_our_own_shutdown_are_not_reported_as_remedies(tmp_p
     assert "EngineDeadError" in (tmp_path / "server.log").read_text()
     assert out.remedies == [] and out.sections["deployment"]["remedies"] == []
     assert by_id["QD-DEPLOY-STOP"].status.value == "ok"
+
+
+def test_an_api_key_is_sent_by_the_client_and_redacted_in_the_report(tmp_path) -> None:
+    out, by_id, said, _ = run(tmp_path, extra=("--api-key", "sk-secret-0123456789abcdef"))
+    assert by_id["QD-DEPLOY-START"].status.value == "ok" and by_id["QD-DEPLOY-BURST"].status.value == "ok"
+    assert "sk-secret" not in out.sections["deployment"]["command"] and "sk-secret" not in " ".join(said)

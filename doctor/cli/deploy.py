@@ -53,6 +53,7 @@ def deploy(profile_name, model, variables, port, host, python, dry_run, keep, fo
     from doctor.deploy.preflight import backend_packages, blocking, preflight, with_packages
     from doctor.facts.collect import collect
     from doctor.flags.bridge import find_backend_python
+    from doctor.redact import redact_text
     from doctor.report.model import Report, exit_code, summarize
 
     profile = prepare.load(profile_name)
@@ -70,11 +71,11 @@ def deploy(profile_name, model, variables, port, host, python, dry_run, keep, fo
     results.append(prepare.flag_check(spec, facts.package_version(spec.backend)))
     report = Report(command=f"deploy --profile {profile.name}", results=results,
                     facts_summary=summarize(facts, "live"))
-    echo = lambda msg: click.echo(f"  {msg}", err=True)  # noqa: E731
     stop_hint = ""
     if dry_run:
-        report.sections["deployment"] = {"profile": profile.name, "command": spec.shell(), "dry_run": True}
-        click.echo(f"would run:\n  {spec.shell()}", err=True)
+        shell = redact_text(spec.shell())
+        report.sections["deployment"] = {"profile": profile.name, "command": shell, "dry_run": True}
+        click.echo(f"would run:\n  {shell}", err=True)
     elif blocking(results) and not force:
         ids = ", ".join(r.check_id for r in blocking(results))
         click.echo(f"refusing to start: failing checks {ids} (fix them, or --force)", err=True)
@@ -89,7 +90,7 @@ def deploy(profile_name, model, variables, port, host, python, dry_run, keep, fo
         req = DeployRequest(spec=spec, log_path=log, model=served_model, timeout=timeout, keep=keep,
                             burst=burst, burst_tokens=burst_tokens, facts=facts)
         try:
-            outcome = run_deploy(req, progress=echo)
+            outcome = run_deploy(req, progress=_progress)
         except Terminated:
             click.echo("qwen-doctor: terminated; the server was stopped", err=True)
             sys.exit(143)
@@ -105,6 +106,10 @@ def deploy(profile_name, model, variables, port, host, python, dry_run, keep, fo
     if not dry_run and blocking(results) and not force:
         code = 1
     sys.exit(code)
+
+
+def _progress(message: str) -> None:
+    click.echo(f"  {message}", err=True)
 
 
 def _emit(report, fmt: str, verbose: bool, report_path: str | None) -> None:

@@ -76,19 +76,24 @@ class ServerProcess:
         self._reader.start()
 
     def _follow(self) -> None:
-        """Read the log file as it grows until the whole group is gone (or we stop following)."""
+        """Read the log file as it grows; finish once stopped, or once the server exited and the file
+        has been quiet for a second."""
         partial = b""
+        quiet_since: float | None = None
         with self.log_path.open("rb") as log:
             while True:
                 chunk = log.readline()
                 if chunk:
+                    quiet_since = None
                     partial += chunk
                     if partial.endswith(b"\n"):
                         self._emit(partial)
                         partial = b""
                     continue
-                if self._finished.is_set() or (self.proc is not None and self.proc.poll() is not None
-                                               and not self.survivors()):
+                exited = self.proc is not None and self.proc.poll() is not None
+                if exited and quiet_since is None:
+                    quiet_since = time.monotonic()
+                if self._finished.is_set() or (quiet_since is not None and time.monotonic() - quiet_since > 1.0):
                     rest = log.read()
                     for raw in (partial + rest).splitlines(keepends=True):
                         self._emit(raw)

@@ -27,7 +27,7 @@ def python_shim(directory: Path) -> Path:
 
 
 def fake_spec(directory: Path, backend: str = "vllm", mode: str = "ok", reasoning: bool = False,
-              **env: str) -> LaunchSpec:
+              extra: tuple[str, ...] = (), **env: str) -> LaunchSpec:
     """A LaunchSpec that starts the fake server on a free port, like the backend's launcher would."""
     module = "sglang.launch_server" if backend == "sglang" else "vllm.entrypoints.openai.api_server"
     model_flag = "--model-path" if backend == "sglang" else "--model"
@@ -35,6 +35,7 @@ def fake_spec(directory: Path, backend: str = "vllm", mode: str = "ok", reasonin
             "--port", str(free_port()), "--served-model-name", "tiny"]
     if reasoning:
         argv += ["--reasoning-parser", "qwen3"]
+    argv += list(extra)
     return from_argv(argv, {"FAKE_SERVER_MODE": mode, **env}, backend, "fake")
 
 

@@ -75,8 +75,17 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _authorized(self) -> bool:
+        key = self.server.cfg.get("api_key")  # type: ignore[attr-defined]
+        if key and self.headers.get("Authorization") != f"Bearer {key}":
+            self._json(401, {"error": "Unauthorized"})
+            return False
+        return True
+
     def do_GET(self) -> None:
         cfg = self.server.cfg  # type: ignore[attr-defined]
+        if self.path != "/health" and not self._authorized():
+            return
         if self.path == "/health":
             self._json(200, {}) if cfg["ready"] else self._json(503, {"error": "starting"})
         elif self.path == "/v1/models" and cfg["ready"]:
@@ -86,6 +95,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         cfg = self.server.cfg  # type: ignore[attr-defined]
+        if not self._authorized():
+            return None
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
         if self.path != "/v1/chat/completions" or not cfg["ready"]:
             return self._json(404, {"error": "not found"})
@@ -133,11 +144,12 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def serve(port: int, model: str, mode: str = "ok", reasoning: bool = False,
-          host: str = "127.0.0.1") -> ThreadingHTTPServer:
+          host: str = "127.0.0.1", api_key: str | None = None) -> ThreadingHTTPServer:
     """Start the fake API in a background thread (already healthy); the caller shuts it down."""
     httpd = ThreadingHTTPServer((host, port), Handler)
     httpd.daemon_threads = True
-    httpd.cfg = {"model": model, "mode": mode, "reasoning": reasoning, "ready": True}  # type: ignore[attr-defined]
+    httpd.cfg = {"model": model, "mode": mode, "reasoning": reasoning, "ready": True,
+                 "api_key": api_key}  # type: ignore[attr-defined]
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return httpd
 
@@ -168,7 +180,8 @@ def main(argv: list[str]) -> int:
     if mode in ("fatal", "hang"):
         while True:
             time.sleep(1)
-    httpd = serve(port, model, mode, reasoning=arg(argv, "--reasoning-parser") is not None)
+    httpd = serve(port, model, mode, reasoning=arg(argv, "--reasoning-parser") is not None,
+                  api_key=arg(argv, "--api-key"))
     for line in lines[3:]:
         print(line.replace("{port}", str(port)), flush=True)
     print("INFO:     Application startup complete.", flush=True)
