@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
+
+from doctor.errors import DataError
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 BACKENDS = ("vllm", "sglang")
 NVLINK_VALUES = ("required", "wanted", "no")
-OVERRIDE_KEYS = ("model", "host", "port")
+OVERRIDE_KEYS = ("model", "host", "port", "python")
 _FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _VARIABLE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -29,7 +31,7 @@ MODEL_ARG: dict[str, tuple[str, ...]] = {"vllm-serve": (), "vllm-api-server": ("
 DEFAULT_LAUNCHER = {"vllm": "vllm-serve", "sglang": "sglang"}
 
 
-class ProfileError(Exception):
+class ProfileError(DataError):
     """A profile file is malformed or a render request is invalid; the message names file and field."""
 
 
@@ -97,8 +99,53 @@ class Profile:
     variables: Mapping[str, str | None] = field(default_factory=dict)
     path: Path | None = None
 
+    def flag(self, *names: str) -> Any:
+        """Value of the first of `names` (flag names without --) set in the profile, else None."""
+        return next((self.flags[n] for n in names if n in self.flags), None)
+
+    # Attributes read by checks through CheckContext.option(name) (doctor/context.py).
+    @property
+    def tp(self) -> int | None:
+        """Tensor-parallel size (vLLM --tensor-parallel-size, SGLang --tp-size)."""
+        return self.flag("tensor-parallel-size", "tp-size")
+
+    @property
+    def pp(self) -> int | None:
+        """Pipeline-parallel size."""
+        return self.flag("pipeline-parallel-size", "pp-size")
+
+    @property
+    def dp(self) -> int | None:
+        """Data-parallel size (replicas)."""
+        return self.flag("data-parallel-size", "dp-size")
+
+    tensor_parallel_size = tp
+    pipeline_parallel_size = pp
+
+    @property
+    def quantization(self) -> str | None:
+        """--quantization, when the profile sets it (FP8 checkpoints need none)."""
+        return self.flag("quantization")
+
+    @property
+    def gpu_memory_utilization(self) -> float | None:
+        """vLLM --gpu-memory-utilization."""
+        return self.flag("gpu-memory-utilization")
+
+    @property
+    def mem_fraction_static(self) -> float | None:
+        """SGLang --mem-fraction-static."""
+        return self.flag("mem-fraction-static")
+
+    @property
+    def max_model_len(self) -> int | None:
+        """Context length (vLLM --max-model-len, SGLang --context-length)."""
+        return self.flag("max-model-len", "context-length")
+
     def render(self, overrides: Mapping[str, Any] | None = None) -> RenderedCommand:
-        """Render to argv/env. `overrides` may set model, host, port and any declared variable.
+        """Render to argv/env. `overrides` may set model, host, port, python and any declared variable.
+
+        `python` replaces the interpreter of python-launched profiles (e.g. the vLLM venv's python).
 
         Booleans render as a bare flag (true) or `--no-FLAG` (false); dicts as compact JSON;
         lists as repeated values after one flag. Raises ProfileError on unknown keys or missing variables.
@@ -112,13 +159,17 @@ class Profile:
         values.update({k: str(v) for k, v in overrides.items() if k in self.variables})
         model = str(overrides.get("model", self.model))
         argv = list(LAUNCHERS[self.launcher])
+        if "python" in overrides:
+            if argv[0] != "python":
+                raise ProfileError(f"profile {self.name}: launcher {self.launcher!r} does not run through python; "
+                                   "the python override does not apply")
+            argv[0] = str(overrides["python"])
         argv += [*MODEL_ARG[self.launcher], model]
         argv += ["--host", str(overrides.get("host", self.host)), "--port", str(overrides.get("port", self.port))]
         for flag, value in self.flags.items():
-            argv += _render_flag(flag, value)
-        env = dict(self.env)
+            argv += render_flag(flag, value)
         rendered = [self._substitute(a, values) for a in argv]
-        env = {k: self._substitute(v, values) for k, v in env.items()}
+        env = {k: self._substitute(v, values) for k, v in self.env.items()}
         return RenderedCommand(argv=rendered, env=env, backend=self.backend, launcher_len=len(LAUNCHERS[self.launcher]))
 
     def _substitute(self, text: str, values: Mapping[str, str]) -> str:
@@ -131,7 +182,8 @@ class Profile:
         return _VARIABLE.sub(repl, text)
 
 
-def _render_flag(flag: str, value: Any) -> list[str]:
+def render_flag(flag: str, value: Any) -> list[str]:
+    """One profile flag as argv tokens: true -> --flag, false -> --no-flag, dict -> JSON, list -> values."""
     name = f"--{flag}"
     if value is True:
         return [name]

@@ -1,11 +1,12 @@
 """Backend flag validation: per-version flag schemas (package data) and a bridge to the backend's real parser.
 
-    validate_command(rendered.backend_args, "vllm", version="0.32.0") -> ValidationReport
+    validate(rendered.backend_args, "vllm")             -> real parser if installed, else the schema
+    validate_command(rendered.backend_args, "vllm", version="0.32.0") -> ValidationReport (schema only)
     real_parse("vllm", args) -> ValidationReport | None    # None when the backend is not installed
 """
 
 from doctor.flags.schema import FlagSchema, FlagSpec, available_versions, load_schema
-from doctor.flags.validate import FlagIssue, ValidationReport, validate_args, validate_command
+from doctor.flags.validate import FlagIssue, ValidationReport, validate, validate_args, validate_command
 
 __all__ = [
     "FlagIssue",
@@ -14,6 +15,7 @@ __all__ = [
     "ValidationReport",
     "available_versions",
     "load_schema",
+    "validate",
     "validate_args",
     "validate_command",
 ]

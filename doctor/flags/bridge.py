@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from doctor.errors import DoctorError
 from doctor.flags.validate import FlagIssue, ValidationReport
 
 PROBE = Path(__file__).resolve().parent / "_probe.py"
@@ -17,7 +18,7 @@ MODULE = {"vllm": "vllm", "sglang": "sglang"}
 MARKER = "@@QWEN_DOCTOR_PROBE@@"
 
 
-class BridgeError(Exception):
+class BridgeError(DoctorError):
     """The backend's python could not build its parser (broken install, timeout)."""
 
 

