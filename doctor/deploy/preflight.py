@@ -58,7 +58,7 @@ def preflight(facts: Facts, backend: str, profile: Any, model: str, device: str 
     local = Path(model).is_dir()
     out = []
     for r in results:
-        if device == "cpu" and (r.category in CPU_ONLY_SKIPS or r.check_id in CPU_SKIP_IDS):
+        if device == "cpu" and r.status != Status.OK and (r.category in CPU_ONLY_SKIPS or r.check_id in CPU_SKIP_IDS):
             out.append(_skipped(r, "not applicable: the profile runs on CPU"))
         elif local and r.check_id in LOCAL_MODEL_SKIP_IDS:
             out.append(_skipped(r, f"not applicable: the checkpoint is the local directory {model}"))
