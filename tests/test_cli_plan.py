@@ -6,7 +6,10 @@ import json
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
+from importlib import resources
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
@@ -39,9 +42,12 @@ def test_pipeline_parallel_prints_one_column_per_stage():
     assert "0-19 (5 attn, 15 GDN)" in result.output and "20-39 (5 attn, 15 GDN)" in result.output
 
 
-def test_json_output_is_machine_readable():
+def test_json_output_is_a_report_with_the_plan_as_its_section():
     result = run("--gpus", "1xH200", "--model", "fp8", "--backend", "sglang", "--format", "json")
-    data = json.loads(result.output)
+    report = json.loads(result.output)
+    assert report["schema"] == "qwen-doctor.report" and report["status"] == "ok"
+    assert {r["check_id"]: r["status"] for r in report["results"]} == {"QD-PLAN-001": "ok", "QD-PLAN-002": "ok"}
+    data = report["sections"]["plan"]
     assert data["fits"] is True and data["model"] == "Qwen/Qwen3.5-35B-A3B-FP8"
     assert data["ranks"][0]["mamba_slots"] > 0 and data["kv_tokens"] == data["ranks"][0]["kv_tokens"]
     assert data["kv_bytes_per_token"] == 20 * 1024
@@ -55,7 +61,7 @@ def test_reads_a_local_checkpoint_directory(tmp_path):
         "max_position_embeddings": 256, "tie_word_embeddings": True}))
     result = run("--gpus", "1xL40S", "--model", str(tmp_path), "--format", "json")
     assert result.exit_code == 0
-    assert json.loads(result.output)["kv_bytes_per_token"] == 2 * 2 * 2 * 32 * 2
+    assert json.loads(result.output)["sections"]["plan"]["kv_bytes_per_token"] == 2 * 2 * 2 * 32 * 2
 
 
 @pytest.mark.parametrize("args, fragment", [
@@ -94,3 +100,26 @@ def test_plan_does_not_import_heavy_packages():
             "print(sorted(m for m in ('torch','vllm','sglang','transformers','numpy') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("args, code, fix", [
+    (["--gpus", "2xH100", "--tp", "2", "--max-model-len", "131072"], 0, None),
+    (["--gpus", "8xA100-80G", "--tp", "8", "--model", "Qwen/Qwen3.5-35B-A3B-FP8"], 1,
+     "smallest change that makes it fit: use --tensor-parallel-size 4 with --data-parallel-size 2"),
+])
+def test_one_run_writes_html_junit_json_and_markdown_with_the_verdict(tmp_path, args, code, fix):
+    outs = [tmp_path / f"plan.{ext}" for ext in ("html", "xml", "json", "md")]
+    result = run(*args, *(a for o in outs for a in ("--output", str(o))))
+    assert result.exit_code == code, result.output
+    assert "stage 0 (x" in result.output, "the terminal keeps the plan table"
+    report = json.loads(outs[2].read_text())
+    schema = json.loads(resources.files("doctor.report").joinpath("report.schema.json").read_text())
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(report)) == []
+    fit = next(r for r in report["results"] if r["check_id"] == "QD-PLAN-002")
+    assert fit["status"] == ("ok" if code == 0 else "fail") and report["sections"]["plan"]["fits"] is (code == 0)
+    html = outs[0].read_text()
+    assert ("Plan: fits" if code == 0 else "Plan: does not fit") in html
+    if fix:
+        assert fit["fix"][0] == fix and fix in html and fix in outs[3].read_text()
+        failures = ET.parse(outs[1]).getroot().findall(".//failure")
+        assert any(f.get("message", "").startswith(fix) for f in failures)

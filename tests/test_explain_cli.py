@@ -7,7 +7,11 @@ import json
 import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
+from importlib import resources
 from pathlib import Path
+
+import jsonschema
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "tests" / "data" / "logs"
@@ -36,9 +40,10 @@ def test_json_output_is_a_report_with_results_and_findings():
     assert done.returncode == 1 and report["schema"] == "qwen-doctor.report" and report["status"] == "fail"
     (result,) = report["results"]
     assert result["check_id"] == result["remedy_ids"][0] == "QD-R-NCCL-WATCHDOG-TIMEOUT"
-    (finding,) = report["sections"]["explain"]["findings"]
-    assert finding["count"] == 2 and finding["first"]["line"] == 3 and finding["last"]["line"] == 4
-    assert finding["remedy"]["fix"] and finding["remedy"]["source"]
+    (match,) = report["sections"]["remedies"]
+    assert match["id"] == "QD-R-NCCL-WATCHDOG-TIMEOUT" and match["count"] == 2
+    assert match["first_line"]["line"] == 3 and match["last_line"]["line"] == 4
+    assert match["fix"] and match["source"]
 
 
 def test_a_clean_log_exits_0_and_says_so():
@@ -79,3 +84,37 @@ def test_explain_leaves_the_log_untouched(tmp_path):
     before = (log.read_bytes(), log.stat().st_mtime_ns)
     qd("explain", str(log))
     assert (log.read_bytes(), log.stat().st_mtime_ns) == before
+
+
+def test_one_run_writes_html_junit_json_and_markdown_and_the_json_validates(tmp_path):
+    outs = [tmp_path / f"r.{ext}" for ext in ("html", "xml", "json", "md")]
+    done = qd("explain", str(LOGS / "llamafactory-7396-watchdog.log"), *(a for o in outs for a in ("-o", str(o))))
+    assert done.returncode == 1, done.stderr
+    assert "QD-R-NCCL-WATCHDOG-TIMEOUT" in done.stdout.decode(), "the terminal keeps explain's own text"
+    schema = json.loads(resources.files("doctor.report").joinpath("report.schema.json").read_text())
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(json.loads(outs[2].read_text()))) == []
+    html = outs[0].read_text()
+    assert "1 problem found" in html and "QD-R-NCCL-WATCHDOG-TIMEOUT" in html
+    cases = ET.parse(outs[1]).getroot().findall(".//testcase")
+    assert len(cases) == 1, "a finding is one testcase, not a result and a remedy"
+    assert "QD-R-NCCL-WATCHDOG-TIMEOUT" in outs[3].read_text()
+
+
+def test_secrets_in_log_lines_reach_no_output_byte(tmp_path):
+    hf, key = "hf_PlantedInLogLine0123456789abcd", "PlantedApiKeyInLog77aa"
+    log = tmp_path / "server.log"
+    log.write_text(f"export HF_TOKEN={hf}\nvllm serve m --api-key {key}\n{OOM}\nfetching with token {hf}\n")
+    outs = [tmp_path / f"r.{ext}" for ext in ("html", "xml", "json", "md", "txt")]
+    done = qd("explain", "--context", "3", str(log), *(a for o in outs for a in ("-o", str(o))))
+    assert done.returncode == 1 and "QD-R-TORCH-CUDA-OOM" in done.stdout.decode()
+    for blob in [done.stdout, done.stderr, *(o.read_bytes() for o in outs)]:
+        assert hf.encode() not in blob and key.encode() not in blob
+    assert b"[REDACTED]" in done.stdout
+
+
+def test_redact_hosts_applies_to_the_terminal_text_too(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text(f"connecting to gpu-node-17.corp.example:29500\n{OOM}\nworker 10.20.30.40 died\n")
+    done = qd("explain", "--redact-hosts", str(log))
+    out = done.stdout.decode()
+    assert done.returncode == 1 and "10.20.30.40" not in out and "[IP-1]" in out

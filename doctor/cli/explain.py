@@ -13,32 +13,34 @@ from doctor.cli import options
 @click.argument("sources", nargs=-1, required=True, type=click.Path(allow_dash=True))
 @click.option("--context", "context_lines", type=click.IntRange(0, 20), default=2, show_default=True,
               help="Lines of context shown around the first match of each finding.")
-@options.output_format
+@options.report_outputs
 @options.fail_on
 @options.verbose
-def explain(sources, context_lines, fmt, fail_on, verbose) -> None:
+def explain(sources, context_lines, report_out, fail_on, verbose) -> None:
     """Read logs (plain, gzip or '-' for stdin) and explain every known error once.
 
     Exit code 1 when an error-severity entry matched (or a warning, with --fail-on warn).
     """
-    from doctor.report.model import Report, exit_code
+    from doctor.report.model import Report, exit_code, now
+    from doctor.report.sections import remedy_from_finding
     from remedies import Matcher, explain_sources
     from remedies.reader import check_readable
+    from remedies.render import render_findings
     from remedies.results import to_results
 
+    started = now()
     for source in sources:
         check_readable(source)
     findings = explain_sources(sources, Matcher(context=context_lines))
     results = to_results(findings)
     report = Report(command="explain " + " ".join(sources), results=results,
-                    sections={"explain": {"sources": list(sources),
-                                          "findings": [f.to_dict() for f in findings]}})
-    if fmt == "json":
-        from doctor.report.jsonout import render_json
+                    facts_summary={"source": ", ".join(sources)},
+                    sections={"remedies": [remedy_from_finding(f.to_dict()) for f in findings]},
+                    argv=sys.argv[1:], created_at=started, finished_at=now())
 
-        click.echo(render_json(report), nl=False)
-    else:
-        from remedies.render import render_findings
+    def terminal(redacted: Report, color: bool) -> str:
+        names = str(redacted.facts_summary.get("source", "")).split(", ")
+        return render_findings(redacted.sections.get("remedies") or [], names, verbose=verbose, color=color)
 
-        click.echo(render_findings(findings, sources, verbose=verbose, color=sys.stdout.isatty()), nl=False)
+    report_out.write(report, fail_on=fail_on, verbose=verbose, terminal=terminal)
     sys.exit(exit_code(results, fail_on))

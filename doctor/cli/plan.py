@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -39,15 +38,23 @@ from doctor.cli import options
 @click.option("--block-size", type=click.IntRange(min=1), default=None)
 @click.option("--overhead-gib", type=click.FloatRange(min=0), default=None,
               help="Override the estimated activations + CUDA graphs + context per GPU.")
-@options.output_format
+@options.report_outputs
 def plan(gpus, model, backend, tp, pp, dp, enable_expert_parallel, kv_cache_dtype, max_model_len, max_num_seqs,
          gpu_memory_utilization, mem_fraction_static, max_num_batched_tokens, language_model_only,
-         mm_encoder_tp_mode, mtp_tokens, no_prefix_caching, enforce_eager, block_size, overhead_gib, fmt) -> None:
-    """Print a per-GPU memory plan and whether it fits; exit 1 when it does not, with the smallest fix."""
+         mm_encoder_tp_mode, mtp_tokens, no_prefix_caching, enforce_eager, block_size, overhead_gib,
+         report_out) -> None:
+    """Print a per-GPU memory plan and whether it fits; exit 1 when it does not, with the smallest fix.
+
+    The report (--format / --output) holds the plan as `sections.plan` and its verdicts as QD-PLAN results.
+    """
     from doctor.models import get_model
     from doctor.planner import ServeConfig, parse_gpus
     from doctor.planner import plan as make_plan
     from doctor.planner.render import plan_to_dict, render_text
+    from doctor.planner.results import plan_results
+    from doctor.report.model import Report, now
+
+    started = now()
 
     cfg = ServeConfig(
         backend=backend, tp=tp, pp=pp, dp=dp, expert_parallel=enable_expert_parallel, kv_cache_dtype=kv_cache_dtype,
@@ -57,8 +64,9 @@ def plan(gpus, model, backend, tp, pp, dp, enable_expert_parallel, kv_cache_dtyp
         prefix_caching=not no_prefix_caching, enforce_eager=enforce_eager, block_size=block_size,
         overhead_gib=overhead_gib)
     result = make_plan(get_model(model), parse_gpus(gpus), cfg)
-    if fmt == "json":
-        click.echo(json.dumps(plan_to_dict(result), indent=2))
-    else:
-        click.echo(render_text(result))
+    report = Report(command=f"plan --gpus {gpus} --model {model} --backend {backend}", results=plan_results(result),
+                    facts_summary={"source": "plan", "gpus": f"{result.hardware}"},
+                    sections={"plan": plan_to_dict(result)}, argv=sys.argv[1:], created_at=started,
+                    finished_at=now())
+    report_out.write(report, terminal=lambda _redacted, _color: render_text(result) + "\n")
     sys.exit(0 if result.fits else 1)

@@ -12,7 +12,7 @@ from doctor.report.model import REPORT_SCHEMA_VERSION, Report
 from doctor.report.sections import PERCENTILE_METRICS, PERCENTILES, SECTION_ORDER, as_status, fix_text
 from doctor.report.svg import latency_chart
 from doctor.report.text import summary_line
-from doctor.report.view import PLAN_SKIP, display, grid, problems_first, section_rows
+from doctor.report.view import PLAN_SKIP, display, grid, problems_first, section_rows, unreported_exercises
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("doctor.report", "templates"), autoescape=True,
                           keep_trailing_newline=True)
@@ -33,7 +33,8 @@ def render_html(report: Report) -> str:
     extra = {k: v for k, v in sections.items() if k not in SECTION_ORDER}
     grids = [g for g in (grid(k, v) for k, v in extra.items()) if g is not None]
     other = {k: v for k, v in extra.items() if grid(k, v) is None}
-    n_problems = len(problems) + sum(1 for ex in exercises if ex["status"].rank >= 2)
+    n_problems = len(problems) + sum(1 for ex in unreported_exercises(sections, report.results)
+                                     if as_status(ex.get("status")).rank >= 2)
     return _ENV.get_template("report.html.j2").render(
         r=report, s=report.facts_summary, counts=report.counts(), problems=problems, passing=passing,
         headline=(f"{n_problems} problem{'s' if n_problems != 1 else ''} found" if n_problems

@@ -1,4 +1,5 @@
-"""JUnit XML: one testsuite per check category, one testcase per check, exercise and matched log remedy.
+"""JUnit XML: one testsuite per check category, one testcase per check, exercise and matched log remedy
+(an exercise or remedy that is also a check result is that result's testcase, never a second one).
 
 Testcases are named `[severity][ID] title` (checkov's convention); a failure's message is the fix, its body
 the summary, details and fix steps, so CI systems show the remedy next to the red test.
@@ -13,6 +14,7 @@ from typing import Any
 
 from doctor.report.model import Report
 from doctor.report.sections import as_status, fix_text
+from doctor.report.view import unreported_exercises, unreported_remedies
 from doctor.results import Status
 
 # Characters XML 1.0 cannot carry at all (control bytes from raw logs): shown as \xNN instead.
@@ -42,14 +44,14 @@ def render_junit(report: Report, fail_on: str = "fail") -> str:
         for r in group:
             _case(suite, f"qwen_doctor.{category}", testcase_name(r.severity, r.check_id, r.title, r.subject),
                   r.seconds, r.status, r.summary, r.details, r.fix, r.remedy_ids, fail_on)
-    exercises = report.sections.get("exercises") or []
+    exercises = unreported_exercises(report.sections, report.results)
     if exercises:
         suite = _suite(root, "qwen-doctor.exercises", report)
         for ex in exercises:
             _case(suite, "qwen_doctor.exercises", testcase_name("high", "EXERCISE", ex.get("name", "")),
                   ex.get("seconds") or 0.0, as_status(ex.get("status")), ex.get("summary", ""),
                   ex.get("details") or [], ex.get("fix") or [], [], fail_on)
-    remedies = report.sections.get("remedies") or []
+    remedies = unreported_remedies(report.sections, report.results)
     if remedies:
         suite = _suite(root, "qwen-doctor.log-remedies", report)
         for m in remedies:

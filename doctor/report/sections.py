@@ -9,15 +9,17 @@ sections.plan        : `doctor.planner.render.plan_to_dict(plan)` as is (model, 
                        fits, kv_tokens, max_model_len, problems[], suggestions[]).
 sections.deployment  : {profile, backend, command (str), argv [str], url, pid, started_at, ready_seconds,
                        stopped (bool), exit_code, log_path, log_excerpt [str]}.
-sections.exercises[] : {name, status ok|warn|fail|skip|error, seconds, summary, details [str], fix [str]};
-                       one JUnit testcase each, and they count toward the report's status.
+sections.exercises[] : {name, status ok|warn|fail|skip|error, seconds, summary, details [str], fix [str],
+                       check_id}; they count toward the report's status; one JUnit testcase each, unless
+                       `check_id` names a result that already reports the exercise (deploy's QD-DEPLOY-*).
 sections.metrics     : {requests, concurrency, duration_s, errors,
                        throughput {requests_per_s, output_tokens_per_s, total_tokens_per_s},
                        percentiles {ttft_ms|tpot_ms|itl_ms|e2el_ms: {p50, p90, p99}},
                        kv_cache {predicted_tokens, reported_tokens}}.
 sections.remedies[]  : {id, title, severity, component, count (default 1), first_line {source, line},
                        last_line {source, line}, line, context {before [str], after [str]}, why,
-                       fix [str | {text, applies}], source [url]}: `remedy_from_finding(finding.to_dict())`.
+                       fix [str | {text, applies}], source [url], wrapper (bool)}:
+                       `remedy_from_finding(finding.to_dict())`.
 sections.logs[]      : {source, lines [str]}: raw log excerpts shown collapsed.
 
 A `vllm bench serve`-style burst result (`p99_ttft_ms`, `request_throughput`...) becomes sections.metrics
@@ -62,6 +64,7 @@ class Exercise(TypedDict, total=False):
     summary: str
     details: list[str]
     fix: list[str]
+    check_id: str
 
 
 class Percentiles(TypedDict, total=False):
@@ -93,6 +96,7 @@ class RemedyMatch(TypedDict, total=False):
     why: str
     fix: list[Any]
     source: list[str]
+    wrapper: bool
 
 
 class LogExcerpt(TypedDict):
@@ -145,4 +149,5 @@ def remedy_from_finding(finding: dict[str, Any]) -> dict[str, Any]:
         "first_line": finding.get("first"), "last_line": finding.get("last"), "line": finding.get("line", ""),
         "context": finding.get("context") or {"before": [], "after": []}, "why": remedy.get("why", ""),
         "fix": list(remedy.get("fix") or []), "source": list(remedy.get("source") or []),
+        "wrapper": bool(remedy.get("wrapper")),
     }

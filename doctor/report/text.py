@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from itertools import groupby
-from typing import Any
+from typing import Any, Sequence
 
 from doctor.report.model import Report
 from doctor.report.sections import PERCENTILES, as_status, fix_text
+from doctor.report.view import unreported_exercises
 from doctor.results import Result, Status, worst
 
 _COLOR = {Status.OK: "32", Status.WARN: "33", Status.FAIL: "31", Status.ERROR: "35", Status.SKIP: "90"}
@@ -32,14 +33,15 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
         lines.append(_paint(f"[{status.symbol}] {category}", status, color))
         for r in items:
             lines.extend(_result_lines(r, verbose, color))
-    lines.extend(section_lines(report.sections))
+    lines.extend(section_lines(report.sections, report.results))
     lines.append("")
     lines.append(summary_line(report))
     return "\n".join(lines) + "\n"
 
 
-def section_lines(sections: dict[str, Any]) -> list[str]:
-    """Plan verdict, exercises, latency percentiles and matched log errors, a few lines each."""
+def section_lines(sections: dict[str, Any], results: Sequence[Result] = ()) -> list[str]:
+    """Plan verdict, exercises (those not listed as results already), latency percentiles and matched log
+    errors, a few lines each."""
     out: list[str] = []
     plan = sections.get("plan")
     if plan:
@@ -47,7 +49,7 @@ def section_lines(sections: dict[str, Any]) -> list[str]:
                 + (f", {plan['kv_tokens']:,} KV tokens" if isinstance(plan.get("kv_tokens"), int) else "")]
         out += [f"    ✗ {p}" for p in plan.get("problems") or []]
         out += [f"        → {x}" for x in plan.get("suggestions") or []]
-    exercises = sections.get("exercises") or []
+    exercises = unreported_exercises(sections, list(results))
     if exercises:
         out += ["", "[{}] exercises".format(worst_status(e.get("status") for e in exercises).symbol)]
         for ex in exercises:

@@ -18,6 +18,18 @@ def problems_first(results: list[Result]) -> tuple[list[Result], list[Result]]:
     return problems, [r for r in results if r.status not in PROBLEMS]
 
 
+def unreported_exercises(sections: dict[str, Any], results: list[Result]) -> list[dict[str, Any]]:
+    """Exercises whose verdict is not also a check result (`check_id` names the result that carries it)."""
+    reported = {r.check_id for r in results}
+    return [ex for ex in sections.get("exercises") or [] if isinstance(ex, dict) and ex.get("check_id") not in reported]
+
+
+def unreported_remedies(sections: dict[str, Any], results: list[Result]) -> list[dict[str, Any]]:
+    """Matched remedies that are not also a result of their own (explain reports each finding as one)."""
+    reported = {r.check_id for r in results}
+    return [m for m in sections.get("remedies") or [] if isinstance(m, dict) and m.get("id") not in reported]
+
+
 def display(value: Any) -> str:
     """A section value as one readable line: small dicts as k=v pairs, lists joined, nested lists counted."""
     if isinstance(value, dict):
