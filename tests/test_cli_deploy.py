@@ -9,9 +9,14 @@ import socket
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
+from importlib import resources
+from pathlib import Path
 
+import jsonschema
 import psutil
 import pytest
+import yaml
 
 from doctor.deploy.ports import free_port
 from tests.support.deploy_helpers import descendants, kill_all, python_shim, wait_gone
@@ -42,18 +47,55 @@ def test_a_failing_check_refuses_to_start_without_force(tmp_path) -> None:
     assert not (tmp_path / "server.log").exists()
 
 
-def test_force_deploys_exercises_and_writes_one_report(tmp_path) -> None:
-    report = tmp_path / "report.json"
-    r = qd(*tiny_args(tmp_path, "--force", "--report", str(report)))
+def schema_errors(doc: dict) -> list[str]:
+    schema = json.loads(resources.files("doctor.report").joinpath("report.schema.json").read_text())
+    return [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(doc)]
+
+
+def test_force_deploys_exercises_and_writes_every_report_format_in_one_run(tmp_path) -> None:
+    html, xml, js, md = (tmp_path / f"report.{ext}" for ext in ("html", "xml", "json", "md"))
+    r = qd(*tiny_args(tmp_path, "--force", "--report", str(html), "-o", str(xml), "-o", str(js), "-o", str(md)))
     assert "phase: ready" in r.stderr and "stopped: exited on SIGTERM" in r.stderr
-    data = json.loads(report.read_text())
+    data = json.loads(js.read_text())
+    assert schema_errors(data) == []
     ids = {res["check_id"]: res["status"] for res in data["results"]}
     assert ids["QD-VER-001"] == "fail" and ids["QD-DEPLOY-START"] == "ok" and ids["QD-DEPLOY-BURST"] == "ok"
     assert ids["QD-DEPLOY-KV"] == "skip"  # /tmp_path has no config.json for the planner
-    assert data["sections"]["deployment"]["metrics"]["completed"] == 3
-    assert data["sections"]["deployment"]["log_excerpt"]
-    assert "burst: 3 ok / 0 failed" in r.stdout and "TTFT" in r.stdout
+    sections = data["sections"]
+    assert sections["metrics"]["requests"] == 3 and sections["metrics"]["errors"] == 0
+    assert set(sections["metrics"]["percentiles"]["ttft_ms"]) == {"p50", "p90", "p99"}
+    assert [ex["name"] for ex in sections["exercises"]] == ["models", "chat", "stream", "structured", "reasoning",
+                                                           "burst"]
+    assert sections["deployment"]["log_excerpt"] and "exercises" not in sections["deployment"]
+    assert "burst: 3 ok / 0 failed" in r.stdout and "TTFT" in r.stdout and "ttft_ms" in r.stdout
+    # The exercises that are also QD-DEPLOY-* results are not counted again in the headline.
+    problems = sum(1 for res in data["results"] if res["status"] in ("warn", "fail", "error"))
+    assert f"{problems} problem{'s' if problems > 1 else ''} found" in html.read_text()
+    cases = [c.get("name") for c in ET.parse(xml).getroot().iter("testcase")]
+    assert len(cases) == len(data["results"]) and not any("[EXERCISE]" in c for c in cases)
+    assert "### Metrics" in md.read_text()
     assert r.returncode == 1  # QD-VER-001 still failed: forcing does not hide it
+
+
+def test_planted_secrets_reach_no_output_byte(tmp_path) -> None:
+    hf, key, said = "hf_PlantedDeployEnv0123456789abcd", "PlantedProfileApiKey55xy", "hf_PlantedInLogLine98765zyxwvu"
+    profile = yaml.safe_load(Path("profiles/cpu-tiny.yaml").read_text())
+    profile["flags"]["api-key"] = key
+    path = tmp_path / "keyed.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    outs = [tmp_path / f"r.{ext}" for ext in ("html", "xml", "json", "md", "txt")]
+    args = tiny_args(tmp_path, "--force", *(a for o in outs for a in ("-o", str(o))))
+    args[args.index("cpu-tiny")] = str(path)
+    r = qd(*args, HF_TOKEN=hf, FAKE_SERVER_SAY=f"INFO using HF_TOKEN={said} for the hub")
+    assert said in (tmp_path / "server.log").read_text(), "the secret was planted in the server log"
+    data = json.loads(outs[2].read_text())
+    by_id = {res["check_id"]: res["status"] for res in data["results"]}
+    assert by_id["QD-DEPLOY-CHAT"] == "ok", "the client sent the profile's api key"
+    assert "[REDACTED]" in data["sections"]["deployment"]["command"]
+    assert any("[REDACTED]" in line for line in data["sections"]["deployment"]["log_excerpt"])
+    for blob in [r.stdout.encode(), r.stderr.encode(), *(o.read_bytes() for o in outs)]:
+        for secret in (hf, key, said):
+            assert secret.encode() not in blob
 
 
 def test_a_server_that_dies_at_start_reports_the_remedy_and_exit_1(tmp_path) -> None:
@@ -61,7 +103,15 @@ def test_a_server_that_dies_at_start_reports_the_remedy_and_exit_1(tmp_path) -> 
     data = json.loads(r.stdout)
     start = next(x for x in data["results"] if x["check_id"] == "QD-DEPLOY-START")
     assert start["remedy_ids"][0] == "QD-R-VLLM-MAX-MODEL-LEN-DERIVED" and r.returncode == 1
-    assert data["sections"]["deployment"]["remedies"][0]["id"] == "QD-R-VLLM-MAX-MODEL-LEN-DERIVED"
+    assert data["sections"]["remedies"][0]["id"] == "QD-R-VLLM-MAX-MODEL-LEN-DERIVED"
+    assert schema_errors(data) == []
+    assert "QD-R-VLLM-MAX-MODEL-LEN-DERIVED" in r.stderr  # the follower's progress line
+
+
+def test_a_report_path_of_unknown_format_is_exit_2_before_anything_starts(tmp_path) -> None:
+    r = qd(*tiny_args(tmp_path, "--force", "--report", str(tmp_path / "report")))
+    assert r.returncode == 2 and "cannot tell the report format" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "server.log").exists()
 
 
 def test_keep_prints_how_to_stop_the_server(tmp_path) -> None:

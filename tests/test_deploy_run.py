@@ -25,9 +25,13 @@ def test_a_healthy_vllm_server_is_started_exercised_and_stopped(tmp_path) -> Non
         "QD-DEPLOY-START": "ok", "QD-DEPLOY-MODELS": "ok", "QD-DEPLOY-CHAT": "ok", "QD-DEPLOY-STREAM": "ok",
         "QD-DEPLOY-JSON": "ok", "QD-DEPLOY-REASONING": "skip", "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok",
         "QD-DEPLOY-KV": "skip", "QD-DEPLOY-STOP": "ok"}
-    d = out.sections["deployment"]
-    assert d["kv_cache_tokens"] == 2_097_152 and d["start"]["state"] == "ready"
-    assert d["metrics"]["completed"] == 4 and "p99_ttft_ms" in d["metrics"]
+    d, m = out.sections["deployment"], out.sections["metrics"]
+    assert m["kv_cache"]["reported_tokens"] == 2_097_152 and d["start"]["state"] == "ready"
+    assert m["requests"] == 4 and m["errors"] == 0 and m["concurrency"] == 4
+    assert set(m["percentiles"]) == {"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"}
+    assert set(m["percentiles"]["ttft_ms"]) == {"p50", "p90", "p99"}
+    assert {ex["check_id"] for ex in out.sections["exercises"]} <= set(by_id)
+    assert d["stopped"] is True and d["url"].startswith("http://127.0.0.1:")
     assert any(s.startswith("phase: loading weights") for s in said)
     assert (tmp_path / "server.log").read_text().count("\n") >= 3
     assert out.kept_pid is None
@@ -38,7 +42,7 @@ def test_the_sglang_path_uses_the_same_launcher_and_exerciser(tmp_path) -> None:
     assert by_id["QD-DEPLOY-START"].status.value == "ok"
     assert by_id["QD-DEPLOY-REASONING"].status.value == "ok"
     assert by_id["QD-DEPLOY-BURST"].status.value == "ok"
-    assert out.sections["deployment"]["kv_cache_tokens"] == 2_618_868
+    assert out.sections["metrics"]["kv_cache"]["reported_tokens"] == 2_618_868
     assert any(s.startswith("phase: CUDA graphs") for s in said)
 
 
@@ -49,6 +53,9 @@ def test_a_server_dying_during_start_yields_the_matched_remedy_not_a_timeout(tmp
     assert start.remedy_ids[0] == "QD-R-VLLM-MAX-MODEL-LEN-DERIVED"
     assert any("max-model-len" in f for f in start.fix)
     assert out.sections["deployment"]["start"]["state"] == "died"
+    (remedy,) = [m for m in out.sections["remedies"] if m["id"] == "QD-R-VLLM-MAX-MODEL-LEN-DERIVED"]
+    assert remedy["first_line"] == {"source": str(tmp_path / "server.log"), "line": remedy["first_line"]["line"]}
+    assert remedy["why"] and remedy["component"] == "vllm" and "metrics" not in out.sections
     assert "QD-DEPLOY-CHAT" not in by_id and by_id["QD-DEPLOY-STOP"].status.value == "ok"
 
 
@@ -93,7 +100,7 @@ def test_a_server_that_dies_on_its_first_request_fails_even_though_health_passed
 def test_lines_logged_during_our_own_shutdown_are_not_reported_as_remedies(tmp_path) -> None:
     out, by_id, _, _ = run(tmp_path, mode="shutdown-noise")
     assert "EngineDeadError" in (tmp_path / "server.log").read_text()
-    assert out.remedies == [] and out.sections["deployment"]["remedies"] == []
+    assert out.remedies == [] and out.sections["remedies"] == []
     assert by_id["QD-DEPLOY-STOP"].status.value == "ok"
 
 

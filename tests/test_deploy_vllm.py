@@ -79,14 +79,16 @@ def test_cpu_tiny_deploys_for_real_and_leaves_nothing_behind(vllm_python, tiny_m
             "QD-DEPLOY-FLAGS": "ok", "QD-DEPLOY-START": "ok", "QD-DEPLOY-MODELS": "ok", "QD-DEPLOY-CHAT": "ok",
             "QD-DEPLOY-STREAM": "ok", "QD-DEPLOY-JSON": "ok", "QD-DEPLOY-REASONING": "skip",
             "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok", "QD-DEPLOY-KV": "ok", "QD-DEPLOY-STOP": "ok"}, err[-3000:]
-        d = data["sections"]["deployment"]
-        assert d["kv_cache_tokens"] == by_id["QD-DEPLOY-KV"]["evidence"]["predicted_tokens"] == 2_097_152
-        assert d["metrics"]["completed"] == 8 and d["metrics"]["output_throughput"] > 0
+        d, m = data["sections"]["deployment"], data["sections"]["metrics"]
+        assert m["kv_cache"] == {"reported_tokens": 2_097_152, "predicted_tokens": 2_097_152}
+        assert by_id["QD-DEPLOY-KV"]["evidence"]["predicted_tokens"] == 2_097_152
+        assert m["requests"] == 8 and m["errors"] == 0 and m["throughput"]["output_tokens_per_s"] > 0
+        assert set(m["percentiles"]) == {"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms"}
         assert list(d["phases"])[-1] == "ready" and "loading weights" in d["phases"]
-        assert d["remedies"] == [], "a healthy start and a clean shutdown match no remedy"
+        assert data["sections"]["remedies"] == [], "a healthy start and a clean shutdown match no remedy"
         assert len(seen) >= 2, "vLLM runs an API server and an engine core process"
         assert wait_gone(list(seen.values()), 10) == [], "a vLLM process survived the deploy"
-        print(f"start {d['start']['seconds']} s; burst {json.dumps({k: round(v, 1) for k, v in d['metrics'].items() if isinstance(v, float)})}",
+        print(f"start {d['start']['seconds']} s; burst {json.dumps(m['percentiles'])} {json.dumps(m['throughput'])}",
               file=sys.stderr)
     finally:
         kill_all(list(seen.values()))

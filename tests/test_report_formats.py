@@ -13,7 +13,8 @@ from doctor.report.html import render_html
 from doctor.report.markdown import fenced, render_markdown
 from doctor.report.outputs import FORMATS, render
 from doctor.report.text import render_text
-from tests.report_sample import API_KEY, HF, HOST_IP, HOSTNAME, PLANTED, SCRIPT, full_report
+from doctor.results import Status
+from tests.report_sample import API_KEY, HF, HOST_IP, HOSTNAME, PLANTED, SCRIPT, full_report, result
 
 
 @pytest.fixture(scope="module")
@@ -140,6 +141,22 @@ def test_junit_stays_well_formed_with_control_characters_from_logs():
     text = render(report, "junit")
     root = ET.fromstring(text)
     assert "\\x1b[31m\\x00\\x07" in "".join(root.itertext())
+
+
+def test_an_exercise_or_remedy_that_is_also_a_result_is_counted_once():
+    report = full_report()
+    report.results = [result("QD-DEPLOY-JSON", Status.FAIL, "output is not valid JSON", category="deploy"),
+                      result("QD-R-NCCL-SHM", Status.FAIL, "3x at server.log:120", category="nccl")]
+    report.sections = {"exercises": [{"name": "structured", "status": "fail", "summary": "output is not valid JSON",
+                                      "check_id": "QD-DEPLOY-JSON"},
+                                     {"name": "burst", "status": "warn", "summary": "slow"}],
+                       "remedies": full_report().sections["remedies"]}
+    assert "<h1>✗ 3 problems found</h1>" in render_html(report), "2 results + the burst exercise, not 4"
+    names = [c.get("name") for c in ET.fromstring(render(report, "junit")).iter("testcase")]
+    assert sorted(names) == ["[high][EXERCISE] burst", "[high][QD-DEPLOY-JSON] title of QD-DEPLOY-JSON",
+                             "[high][QD-R-NCCL-SHM] title of QD-R-NCCL-SHM"]
+    text = render_text(report)
+    assert "! burst: slow" in text and "structured:" not in text
 
 
 def test_renderers_refuse_nothing_when_sections_are_absent():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tempfile
 from pathlib import Path
@@ -42,20 +43,24 @@ def _variables(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--burst-tokens", type=click.IntRange(1, 8192), default=32, show_default=True,
               help="Output tokens per burst request.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write the report to FILE (.json: JSON, otherwise text).")
-@options.output_format
+              help="Also write the report to FILE; same as --output FILE (format by extension).")
+@options.report_outputs
 @options.fail_on
 @options.verbose
 def deploy(profile_name, model, variables, port, host, python, dry_run, keep, force, timeout, log_path, burst,
-           burst_tokens, report_path, fmt, fail_on, verbose) -> None:
+           burst_tokens, report_path, report_out, fail_on, verbose) -> None:
     """Run the profile's checks, start its server, follow its log, exercise its API, stop it."""
     from doctor.deploy import prepare
     from doctor.deploy.preflight import backend_packages, blocking, preflight, with_packages
     from doctor.facts.collect import collect
     from doctor.flags.bridge import find_backend_python
     from doctor.redact import redact_text
-    from doctor.report.model import Report, exit_code, summarize
+    from doctor.report.model import Report, exit_code, now, summarize
 
+    started = now()
+    if report_path:
+        report_out = dataclasses.replace(report_out, outputs=(*report_out.outputs, report_path))
+    report_out.check()
     profile = prepare.load(profile_name)
     spec = prepare.render(profile, port=port, host=host, model=model, variables=_variables(variables))
     python = python or find_backend_python(spec.backend)
@@ -70,7 +75,7 @@ def deploy(profile_name, model, variables, port, host, python, dry_run, keep, fo
     results = preflight(facts, spec.backend, profile, served_model, device=device, options=check_options(spec))
     results.append(prepare.flag_check(spec, facts.package_version(spec.backend)))
     report = Report(command=f"deploy --profile {profile.name}", results=results,
-                    facts_summary=summarize(facts, "live"))
+                    facts_summary=summarize(facts, "live"), argv=sys.argv[1:], created_at=started)
     stop_hint = ""
     if dry_run:
         shell = redact_text(spec.shell())
@@ -99,7 +104,9 @@ def deploy(profile_name, model, variables, port, host, python, dry_run, keep, fo
         if outcome.kept_pid:
             stop_hint = (f"server left running: pid {outcome.kept_pid}, log {log}\n"
                          f"  stop it with: kill -TERM -- -{outcome.kept_pid}")
-    _emit(report, fmt, verbose, report_path)
+    report.finished_at = now()
+    report_out.write(report, fail_on=fail_on, verbose=verbose,
+                     terminal=lambda safe, color: _terminal(safe, color, verbose))
     if stop_hint:
         click.echo(stop_hint, err=True)
     code = exit_code(report.results, fail_on)
@@ -109,24 +116,14 @@ def deploy(profile_name, model, variables, port, host, python, dry_run, keep, fo
 
 
 def _progress(message: str) -> None:
-    click.echo(f"  {message}", err=True)
+    from doctor.redact import redact_text
+
+    click.echo(f"  {redact_text(message)}", err=True)
 
 
-def _emit(report, fmt: str, verbose: bool, report_path: str | None) -> None:
+def _terminal(report, color: bool, verbose: bool) -> str:
+    """The generic report text (checks, exercise results, percentiles, remedies), then the deployment block."""
     from doctor.deploy.text import render_deployment
-    from doctor.report.jsonout import render_json
     from doctor.report.text import render_text
 
-    def as_text(color: bool) -> str:
-        text = render_text(report, verbose=verbose, color=color)
-        section = report.sections.get("deployment")
-        return text + (render_deployment(section) if section and "start" in section else "")
-
-    click.echo(render_json(report) if fmt == "json" else as_text(sys.stdout.isatty()), nl=False)
-    if report_path:
-        path = Path(report_path)
-        try:
-            path.write_text(render_json(report) if path.suffix == ".json" else as_text(False), encoding="utf-8")
-        except OSError as exc:
-            raise DoctorError(f"cannot write report {path}: {exc.strerror or exc}") from None
-        click.echo(f"report written to {path}", err=True)
+    return render_text(report, verbose=verbose, color=color) + render_deployment(report.sections)

@@ -29,6 +29,12 @@ class ReportOutputs:
     outputs: tuple[str, ...]
     redact_hosts: bool
 
+    def check(self) -> None:
+        """Fail now (DoctorError) on a bad format or an unwritable path, before a long run."""
+        from doctor.report.outputs import check_targets
+
+        check_targets(self.outputs, self.fmt)
+
     def write(self, report: Any, fail_on: str = "fail", verbose: bool = False,
               terminal: Callable[[Any, bool], str] | None = None) -> list[str]:
         """Render and write; `terminal(redacted_report, color)` may replace the generic text on stdout."""

@@ -21,6 +21,9 @@ class RemedyHit:
     line: str
     rank: int = 50
     context: tuple[str, ...] = field(default=())
+    component: str = ""
+    why: str = ""
+    wrapper: bool = False
 
     @property
     def fatal(self) -> bool:
@@ -30,6 +33,14 @@ class RemedyHit:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "title": self.title, "severity": self.severity, "fix": list(self.fix),
                 "source": list(self.source), "lineno": self.lineno, "line": self.line}
+
+    def to_section(self, log: str) -> dict[str, Any]:
+        """The report's `sections.remedies[]` entry (the shape `remedy_from_finding` gives explain's findings)."""
+        where = {"source": log, "line": self.lineno}
+        return {"id": self.id, "title": self.title, "severity": self.severity, "component": self.component,
+                "count": 1, "first_line": where, "last_line": where, "line": self.line,
+                "context": {"before": list(self.context), "after": []}, "why": self.why, "fix": list(self.fix),
+                "source": list(self.source), "wrapper": self.wrapper}
 
 
 class RemedyWatch:
@@ -49,7 +60,7 @@ class RemedyWatch:
                 continue
             self._seen.add(r.id)
             hit = RemedyHit(r.id, r.title, r.severity, tuple(s.render() for s in r.fix), tuple(r.source),
-                            m.lineno, m.line, r.rank, m.before)
+                            m.lineno, m.line, r.rank, m.before, r.component, r.why, r.wrapper)
             self.hits.append(hit)
             new.append(hit)
         return new

@@ -19,7 +19,9 @@ from doctor.deploy.process import ServerProcess, supervised
 from doctor.deploy.remedy import RemedyHit
 from doctor.deploy.spec import LaunchSpec
 from doctor.facts.model import Facts
-from doctor.redact import redact_env, redact_text
+from doctor.redact import redact_argv, redact_env, redact_text
+from doctor.report.model import now
+from doctor.report.sections import metrics_from_bench
 from doctor.results import Result, Status
 
 CATEGORY = "deploy"
@@ -107,8 +109,7 @@ def _alive_result(died_at: str | None, remedies: list[RemedyHit], follower: LogF
                    fix=[step for h in fatal[:1] for step in h.fix], remedy_ids=[h.id for h in fatal[:3]])
 
 
-def _kv_result(follower: LogFollower, req: DeployRequest) -> Result:
-    prediction = kv.predict(req.spec, req.model, req.facts) if req.model else kv.KVPrediction(None, "no model")
+def _kv_result(follower: LogFollower, prediction: kv.KVPrediction) -> Result:
     status, summary = kv.compare(follower.kv_tokens, prediction)
     return _result("QD-DEPLOY-KV", "Logged KV capacity matches the plan", status, summary, "medium",
                    details=[follower.kv_line] if follower.kv_line and status == "warn" else [],
@@ -139,6 +140,7 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None)
     died_at: str | None = None
     stop_how, survivors = "not started", []
     t0 = time.monotonic()
+    started_at = now()
     with supervised(server, keep=lambda: kept, grace=req.grace):
         progress(f"starting: {redact_text(spec.shell())}")
         progress(f"log: {req.log_path}")
@@ -164,19 +166,41 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None)
     remedies = follower.remedies
     results = [_start_result(start, remedies, follower)]
     results += [_exercise_result(ex) for ex in exercises]
+    prediction = kv.KVPrediction(None, "the server did not start")
     if start.ready:
+        prediction = kv.predict(req.spec, req.model, req.facts) if req.model else kv.KVPrediction(None, "no model")
         results.append(_alive_result(died_at, remedies, follower))
-        results.append(_kv_result(follower, req))
+        results.append(_kv_result(follower, prediction))
     if not kept:
         results.append(_stop_result(stop_how, survivors))
-    sections = {"deployment": {
-        "profile": spec.profile_name, "backend": spec.backend, "base_url": spec.base_url,
-        "command": redact_text(" ".join(spec.argv)), "env": redact_env(spec.env), "log_path": str(req.log_path),
-        "start": start.to_dict(), "phases": follower.phase_times, "kv_cache_tokens": follower.kv_tokens,
+    sections: dict[str, Any] = {"deployment": {
+        "profile": spec.profile_name, "backend": spec.backend, "url": spec.base_url,
+        "command": redact_text(" ".join(spec.argv)), "argv": redact_argv(spec.argv), "pid": server.pid,
+        "started_at": started_at, "ready_seconds": round(start.seconds, 1) if start.ready else None,
+        "stopped": not kept, "exit_code": None if kept else server.returncode, "log_path": str(req.log_path),
         "log_excerpt": [redact_text(line) for line in follower.excerpt()],
-        "remedies": [h.to_dict() for h in remedies], "exercises": [e.to_dict() for e in exercises],
-        "metrics": next((e.data for e in exercises if e.name == "burst"), {}),
+        "env": redact_env(spec.env), "start": start.to_dict(), "phases": follower.phase_times,
         "stop": stop_how if not kept else f"kept running (pid {server.pid})",
         "seconds": round(time.monotonic() - t0, 1),
-    }}
+    }, "exercises": [_exercise_section(ex) for ex in exercises],
+        "remedies": [h.to_section(str(req.log_path)) for h in remedies]}
+    if start.ready:
+        sections["metrics"] = _metrics(exercises, req, follower.kv_tokens, prediction.tokens)
     return DeployOutcome(results, sections, server.pid if kept else None, remedies)
+
+
+def _exercise_section(ex: Exercise) -> dict[str, Any]:
+    """`sections.exercises[]`: the exercise's verdict, naming the result that reports it too."""
+    return {"name": ex.name, "status": ex.status, "seconds": round(ex.seconds, 3), "summary": ex.summary,
+            "check_id": EXERCISE_IDS[ex.name]}
+
+
+def _metrics(exercises: list[Exercise], req: DeployRequest, logged: int | None, predicted: int | None
+             ) -> dict[str, Any]:
+    """`sections.metrics`: the burst in `vllm bench serve` terms as percentiles/throughput, and KV capacity."""
+    burst = next((e for e in exercises if e.name == "burst"), None)
+    out = metrics_from_bench(burst.data) if burst else {}
+    if burst:
+        out["concurrency"] = req.burst
+    out["kv_cache"] = {"predicted_tokens": predicted, "reported_tokens": logged}
+    return out

@@ -59,6 +59,15 @@ def plan_targets(outputs: list[str] | tuple[str, ...], fmt: str | None) -> list[
     return targets
 
 
+def check_targets(outputs: list[str] | tuple[str, ...], fmt: str | None) -> list[Target]:
+    """The targets, after checking that every file can be written: a command calls this before long work."""
+    targets = plan_targets(outputs, fmt)
+    for t in targets:
+        if t.path != STDOUT:
+            _check_writable(Path(t.path))
+    return targets
+
+
 def render(report: Report, fmt: str, *, fail_on: str = "fail", verbose: bool = False, color: bool = False) -> str:
     """One format of the report; every renderer redacts a report that was not redacted yet (secrets only)."""
     module, func = _RENDERERS[fmt].split(":")
@@ -80,10 +89,7 @@ def write_outputs(report: Report, outputs: list[str] | tuple[str, ...] = (), fmt
     `terminal(redacted_report, color)` replaces the generic text on stdout (a command's own table, say);
     it must render from the report it is given, which is the redacted one.
     """
-    targets = plan_targets(outputs, fmt)
-    for t in targets:
-        if t.path != STDOUT:
-            _check_writable(Path(t.path))
+    targets = check_targets(outputs, fmt)
     safe = report.redacted(hosts=redact_hosts)
     if all(t.path != STDOUT for t in targets):
         targets = [Target(STDOUT, "text"), *targets]

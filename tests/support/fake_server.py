@@ -14,6 +14,7 @@ shim interpreter can stand in for the backend's python. Behaviour comes from FAK
   shutdown-noise  like ok, but logs vLLM's EngineDeadError line when stopped with SIGTERM (as vLLM 0.32 does)
 FAKE_SERVER_CHILD=1 also starts a grandchild process (as vLLM starts EngineCore) to test group cleanup;
 FAKE_SERVER_IGNORE_TERM=1 makes the server ignore SIGTERM (to test the SIGKILL fallback).
+FAKE_SERVER_SAY=LINE logs LINE at start (to plant text, a secret say, in the server log).
 """
 
 from __future__ import annotations
@@ -167,6 +168,8 @@ def main(argv: list[str]) -> int:
     if os.environ.get("FAKE_SERVER_CHILD"):
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     lines = SGLANG_LINES if backend == "sglang" else VLLM_LINES
+    if os.environ.get("FAKE_SERVER_SAY"):
+        print(os.environ["FAKE_SERVER_SAY"], flush=True)
     for line in lines[:3]:
         print(line.replace("{port}", str(port)), flush=True)
         time.sleep(0.05)
