@@ -35,7 +35,7 @@ def render_markdown(report: Report) -> str:
     out = [f"## qwen-doctor report: {report.status.symbol} {report.status.value}", "",
            f"`{md(report.command)}` · qwen-doctor {md(report.tool_version)} · {md(report.created_at)}"
            + (f" · host {md(s['hostname'])}" if s.get("hostname") else ""), ""]
-    if s:
+    if s.get("gpus"):
         out += [f"GPUs: {md(s.get('gpus', 'none'))} · driver {md(s.get('driver_version') or '-')} · "
                 + " · ".join(f"{md(k)} {md(v)}" for k, v in (s.get("packages") or {}).items()), ""]
     out += ["| ok | warn | fail | error | skip |", "|---:|---:|---:|---:|---:|",
