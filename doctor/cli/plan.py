@@ -65,7 +65,7 @@ def plan(gpus, model, backend, tp, pp, dp, enable_expert_parallel, kv_cache_dtyp
         overhead_gib=overhead_gib)
     result = make_plan(get_model(model), parse_gpus(gpus), cfg)
     report = Report(command=f"plan --gpus {gpus} --model {model} --backend {backend}", results=plan_results(result),
-                    facts_summary={"source": "plan", "gpus": f"{result.hardware}"},
+                    facts_summary={"source": "plan", "gpus": str(result.hardware)},
                     sections={"plan": plan_to_dict(result)}, argv=sys.argv[1:], created_at=started,
                     finished_at=now())
     report_out.write(report, terminal=lambda _redacted, _color: render_text(result) + "\n")

@@ -23,7 +23,7 @@ def plan_results(p: Plan) -> list[Result]:
     else:
         divides = Result("QD-PLAN-001", "Parallel sizes divide the model", CATEGORY, "critical", Status.OK,
                          f"TP={split} divides the heads and experts of {p.model.name}")
-    where = f"{p.hardware}"
+    where = str(p.hardware)
     evidence = {"kv_tokens": p.kv_tokens, "max_model_len": p.max_model_len}
     if p.fits:
         fit = Result("QD-PLAN-002", "Weights and KV cache fit the GPUs", CATEGORY, "high", Status.OK,
