@@ -1,11 +1,12 @@
 """Find catalogue entries in log lines: a literal prefilter, then each candidate entry's regex.
 
 Two entry points share one compiled plan:
-- `Matcher.feed(line, lineno)` for a live stream, one line at a time;
-- `Matcher.scan(stream)` for files, which scans big byte chunks with a few `bytes.find` passes
-  (one per anchor) instead of touching every line from Python.
-An anchor is a phrase shared by several literals (or a whole literal); every literal contains its anchor,
-so the prefilter never misses a line that the regex would match. Candidate lines are decoded with
+- `Matcher.feed(line, lineno)` for a live stream, one line at a time (anchors, then literals, then regexes);
+- `Matcher.scan(stream)` for files, which scans big byte chunks with one `bytes.find` pass per level-1
+  needle (`remedies.prefilter`: a few substrings that every literal contains) instead of touching every
+  line from Python; only the lines holding a needle are checked against the anchors, literals and regexes.
+An anchor is a phrase shared by several literals (or a whole literal); every literal contains its anchor
+and at least one needle, so neither filter misses a line that the regex would match. Candidate lines are decoded with
 errors='replace' and capped at MAX_LINE bytes; a longer line is scanned in MAX_LINE pieces (a message
 straddling two pieces is missed).
 """
@@ -18,6 +19,7 @@ from typing import BinaryIO, Iterable, Iterator
 
 from remedies.loader import Catalogue, load_catalogue
 from remedies.model import Remedy
+from remedies.prefilter import cached_prefilter
 
 CHUNK = 8 << 20
 MAX_LINE = 1 << 20
@@ -106,7 +108,13 @@ class Matcher:
         self._anchors = [
             _Anchor(text.encode(), text, members) for text, members in plan_anchors(self.catalogue)
         ]
+        self._needles = [n.encode() for n in cached_prefilter(tuple(sorted({r.literal for r in self.catalogue})))]
         self._recent: deque[str] = deque(maxlen=context)
+
+    @property
+    def needles(self) -> list[str]:
+        """The level-1 needles of the file scan (see `remedies.prefilter`), for inspection and tests."""
+        return [n.decode() for n in self._needles]
 
     @property
     def anchors(self) -> list[str]:
@@ -153,27 +161,29 @@ class Matcher:
             lineno += chunk.count(b"\n")
 
     def _scan_chunk(self, chunk: bytes, first_lineno: int) -> Iterator[Match]:
-        candidates: dict[int, dict[int, int]] = {}
-        for index, anchor in enumerate(self._anchors):
-            pos = chunk.find(anchor.needle)
+        starts: set[int] = set()
+        for needle in self._needles:
+            pos = chunk.find(needle)
             while pos >= 0:
-                start = chunk.rfind(b"\n", 0, pos) + 1
-                candidates.setdefault(start, {})[index] = pos
+                starts.add(chunk.rfind(b"\n", 0, pos) + 1)
                 end = chunk.find(b"\n", pos)
                 if end < 0:
                     break
-                pos = chunk.find(anchor.needle, end)
+                pos = chunk.find(needle, end)
         lineno, counted = first_lineno, 0
-        for start in sorted(candidates):
+        for start in sorted(starts):
             lineno += chunk.count(b"\n", counted, start)
             counted = start
             end = chunk.find(b"\n", start)
             end = len(chunk) if end < 0 else end
-            for index, pos in sorted(candidates[start].items()):
+            for anchor in self._anchors:
+                pos = chunk.find(anchor.needle, start, end)
+                if pos < 0:
+                    continue
                 lo = start if end - start <= MAX_LINE else max(start, pos - MAX_LINE // 2)
                 raw = chunk[lo:min(end, lo + MAX_LINE)]
                 text: str | None = None
-                for remedy in self._anchors[index].remedies:
+                for remedy in anchor.remedies:
                     if remedy.literal.encode() not in raw:
                         continue
                     text = _decode(raw) if text is None else text
