@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Generator, Iterable, Iterator
 
 from remedies.loader import Catalogue, load_catalogue
 from remedies.model import Remedy
@@ -140,42 +140,47 @@ class Matcher:
         return [Match(r, lineno, _shorten(text), before) for r in hits]
 
     def scan(self, stream: BinaryIO) -> Iterator[Match]:
-        """Every match in a binary stream, in line order; lines are numbered from 1."""
-        lineno = 1
-        carry = b""
+        """Every match in a binary stream, in line order; lines are numbered from 1.
+
+        The stream is read into one reused buffer: a partial last line moves to its front and the
+        next read fills in behind it, so no chunk is copied or reallocated.
+        """
+        buf = bytearray(CHUNK + max(CHUNK, MAX_LINE))
+        view = memoryview(buf)
+        lineno, filled = 1, 0
         while True:
-            block = stream.read(CHUNK)
-            if not block:
-                if carry:
-                    yield from self._scan_chunk(carry, lineno)
+            got = stream.readinto(view[filled:filled + CHUNK])
+            filled += got or 0
+            if not got:
+                if filled:
+                    yield from self._scan_chunk(buf, filled, lineno)
                 return
-            data = carry + block
-            cut = data.rfind(b"\n") + 1
-            if cut == 0 and len(data) < MAX_LINE:
-                carry = data
+            cut = buf.rfind(b"\n", 0, filled) + 1
+            if cut == 0 and filled < MAX_LINE:
                 continue
             if cut == 0:
-                cut = len(data)
-            chunk, carry = data[:cut], data[cut:]
-            yield from self._scan_chunk(chunk, lineno)
-            lineno += chunk.count(b"\n")
+                cut = filled
+            lineno = yield from self._scan_chunk(buf, cut, lineno)
+            buf[:filled - cut] = buf[cut:filled]
+            filled -= cut
 
-    def _scan_chunk(self, chunk: bytes, first_lineno: int) -> Iterator[Match]:
+    def _scan_chunk(self, chunk: bytearray, limit: int, lineno: int) -> Generator[Match, None, int]:
+        """Matches in chunk[:limit] (whole lines) numbered from `lineno`; returns the next line's number."""
         starts: set[int] = set()
         for needle in self._needles:
-            pos = chunk.find(needle)
+            pos = chunk.find(needle, 0, limit)
             while pos >= 0:
                 starts.add(chunk.rfind(b"\n", 0, pos) + 1)
-                end = chunk.find(b"\n", pos)
+                end = chunk.find(b"\n", pos, limit)
                 if end < 0:
                     break
-                pos = chunk.find(needle, end)
-        lineno, counted = first_lineno, 0
+                pos = chunk.find(needle, end, limit)
+        counted = 0
         for start in sorted(starts):
             lineno += chunk.count(b"\n", counted, start)
             counted = start
-            end = chunk.find(b"\n", start)
-            end = len(chunk) if end < 0 else end
+            end = chunk.find(b"\n", start, limit)
+            end = limit if end < 0 else end
             for anchor in self._anchors:
                 pos = chunk.find(anchor.needle, start, end)
                 if pos < 0:
@@ -188,9 +193,10 @@ class Matcher:
                         continue
                     text = _decode(raw) if text is None else text
                     if remedy.regex.search(text):
-                        yield Match(remedy, lineno, _shorten(text), *self._context(chunk, start, end))
+                        yield Match(remedy, lineno, _shorten(text), *self._context(chunk, start, end, limit))
+        return lineno + chunk.count(b"\n", counted, limit)
 
-    def _context(self, chunk: bytes, start: int, end: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def _context(self, chunk: bytearray, start: int, end: int, limit: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         before: list[str] = []
         pos = start
         for _ in range(self.context):
@@ -202,10 +208,10 @@ class Matcher:
         after: list[str] = []
         pos = end + 1
         for _ in range(self.context):
-            if pos >= len(chunk):
+            if pos >= limit:
                 break
-            nxt = chunk.find(b"\n", pos)
-            nxt = len(chunk) if nxt < 0 else nxt
+            nxt = chunk.find(b"\n", pos, limit)
+            nxt = limit if nxt < 0 else nxt
             after.append(_shorten(_decode(chunk[pos:nxt][:MAX_LINE])))
             pos = nxt + 1
         return tuple(before), tuple(after)
