@@ -4,10 +4,11 @@ Two entry points share one compiled plan:
 - `Matcher.feed(line, lineno)` for a live stream, one line at a time (anchors, then literals, then regexes);
 - `Matcher.scan(stream)` for files, which scans big byte chunks with one `bytes.find` pass per level-1
   needle (`remedies.prefilter`: a few substrings that every literal contains) instead of touching every
-  line from Python; only the lines holding a needle are checked against the anchors, literals and regexes.
+  line from Python; a line holding a needle is checked against the anchors whose literals contain that
+  needle (a literal in the line brings its own needles), then their literals and regexes.
 An anchor is a phrase shared by several literals (or a whole literal); every literal contains its anchor
-and at least one needle, so neither filter misses a line that the regex would match. Candidate lines are decoded with
-errors='replace' and capped at MAX_LINE bytes; a longer line is scanned in MAX_LINE pieces (a message
+and at least one needle, so neither filter misses a line that the regex would match. Candidate lines are
+decoded with errors='replace' and capped at MAX_LINE bytes; a longer line is scanned in MAX_LINE pieces (a message
 straddling two pieces is missed).
 """
 
@@ -109,6 +110,10 @@ class Matcher:
             _Anchor(text.encode(), text, members) for text, members in plan_anchors(self.catalogue)
         ]
         self._needles = [n.encode() for n in cached_prefilter(tuple(sorted({r.literal for r in self.catalogue})))]
+        self._needle_anchors = [
+            frozenset(i for i, a in enumerate(self._anchors) if any(n in r.literal.encode() for r in a.remedies))
+            for n in self._needles
+        ]
         self._recent: deque[str] = deque(maxlen=context)
 
     @property
@@ -166,11 +171,11 @@ class Matcher:
 
     def _scan_chunk(self, chunk: bytearray, limit: int, lineno: int) -> Generator[Match, None, int]:
         """Matches in chunk[:limit] (whole lines) numbered from `lineno`; returns the next line's number."""
-        starts: set[int] = set()
-        for needle in self._needles:
+        starts: dict[int, set[int]] = {}
+        for needle, anchors in zip(self._needles, self._needle_anchors):
             pos = chunk.find(needle, 0, limit)
             while pos >= 0:
-                starts.add(chunk.rfind(b"\n", 0, pos) + 1)
+                starts.setdefault(chunk.rfind(b"\n", 0, pos) + 1, set()).update(anchors)
                 end = chunk.find(b"\n", pos, limit)
                 if end < 0:
                     break
@@ -181,7 +186,7 @@ class Matcher:
             counted = start
             end = chunk.find(b"\n", start, limit)
             end = limit if end < 0 else end
-            for anchor in self._anchors:
+            for anchor in map(self._anchors.__getitem__, sorted(starts[start])):
                 pos = chunk.find(anchor.needle, start, end)
                 if pos < 0:
                     continue
