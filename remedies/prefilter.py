@@ -7,11 +7,12 @@ literal (hence an entry) matches is ever skipped.
 The set is a greedy weighted set cover over the literals' substrings. A substring's weight is the
 predicted CPU time of its pass over healthy text, from two measured facts about CPython 3.11's
 `bytes.find` on large buffers (bench/explain_speed.py's log, 100 MiB):
-- needles of 6+ bytes use a two-way search costing about 0.008 s + 0.38 s / its mean skip; the skip at a text byte is the needle's distance from its end to its last byte of the
-  same class (`byte & 63`), or the needle's length; shorter needles cost about 0.02 + 0.3/length s;
-- every hit costs a line lookup and a level-2 check, about 5 us, so substrings frequent in healthy
-  logs (HEALTHY_SAMPLE: the healthy startup logs of tests/data/logs and the bench's healthy lines)
-  are avoided.
+- needles of 6+ bytes use a two-way search costing about 0.008 s + 0.38 s / its mean skip, the skip
+  at a text byte being the needle's distance from its end to its last byte of the same class
+  (`byte & 63`), or its length; shorter needles cost about 0.02 s + 0.3 s / length;
+- every hit costs a line lookup and a level-2 check, about 5 us, so substrings frequent in healthy logs
+  are avoided (HEALTHY_SAMPLE: the healthy startup logs of tests/data/logs and the bench's healthy
+  lines; regenerate it when those change).
 """
 
 from __future__ import annotations
