@@ -1,4 +1,4 @@
-"""Choose the level-1 needles of the file scan: a few substrings that every catalogue literal contains.
+"""Choose the level-1 needles of the file scan: substrings such that every catalogue literal contains one.
 
 A file is scanned with one `bytes.find` pass per needle; only lines holding a needle go on to the
 per-entry literals and regexes. Since every literal contains at least one needle, no line that a
