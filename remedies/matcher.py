@@ -4,12 +4,13 @@ Two entry points share one compiled plan:
 - `Matcher.feed(line, lineno)` for a live stream, one line at a time (anchors, then literals, then regexes);
 - `Matcher.scan(stream)` for files, which scans big byte chunks with one `bytes.find` pass per level-1
   needle (`remedies.prefilter`: substrings covering every literal, fewer and cheaper than the anchors)
-  instead of touching every line from Python; a line holding a needle is checked against the anchors whose literals contain that
-  needle (a literal in the line brings its own needles), then their literals and regexes.
+  instead of touching every line from Python; a line holding a needle is checked against the anchors
+  whose literals contain that needle (a literal in the line brings its own needles), then their literals
+  and regexes.
 An anchor is a phrase shared by several literals (or a whole literal); every literal contains its anchor
 and at least one needle, so neither filter misses a line that the regex would match. Candidate lines are
-decoded with errors='replace' and capped at MAX_LINE bytes; a longer line is scanned in MAX_LINE pieces (a message
-straddling two pieces is missed).
+decoded with errors='replace' and capped at MAX_LINE bytes; a longer line is scanned in MAX_LINE pieces (a
+message straddling two pieces is missed).
 """
 
 from __future__ import annotations
