@@ -22,8 +22,11 @@ BUILTIN_MODULES = (
     "checks.memory",
     "checks.host",
     "checks.topology",
+    "checks.network",
+    "checks.hf",
+    "checks.fleet",
 )
-CATEGORY_ORDER = ("plugins", "driver", "versions", "gpu", "memory", "topology", "host")
+CATEGORY_ORDER = ("plugins", "driver", "versions", "gpu", "memory", "topology", "host", "network", "hf", "fleet")
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
 
 CheckFn = Callable[[CheckContext], "Outcome | Iterable[Outcome]"]
