@@ -25,15 +25,15 @@ def offline(env: Mapping[str, str]) -> bool:
     return any(env.get(k, "").strip().lower() in TRUE_VALUES for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
-def endpoints(env: Mapping[str, str]) -> list[tuple[str, str]]:
+def endpoints(env: Mapping[str, str], include_default: bool = True) -> list[tuple[str, str]]:
     """(role, url): the HF_ENDPOINT mirror when set, then the default endpoint."""
     mirror = (env.get("HF_ENDPOINT") or "").strip().rstrip("/")
     found = [("mirror", mirror)] if mirror and mirror != DEFAULT_ENDPOINT else []
-    return found + [("default", DEFAULT_ENDPOINT)]
+    return found + ([("default", DEFAULT_ENDPOINT)] if include_default or not found else [])
 
 
 def probe(model: str = DEFAULT_MODEL, revision: str = "main", env: Mapping[str, str] | None = None,
-          timeout_s: float = 3.0) -> dict[str, Any]:
+          timeout_s: float = 3.0, include_default: bool = True) -> dict[str, Any]:
     """The `hf` facts section: offline mode, each endpoint's DNS/TCP/API/file probes, and the local cache."""
     env = os.environ if env is None else env
     token = env.get("HF_TOKEN") or env.get("HUGGING_FACE_HUB_TOKEN")
@@ -44,7 +44,7 @@ def probe(model: str = DEFAULT_MODEL, revision: str = "main", env: Mapping[str, 
     }
     if facts["offline"] or os.path.isdir(model):
         return facts
-    for role, url in endpoints(env):
+    for role, url in endpoints(env, include_default):
         facts["endpoints"].append({"role": role, **probe_endpoint(url, model, revision, token, timeout_s)})
     return facts
 
@@ -70,6 +70,8 @@ def probe_endpoint(url: str, model: str, revision: str, token: str | None, timeo
     repo, rev = quote(model, safe="/"), quote(revision, safe="")
     api = probes.http_get(f"{url}/api/models/{repo}/revision/{rev}", timeout_s, headers)
     out["api"] = _summarize(api)
+    if api.get("status") is None:
+        return _done(out, t0)
     file = probes.http_get(f"{url}/{repo}/resolve/{rev}/{PROBE_FILE}", timeout_s, headers, read_body=False)
     out["file"] = _summarize(file)
     location = (file.get("headers") or {}).get("location")
