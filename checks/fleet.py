@@ -64,7 +64,8 @@ def every_node_answered(ctx: CheckContext) -> Iterator[Outcome]:
     for node in nodes(fleet):
         evidence = {"node_id": node.node_id, "ip": node.ip, "status": node.status, "error": node.error}
         if node.answered:
-            yield ok(f"answered in {node.raw.get('seconds') or '?'} s", subject=node.label, evidence=evidence)
+            took = node.raw.get("seconds")
+            yield ok("answered" + (f" in {took} s" if took is not None else ""), subject=node.label, evidence=evidence)
         elif node.status == "dead":
             yield warn("marked dead by the Ray GCS", subject=node.label, evidence=evidence,
                        fix=["If this node should be up, restart it: `ray start --address HEAD:6379` on it."])
@@ -92,11 +93,15 @@ def version_parity(ctx: CheckContext) -> Outcome:
         return skip("no node answered (see QD-FLEET-001)")
     table: dict[str, dict[str, str | None]] = {"driver host": versions(ctx.facts)}
     table.update({n.label: versions(n.facts) for n in answered})
+    # Under Ray the driver process is part of the cluster; a Spark driver does not run the engine itself,
+    # so there a package only on the driver host is no mismatch.
+    counted = set(table) if fleet["engine"] == "ray" else {n.label for n in answered}
     mismatched_fail, mismatched_warn, details = [], [], []
     for component in (*PARITY_FAIL, *PARITY_WARN):
         values = {label: row[component] for label, row in table.items()}
         present = {v for v in values.values() if v}
-        if len(present) > 1 or (present and None in values.values() and component in PARITY_FAIL):
+        missing = any(values[label] is None for label in counted) and any(values[label] for label in counted)
+        if len(present) > 1 or (missing and component in PARITY_FAIL):
             (mismatched_fail if component in PARITY_FAIL else mismatched_warn).append(component)
             details.append(f"{component}: " + ", ".join(f"{label} {v or 'missing'}" for label, v in values.items()))
     evidence = {"versions": table}
@@ -144,8 +149,9 @@ def placement_feasible(ctx: CheckContext) -> Outcome:
         return fail(f"{shape}, the fleet has {have}", evidence=evidence,
                     details=["vLLM waits, then fails with: Cannot provide a placement group requiring "
                              f"{world} GPUs"],
-                    fix=["Add GPU nodes or lower --tensor-parallel-size / --pipeline-parallel-size; "
-                         "`ray status` shows the GPUs Ray sees (start nodes with --num-gpus if it sees none)."])
+                    fix=["Add GPU nodes or lower --tensor-parallel-size / --pipeline-parallel-size; " + (
+                        "`ray status` shows the GPUs Ray sees (start nodes with --num-gpus if it sees none)."
+                        if engine == "ray" else "the table below lists the GPUs every executor's host reports.")])
     driver_id = (fleet.get("cluster") or {}).get("driver_node_id")
     driver = next((n for n in alive if n.node_id == driver_id), None)
     if engine == "ray" and driver is not None and _gpus(driver, engine) < 1:

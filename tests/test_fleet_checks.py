@@ -35,8 +35,10 @@ def node(name: str, status: str = "ok", gpus: float | None = 8, facts: dict[str,
 
 def fleet_facts(nodes: list[dict[str, Any]], engine: str = "ray", driver_env: dict[str, str] | None = None,
                 status: str = "ok", error: str | None = None, conf: dict[str, str] | None = None,
-                driver_node: str | None = None) -> Facts:
+                driver_node: str | None = None, packages: dict[str, str] | None = None) -> Facts:
     data = copy.deepcopy(A100)
+    for pkg, version in (packages or {}).items():
+        data["packages"][pkg] = {"version": version, "distribution": pkg}
     if driver_env is not None:
         data["env"] = driver_env
     cluster: dict[str, Any] = {"conf": conf or {}} if engine == "spark" else {
@@ -188,3 +190,17 @@ def test_per_node_table_has_a_column_per_node_even_on_one_host():
     text = render_table(table)
     assert text.splitlines()[0].startswith("ray fleet (head:6379)")
     assert "2.9.0" in text
+
+
+def test_spark_parity_ignores_a_package_only_the_driver_host_has_but_not_a_missing_engine():
+    with_vllm = copy.deepcopy(A100)
+    with_vllm["packages"]["vllm"] = {"version": "0.17.1", "distribution": "vllm"}
+    without_vllm = copy.deepcopy(A100)
+    facts = fleet_facts([node("e1", facts=without_vllm), node("e2", facts=without_vllm)], engine="spark",
+                        conf={"spark.master": "local[2]"}, packages={"vllm": "0.17.1"})
+    assert facts.package_version("vllm")  # only the driver host has vLLM: a Spark driver does not run it
+    assert status_of(run(facts, only=("QD-FLEET-002",)), "QD-FLEET-002") == ["ok"]
+    split = fleet_facts([node("e1", facts=with_vllm), node("e2", facts=without_vllm)], engine="spark",
+                        conf={"spark.master": "local[2]"})
+    [r] = run(split, only=("QD-FLEET-002",))["QD-FLEET-002"]
+    assert r.status.value == "fail" and "vllm" in r.summary and any("e2 missing" in d for d in r.details)

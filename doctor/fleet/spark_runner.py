@@ -42,6 +42,9 @@ def session(master: str | None, node_timeout_s: float) -> Any:
         "spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures": "3",
         "spark.executorEnv.PYTHONPATH": python_path,
     }
+    if (master or "").startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
+        # Local executors share this machine: run them on this interpreter rather than whatever `python3` is.
+        settings["spark.pyspark.python"] = sys.executable
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -101,6 +104,7 @@ def gather(master: str | None, node_timeout_s: float, probe_timeout_s: float, de
             fleet["nodes"].append({
                 "node_id": f"task-{row['partition']}", "hostname": facts.get("hostname"),
                 "ip": (row.get("address") or "").rsplit(":", 1)[0] or None, "status": "ok", "error": None,
+                "seconds": facts.get("collect_seconds"),
                 "resources": {"GPU": float(len(row["gpu_addresses"].get("gpu", [])))},
                 "executor_address": row.get("address"), "gpu_addresses": row["gpu_addresses"], "facts": facts,
             })
