@@ -65,7 +65,8 @@ def endpoint_reachable(ctx: CheckContext) -> Iterator[Outcome]:
                if ep["role"] == "mirror" else
                ["Offline machine? Pre-download the weights elsewhere and set HF_HUB_OFFLINE=1 (see QD-HF-003), "
                 "or set HF_ENDPOINT to a reachable mirror, or configure HTTPS_PROXY."])
-        yield fail(f"{ep['url']} unreachable: {why}", subject=ep["role"], evidence=evidence, fix=fix)
+        via = f" through proxy {ep['proxy']}" if ep.get("proxy") else ""
+        yield fail(f"{ep['url']} unreachable{via}: {why}", subject=ep["role"], evidence=evidence, fix=fix)
 
 
 def _effective(hf: dict[str, Any]) -> dict[str, Any] | None:

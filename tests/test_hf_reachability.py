@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import socket
 import time
 from typing import Any
@@ -137,3 +138,24 @@ def test_dns_failure_and_dns_hang_are_both_bounded(monkeypatch: pytest.MonkeyPat
     t0 = time.monotonic()
     stuck = probes.dns("huggingface.co", timeout_s=0.3)
     assert not stuck["ok"] and "DNS timeout" in stuck["error"] and time.monotonic() - t0 < 1.0
+
+
+def test_proxy_settings_decide_what_must_answer():
+    env = {"HTTPS_PROXY": "http://user:secret@proxy.corp:3128", "NO_PROXY": "internal.corp,localhost"}
+    assert hf.proxy_for("https", "huggingface.co", env) == "http://user:secret@proxy.corp:3128"
+    assert hf.proxy_for("https", "mirror.internal.corp", env) is None
+    assert hf.proxy_for("http", "huggingface.co", {"https_proxy": "http://p:1"}) is None
+
+
+def test_behind_a_dead_proxy_the_verdict_names_the_proxy_not_dns(monkeypatch: pytest.MonkeyPatch):
+    port = free_port()
+    monkeypatch.setenv("HTTPS_PROXY", f"http://user:secret@127.0.0.1:{port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    ep = hf.probe_endpoint("https://hf-mirror.example", "acme/ok", "main", None, TIMEOUT_S)
+    assert ep["proxy"] == f"http://127.0.0.1:{port}" and not ep["tcp"]["ok"]
+    section = {"model": "acme/ok", "revision": "main", "offline": False, "token_set": False,
+               "endpoint_env": "https://hf-mirror.example", "endpoints": [{"role": "mirror", **ep}], "cache": {}}
+    r = verdicts(section)["QD-HF-001"]
+    assert r.status.value == "fail" and f"through proxy http://127.0.0.1:{port}" in r.summary
+    assert "secret" not in json.dumps(section)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+import urllib.request
 from typing import Any, Mapping
 from urllib.parse import quote, urlsplit
 
@@ -56,10 +57,16 @@ def probe_endpoint(url: str, model: str, revision: str, token: str | None, timeo
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
     out: dict[str, Any] = {"url": url, "host": host, "port": port, "dns": None, "tcp": None, "api": None,
-                           "file": None, "redirect": None}
+                           "file": None, "redirect": None, "proxy": None}
     if parts.scheme not in ("http", "https") or not host:
         out["error"] = f"{url!r} is not an http(s) URL"
         return out
+    proxy = proxy_for(parts.scheme, host, os.environ)
+    if proxy:
+        # The proxy resolves and connects for us: what must answer here is the proxy itself.
+        proxy_parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        host, port = proxy_parts.hostname or "", proxy_parts.port or 80
+        out["proxy"] = f"{proxy_parts.scheme}://{host}:{port}"  # without any user:password
     out["dns"] = probes.dns(host, min(timeout_s, 2.0))
     if not out["dns"]["ok"]:
         return _done(out, t0)
@@ -75,9 +82,23 @@ def probe_endpoint(url: str, model: str, revision: str, token: str | None, timeo
     file = probes.http_get(f"{url}/{repo}/resolve/{rev}/{PROBE_FILE}", timeout_s, headers, read_body=False)
     out["file"] = _summarize(file)
     location = (file.get("headers") or {}).get("location")
-    if file.get("status") in (301, 302, 303, 307, 308) and location:
+    if file.get("status") in (301, 302, 303, 307, 308) and location and not proxy:
         out["redirect"] = _probe_redirect(url, location, timeout_s)
     return _done(out, t0)
+
+
+def proxy_for(scheme: str, host: str, env: Mapping[str, str]) -> str | None:
+    """The proxy an HTTP client would use for scheme://host, from HTTPS_PROXY / HTTP_PROXY / ALL_PROXY and NO_PROXY."""
+    def get(name: str) -> str | None:
+        return env.get(name) or env.get(name.lower())
+
+    proxy = get(f"{scheme.upper()}_PROXY") or get("ALL_PROXY")
+    if not proxy:
+        return None
+    no_proxy = get("NO_PROXY") or ""
+    if no_proxy and urllib.request.proxy_bypass_environment(host, {"no": no_proxy}):
+        return None
+    return proxy
 
 
 def _summarize(resp: dict[str, Any]) -> dict[str, Any]:
