@@ -1,0 +1,148 @@
+"""Read a Hugging Face `config.json` (Qwen3.5 / Qwen3-Next / Qwen3-MoE / Qwen3) into a ModelSpec.
+
+Field names follow transformers' configuration_qwen3_5_moe.py, configuration_qwen3_next.py,
+configuration_qwen3_moe.py and configuration_qwen3.py. Vision-language checkpoints
+(`Qwen3_5MoeForConditionalGeneration`) nest the language model under `text_config`
+(vllm PR #37068); plain text checkpoints keep it at the top level.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from doctor.models.errors import ModelConfigError
+from doctor.models.spec import (FULL, LINEAR, Attention, GatedDeltaNet, ModelSpec, MoE, Quantization,
+                                Vision)
+
+# Module classes a quantization method compresses unless the config excludes them.
+QUANTIZABLE = ("attention", "linear_attention", "experts", "shared_experts", "dense_mlp")
+# Checkpoint module names -> our module classes. An entry of modules_to_not_convert excludes a
+# whole class only when it names the module itself ("...layers.3.linear_attn"), not one of its
+# tensors ("...linear_attn.in_proj_ba", "...mlp.shared_expert_gate").
+_MODULE_SUFFIXES = (("shared_expert", "shared_experts"), ("experts", "experts"),
+                    ("linear_attn", "linear_attention"), ("self_attn", "attention"), ("mlp", "dense_mlp"))
+
+
+def _int(cfg: dict[str, Any], key: str, default: int | None = None) -> int:
+    value = cfg.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ModelConfigError(f"config field {key!r} must be an integer, got {value!r}")
+    return value
+
+
+def _layer_types(text: dict[str, Any], num_layers: int) -> tuple[str, ...]:
+    if "layer_types" in text and text["layer_types"]:
+        types = tuple(text["layer_types"])
+        if len(types) != num_layers:
+            raise ModelConfigError(f"layer_types has {len(types)} entries but num_hidden_layers is {num_layers}")
+        return types
+    interval = text.get("full_attention_interval")
+    if interval:
+        # transformers' default rule: layer i is full attention when (i + 1) % interval == 0
+        return tuple(FULL if (i + 1) % int(interval) == 0 else LINEAR for i in range(num_layers))
+    return (FULL,) * num_layers
+
+
+def _excluded_modules(qcfg: dict[str, Any]) -> set[str]:
+    names: list[str] = []
+    for key in ("modules_to_not_convert", "ignored_layers", "ignore"):
+        names += [str(n) for n in (qcfg.get(key) or [])]
+    return {group for name in names for suffix, group in _MODULE_SUFFIXES
+            if name == suffix or name.endswith("." + suffix)}
+
+
+def read_quantization(qcfg: dict[str, Any] | None) -> Quantization:
+    """Map a `quantization_config` block to the byte model the planner uses."""
+    if not qcfg:
+        return Quantization()
+    method = str(qcfg.get("quant_method", "")).lower()
+    excluded = _excluded_modules(qcfg)
+    modules = tuple(m for m in QUANTIZABLE if m not in excluded)
+    if method == "fp8":
+        block = qcfg.get("weight_block_size")
+        return Quantization("fp8", 8, 0, tuple(block) if block else None, modules)
+    if method in ("gptq", "gptq_marlin", "awq"):
+        return Quantization("gptq", _int(qcfg, "bits", 4), _int(qcfg, "group_size", 128), None, modules)
+    raise ModelConfigError(f"unsupported quant_method {method!r} (the planner knows fp8 and gptq)")
+
+
+def _vision(cfg: dict[str, Any] | None) -> Vision | None:
+    if not cfg:
+        return None
+    return Vision(
+        depth=_int(cfg, "depth"), hidden_size=_int(cfg, "hidden_size"),
+        intermediate_size=_int(cfg, "intermediate_size"), num_heads=_int(cfg, "num_heads"),
+        out_hidden_size=_int(cfg, "out_hidden_size"), patch_size=_int(cfg, "patch_size", 16),
+        temporal_patch_size=_int(cfg, "temporal_patch_size", 2), in_channels=_int(cfg, "in_channels", 3),
+        spatial_merge_size=_int(cfg, "spatial_merge_size", 2),
+        num_position_embeddings=_int(cfg, "num_position_embeddings", 0),
+        deepstack_layers=len(cfg.get("deepstack_visual_indexes") or []),
+    )
+
+
+def spec_from_config(config: dict[str, Any], name: str = "", source: str = "") -> ModelSpec:
+    """Build a ModelSpec from a parsed config.json dict."""
+    if not isinstance(config, dict):
+        raise ModelConfigError("config.json must hold a JSON object")
+    text = config.get("text_config") or config
+    if not isinstance(text, dict):
+        raise ModelConfigError("text_config must be a JSON object")
+    try:
+        hidden = _int(text, "hidden_size")
+        heads = _int(text, "num_attention_heads")
+        num_layers = _int(text, "num_hidden_layers")
+        head_dim = text.get("head_dim") or hidden // heads
+        attention = Attention(heads, _int(text, "num_key_value_heads", heads), int(head_dim),
+                              bool(text.get("attn_output_gate", False)))
+        types = _layer_types(text, num_layers)
+        gdn = None
+        if LINEAR in types:
+            gdn = GatedDeltaNet(
+                _int(text, "linear_num_key_heads"), _int(text, "linear_num_value_heads"),
+                _int(text, "linear_key_head_dim"), _int(text, "linear_value_head_dim"),
+                _int(text, "linear_conv_kernel_dim", 4), str(text.get("mamba_ssm_dtype", "float32")))
+        moe = None
+        experts_key = "num_experts" if text.get("num_experts") else "num_local_experts"
+        if text.get(experts_key):
+            # transformers >= 5 writes Qwen3-MoE's expert count as num_local_experts
+            moe = MoE(_int(text, experts_key), _int(text, "num_experts_per_tok"),
+                      _int(text, "moe_intermediate_size"), int(text.get("shared_expert_intermediate_size") or 0))
+        dtype = str(text.get("dtype") or text.get("torch_dtype") or config.get("dtype")
+                    or config.get("torch_dtype") or "bfloat16")
+        spec = ModelSpec(
+            name=name or str(config.get("_name_or_path") or (config.get("architectures") or ["model"])[0]),
+            architecture=str((config.get("architectures") or [config.get("model_type", "unknown")])[0]),
+            hidden_size=hidden, vocab_size=_int(text, "vocab_size"), layer_types=types, attention=attention,
+            linear_attention=gdn, moe=moe,
+            dense_intermediate_size=0 if moe else _int(text, "intermediate_size"),
+            tie_word_embeddings=bool(config.get("tie_word_embeddings", text.get("tie_word_embeddings", False))),
+            mtp_layers=int(text.get("mtp_num_hidden_layers") or text.get("num_nextn_predict_layers") or 0),
+            vision=_vision(config.get("vision_config")),
+            max_position_embeddings=_int(text, "max_position_embeddings", 32768),
+            dtype=dtype,
+            quantization=read_quantization(config.get("quantization_config") or text.get("quantization_config")),
+            source=source,
+        )
+        spec.validate()
+    except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, ModelConfigError):
+            raise
+        raise ModelConfigError(f"{name or 'config'}: {exc}") from None
+    return spec
+
+
+def read_config_dir(path: str | Path) -> ModelSpec:
+    """Read `<dir>/config.json` (or a config.json path) into a ModelSpec."""
+    p = Path(path)
+    cfg_path = p / "config.json" if p.is_dir() else p
+    try:
+        raw = cfg_path.read_bytes()
+    except OSError as exc:
+        raise ModelConfigError(f"cannot read {cfg_path}: {exc.strerror or exc}") from None
+    try:
+        config = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelConfigError(f"{cfg_path} is not valid JSON: {exc}") from None
+    return spec_from_config(config, name=str(p if p.is_dir() else p.parent), source=str(cfg_path))

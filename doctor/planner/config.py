@@ -1,0 +1,65 @@
+"""The serving configuration the planner sizes: the flags of `vllm serve` / `sglang.launch_server`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from doctor.planner.errors import PlanInputError
+
+BACKENDS = ("vllm", "sglang")
+KV_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Serving flags that change memory. None means "the backend's default"."""
+
+    backend: str = "vllm"
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    expert_parallel: bool = False
+    kv_cache_dtype: str = "auto"
+    max_model_len: int | None = None          # vLLM --max-model-len / SGLang --context-length
+    max_num_seqs: int | None = None           # vLLM --max-num-seqs / SGLang --max-running-requests
+    gpu_memory_utilization: float = 0.9       # vLLM
+    mem_fraction_static: float | None = None  # SGLang
+    max_num_batched_tokens: int | None = None  # vLLM --max-num-batched-tokens / SGLang --chunked-prefill-size
+    language_model_only: bool = False          # vLLM --language-model-only / SGLang --language-only
+    mm_encoder_tp_mode: str = "weights"        # vLLM --mm-encoder-tp-mode (data = replicated vision tower)
+    mtp_tokens: int = 0                        # MTP speculative tokens (0 = off)
+    prefix_caching: bool = True                # vLLM --enable-prefix-caching (hybrid: mamba "align" mode)
+    enforce_eager: bool = False                # vLLM --enforce-eager / SGLang --disable-cuda-graph
+    block_size: int | None = None              # vLLM --block-size
+    mamba_full_memory_ratio: float = 0.9       # SGLang --mamba-full-memory-ratio
+    max_mamba_cache_size: int | None = None    # SGLang --max-mamba-cache-size
+    overhead_gib: float | None = None          # activations + CUDA graphs + non-torch memory per GPU
+
+    @property
+    def world_size(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def ep_size(self) -> int:
+        """Ranks the routed experts are spread over (vLLM: TP x DP with --enable-expert-parallel)."""
+        return self.tp * self.dp if self.expert_parallel else self.tp
+
+    def with_(self, **changes: object) -> "ServeConfig":
+        return replace(self, **changes)
+
+    def validate(self) -> None:
+        if self.backend not in BACKENDS:
+            raise PlanInputError(f"unknown backend {self.backend!r}; use one of {', '.join(BACKENDS)}")
+        for name in ("tp", "pp", "dp"):
+            if getattr(self, name) < 1:
+                raise PlanInputError(f"--{name} must be at least 1")
+        if self.kv_cache_dtype not in KV_DTYPES:
+            raise PlanInputError(f"unknown --kv-cache-dtype {self.kv_cache_dtype!r}; use one of {', '.join(KV_DTYPES)}")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise PlanInputError("--gpu-memory-utilization must be in (0, 1]")
+        if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static < 1:
+            raise PlanInputError("--mem-fraction-static must be in (0, 1)")
+        if self.max_model_len is not None and self.max_model_len < 1:
+            raise PlanInputError("--max-model-len must be positive")
+        if self.max_num_seqs is not None and self.max_num_seqs < 1:
+            raise PlanInputError("--max-num-seqs must be positive")

@@ -1,0 +1,191 @@
+"""plan(model, hardware, serve config) -> Plan: per-rank memory, KV capacity, fit, and fixes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from doctor.models.spec import ModelSpec
+from doctor.planner.config import ServeConfig
+from doctor.planner.divisibility import RuleResult, check_divisibility, valid_tensor_parallel_sizes
+from doctor.planner.hardware import GIB, Hardware
+from doctor.planner.overhead import sglang_overhead, vllm_overhead
+from doctor.planner.sglang_kv import sglang_capacity
+from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
+from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
+from doctor.planner.weights import pp_partition, rank_weights
+
+
+@dataclass(frozen=True)
+class RankPlan:
+    """One pipeline stage's rank (all TP/DP ranks of a stage are alike)."""
+
+    pp_rank: int
+    layers: tuple[int, int]
+    full_layers: int
+    linear_layers: int
+    weights: dict[str, int]
+    overhead_bytes: int
+    budget_bytes: int          # total x gpu_memory_utilization (vLLM) or x mem_fraction_static (SGLang)
+    cache_bytes: int           # what is left for the KV cache (and, for SGLang, the mamba pool)
+    kv_tokens: int
+    max_concurrency: float
+    block_size: int = 0        # vLLM
+    mamba_slots: int = 0       # SGLang mamba pool (max_mamba_cache_size)
+    max_running_requests: int = 0
+
+
+@dataclass
+class Plan:
+    model: ModelSpec
+    hardware: Hardware
+    config: ServeConfig
+    max_model_len: int
+    ranks: list[RankPlan]
+    rules: list[RuleResult]
+    kv_bytes_per_token: int          # per rank, all full-attention layers of the model
+    gdn_state_bytes_per_seq: int     # per rank, all GDN layers of the model
+    problems: list[str] = field(default_factory=list)
+    suggestions: list[str] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return not self.problems
+
+    @property
+    def kv_tokens(self) -> int:
+        return min((r.kv_tokens for r in self.ranks), default=0)
+
+    @property
+    def max_concurrency(self) -> float:
+        return min((r.max_concurrency for r in self.ranks), default=0.0)
+
+
+def _default_max_model_len(spec: ModelSpec, cfg: ServeConfig) -> int:
+    return cfg.max_model_len or spec.max_position_embeddings
+
+
+def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len: int) -> RankPlan:
+    start, end = pp_partition(spec.num_layers, cfg.pp)[pp_rank]
+    full, linear = layers_in_stage(spec, start, end)
+    if cfg.mtp_tokens and pp_rank == cfg.pp - 1:
+        full += spec.mtp_layers          # the MTP drafter's attention layers share the KV pool
+    weights = rank_weights(spec, cfg, pp_rank)
+    total = hw.gpu.memory_bytes
+    if cfg.backend == "vllm":
+        overhead = vllm_overhead(spec, cfg, hw.gpu)
+        budget = int(total * cfg.gpu_memory_utilization)
+        cache = budget - weights["total"] - overhead
+        layout = vllm_layout(spec, cfg, full, linear)
+        cap = vllm_capacity(layout, cache, max_len, cfg)
+        return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cache, cap.tokens,
+                        cap.max_concurrency, block_size=layout.block_size,
+                        max_running_requests=cfg.max_num_seqs or 0)
+    overhead = sglang_overhead(cfg)
+    cap = sglang_capacity(spec, cfg, total, weights["total"] + overhead, full, linear, max_len)
+    budget = int(total * cap.mem_fraction_static)
+    cache = budget - weights["total"] - overhead
+    concurrency = cap.max_total_num_tokens / max_len if max_len else 0.0
+    return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cache,
+                    cap.max_total_num_tokens, concurrency, mamba_slots=cap.mamba_slots,
+                    max_running_requests=cap.max_running_requests)
+
+
+def _evaluate(spec: ModelSpec, hw: Hardware, cfg: ServeConfig) -> Plan:
+    cfg.validate()
+    max_len = _default_max_model_len(spec, cfg)
+    rules = check_divisibility(spec, cfg)
+    kv_tok = kv_bytes_per_token_per_layer(spec, cfg) * len(spec.full_attention_layers)
+    gdn = gdn_state_bytes_per_layer(spec, cfg) * len(spec.linear_attention_layers)
+    ranks = [_rank(spec, hw, cfg, r, max_len) for r in range(cfg.pp)]
+    plan = Plan(spec, hw, cfg, max_len, ranks, rules, kv_tok, gdn)
+    plan.problems = _problems(plan)
+    return plan
+
+
+def _problems(plan: Plan) -> list[str]:
+    cfg, hw, out = plan.config, plan.hardware, []
+    if cfg.world_size > hw.count:
+        out.append(f"TP x PP x DP = {cfg.world_size} GPUs needed, {hw.count} available")
+    out += [r.message for r in plan.rules if not r.ok and r.severity == "fail"]
+    if plan.max_model_len > plan.model.max_position_embeddings:
+        out.append(f"User-specified max_model_len ({plan.max_model_len}) is greater than the derived "
+                   f"max_model_len ({plan.model.max_position_embeddings})")
+    for r in plan.ranks:
+        if r.cache_bytes <= 0:
+            if cfg.backend == "vllm":
+                out.append("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+                           f"(rank of stage {r.pp_rank}: weights {r.weights['total'] / GIB:.2f} GiB + "
+                           f"overhead {r.overhead_bytes / GIB:.2f} GiB > budget {r.budget_bytes / GIB:.2f} GiB)")
+            else:
+                out.append("Not enough memory. Please try to increase --mem-fraction-static. "
+                           f"(stage {r.pp_rank}: weights {r.weights['total'] / GIB:.2f} GiB, "
+                           f"budget {r.budget_bytes / GIB:.2f} GiB)")
+        elif r.kv_tokens <= 0 and cfg.backend == "sglang":
+            out.append("Not enough memory. Please try to increase --mem-fraction-static.")
+        elif r.max_concurrency < 1:
+            out.append(f"To serve at least one request with the model's max seq len ({plan.max_model_len}), "
+                       f"the KV cache must hold it; it holds {r.kv_tokens} tokens "
+                       f"(stage {r.pp_rank}). Try increasing `gpu_memory_utilization` or decreasing `max_model_len`")
+    return list(dict.fromkeys(out))
+
+
+def _largest_fitting_len(spec: ModelSpec, hw: Hardware, cfg: ServeConfig) -> int:
+    lo, hi = 0, _default_max_model_len(spec, cfg)
+    step = 1024
+    while hi - lo > step:
+        mid = (lo + hi) // 2 // step * step or step
+        if _evaluate(spec, hw, cfg.with_(max_model_len=mid)).fits:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _suggest(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, plan: Plan) -> list[str]:
+    """Single changes that turn a failing plan into a fitting one, least disruptive first."""
+    if cfg.world_size > hw.count:
+        return [f"use TP x PP x DP <= {hw.count} (e.g. --tensor-parallel-size "
+                f"{max(t for t in valid_tensor_parallel_sizes(spec, hw.count) if t <= hw.count)})"]
+    candidates: list[tuple[str, ServeConfig, ModelSpec]] = []
+    if cfg.backend == "vllm" and cfg.gpu_memory_utilization < 0.95:
+        candidates.append(("raise --gpu-memory-utilization to 0.95", cfg.with_(gpu_memory_utilization=0.95), spec))
+    if cfg.backend == "sglang":
+        current = plan.ranks[0].budget_bytes / hw.gpu.memory_bytes
+        if current < 0.9:
+            candidates.append((f"raise --mem-fraction-static to {min(0.9, round(current + 0.05, 2))}",
+                               cfg.with_(mem_fraction_static=min(0.9, round(current + 0.05, 2))), spec))
+    if spec.vision and not cfg.language_model_only:
+        flag = "--language-model-only" if cfg.backend == "vllm" else "--language-only"
+        candidates.append((f"add {flag} (skip the vision tower)", cfg.with_(language_model_only=True), spec))
+    if cfg.kv_cache_dtype == "auto" and spec.dtype != "fp8":
+        candidates.append(("--kv-cache-dtype fp8 (halves the KV cache per token)", cfg.with_(kv_cache_dtype="fp8"), spec))
+    if spec.quantization.method == "none" and spec.name == "Qwen/Qwen3.5-35B-A3B":
+        from doctor.models.registry import get_model
+        for variant in ("Qwen/Qwen3.5-35B-A3B-FP8", "Qwen/Qwen3.5-35B-A3B-GPTQ-Int4"):
+            candidates.append((f"use the {variant.split('-')[-1]} checkpoint {variant}", cfg, get_model(variant)))
+    if spec.moe and not cfg.expert_parallel:
+        candidates.append(("add --enable-expert-parallel", cfg.with_(expert_parallel=True), spec))
+    valid = valid_tensor_parallel_sizes(spec, hw.count)
+    for tp in valid:
+        if tp > cfg.tp and tp * cfg.pp * cfg.dp <= hw.count:
+            candidates.append((f"raise --tensor-parallel-size to {tp}", cfg.with_(tp=tp), spec))
+            break
+    lower = [t for t in valid if t < cfg.tp]
+    if lower and cfg.tp not in valid:
+        tp = lower[-1]
+        dp = cfg.dp * cfg.tp // tp
+        candidates.append((f"use --tensor-parallel-size {tp} with --data-parallel-size {dp}",
+                           cfg.with_(tp=tp, dp=dp), spec))
+    out = [label for label, c, s in candidates if _evaluate(s, hw, c).fits]
+    longest = _largest_fitting_len(spec, hw, cfg)
+    if longest >= 1024 and longest < plan.max_model_len:
+        out.append(f"lower --max-model-len to {longest}")
+    return out
+
+
+def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig) -> Plan:
+    """Plan memory for serving `model` on `hardware` with `config`; suggestions when it does not fit."""
+    result = _evaluate(model, hardware, config)
+    if not result.fits:
+        result.suggestions = _suggest(model, hardware, config, result)
+    return result

@@ -1,0 +1,102 @@
+"""Plan -> text table (one column per pipeline stage) and JSON-ready dict. No click here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from doctor.planner.hardware import GIB, MIB
+from doctor.planner.plan import Plan
+
+
+def _gib(n: float) -> str:
+    return f"{n / GIB:,.2f} GiB"
+
+
+def _weights_detail(w: dict[str, int]) -> str:
+    parts = sorted(((k, v) for k, v in w.items() if k != "total" and v), key=lambda kv: -kv[1])
+    return ", ".join(f"{k} {v / GIB:.2f}" for k, v in parts)
+
+
+def render_text(p: Plan) -> str:
+    cfg, spec = p.config, p.model
+    lines = [
+        f"qwen-doctor plan: {spec.name} on {p.hardware} with {cfg.backend} "
+        f"(TP {cfg.tp}, PP {cfg.pp}, DP {cfg.dp}{', EP' if cfg.expert_parallel else ''})",
+        f"  max model len {p.max_model_len:,} · KV cache {cfg.kv_cache_dtype}: "
+        f"{p.kv_bytes_per_token / 1024:,.1f} KiB/token/GPU ({len(spec.full_attention_layers)} of "
+        f"{spec.num_layers} layers keep one)"
+        + (f" · GDN state {p.gdn_state_bytes_per_seq / MIB:,.1f} MiB/sequence/GPU" if p.gdn_state_bytes_per_seq else ""),
+        "",
+    ]
+    share = "gpu-memory-utilization" if cfg.backend == "vllm" else "mem-fraction-static"
+    rows: list[tuple[str, list[str]]] = [
+        ("layers", [f"{r.layers[0]}-{r.layers[1] - 1} ({r.full_layers} attn, {r.linear_layers} GDN)" for r in p.ranks]),
+        ("GPU memory", [_gib(p.hardware.gpu.memory_bytes)] * len(p.ranks)),
+        (f"budget ({share})", [f"{_gib(r.budget_bytes)} ({r.budget_bytes / p.hardware.gpu.memory_bytes:.3f})"
+                               for r in p.ranks]),
+        ("weights", [_gib(r.weights["total"]) for r in p.ranks]),
+        ("  of which", [_weights_detail(r.weights) for r in p.ranks]),
+        ("overhead (estimate)", [_gib(r.overhead_bytes) for r in p.ranks]),
+        ("KV cache" + (" + mamba pool" if cfg.backend == "sglang" and p.gdn_state_bytes_per_seq else ""),
+         [_gib(r.cache_bytes) for r in p.ranks]),
+        ("KV capacity", [f"{r.kv_tokens:,} tokens" for r in p.ranks]),
+        ("max concurrency", [f"{r.max_concurrency:,.2f} x {p.max_model_len:,} tokens" for r in p.ranks]),
+    ]
+    if cfg.backend == "vllm":
+        rows.append(("block size", [f"{r.block_size} tokens" for r in p.ranks]))
+    elif p.gdn_state_bytes_per_seq:
+        rows.append(("mamba slots", [f"{r.mamba_slots:,}" for r in p.ranks]))
+        rows.append(("max running requests", [f"{r.max_running_requests:,}" for r in p.ranks]))
+    header = [f"stage {r.pp_rank} (x{cfg.tp * cfg.dp} GPUs)" for r in p.ranks]
+    width = max(len(name) for name, _ in rows) + 2
+    cols = [max(len(h), *(len(v[i]) for _, v in rows)) for i, h in enumerate(header)]
+    lines.append("  " + " " * width + "  ".join(h.ljust(c) for h, c in zip(header, cols)))
+    for name, values in rows:
+        lines.append("  " + name.ljust(width) + "  ".join(v.ljust(c) for v, c in zip(values, cols)))
+    lines.append("")
+    for r in p.rules:
+        if not r.ok:
+            mark = "✗" if r.severity == "fail" else "!"
+            lines.append(f"  {mark} {r.message}")
+            if r.fix:
+                lines.append(f"      fix: {r.fix}")
+    if p.fits:
+        lines.append(f"  ✓ fits: {p.kv_tokens:,} KV tokens per replica, {p.max_concurrency:.2f} requests "
+                     f"at {p.max_model_len:,} tokens")
+    else:
+        lines.append("  ✗ does not fit:")
+        lines += [f"      {problem}" for problem in p.problems if not any(problem == r.message for r in p.rules)]
+        if p.suggestions:
+            lines.append(f"    smallest change that makes it fit: {p.suggestions[0]}")
+            lines += [f"    also fits: {s}" for s in p.suggestions[1:]]
+        else:
+            lines.append("    no single change makes it fit: add GPUs or combine the changes above")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def plan_to_dict(p: Plan) -> dict[str, Any]:
+    """A stable, JSON-serialisable view of the plan."""
+    cfg = p.config
+    return {
+        "schema": 1,
+        "model": p.model.name,
+        "gpus": {"name": p.hardware.gpu.name, "count": p.hardware.count, "memory_bytes": p.hardware.gpu.memory_bytes,
+                 "compute_capability": p.hardware.gpu.compute_capability},
+        "config": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__},
+        "max_model_len": p.max_model_len,
+        "kv_bytes_per_token": p.kv_bytes_per_token,
+        "gdn_state_bytes_per_sequence": p.gdn_state_bytes_per_seq,
+        "ranks": [{
+            "pp_rank": r.pp_rank, "layers": list(r.layers), "full_attention_layers": r.full_layers,
+            "gdn_layers": r.linear_layers, "weights_bytes": r.weights, "overhead_bytes": r.overhead_bytes,
+            "budget_bytes": r.budget_bytes, "cache_bytes": r.cache_bytes, "kv_tokens": r.kv_tokens,
+            "max_concurrency": round(r.max_concurrency, 4), "block_size": r.block_size,
+            "mamba_slots": r.mamba_slots, "max_running_requests": r.max_running_requests,
+        } for r in p.ranks],
+        "rules": [{"rule": r.rule, "ok": r.ok, "severity": r.severity, "message": r.message, "fix": r.fix}
+                  for r in p.rules],
+        "fits": p.fits,
+        "kv_tokens": p.kv_tokens,
+        "problems": p.problems,
+        "suggestions": p.suggestions,
+    }

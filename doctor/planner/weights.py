@@ -1,0 +1,102 @@
+"""Weight bytes held by one rank, by module class.
+
+Sharding follows vLLM's parallel layers: column/row-parallel linears split 1/TP; the K/V
+projection splits by KV head but never below one head per rank (vllm/model_executor/layers/
+linear.py QKVParallelLinear: `num_kv_head_replicas = divide(tp_size, total_num_kv_heads)` when
+tp_size >= total_num_kv_heads); routed experts split over the EP group (fused_moe/layer.py);
+embeddings and lm_head are vocab-parallel with the vocabulary padded to a multiple of 64
+(vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE); pipeline stages take decoder layers as
+vllm/distributed/utils.py get_pp_indices does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from doctor.models.params import EXPERT, KV, REPLICATED, TP, VOCAB, Tensor, mtp_tensors, text_tensors, vision_tensors
+from doctor.models.spec import ModelSpec, dtype_bytes
+from doctor.planner.config import ServeConfig
+
+VOCAB_PADDING = 64
+
+
+def pp_partition(num_layers: int, pp: int) -> list[tuple[int, int]]:
+    """[start, end) decoder layers per pipeline stage (vllm/distributed/utils.py get_pp_indices)."""
+    per = num_layers // pp
+    parts = [per] * pp
+    remaining = num_layers % pp
+    for i in range(2, remaining + 2):
+        parts[-i] += 1
+    bounds, start = [], 0
+    for n in parts:
+        bounds.append((start, start + n))
+        start += n
+    return bounds
+
+
+def bytes_per_param(spec: ModelSpec, tensor: Tensor) -> float:
+    """Storage cost of one parameter of `tensor`, scales and zero points included."""
+    q = spec.quantization
+    if not tensor.linear or q.method == "none" or tensor.group not in q.modules:
+        return dtype_bytes(spec.dtype)
+    if q.method == "fp8":
+        # one float32 scale_inv per weight block (Fp8LinearMethod, block-wise)
+        bn, bk = q.weight_block_size or (tensor.rows, tensor.cols)
+        return 1 + 4 / (bn * bk)
+    # GPTQ: packed int weights + one fp16 scale and one packed zero point per group and column
+    return q.bits / 8 + 2 / q.group_size + (q.bits / 8) / q.group_size
+
+
+def _rank_numel(spec: ModelSpec, cfg: ServeConfig, tensor: Tensor, vision_tp: int) -> float:
+    tp = cfg.tp
+    if tensor.group == "vision":
+        return tensor.numel / (vision_tp if tensor.shard == TP else 1)
+    if tensor.shard == TP:
+        return tensor.numel / tp
+    if tensor.shard == KV:
+        kv = spec.attention.num_kv_heads
+        return tensor.numel / kv * max(1, kv // tp) if tp >= kv else tensor.numel / tp
+    if tensor.shard == EXPERT:
+        return tensor.numel / cfg.ep_size
+    if tensor.shard == VOCAB:
+        padded = math.ceil(spec.vocab_size / VOCAB_PADDING) * VOCAB_PADDING
+        return math.ceil(padded / tp) * tensor.cols
+    assert tensor.shard == REPLICATED
+    return tensor.numel
+
+
+def _label(tensor: Tensor) -> str:
+    if tensor.group in ("embed", "lm_head"):
+        return "embeddings"
+    if tensor.group in ("experts",):
+        return "experts"
+    if tensor.group in ("attention",):
+        return "attention"
+    if tensor.group in ("linear_attention", "linear_attention_gates", "conv"):
+        return "gated_deltanet"
+    if tensor.group == "vision":
+        return "vision"
+    return "other"
+
+
+def rank_weights(spec: ModelSpec, cfg: ServeConfig, pp_rank: int = 0) -> dict[str, int]:
+    """Bytes of weights on one rank of pipeline stage `pp_rank`, by module class, plus 'total'."""
+    start, end = pp_partition(spec.num_layers, cfg.pp)[pp_rank]
+    last = pp_rank == cfg.pp - 1
+    tensors: list[Tensor] = [t for t in text_tensors(spec)
+               if (t.group == "embed" and pp_rank == 0)
+               or (t.group != "embed" and t.layer is not None and start <= t.layer < end)]
+    if cfg.mtp_tokens and last:
+        tensors += list(mtp_tensors(spec))
+    if spec.vision and not cfg.language_model_only and pp_rank == 0:
+        tensors += list(vision_tensors(spec))
+    vision_tp = 1 if cfg.mm_encoder_tp_mode == "data" else cfg.tp
+    out: dict[str, float] = defaultdict(float)
+    mtp_names = {t.name for t in mtp_tensors(spec)} if cfg.mtp_tokens and last else set()
+    for t in tensors:
+        size = _rank_numel(spec, cfg, t, vision_tp) * bytes_per_param(spec, t)
+        out["mtp" if t.name in mtp_names else _label(t)] += size
+    result = {k: int(v) for k, v in out.items()}
+    result["total"] = sum(result.values())
+    return result

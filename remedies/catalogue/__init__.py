@@ -1,0 +1,1 @@
+"""Catalogue data: one YAML file per component (a package so the YAML ships as package data)."""

@@ -1,0 +1,171 @@
+"""Load and validate the catalogue YAML; the compiled catalogue is cached per process."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+from packaging.requirements import InvalidRequirement, Requirement
+
+from remedies.errors import CatalogueError
+from remedies.model import (
+    COMPONENTS,
+    DEFAULT_RANK,
+    ID_PATTERN,
+    SEVERITIES,
+    WRAPPER_RANK,
+    FixStep,
+    Remedy,
+)
+
+CATALOGUE_DIR = Path(__file__).parent / "catalogue"
+REQUIRED = ("id", "severity", "title", "literal", "pattern", "why", "fix", "source", "samples")
+OPTIONAL = ("component", "root_cause_rank", "wrapper", "article_claim")
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The validated entries in file order, indexed by id."""
+
+    entries: tuple[Remedy, ...]
+
+    def __iter__(self) -> Iterator[Remedy]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, remedy_id: str) -> Remedy | None:
+        """The entry with this id (case-insensitive), or None."""
+        wanted = remedy_id.upper()
+        return next((r for r in self.entries if r.id == wanted), None)
+
+
+def load_catalogue(directory: Path | str | None = None) -> Catalogue:
+    """Load every `*.yaml` under `directory` (the shipped catalogue by default), validated and cached."""
+    return _load(Path(directory or CATALOGUE_DIR).resolve())
+
+
+@lru_cache(maxsize=8)
+def _load(directory: Path) -> Catalogue:
+    files = sorted(directory.glob("*.yaml"))
+    if not files:
+        raise CatalogueError(f"{directory}: no catalogue files (*.yaml)")
+    entries: list[Remedy] = []
+    seen: dict[str, str] = {}
+    for path in files:
+        for remedy in _load_file(path):
+            if remedy.id in seen:
+                raise CatalogueError(f"{path}: entry {remedy.id}: duplicate id (first defined in {seen[remedy.id]})")
+            seen[remedy.id] = path.name
+            entries.append(remedy)
+    return Catalogue(tuple(entries))
+
+
+def _load_file(path: Path) -> list[Remedy]:
+    try:
+        doc = yaml.load(path.read_bytes(), Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise CatalogueError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    except OSError as exc:
+        raise CatalogueError(f"{path}: cannot read: {exc.strerror}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("entries"), list):
+        raise CatalogueError(f"{path}: expected a mapping with an 'entries' list")
+    default_component = doc.get("component")
+    return [_entry(path, i, raw, default_component) for i, raw in enumerate(doc["entries"])]
+
+
+def _entry(path: Path, index: int, raw: Any, default_component: Any) -> Remedy:
+    name = raw.get("id") if isinstance(raw, dict) and isinstance(raw.get("id"), str) else f"#{index + 1}"
+
+    def bad(message: str) -> CatalogueError:
+        return CatalogueError(f"{path}: entry {name}: {message}")
+
+    if not isinstance(raw, dict):
+        raise bad("expected a mapping")
+    missing = [key for key in REQUIRED if key not in raw]
+    if missing:
+        raise bad(f"missing field(s): {', '.join(missing)}")
+    unknown = sorted(set(raw) - set(REQUIRED) - set(OPTIONAL))
+    if unknown:
+        raise bad(f"unknown field(s): {', '.join(unknown)}")
+    for key in ("id", "severity", "title", "literal", "pattern", "why"):
+        if not isinstance(raw[key], str) or not raw[key].strip():
+            raise bad(f"'{key}' must be a non-empty string")
+    if not ID_PATTERN.match(raw["id"]):
+        raise bad(f"id must look like QD-R-<COMPONENT>-<NAME> in upper case (pattern {ID_PATTERN.pattern})")
+    component = raw.get("component", default_component)
+    if component not in COMPONENTS:
+        raise bad(f"component must be one of {', '.join(COMPONENTS)}, got {component!r}")
+    if raw["severity"] not in SEVERITIES:
+        raise bad(f"severity must be one of {', '.join(SEVERITIES)}, got {raw['severity']!r}")
+    try:
+        regex = re.compile(raw["pattern"])
+    except re.error as exc:
+        raise bad(f"pattern does not compile: {exc}") from None
+    samples = _strings(raw["samples"], "samples", bad, low=1, high=3)
+    for sample in samples:
+        if raw["literal"] not in sample:
+            raise bad(f"literal {raw['literal']!r} does not occur in sample {sample!r}")
+        if not regex.search(sample):
+            raise bad(f"pattern does not match sample {sample!r}")
+    source = _strings(raw["source"], "source", bad, low=1, high=10)
+    wrapper = raw.get("wrapper", False)
+    if not isinstance(wrapper, bool):
+        raise bad("'wrapper' must be true or false")
+    rank = raw.get("root_cause_rank", WRAPPER_RANK if wrapper else DEFAULT_RANK)
+    if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank <= 100:
+        raise bad("'root_cause_rank' must be an integer from 0 (root cause) to 100 (wrapper)")
+    claim = raw.get("article_claim")
+    if claim is not None and not isinstance(claim, str):
+        raise bad("'article_claim' must be a string")
+    return Remedy(
+        id=raw["id"],
+        component=component,
+        severity=raw["severity"],
+        title=raw["title"].strip(),
+        literal=raw["literal"],
+        pattern=raw["pattern"],
+        why=" ".join(raw["why"].split()),
+        fix=tuple(_fix_steps(raw["fix"], bad)),
+        source=source,
+        samples=samples,
+        root_cause_rank=rank,
+        wrapper=wrapper,
+        article_claim=claim,
+        regex=regex,
+        origin=path.name,
+    )
+
+
+def _strings(value: Any, key: str, bad: Any, low: int, high: int) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise bad(f"'{key}' must be a list of non-empty strings")
+    if not low <= len(value) <= high:
+        raise bad(f"'{key}' must have {low} to {high} items, got {len(value)}")
+    return tuple(value)
+
+
+def _fix_steps(value: Any, bad: Any) -> list[FixStep]:
+    if not isinstance(value, list) or not value:
+        raise bad("'fix' must be a non-empty list")
+    steps = []
+    for item in value:
+        if isinstance(item, str) and item.strip():
+            steps.append(FixStep(" ".join(item.split())))
+        elif isinstance(item, dict) and set(item) <= {"text", "applies"} and isinstance(item.get("text"), str):
+            applies = item.get("applies")
+            if applies is not None:
+                try:
+                    Requirement(str(applies))
+                except InvalidRequirement:
+                    raise bad(f"fix step 'applies' is not a version range like 'sglang>=0.5.23': {applies!r}") from None
+            steps.append(FixStep(" ".join(item["text"].split()), applies))
+        else:
+            raise bad(f"fix step must be a string or a mapping with 'text' and optional 'applies': {item!r}")
+    return steps

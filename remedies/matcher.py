@@ -1,0 +1,200 @@
+"""Find catalogue entries in log lines: a literal prefilter, then each candidate entry's regex.
+
+Two entry points share one compiled plan:
+- `Matcher.feed(line, lineno)` for a live stream, one line at a time;
+- `Matcher.scan(stream)` for files, which scans big byte chunks with a few `bytes.find` passes
+  (one per anchor) instead of touching every line from Python.
+An anchor is a phrase shared by several literals (or a whole literal); every literal contains its anchor,
+so the prefilter never misses a line that the regex would match. Candidate lines are decoded with
+errors='replace' and capped at MAX_LINE bytes; a longer line is scanned in MAX_LINE pieces (a message
+straddling two pieces is missed).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import BinaryIO, Iterable, Iterator
+
+from remedies.loader import Catalogue, load_catalogue
+from remedies.model import Remedy
+
+CHUNK = 8 << 20
+MAX_LINE = 1 << 20
+MAX_SHOWN = 400
+CONTEXT = 2
+MIN_SHARED = 8
+
+
+@dataclass(frozen=True)
+class Match:
+    """One log line that matched one entry."""
+
+    remedy: Remedy
+    lineno: int
+    line: str
+    before: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Anchor:
+    needle: bytes
+    text: str
+    remedies: tuple[Remedy, ...]
+
+
+def _shorten(text: str) -> str:
+    text = text.rstrip("\r\n")
+    return text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + " …"
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+def _scan_cost(length: int) -> float:
+    """Relative cost of one `bytes.find` pass for a needle of this length (longer needles skip further)."""
+    return 1.0 / min(max(length, 4), 32) + 0.03
+
+
+def _shared_phrases(literal: str) -> set[str]:
+    words = literal.split(" ")
+    phrases = {" ".join(words[i:j]) for i in range(len(words)) for j in range(i + 1, min(len(words), i + 4) + 1)}
+    return {p for p in phrases if len(p) >= MIN_SHARED}
+
+
+def plan_anchors(remedies: Iterable[Remedy]) -> list[tuple[str, tuple[Remedy, ...]]]:
+    """Group entries under as few `bytes.find` passes as pay off.
+
+    Each distinct literal is its own anchor unless a phrase of at least MIN_SHARED characters shared by
+    several literals is cheaper to scan for once than the literals one by one (greedy set cover).
+    """
+    by_literal: dict[str, list[Remedy]] = {}
+    for remedy in remedies:
+        by_literal.setdefault(remedy.literal, []).append(remedy)
+    holders: dict[str, set[str]] = {}
+    for literal in by_literal:
+        for phrase in _shared_phrases(literal):
+            holders.setdefault(phrase, set()).add(literal)
+    shared = {p: lits for p, lits in holders.items() if len(lits) >= 2}
+    pending = set(by_literal)
+    groups: list[tuple[str, tuple[Remedy, ...]]] = []
+    while True:
+        best: tuple[float, str, set[str]] | None = None
+        for phrase, holding in shared.items():
+            members = holding & pending
+            saving = sum(_scan_cost(len(lit)) for lit in members) - _scan_cost(len(phrase))
+            if len(members) >= 2 and saving > 0 and (best is None or (saving, phrase) > best[:2]):
+                best = (saving, phrase, members)
+        if best is None:
+            break
+        _, phrase, members = best
+        groups.append((phrase, tuple(r for lit in sorted(members) for r in by_literal[lit])))
+        pending -= members
+    groups.extend((lit, tuple(by_literal[lit])) for lit in sorted(pending))
+    return groups
+
+
+class Matcher:
+    """Match log lines against a catalogue (the shipped one by default)."""
+
+    def __init__(self, catalogue: Catalogue | None = None, context: int = CONTEXT) -> None:
+        self.catalogue = catalogue or load_catalogue()
+        self.context = context
+        self._anchors = [
+            _Anchor(text.encode(), text, members) for text, members in plan_anchors(self.catalogue)
+        ]
+        self._recent: deque[str] = deque(maxlen=context)
+
+    @property
+    def anchors(self) -> list[str]:
+        """The prefilter's anchors, for inspection and tests."""
+        return [a.text for a in self._anchors]
+
+    def match_line(self, line: str) -> list[Remedy]:
+        """Entries whose literal and regex both match this one line (no state, no context)."""
+        line = line[:MAX_LINE]
+        found: list[Remedy] = []
+        for anchor in self._anchors:
+            if anchor.text in line:
+                found.extend(r for r in anchor.remedies if r.literal in line and r.regex.search(line))
+        return found
+
+    def feed(self, line: str | bytes, lineno: int) -> list[Match]:
+        """Match one line of a live stream; the lines fed before it become its context."""
+        text = _decode(line) if isinstance(line, bytes) else line
+        text = text.rstrip("\r\n")
+        hits = self.match_line(text)
+        before = tuple(self._recent)
+        self._recent.append(_shorten(text))
+        return [Match(r, lineno, _shorten(text), before) for r in hits]
+
+    def scan(self, stream: BinaryIO) -> Iterator[Match]:
+        """Every match in a binary stream, in line order; lines are numbered from 1."""
+        lineno = 1
+        carry = b""
+        while True:
+            block = stream.read(CHUNK)
+            if not block:
+                if carry:
+                    yield from self._scan_chunk(carry, lineno)
+                return
+            data = carry + block
+            cut = data.rfind(b"\n") + 1
+            if cut == 0 and len(data) < MAX_LINE:
+                carry = data
+                continue
+            if cut == 0:
+                cut = len(data)
+            chunk, carry = data[:cut], data[cut:]
+            yield from self._scan_chunk(chunk, lineno)
+            lineno += chunk.count(b"\n")
+
+    def _scan_chunk(self, chunk: bytes, first_lineno: int) -> Iterator[Match]:
+        candidates: dict[int, set[int]] = {}
+        for index, anchor in enumerate(self._anchors):
+            pos = chunk.find(anchor.needle)
+            while pos >= 0:
+                start = chunk.rfind(b"\n", 0, pos) + 1
+                candidates.setdefault(start, set()).add(index)
+                end = chunk.find(b"\n", pos)
+                if end < 0:
+                    break
+                pos = chunk.find(anchor.needle, end)
+        lineno, counted = first_lineno, 0
+        for start in sorted(candidates):
+            lineno += chunk.count(b"\n", counted, start)
+            counted = start
+            end = chunk.find(b"\n", start)
+            end = len(chunk) if end < 0 else end
+            raw = chunk[start:min(end, start + MAX_LINE)]
+            text: str | None = None
+            for index in sorted(candidates[start]):
+                for remedy in self._anchors[index].remedies:
+                    literal = remedy.literal.encode()
+                    if literal not in raw:
+                        continue
+                    text = _decode(raw) if text is None else text
+                    if remedy.regex.search(text):
+                        yield Match(remedy, lineno, _shorten(text), *self._context(chunk, start, end))
+
+    def _context(self, chunk: bytes, start: int, end: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        before: list[str] = []
+        pos = start
+        for _ in range(self.context):
+            if pos == 0:
+                break
+            prev = chunk.rfind(b"\n", 0, pos - 1) + 1
+            before.insert(0, _shorten(_decode(chunk[prev:pos - 1][:MAX_LINE])))
+            pos = prev
+        after: list[str] = []
+        pos = end + 1
+        for _ in range(self.context):
+            if pos >= len(chunk):
+                break
+            nxt = chunk.find(b"\n", pos)
+            nxt = len(chunk) if nxt < 0 else nxt
+            after.append(_shorten(_decode(chunk[pos:nxt][:MAX_LINE])))
+            pos = nxt + 1
+        return tuple(before), tuple(after)

@@ -1,0 +1,81 @@
+"""`qwen-doctor explain` as a support engineer and a CI job use it: output, formats, exit codes, bad input."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = ROOT / "tests" / "data" / "logs"
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB"
+
+
+def qd(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "doctor", *args], capture_output=True, env=env, cwd=ROOT,
+                          input=stdin, timeout=60)
+
+
+def test_text_output_puts_the_root_cause_first_with_context_and_fix():
+    done = qd("explain", str(LOGS / "vllm-27508-engine-core-init.log"), str(LOGS / "vllm-17939-sampler-oom.log"))
+    out = done.stdout.decode()
+    assert done.returncode == 1
+    assert out.index("QD-R-VLLM-SAMPLER-WARMUP-OOM") < out.index("QD-R-VLLM-ENGINE-CORE-INIT-FAILED")
+    assert "vllm-17939-sampler-oom.log:5" in out
+    assert "→ Lower --max-num-seqs" in out
+    assert "│      5> " in out and "│      4  " in out
+
+
+def test_json_output_is_a_report_with_results_and_findings():
+    done = qd("explain", "--format", "json", str(LOGS / "llamafactory-7396-watchdog.log"))
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["schema"] == "qwen-doctor.report" and report["status"] == "fail"
+    (result,) = report["results"]
+    assert result["check_id"] == result["remedy_ids"][0] == "QD-R-NCCL-WATCHDOG-TIMEOUT"
+    (finding,) = report["sections"]["explain"]["findings"]
+    assert finding["count"] == 2 and finding["first"]["line"] == 3 and finding["last"]["line"] == 4
+    assert finding["remedy"]["fix"] and finding["remedy"]["source"]
+
+
+def test_a_clean_log_exits_0_and_says_so():
+    done = qd("explain", str(LOGS / "healthy-sglang-startup.log"), str(LOGS / "healthy-vllm-gpu-startup.log"))
+    assert done.returncode == 0 and "No known errors found." in done.stdout.decode()
+
+
+def test_warnings_fail_only_with_fail_on_warn(tmp_path):
+    log = tmp_path / "retract.log"
+    log.write_text("[2026-07-21 20:23:46] KV cache pool is full. Retract requests. #retracted_reqs: 1\n")
+    assert qd("explain", str(log)).returncode == 0
+    assert qd("explain", "--fail-on", "warn", str(log)).returncode == 1
+
+
+def test_stdin_gzip_and_binary_content_are_read(tmp_path):
+    assert qd("explain", "-", stdin=b"\x00\xff\n" + OOM.encode() + b"\n").returncode == 1
+    gz = tmp_path / "server.log.1"
+    gz.write_bytes(gzip.compress(OOM.encode()))
+    done = qd("explain", "--format", "json", str(gz))
+    assert json.loads(done.stdout)["results"][0]["check_id"] == "QD-R-TORCH-CUDA-OOM"
+
+
+def test_missing_file_and_corrupt_gzip_are_one_line_errors_with_exit_2(tmp_path):
+    good = LOGS / "vllm-1465-gcs.log"
+    missing = qd("explain", str(good), str(tmp_path / "nope.log"))
+    assert missing.returncode == 2 and missing.stdout == b""
+    assert missing.stderr.decode().strip() == f"qwen-doctor: error: {tmp_path / 'nope.log'}: cannot open: no such file"
+    broken = tmp_path / "broken.gz"
+    broken.write_bytes(gzip.compress(OOM.encode() * 500)[:100])
+    done = qd("explain", str(broken))
+    err = done.stderr.decode().strip()
+    assert done.returncode == 2 and len(err.splitlines()) == 1 and "corrupt gzip data" in err
+
+
+def test_explain_leaves_the_log_untouched(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_bytes(OOM.encode() + b"\n")
+    before = (log.read_bytes(), log.stat().st_mtime_ns)
+    qd("explain", str(log))
+    assert (log.read_bytes(), log.stat().st_mtime_ns) == before

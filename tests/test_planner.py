@@ -1,0 +1,183 @@
+"""Planner arithmetic, pinned against numbers derived by hand from the config and the backends' code."""
+
+from __future__ import annotations
+
+import pytest
+
+from doctor.errors import DoctorError
+from doctor.models import get_model
+from doctor.planner import ServeConfig, check_divisibility, parse_gpus, plan, valid_tensor_parallel_sizes
+from doctor.planner.hardware import GIB, MIB
+from doctor.planner.sglang_kv import default_mem_fraction_static, sglang_capacity
+from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer
+from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
+from doctor.planner.weights import pp_partition, rank_weights
+
+BF16 = get_model("Qwen/Qwen3.5-35B-A3B")
+FP8 = get_model("Qwen/Qwen3.5-35B-A3B-FP8")
+INT4 = get_model("Qwen/Qwen3.5-35B-A3B-GPTQ-Int4")
+
+
+def test_kv_cache_per_token_counts_only_the_ten_full_attention_layers():
+    # K and V x 2 KV heads x head_dim 256 x 2 bytes (bf16) x 10 layers = 20 KiB (facts: "20 KiB/token")
+    per_layer = kv_bytes_per_token_per_layer(BF16, ServeConfig())
+    assert per_layer == 2 * 2 * 256 * 2
+    assert per_layer * len(BF16.full_attention_layers) == 20 * 1024
+    # fp8 KV: one byte per element
+    assert kv_bytes_per_token_per_layer(BF16, ServeConfig(kv_cache_dtype="fp8")) == 2 * 2 * 256
+
+
+@pytest.mark.parametrize("tp, kv_heads_per_rank", [(1, 2), (2, 1), (4, 1), (8, 1)])
+def test_kv_heads_are_replicated_when_tp_exceeds_two(tp, kv_heads_per_rank):
+    assert kv_bytes_per_token_per_layer(BF16, ServeConfig(tp=tp)) == 2 * kv_heads_per_rank * 256 * 2
+
+
+def test_gdn_state_per_sequence_is_61_mib_and_independent_of_length():
+    # recurrent: 32 value heads x 128 x 128 x 4 B (float32); conv: (2*16*128 + 32*128) x (4-1) x 2 B
+    per_layer = 32 * 128 * 128 * 4 + (2 * 2048 + 4096) * 3 * 2
+    assert per_layer == 2_146_304
+    assert gdn_state_bytes_per_layer(BF16, ServeConfig()) == per_layer
+    assert round(30 * per_layer / MIB, 1) == 61.4
+    assert gdn_state_bytes_per_layer(BF16, ServeConfig(tp=4)) == per_layer // 4
+
+
+def test_vllm_raises_the_block_size_so_an_attention_page_holds_a_mamba_state():
+    # interface.py _align_hybrid_block_size: 16 * cdiv(mamba_page, 16 * attn_page_1_token)
+    assert vllm_layout(BF16, ServeConfig(), 10, 30).block_size == 16 * -(-2_146_304 // (16 * 2048))  # 1056
+    assert vllm_layout(BF16, ServeConfig(kv_cache_dtype="fp8"), 10, 30).block_size == 2096
+    # TP=4: KV heads replicated (1 per rank, 1024 B/token/layer), GDN state split by 4
+    assert vllm_layout(BF16, ServeConfig(tp=4), 10, 30).block_size == 16 * -(-536_576 // (16 * 1024))  # 528
+
+
+def test_vllm_groups_ten_attention_and_thirty_gdn_layers_into_four_groups_of_ten():
+    layout = vllm_layout(BF16, ServeConfig(), 10, 30)
+    assert (layout.group_size, layout.attention_groups, layout.mamba_groups) == (10, 1, 3)
+    assert layout.bytes_per_block == 1056 * 2048 * 10
+
+
+def test_vllm_tokens_and_concurrency_from_a_known_kv_budget():
+    # 40 GiB for the cache, BF16, max_model_len 32768, prefix caching on ("align": 2 blocks per mamba group)
+    cfg = ServeConfig(max_model_len=32768)
+    layout = vllm_layout(BF16, cfg, 10, 30)
+    cap = vllm_capacity(layout, 40 * GIB, 32768, cfg)
+    blocks = 40 * GIB // (1056 * 2048 * 10)                # 1985
+    per_request = -(-32768 // 1056) + 3 * 2                # 32 attention blocks + 6 mamba blocks
+    assert cap.num_blocks == blocks == 1985
+    assert cap.tokens == int(blocks / per_request * 32768)
+    assert cap.max_concurrency == pytest.approx(blocks / per_request)
+
+
+def test_weights_per_rank_bf16_and_quantized():
+    w1 = rank_weights(BF16, ServeConfig())
+    # 34.66B text params x 2 B + 0.45B vision x 2 B (MTP not loaded without speculative decoding)
+    assert round(w1["total"] / GIB, 1) == 65.4
+    w2 = rank_weights(BF16, ServeConfig(tp=2))
+    assert w2["experts"] == w1["experts"] // 2
+    # FP8: experts stored at 1 byte + one fp32 scale per 128x128 block
+    experts = 40 * 256 * 3 * 2048 * 512
+    assert rank_weights(FP8, ServeConfig())["experts"] == int(experts * (1 + 4 / (128 * 128)))
+    # GPTQ int4, group 128: 0.5 B + fp16 scale/128 + packed zero/128 per weight
+    assert rank_weights(INT4, ServeConfig())["experts"] == int(experts * (0.5 + 2 / 128 + 0.5 / 128))
+    assert rank_weights(BF16, ServeConfig(language_model_only=True)).get("vision", 0) == 0
+    assert rank_weights(BF16, ServeConfig(mtp_tokens=1))["mtp"] > 0
+
+
+def test_expert_parallel_splits_experts_over_tp_times_dp():
+    w = rank_weights(BF16, ServeConfig(tp=2, dp=4, expert_parallel=True))
+    assert w["experts"] == 40 * 256 * 3 * 2048 * 512 * 2 // 8
+
+
+def test_pipeline_stages_split_layers_like_vllm():
+    assert pp_partition(40, 3) == [(0, 13), (13, 27), (27, 40)]
+    assert pp_partition(40, 4) == [(0, 10), (10, 20), (20, 30), (30, 40)]
+    first, last = rank_weights(BF16, ServeConfig(pp=2), 0), rank_weights(BF16, ServeConfig(pp=2), 1)
+    assert first["embeddings"] == last["embeddings"]       # embed_tokens on the first, lm_head on the last
+
+
+def test_sglang_pool_sizes_follow_the_0_5_9_formula():
+    # H200 (143771 MiB), weights 65.39 GiB + 0.5 GiB context, mem_fraction_static 0.85, context 262144
+    cfg = ServeConfig(backend="sglang", mem_fraction_static=0.85)
+    total = 143771 * MIB
+    used = rank_weights(BF16, cfg)["total"] + GIB // 2
+    cap = sglang_capacity(BF16, cfg, total, used, 10, 30, 262144)
+    rest = (total - used) / GIB - total / GIB * (1 - 0.85)
+    slots = int(rest * 0.9 / 1.9 * GIB // (30 * 2_146_304))
+    tokens = int((rest - slots * 30 * 2_146_304 / GIB) * GIB) // (20 * 1024)
+    assert cap.mamba_slots == slots
+    assert cap.max_total_num_tokens == tokens
+    assert cap.max_running_requests == min(max(int(tokens / 262144 * 512), 2048), 4096, slots // 3)
+
+
+def test_sglang_default_mem_fraction_static():
+    # H100 (81559 MiB): reserved = max(512 + 8192*1.5 + 256*2 + 1/8*1024, 10240) = 13440 MiB;
+    # then the VLM factor 0.95 * (1 - 0.1 * (1152^2/1024^2 - 1))
+    expected = round((81559 - 13440) / 81559, 3) * 0.95 * (1 - 0.1 * (1152 ** 2 / 1024 ** 2 - 1))
+    assert default_mem_fraction_static(81559 * MIB, ServeConfig(backend="sglang"), BF16) == pytest.approx(expected)
+
+
+def test_valid_tensor_parallel_sizes():
+    assert valid_tensor_parallel_sizes(BF16) == [1, 2, 4, 8, 16]
+    assert valid_tensor_parallel_sizes(FP8) == [1, 2, 4]
+
+
+def test_divisibility_failures_carry_the_backends_own_text():
+    msgs = {r.rule: r.message for r in check_divisibility(BF16, ServeConfig(tp=3)) if not r.ok}
+    assert msgs["attention-heads-tp"] == "Total number of attention heads (16) must be divisible by tensor parallel size (3)."
+    assert msgs["kv-heads-tp"] == "3 is not divisible by 2"
+    assert msgs["gdn-key-heads-tp"] == "16 is not divisible by 3"
+    fp8 = {r.rule: r.message for r in check_divisibility(FP8, ServeConfig(tp=8)) if not r.ok}
+    assert fp8["fp8-block-moe-tp"] == ("The output_size of gate's and up's weight = 64 is not divisible by "
+                                       "weight quantization block_n = 128.")
+    with_ep = {r.rule for r in check_divisibility(FP8, ServeConfig(tp=8, expert_parallel=True)) if not r.ok}
+    assert "fp8-block-moe-tp" not in with_ep and "fp8-block-shared-expert-tp" in with_ep
+
+
+def test_plan_bf16_on_one_h100_does_not_fit_full_context_and_says_what_would():
+    p = plan(BF16, parse_gpus("1xH100"), ServeConfig())
+    assert not p.fits
+    assert any("max seq len (262144)" in problem for problem in p.problems)
+    assert "use the FP8 checkpoint Qwen/Qwen3.5-35B-A3B-FP8" in p.suggestions
+    assert any(s.startswith("lower --max-model-len to ") for s in p.suggestions)
+
+
+def test_plan_fp8_tp8_fails_on_the_block_size_and_suggests_tp4_dp2():
+    p = plan(FP8, parse_gpus("8xA100-80G"), ServeConfig(tp=8))
+    assert not p.fits
+    # expert parallelism alone is not enough: the shared expert (512 / 8 = 64) is still TP-split
+    assert p.suggestions == ["use --tensor-parallel-size 4 with --data-parallel-size 2"]
+
+
+def test_plan_recipe_configurations_fit():
+    # vllm recipes: BF16 with TP=2 on H100s, FP8 on one GPU, 262144 context
+    assert plan(BF16, parse_gpus("2xH100"), ServeConfig(tp=2)).fits
+    assert plan(FP8, parse_gpus("1xH200"), ServeConfig()).fits
+
+
+def test_plan_needs_enough_gpus():
+    p = plan(BF16, parse_gpus("2xH100"), ServeConfig(tp=4))
+    assert "TP x PP x DP = 4 GPUs needed, 2 available" in p.problems
+
+
+@pytest.mark.parametrize("text", ["", "0xH100", "8xWhatever", "ax"])
+def test_bad_gpu_notation_is_a_doctor_error(text):
+    with pytest.raises(DoctorError):
+        parse_gpus(text)
+
+
+def test_gpu_notation():
+    hw = parse_gpus("8xA100-80G")
+    assert hw.count == 8 and hw.gpu.memory_bytes == 81920 * MIB and not hw.gpu.native_fp8
+    assert parse_gpus("2 x h200").gpu.name == "H200"
+    assert parse_gpus("MYGPU:96:9.0").gpu.memory_bytes == 96 * GIB
+
+
+def test_vllm_overhead_is_the_larger_of_forward_and_sampler_peaks_plus_fixed_terms():
+    from doctor.planner.overhead import activation_bytes, vllm_overhead
+
+    h100 = parse_gpus("1xH100").gpu
+    # H100 defaults (arg_utils.get_batch_defaults): 8192 batched tokens, 1024 sequences
+    forward = activation_bytes(BF16, ServeConfig(), 8192)
+    logits = 1024 * 248320 * 4 * 2
+    assert vllm_overhead(BF16, ServeConfig(), h100) == int(GIB // 2 + GIB // 2 + max(forward, logits))
+    assert vllm_overhead(BF16, ServeConfig(enforce_eager=True), h100) == int(GIB // 2 + max(forward, logits))
+    assert vllm_overhead(BF16, ServeConfig(overhead_gib=3), h100) == 3 * GIB

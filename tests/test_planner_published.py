@@ -1,0 +1,76 @@
+"""The planner against real, published vLLM KV-cache lines (tests/data/published_kv/, cited per entry)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from packaging.version import Version
+
+from doctor.models import get_model
+from doctor.planner import ServeConfig
+from doctor.planner.hardware import GIB
+from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
+
+DATA = Path(__file__).parent / "data" / "published_kv" / "vllm.yaml"
+ENTRIES = yaml.safe_load(DATA.read_text())["entries"]
+
+AVAILABLE = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
+TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+
+
+def find(pattern: re.Pattern, lines: list[str]) -> re.Match:
+    return next(m for line in lines if (m := pattern.search(line)))
+
+
+def logged_figure(entry, capacity) -> int:
+    """vLLM <= 0.20 logged num_blocks // groups x block size; 0.24 logs max_concurrency x max_model_len."""
+    return capacity.legacy_tokens if Version(entry["vllm"]) < Version("0.21") else capacity.tokens
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
+def test_kv_tokens_from_logged_available_memory(entry):
+    assert entry["source"].startswith("https://github.com/")
+    spec = get_model(entry["model"])
+    cfg = ServeConfig(**entry["flags"])
+    available_gib = float(find(AVAILABLE, entry["log"]).group(1))
+    logged_tokens = int(find(TOKENS, entry["log"]).group(1).replace(",", ""))
+    full = len(spec.full_attention_layers) + (spec.mtp_layers if cfg.mtp_tokens else 0)
+    layout = vllm_layout(spec, cfg, full, len(spec.linear_attention_layers))
+
+    # The log rounds the budget to 0.01 GiB: the true value lies within +-0.005 GiB of it.
+    low = vllm_capacity(layout, int((available_gib - 0.005) * GIB), cfg.max_model_len, cfg)
+    high = vllm_capacity(layout, int((available_gib + 0.005) * GIB), cfg.max_model_len, cfg)
+    mid = vllm_capacity(layout, int(available_gib * GIB), cfg.max_model_len, cfg)
+    assert logged_figure(entry, low) <= logged_tokens <= logged_figure(entry, high)
+    assert abs(logged_figure(entry, mid) - logged_tokens) <= 0.03 * logged_tokens
+    concurrency = [m for line in entry["log"] if (m := CONCURRENCY.search(line))]
+    if concurrency:
+        assert round(mid.max_concurrency, 2) == float(concurrency[0].group(2))
+
+
+def test_mtp_adds_a_drafter_attention_layer_and_three_padding_layers():
+    # spark-vllm-docker#200: "Add 3 padding layers": 10 + 1 MTP attention layers set the group size to
+    # 11, so the 30 GDN layers fill cdiv(30, 11) = 3 groups of 11 (33 slots, 3 padding).
+    # Conv state grows by the 2 speculative tokens: (3 + 2) x 8192 x 2 B + 2 MiB recurrent = 2,179,072 B,
+    # block 16 x cdiv(2179072, 16 x 1024) = 2128; 52.66 GiB // (2128 x 1024 x 11) = 2358 blocks;
+    # legacy log: 2358 // 4 groups x 2128 = 1,253,392 tokens.
+    cfg = ServeConfig(kv_cache_dtype="fp8", max_model_len=65536, mtp_tokens=2)
+    layout = vllm_layout(get_model("fp8"), cfg, 11, 30)
+    assert (layout.block_size, layout.group_size, layout.mamba_groups) == (2128, 11, 3)
+    assert layout.mamba_groups * layout.group_size - 30 == 3
+    assert int(52.66 * GIB) // (2128 * 1024 * 11) // 4 * 2128 == 1_253_392
+
+
+def test_derivation_of_the_first_published_line():
+    # fp8 KV: 2 x 2 heads x 256 x 1 B = 1024 B/token/layer; mamba page 2,146,304 B -> block 2096 tokens
+    # (16 * cdiv(2146304, 16 * 1024)); 4 groups of 10 layers -> 2096 * 1024 * 10 B per block;
+    # 6.01 GiB // 21,463,040 B = 300 blocks; a 131,072-token request needs cdiv(131072, 2096) = 63
+    # attention blocks + 3 mamba groups x 2 blocks (prefix caching "align") = 69;
+    # 300 / 69 = 4.3478x -> int(4.3478 x 131072) = 569,878 tokens, as logged.
+    assert int(6.01 * GIB) // (2096 * 1024 * 10) == 300
+    assert int(300 / (63 + 6) * 131072) == 569_878
