@@ -42,9 +42,9 @@ def cluster() -> Iterator[Cluster]:
         yield c
 
 
-def test_check_ray_reports_both_nodes_with_per_node_columns(cluster: Cluster):
+def test_check_ray_reports_both_nodes_with_per_node_columns_and_catches_driver_only_env(cluster: Cluster):
     done = qd("check", "--ray", cluster.address, "--only", "QD-FLEET", "--only", "QD-NET", "--tp", "2",
-              "--format", "json", "--node-timeout", "60")
+              "--format", "json", "--node-timeout", "60", env={"HF_ENDPOINT": "https://hf-mirror.example"})
     report = json.loads(done.stdout)
     results = by_id(report)
     answered = results["QD-FLEET-001"]
@@ -54,6 +54,8 @@ def test_check_ray_reports_both_nodes_with_per_node_columns(cluster: Cluster):
     placement = results["QD-FLEET-003"][0]
     assert placement["status"] == "ok" and placement["evidence"]["total_gpus"] == 3
     assert results["QD-FLEET-002"][0]["status"] == "ok"
+    env = results["QD-FLEET-004"][0]  # set for the driver only: the nodes were started without it
+    assert env["status"] == "fail" and env["summary"].startswith("HF_ENDPOINT")
     table = report["sections"]["fleet"]
     assert table["engine"] == "ray" and len(table["columns"]) == 2
     assert sorted(next(r for r in table["rows"] if r["name"] == "GPUs (scheduler)")["values"]) == ["1.0", "2.0"]
