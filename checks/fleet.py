@@ -51,7 +51,10 @@ def every_node_answered(ctx: CheckContext) -> Iterator[Outcome]:
         return
     engine = fleet["engine"]
     if fleet.get("status") != "ok" and not fleet.get("nodes"):
-        fix = (["See QD-NET-002 for the GCS connection; `ray status` on the head lists the nodes."]
+        fix = (["See QD-NET-002 for the GCS connection; `ray status` on the head lists the nodes.",
+                "If the GCS port answers but connecting fails: match the Ray and Python versions, and token "
+                "authentication (Ray 2.5x: RAY_AUTH_MODE and the head's token in ~/.ray/auth_token; the GCS then logs "
+                "'Missing authorization header in request!')."]
                if engine == "ray" else
                ["Check the master URL and that executors can start (Spark UI / driver log); a barrier stage needs "
                 "as many free task slots as executors at once."])
@@ -76,6 +79,10 @@ def every_node_answered(ctx: CheckContext) -> Iterator[Outcome]:
         else:
             yield fail(node.error or "failed", subject=node.label, evidence=evidence,
                        fix=["Check that qwen-doctor is installed on the node (same version) and the node is alive."])
+
+
+def _differ(names: list[str]) -> str:
+    return "differs" if len(names) == 1 else "differ"
 
 
 def _answered(fleet: dict[str, Any]) -> list[Node]:
@@ -106,11 +113,11 @@ def version_parity(ctx: CheckContext) -> Outcome:
             details.append(f"{component}: " + ", ".join(f"{label} {v or 'missing'}" for label, v in values.items()))
     evidence = {"versions": table}
     if mismatched_fail:
-        return fail(f"{', '.join(mismatched_fail)} differ across nodes", details=details, evidence=evidence,
+        return fail(f"{', '.join(mismatched_fail)} {_differ(mismatched_fail)} across nodes", details=details, evidence=evidence,
                     fix=["Install the same versions everywhere (one image or one lock file for every node); "
                          "Ray itself refuses a driver whose Ray or Python version differs from the cluster's."])
     if mismatched_warn:
-        return warn(f"{', '.join(mismatched_warn)} differ across nodes", details=details, evidence=evidence,
+        return warn(f"{', '.join(mismatched_warn)} {_differ(mismatched_warn)} across nodes", details=details, evidence=evidence,
                     fix=["Align the NVIDIA driver and qwen-doctor versions on every node."])
     return ok(f"same versions on the driver and {len(answered)} node(s)", evidence=evidence)
 
@@ -194,10 +201,10 @@ def env_consistent(ctx: CheckContext) -> Outcome:
     where = ("Ray: set it in the environment of `ray start` on every node, or runtime_env={'env_vars': {...}}"
              if fleet["engine"] == "ray" else "Spark: spark.executorEnv.NAME=VALUE (and the driver's environment)")
     if serious:
-        return fail(f"{', '.join(serious)} differ between the driver and the nodes", details=details,
+        return fail(f"{', '.join(serious)} {_differ(serious)} between the driver and the nodes", details=details,
                     evidence=evidence, fix=[f"Set the same values everywhere. {where}."])
     if other:
-        return warn(f"{', '.join(other)} differ between the driver and the nodes", details=details,
+        return warn(f"{', '.join(other)} {_differ(other)} between the driver and the nodes", details=details,
                     evidence=evidence, fix=[f"Set the same values everywhere unless intended. {where}."])
     return ok(f"{len(keys)} NCCL/HF/vLLM variable(s) identical on the driver and {len(answered)} node(s)",
               evidence=evidence)

@@ -16,6 +16,9 @@ from typing import Iterator
 
 RAY = str(Path(sys.executable).with_name("ray"))
 ROOT = Path(__file__).resolve().parents[1]
+# Token auth is on by default and reads a token shared by every Ray user of this machine (~/.ray/auth_token):
+# the test cluster and its clients opt out so that another user's Ray cannot break them.
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
 
 
 def free_ports(n: int) -> list[int]:
@@ -51,7 +54,7 @@ def _node(args: list[str], temp_dir: str, log: Path) -> tuple[subprocess.Popen[b
            *args]
     if "--head" in args:
         cmd += ["--port", str(gcs), "--ray-client-server-port", str(client), "--include-dashboard", "false"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **RAY_ENV}
     with log.open("ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
@@ -87,7 +90,8 @@ def _wait_nodes(address: str, n: int, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            done = subprocess.run([sys.executable, "-c", probe, address], capture_output=True, text=True, timeout=60)
+            done = subprocess.run([sys.executable, "-c", probe, address], capture_output=True, text=True, timeout=60,
+                                  env={**os.environ, **RAY_ENV})
             if done.stdout.strip().isdigit() and int(done.stdout.strip()) >= n:
                 return
         except subprocess.TimeoutExpired:

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import pytest
 
 from tests.conftest import need
-from tests.ray_cluster import Cluster, free_ports, two_node_cluster
+from tests.ray_cluster import RAY_ENV, Cluster, free_ports, two_node_cluster
 
 pytestmark = pytest.mark.ray
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,7 +22,7 @@ HAVE_RAY = find_spec("ray") is not None
 
 
 def qd(*args: str, env: dict[str, str] | None = None, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), **RAY_ENV, **(env or {})}
     full_env.pop("RAY_ADDRESS", None)
     return subprocess.run([sys.executable, "-m", "doctor", *args], capture_output=True, text=True, env=full_env,
                           cwd=ROOT, timeout=timeout)
@@ -80,7 +80,7 @@ def test_collected_fleet_bundle_is_checked_offline_with_from(cluster: Cluster, t
 
 def test_stopping_the_worker_mid_run_is_a_clear_per_node_failure_not_a_hang(cluster: Cluster):
     """Runs last on this cluster: it kills the worker node while the node tasks are sleeping."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "QWEN_DOCTOR_NODE_TASK_DELAY_S": "25"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **RAY_ENV, "QWEN_DOCTOR_NODE_TASK_DELAY_S": "25"}
     env.pop("RAY_ADDRESS", None)
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "doctor", "check", "--ray", cluster.address, "--only",

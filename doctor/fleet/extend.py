@@ -35,9 +35,7 @@ def _ray_fleet(gcs: dict[str, Any], node_timeout_s: float, probe_timeout_s: floa
     from doctor.fleet import gather
 
     parsed = gcs["address"]
-    if parsed["kind"] == "invalid":
-        raise DoctorError(f"bad Ray address {parsed['raw']!r}: {parsed['error']}")
-    if parsed["kind"] == "dashboard":
+    if parsed["kind"] in ("invalid", "dashboard"):
         raise DoctorError(f"bad Ray address {parsed['raw']!r}: {parsed['error']}")
     gather.require("ray")
     tcp = gcs.get("tcp")
