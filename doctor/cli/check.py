@@ -22,7 +22,7 @@ from doctor.cli import options
               help="vLLM's --gpu-memory-utilization (default 0.9).")
 @click.option("--mem-fraction-static", type=click.FloatRange(0, 1, min_open=True), default=None,
               help="SGLang's --mem-fraction-static.")
-@options.output_format
+@options.report_outputs
 @options.fail_on
 @options.verbose
 @click.option("--list", "list_only", is_flag=True, help="List check ids with one-line descriptions and exit.")
@@ -34,13 +34,15 @@ from doctor.cli import options
 @options.hf
 @options.node_timeout
 def check(backend, bundle, only, skip_ids, tp, pp, model, quantization, gpu_memory_utilization,
-          mem_fraction_static, fmt, fail_on, verbose, list_only, no_plugins, timeout,
+          mem_fraction_static, report_out, fail_on, verbose, list_only, no_plugins, timeout,
           ray, spark, hf, node_timeout) -> None:
     """Run the checks and print ✓ / ! / ✗ per check with the fix under every problem."""
     from doctor import registry, runner
     from doctor.context import CheckContext
     from doctor.facts.model import Facts
-    from doctor.report.model import Report, exit_code, summarize
+    from doctor.report.model import Report, exit_code, now, summarize
+
+    started = now()
 
     reg = registry.load(plugins=not no_plugins)
     if list_only:
@@ -63,17 +65,11 @@ def check(backend, bundle, only, skip_ids, tp, pp, model, quantization, gpu_memo
     ctx = CheckContext(facts=facts, backend=backend, options={k: v for k, v in opts.items() if v is not None})
     results = runner.plugin_errors(reg) + runner.run_checks(specs, ctx, verbose=verbose)
     report = Report(command="check" + (f" --backend {backend}" if backend else ""), results=results,
-                    facts_summary=summarize(facts, source))
+                    facts_summary=summarize(facts, source), facts=facts.data, argv=sys.argv[1:],
+                    created_at=started, finished_at=now())
     from doctor.fleet.table import node_table
 
     if (table := node_table(facts)) is not None:
         report.sections["fleet"] = table
-    if fmt == "json":
-        from doctor.report.jsonout import render_json
-
-        click.echo(render_json(report), nl=False)
-    else:
-        from doctor.report.text import render_text
-
-        click.echo(render_text(report, verbose=verbose, color=sys.stdout.isatty()), nl=False)
+    report_out.write(report, fail_on=fail_on, verbose=verbose)
     sys.exit(exit_code(results, fail_on))

@@ -15,6 +15,9 @@ from doctor import __version__
 COMMANDS: dict[str, str] = {
     "check": "doctor.cli.check:check",
     "collect": "doctor.cli.collect:collect",
+    "deploy": "doctor.cli.deploy:deploy",
+    "lint": "doctor.cli.lint:lint",
+    "profiles": "doctor.cli.profiles:profiles",
     "explain": "doctor.cli.explain:explain",
     "plan": "doctor.cli.plan:plan",
     "remedies": "doctor.cli.remedies:remedies",

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
+from typing import Any, Callable
+
 import click
+
+from doctor.report.outputs import FORMATS as REPORT_FORMATS
 
 backend = click.option("--backend", type=click.Choice(["vllm", "sglang"]), default=None,
                        help="The serving backend to check for (default: every installed one).")
@@ -13,6 +19,47 @@ output_format = click.option("--format", "fmt", type=click.Choice(["text", "json
 fail_on = click.option("--fail-on", type=click.Choice(["warn", "fail"]), default="fail", show_default=True,
                        help="Lowest status that makes the exit code 1.")
 verbose = click.option("-v", "--verbose", is_flag=True, help="Show details of passing checks and tracebacks.")
+
+
+@dataclass(frozen=True)
+class ReportOutputs:
+    """What the user asked for with --format / --output / --redact-hosts; `write` renders a report accordingly."""
+
+    fmt: str | None
+    outputs: tuple[str, ...]
+    redact_hosts: bool
+
+    def write(self, report: Any, fail_on: str = "fail", verbose: bool = False,
+              terminal: Callable[[Any, bool], str] | None = None) -> list[str]:
+        """Render and write; `terminal(redacted_report, color)` may replace the generic text on stdout."""
+        from doctor.report.outputs import write_outputs
+
+        return write_outputs(report, self.outputs, self.fmt, redact_hosts=self.redact_hosts, fail_on=fail_on,
+                             verbose=verbose, terminal=terminal)
+
+
+def report_outputs(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Add --format, -o/--output (repeatable, format by extension) and --redact-hosts; the command receives
+    them as one `report_out: ReportOutputs` argument and ends with `report_out.write(report)`."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, report_fmt: str | None, report_outputs: tuple[str, ...], redact_hosts: bool,
+                **kwargs: Any) -> Any:
+        return func(*args, report_out=ReportOutputs(report_fmt, report_outputs, redact_hosts), **kwargs)
+
+    for option in reversed([
+        click.option("--format", "report_fmt", type=click.Choice(REPORT_FORMATS), default=None,
+                     help="Report format for stdout and for --output files without a known extension "
+                          "[default: text]."),
+        click.option("-o", "--output", "report_outputs", multiple=True, metavar="PATH",
+                     help="Write the report here; repeatable; the format follows the extension "
+                          "(.html .xml=JUnit .json .md .txt; '-' is stdout)."),
+        click.option("--redact-hosts", is_flag=True,
+                     help="Also replace hostnames and IP addresses in the report (secrets are always redacted)."),
+    ]):
+        wrapper = option(wrapper)
+    return wrapper
+
 
 fleet_ray = click.option("--ray", "ray", is_flag=False, flag_value="", default=None, metavar="[ADDRESS]",
                          help="Check every node of a Ray cluster (ADDRESS, else RAY_ADDRESS, else auto; 'local' "

@@ -8,4 +8,5 @@ from doctor.report.model import Report
 
 
 def render_json(report: Report) -> str:
+    report = report.redacted()
     return json.dumps(report.to_dict(), indent=2, default=str) + "\n"

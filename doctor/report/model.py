@@ -3,32 +3,46 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from doctor import __version__
 from doctor.facts.model import Facts
+from doctor.redact import redact_document
+from doctor.report.sections import as_status
 from doctor.results import Result, Status, counts, worst
 
 REPORT_SCHEMA = "qwen-doctor.report"
 REPORT_SCHEMA_VERSION = 1
 
 
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
 @dataclass
 class Report:
-    """Everything one run found: facts summary, check results and optional sections (plan, deployment...)."""
+    """Everything one run found: facts summary, check results and optional sections (plan, deployment...).
+
+    `sections` follows the shapes documented in `doctor.report.sections`; `argv` is the command line as typed.
+    Renderers read a redacted copy (`redacted()`), so secrets never reach any output format.
+    """
 
     command: str
     results: list[Result]
     facts_summary: dict[str, Any] = field(default_factory=dict)
     sections: dict[str, Any] = field(default_factory=dict)
     facts: dict[str, Any] | None = None
-    created_at: str = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"))
+    created_at: str = field(default_factory=now)
     tool_version: str = __version__
+    argv: list[str] = field(default_factory=list)
+    finished_at: str | None = None
+    redaction: dict[str, bool] | None = None
 
     @property
     def status(self) -> Status:
-        return worst(self.results)
+        return worst(self.results + section_results(self.sections))
 
     def counts(self) -> dict[str, int]:
         return counts(self.results)
@@ -39,14 +53,46 @@ class Report:
             "schema_version": REPORT_SCHEMA_VERSION,
             "tool_version": self.tool_version,
             "created_at": self.created_at,
+            "finished_at": self.finished_at,
             "command": self.command,
+            "argv": list(self.argv),
             "status": self.status.value,
             "counts": self.counts(),
+            "redaction": self.redaction,
             "facts_summary": self.facts_summary,
             "results": [r.to_dict() for r in self.results],
             "sections": self.sections,
             **({"facts": self.facts} if self.facts is not None else {}),
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Report":
+        """The inverse of `to_dict` (derived keys such as status and counts are recomputed)."""
+        return cls(command=data["command"], results=[Result.from_dict(r) for r in data.get("results", [])],
+                   facts_summary=data.get("facts_summary") or {}, sections=data.get("sections") or {},
+                   facts=data.get("facts"), created_at=data["created_at"], tool_version=data["tool_version"],
+                   argv=list(data.get("argv") or []), finished_at=data.get("finished_at"),
+                   redaction=data.get("redaction"))
+
+    def redacted(self, hosts: bool = False) -> "Report":
+        """A copy with secrets (and with `hosts`, hostnames and IPs) replaced everywhere: the one redaction pass."""
+        if self.redaction is not None and (self.redaction.get("hosts") or not hosts):
+            return self
+        plain = json.loads(json.dumps(self.to_dict(), default=str))
+        doc = redact_document(plain, hosts=hosts)
+        doc["redaction"] = {"secrets": True, "hosts": hosts}
+        return Report.from_dict(doc)
+
+
+def section_results(sections: dict[str, Any]) -> list[Result]:
+    """Exercises are verdicts too: they count toward the report's overall status."""
+    out = []
+    for ex in sections.get("exercises") or []:
+        if isinstance(ex, dict):
+            out.append(Result(check_id=str(ex.get("name")), title=str(ex.get("name")), category="exercises",
+                              severity="high", status=as_status(ex.get("status")),
+                              summary=str(ex.get("summary") or "")))
+    return out
 
 
 def summarize(facts: Facts, source: str) -> dict[str, Any]:
@@ -66,7 +112,31 @@ def summarize(facts: Facts, source: str) -> dict[str, Any]:
         "gpus": ", ".join(f"{n} x {name}" for name, n in names.items()) or "none",
         "packages": {k: v for k, v in pkgs.items() if v},
         "python": facts.host.get("python"),
+        "gpu_table": [gpu_row(g) for g in gpus],
     }
+
+
+def gpu_row(gpu: dict[str, Any]) -> dict[str, Any]:
+    """One GPU as a report table row (memory in GiB)."""
+    mem = gpu.get("memory") or {}
+    links = [link for link in gpu.get("nvlink") or [] if isinstance(link, dict)]
+    active = sum(1 for link in links if link.get("state") == "active")
+    return {
+        "index": gpu.get("index"),
+        "name": gpu.get("name"),
+        "compute_capability": gpu.get("compute_capability"),
+        "memory_total_gib": _gib(mem.get("total")),
+        "memory_used_gib": _gib(mem.get("used")),
+        "mig": bool((gpu.get("mig") or {}).get("current")),
+        "ecc": (gpu.get("ecc") or {}).get("current"),
+        "persistence_mode": gpu.get("persistence_mode"),
+        "nvlink_active": active,
+        "pci_bus_id": gpu.get("pci_bus_id"),
+    }
+
+
+def _gib(value: Any) -> float | None:
+    return round(value / 2**30, 1) if isinstance(value, (int, float)) else None
 
 
 def exit_code(results: list[Result], fail_on: str = "fail") -> int:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from itertools import groupby
+from typing import Any
 
 from doctor.report.model import Report
+from doctor.report.sections import PERCENTILES, as_status, fix_text
 from doctor.results import Result, Status, worst
 
 _COLOR = {Status.OK: "32", Status.WARN: "33", Status.FAIL: "31", Status.ERROR: "35", Status.SKIP: "90"}
@@ -16,6 +18,7 @@ def _paint(text: str, status: Status, color: bool) -> str:
 
 def render_text(report: Report, verbose: bool = False, color: bool = False) -> str:
     """Grouped by category; details show for problems (and everything with verbose), fixes under problems."""
+    report = report.redacted()
     s = report.facts_summary
     lines = [f"qwen-doctor {report.tool_version} · {report.command} · host {s.get('hostname') or '?'} · "
              f"{s.get('source', 'live')}"]
@@ -29,6 +32,7 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
         lines.append(_paint(f"[{status.symbol}] {category}", status, color))
         for r in items:
             lines.extend(_result_lines(r, verbose, color))
+    lines.extend(section_lines(report.sections))
     lines.append("")
     if report.sections.get("fleet"):
         from doctor.fleet.table import render_table
@@ -36,6 +40,44 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
         lines.append(render_table(report.sections["fleet"]))
     lines.append(summary_line(report))
     return "\n".join(lines) + "\n"
+
+
+def section_lines(sections: dict[str, Any]) -> list[str]:
+    """Plan verdict, exercises, latency percentiles and matched log errors, a few lines each."""
+    out: list[str] = []
+    plan = sections.get("plan")
+    if plan:
+        out += ["", f"[{'✓' if plan.get('fits') else '✗'}] plan: " + ("fits" if plan.get("fits") else "does not fit")
+                + (f", {plan['kv_tokens']:,} KV tokens" if isinstance(plan.get("kv_tokens"), int) else "")]
+        out += [f"    ✗ {p}" for p in plan.get("problems") or []]
+        out += [f"        → {x}" for x in plan.get("suggestions") or []]
+    exercises = sections.get("exercises") or []
+    if exercises:
+        out += ["", "[{}] exercises".format(worst_status(e.get("status") for e in exercises).symbol)]
+        for ex in exercises:
+            st = as_status(ex.get("status"))
+            out.append(f"    {st.symbol} {ex.get('name')}: {ex.get('summary', '')}")
+            if st.rank >= Status.WARN.rank:
+                out += [f"        → {f}" for f in ex.get("fix") or []]
+    pct = (sections.get("metrics") or {}).get("percentiles") or {}
+    if pct:
+        out += ["", "    latency (ms)   " + "  ".join(f"{p:>9}" for p in PERCENTILES)]
+        for name, row in pct.items():
+            out.append(f"    {name:<14} " + "  ".join(
+                f"{row.get(p):>9,.1f}" if isinstance(row.get(p), (int, float)) else f"{'-':>9}" for p in PERCENTILES))
+    remedies = sections.get("remedies") or []
+    if remedies:
+        out += ["", "[✗] matched log errors"]
+        for m in remedies:
+            where = m.get("first_line") or {}
+            out.append(f"    ✗ {m.get('id')} {m.get('title')} ({m.get('count', 1)}x, first at "
+                       f"{where.get('source', '?')}:{where.get('line', '?')})")
+            out += [f"        → {fix_text(f)}" for f in m.get("fix") or []]
+    return out
+
+
+def worst_status(values: Any) -> Status:
+    return max((as_status(v) for v in values), key=lambda s: s.rank, default=Status.OK)
 
 
 def _result_lines(r: Result, verbose: bool, color: bool) -> list[str]:

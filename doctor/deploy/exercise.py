@@ -1,0 +1,255 @@
+"""Exercise a running server like a client, through its OpenAI-compatible HTTP API (httpx, asyncio).
+
+Each exercise returns an `Exercise`; none raises for a server-side problem (that is the finding).
+Request fields follow the OpenAI chat API plus the two extensions vLLM and SGLang share: `ignore_eos`
+(burst requests produce exactly max_tokens tokens, as `vllm bench serve` does) and
+`stream_options.include_usage`. Structured output uses `response_format` json_schema: vLLM 0.32 ignores
+the old `guided_json` field (/work/shared/reference/vllm-cpu-notes.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from doctor.deploy.metrics import RequestTiming, summarize
+from doctor.deploy.schema import validate
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"answer": {"type": "boolean"}, "colour": {"enum": ["red", "green", "blue"]}},
+    "required": ["answer", "colour"],
+    "additionalProperties": False,
+}
+PROMPT = "Say hello in five words."
+
+
+@dataclass
+class Exercise:
+    """One exercise's verdict: status is ok, warn, fail or skip."""
+
+    name: str
+    status: str
+    summary: str
+    seconds: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "summary": self.summary,
+                "seconds": round(self.seconds, 3), "data": self.data}
+
+
+@dataclass(frozen=True)
+class ExerciseConfig:
+    """What to send: the served model name, burst size, token budgets, timeouts."""
+
+    model: str
+    reasoning: bool = False
+    burst: int = 8
+    burst_tokens: int = 32
+    max_tokens: int = 32
+    request_timeout: float = 120.0
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def _message(body: dict[str, Any]) -> dict[str, Any]:
+    choices = body.get("choices") or []
+    return (choices[0].get("message") or {}) if choices and isinstance(choices[0], dict) else {}
+
+
+def _reasoning_of(message: dict[str, Any]) -> str:
+    return message.get("reasoning_content") or message.get("reasoning") or ""
+
+
+def _http_error(r: httpx.Response) -> str:
+    text = r.text.strip().replace("\n", " ")
+    return f"HTTP {r.status_code}: {text[:300]}"
+
+
+async def list_models(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
+    """GET /v1/models lists the served model name."""
+    t0 = time.perf_counter()
+    r = await client.get("/v1/models")
+    dt = time.perf_counter() - t0
+    if r.status_code != 200:
+        return Exercise("models", "fail", _http_error(r), dt)
+    ids = [m.get("id") for m in r.json().get("data", []) if isinstance(m, dict)]
+    if cfg.model not in ids:
+        return Exercise("models", "fail", f"{cfg.model!r} is not served (server lists {ids})", dt, {"ids": ids})
+    return Exercise("models", "ok", f"serves {', '.join(ids)} ({dt * 1000:.0f} ms)", dt, {"ids": ids})
+
+
+async def chat(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
+    """One non-streamed chat completion returns a message and token usage."""
+    t0 = time.perf_counter()
+    r = await client.post("/v1/chat/completions", json={
+        "model": cfg.model, "messages": [{"role": "user", "content": PROMPT}],
+        "max_tokens": cfg.max_tokens, "temperature": 0})
+    dt = time.perf_counter() - t0
+    if r.status_code != 200:
+        return Exercise("chat", "fail", _http_error(r), dt)
+    body = r.json()
+    msg = _message(body)
+    usage = body.get("usage") or {}
+    tokens = int(usage.get("completion_tokens") or 0)
+    if not msg or tokens < 1:
+        return Exercise("chat", "fail", f"no message or no completion tokens in the answer: {str(body)[:200]}", dt)
+    finish = (body.get("choices") or [{}])[0].get("finish_reason")
+    text = msg.get("content") or ""
+    return Exercise("chat", "ok", f"{tokens} tokens in {dt:.2f} s (finish_reason {finish})", dt,
+                    {"completion_tokens": tokens, "finish_reason": finish, "content": text[:200]})
+
+
+async def _stream(client: httpx.AsyncClient, payload: dict[str, Any]) -> RequestTiming:
+    """Send one streamed chat request and time it the way `vllm bench serve` does."""
+    timing = RequestTiming(ok=False)
+    t0 = time.perf_counter()
+    last = t0
+    chunks = 0
+    done = False
+    try:
+        async with client.stream("POST", "/v1/chat/completions", json=payload) as r:
+            if r.status_code != 200:
+                await r.aread()
+                timing.error = _http_error(r)
+                return timing
+            async for line in r.aiter_lines():
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    done = True
+                    break
+                event = json.loads(data)
+                if event.get("error"):
+                    timing.error = f"stream error: {str(event['error'])[:300]}"
+                    return timing
+                usage = event.get("usage") or {}
+                if usage:
+                    timing.output_tokens = int(usage.get("completion_tokens") or 0)
+                    timing.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+                for choice in event.get("choices") or []:
+                    delta = choice.get("delta") or {}
+                    if delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning"):
+                        now = time.perf_counter()
+                        if chunks == 0:
+                            timing.ttft = now - t0
+                        else:
+                            timing.itl.append(now - last)
+                        last = now
+                        chunks += 1
+    except (httpx.HTTPError, ValueError) as exc:
+        timing.error = f"{type(exc).__name__}: {exc}"
+        return timing
+    timing.latency = time.perf_counter() - t0
+    if not done:
+        timing.error = "the stream ended without [DONE]"
+        return timing
+    if chunks == 0:
+        timing.error = "the stream carried no content"
+        return timing
+    timing.output_tokens = timing.output_tokens or chunks
+    timing.ok = True
+    return timing
+
+
+async def stream(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
+    """A streamed chat completion arrives as SSE chunks and ends with [DONE]; reports TTFT and ITL."""
+    t = await _stream(client, {
+        "model": cfg.model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": cfg.max_tokens,
+        "temperature": 0, "stream": True, "stream_options": {"include_usage": True}, "ignore_eos": True})
+    if not t.ok:
+        return Exercise("stream", "fail", t.error, t.latency)
+    itl_ms = sum(t.itl) / len(t.itl) * 1000 if t.itl else 0.0
+    return Exercise("stream", "ok", f"TTFT {t.ttft * 1000:.0f} ms, mean ITL {itl_ms:.1f} ms, "
+                    f"{t.output_tokens} tokens in {t.latency:.2f} s", t.latency,
+                    {"ttft_ms": t.ttft * 1000, "mean_itl_ms": itl_ms, "output_tokens": t.output_tokens})
+
+
+async def structured(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
+    """A json_schema response_format yields JSON that validates against the schema."""
+    t0 = time.perf_counter()
+    r = await client.post("/v1/chat/completions", json={
+        "model": cfg.model, "temperature": 0, "max_tokens": 64,
+        "messages": [{"role": "user", "content": "Is the sky blue? Answer as JSON with answer and colour."}],
+        "response_format": {"type": "json_schema",
+                            "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA, "strict": True}}})
+    dt = time.perf_counter() - t0
+    if r.status_code != 200:
+        return Exercise("structured", "fail", _http_error(r), dt)
+    text = (_message(r.json()).get("content") or "").strip()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return Exercise("structured", "fail", f"not JSON: {text[:200]!r} (is structured output enabled? "
+                        "runaway whitespace with a weak model: disable_any_whitespace)", dt, {"content": text[:400]})
+    errors = validate(value, VERDICT_SCHEMA)
+    if errors:
+        return Exercise("structured", "fail", "JSON does not match the schema: " + "; ".join(errors), dt,
+                        {"content": text[:400]})
+    return Exercise("structured", "ok", f"valid JSON {text} in {dt:.2f} s", dt, {"content": text})
+
+
+async def reasoning(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
+    """With a reasoning parser on, thinking arrives in reasoning_content and never as <think> in content."""
+    if not cfg.reasoning:
+        return Exercise("reasoning", "skip", "the profile enables no reasoning parser")
+    t0 = time.perf_counter()
+    r = await client.post("/v1/chat/completions", json={
+        "model": cfg.model, "messages": [{"role": "user", "content": "What is 17 * 3? Think first."}],
+        "max_tokens": max(cfg.max_tokens, 256), "temperature": 0})
+    dt = time.perf_counter() - t0
+    if r.status_code != 200:
+        return Exercise("reasoning", "fail", _http_error(r), dt)
+    msg = _message(r.json())
+    content, thought = msg.get("content") or "", _reasoning_of(msg)
+    if "<think>" in content or "</think>" in content:
+        return Exercise("reasoning", "fail", "thinking leaked into content: the reasoning parser is not splitting "
+                        "it (Qwen3.5 needs --reasoning-parser qwen3)", dt, {"content": content[:300]})
+    if not thought:
+        return Exercise("reasoning", "warn", "no reasoning_content in the answer (thinking disabled by the "
+                        "chat template, or the budget ran out first)", dt, {"content": content[:300]})
+    return Exercise("reasoning", "ok", f"{len(thought)} characters of reasoning, separate from the answer", dt)
+
+
+async def burst(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
+    """N parallel streams; latency percentiles and throughput in `vllm bench serve` metric names."""
+    payload = {"model": cfg.model, "messages": [{"role": "user", "content": PROMPT}],
+               "max_tokens": cfg.burst_tokens, "temperature": 0, "stream": True,
+               "stream_options": {"include_usage": True}, "ignore_eos": True}
+    t0 = time.perf_counter()
+    timings = await asyncio.gather(*(_stream(client, payload) for _ in range(cfg.burst)))
+    duration = time.perf_counter() - t0
+    m = summarize(list(timings), duration)
+    line = (f"{m['completed']}/{cfg.burst} streams, {m['output_throughput']:.1f} tok/s, "
+            f"{m['request_throughput']:.2f} req/s, TTFT p50/p90/p99 {m['p50_ttft_ms']:.0f}/{m['p90_ttft_ms']:.0f}/"
+            f"{m['p99_ttft_ms']:.0f} ms, TPOT p50 {m['p50_tpot_ms']:.1f} ms, ITL p99 {m['p99_itl_ms']:.1f} ms")
+    status = "ok" if m["failed"] == 0 else "fail"
+    if m["failed"]:
+        line = f"{m['failed']} of {cfg.burst} streams failed ({'; '.join(m['errors'])[:300]}); " + line
+    return Exercise("burst", status, line, duration, m)
+
+
+EXERCISES = (list_models, chat, stream, structured, reasoning, burst)
+
+
+async def run_all(base_url: str, cfg: ExerciseConfig) -> list[Exercise]:
+    """Run every exercise in order; an exception in one becomes its failure, the others still run."""
+    results: list[Exercise] = []
+    limits = httpx.Limits(max_connections=max(cfg.burst, 4) + 2)
+    timeout = httpx.Timeout(cfg.request_timeout, connect=5.0)
+    async with httpx.AsyncClient(base_url=base_url, timeout=timeout, limits=limits, trust_env=False,
+                                 headers=dict(cfg.headers)) as client:
+        for fn in EXERCISES:
+            name = fn.__name__.replace("list_", "")
+            t0 = time.perf_counter()
+            try:
+                results.append(await fn(client, cfg))
+            except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                results.append(Exercise(name, "fail", f"{type(exc).__name__}: {exc}", time.perf_counter() - t0))
+    return results

@@ -1,0 +1,75 @@
+"""Waiting for a starting server: ready when /health and /v1/models answer, failed as soon as it dies
+or logs a fatal signature, timed out otherwise."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from doctor.deploy.follower import LogFollower
+from doctor.deploy.process import ServerProcess
+
+FATAL_GRACE_S = 10.0
+
+
+@dataclass
+class StartOutcome:
+    """How the start ended: `state` is ready, died, fatal or timeout."""
+
+    state: str
+    seconds: float
+    detail: str = ""
+    models: list[str] = field(default_factory=list)
+    returncode: int | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "ready"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "seconds": round(self.seconds, 1), "detail": self.detail,
+                "models": self.models, "returncode": self.returncode}
+
+
+def probe(client: httpx.Client, base_url: str) -> list[str] | None:
+    """Model ids when /health is 200 and /v1/models lists at least one model; None otherwise."""
+    try:
+        if client.get(f"{base_url}/health").status_code != 200:
+            return None
+        r = client.get(f"{base_url}/v1/models")
+        if r.status_code != 200:
+            return None
+        ids = [m.get("id") for m in r.json().get("data", []) if isinstance(m, dict)]
+        return [i for i in ids if i] or None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+
+
+def wait_ready(base_url: str, server: ServerProcess, follower: LogFollower, timeout: float,
+               poll: float = 1.0, headers: dict[str, str] | None = None) -> StartOutcome:
+    """Poll until ready; stop waiting early when the server exits or a fatal log line appears."""
+    started = time.monotonic()
+    fatal_at: float | None = None
+    with httpx.Client(timeout=httpx.Timeout(5.0, connect=2.0), trust_env=False, headers=headers) as client:
+        while True:
+            elapsed = time.monotonic() - started
+            server.remember_descendants()
+            if not server.alive:
+                server.wait_log_drained(5.0)
+                return StartOutcome("died", elapsed, f"the server exited with code {server.returncode} "
+                                    f"during start (phase: {follower.phase})", returncode=server.returncode)
+            if follower.fatal_seen:
+                fatal_at = fatal_at if fatal_at is not None else time.monotonic()
+                if time.monotonic() - fatal_at >= FATAL_GRACE_S:
+                    hit = follower.watch.fatal[0]
+                    return StartOutcome("fatal", elapsed, f"fatal log line {hit.lineno} ({hit.id}) and the server "
+                                        f"did not exit within {FATAL_GRACE_S:g} s")
+            models = probe(client, base_url)
+            if models is not None:
+                return StartOutcome("ready", time.monotonic() - started, "health and /v1/models answer", models)
+            if elapsed >= timeout:
+                return StartOutcome("timeout", elapsed, f"not healthy after {timeout:g} s (phase: {follower.phase})")
+            time.sleep(poll)

@@ -1,0 +1,106 @@
+"""The KV capacity the server logged against what the planner predicts for the same command line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from doctor.deploy.spec import LaunchSpec, flag_value
+from doctor.facts.model import Facts
+
+TOLERANCE = 0.05
+CPU_KV_ENV = "VLLM_CPU_KVCACHE_SPACE"
+
+
+@dataclass(frozen=True)
+class KVPrediction:
+    """The planner's token capacity (None when it cannot predict) and how it got there."""
+
+    tokens: int | None
+    basis: str
+
+
+def _int(argv: list[str], *names: str) -> int | None:
+    value = flag_value(argv, *names)
+    return int(value) if value and value.isdigit() else None
+
+
+def _float(argv: list[str], *names: str) -> float | None:
+    value = flag_value(argv, *names)
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+def serve_config(spec: LaunchSpec):
+    """The planner's ServeConfig for this command line (flags the planner sizes memory with)."""
+    from doctor.planner import ServeConfig
+
+    a = spec.argv
+    kwargs = dict(
+        backend=spec.backend,
+        tp=_int(a, "--tensor-parallel-size", "--tp-size", "--tp", "-tp") or 1,
+        pp=_int(a, "--pipeline-parallel-size", "--pp-size", "-pp") or 1,
+        dp=_int(a, "--data-parallel-size", "--dp-size", "-dp") or 1,
+        max_model_len=_int(a, "--max-model-len", "--context-length"),
+        max_num_seqs=_int(a, "--max-num-seqs", "--max-running-requests"),
+        block_size=_int(a, "--block-size"),
+        kv_cache_dtype=flag_value(a, "--kv-cache-dtype") or "auto",
+        enforce_eager="--enforce-eager" in a or "--disable-cuda-graph" in a,
+        mem_fraction_static=_float(a, "--mem-fraction-static"),
+    )
+    util = _float(a, "--gpu-memory-utilization")
+    if util is not None:
+        kwargs["gpu_memory_utilization"] = util
+    return ServeConfig(**kwargs)
+
+
+def check_options(spec: LaunchSpec) -> dict[str, object]:
+    """The command line's serving options under the names checks read with `ctx.option(...)`."""
+    cfg = serve_config(spec)
+    names = ("tp", "pp", "dp", "max_model_len", "max_num_seqs", "kv_cache_dtype", "enforce_eager",
+             "gpu_memory_utilization" if spec.backend == "vllm" else "mem_fraction_static")
+    return {n: getattr(cfg, n) for n in names if getattr(cfg, n) is not None}
+
+
+def predict(spec: LaunchSpec, model: str, facts: Facts | None) -> KVPrediction:
+    """Predict the logged KV tokens: vLLM-CPU from VLLM_CPU_KVCACHE_SPACE, GPUs through `plan()`."""
+    from doctor.models import get_model
+    from doctor.planner import GPU, Hardware, plan
+    from doctor.planner.hardware import GIB
+    from doctor.planner.state import layers_in_stage
+    from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
+
+    try:
+        model_spec = get_model(model)
+        cfg = serve_config(spec)
+    except Exception as exc:  # the planner refuses this model or flag set: no prediction, say why
+        return KVPrediction(None, f"the planner cannot size {model!r}: {exc}")
+    max_len = cfg.max_model_len or model_spec.max_position_embeddings
+    if spec.backend == "vllm" and CPU_KV_ENV in spec.env:
+        gib = float(spec.env[CPU_KV_ENV])
+        full, linear = layers_in_stage(model_spec, 0, model_spec.num_layers)
+        cap = vllm_capacity(vllm_layout(model_spec, cfg, full, linear, device="cpu"), int(gib * GIB), max_len, cfg)
+        return KVPrediction(cap.tokens, f"vLLM CPU, {CPU_KV_ENV}={spec.env[CPU_KV_ENV]} GiB, max_model_len {max_len}")
+    gpus = facts.gpus if facts is not None else []
+    if not gpus:
+        return KVPrediction(None, "no GPU facts to plan with")
+    g = gpus[0]
+    gpu = GPU(g.get("name") or "GPU", int((g.get("memory") or {}).get("total") or 0),
+              str(g.get("compute_capability") or "0.0"))
+    try:
+        p = plan(model_spec, Hardware(gpu, cfg.world_size), cfg)
+    except Exception as exc:
+        return KVPrediction(None, f"the planner failed: {exc}")
+    return KVPrediction(p.kv_tokens, f"plan for {cfg.world_size}x {gpu.name}, max_model_len {p.max_model_len}")
+
+
+def compare(logged: int | None, predicted: KVPrediction, tolerance: float = TOLERANCE) -> tuple[str, str]:
+    """(status, summary): ok within `tolerance`, warn beyond, skip when either side is missing."""
+    if logged is None:
+        return "skip", "the server logged no KV cache size"
+    if predicted.tokens is None:
+        return "skip", f"server logged {logged:,} KV tokens; no prediction ({predicted.basis})"
+    diff = (logged - predicted.tokens) / predicted.tokens if predicted.tokens else float("inf")
+    text = f"server logged {logged:,} KV tokens, plan predicted {predicted.tokens:,} ({diff:+.1%}; {predicted.basis})"
+    return ("ok" if abs(diff) <= tolerance else "warn"), text

@@ -1,0 +1,72 @@
+"""The checks that run before a deployment, judged against what the deployment actually is.
+
+Facts about packages come from the backend's own interpreter (vLLM usually lives in another venv than
+qwen-doctor). Checks that cannot apply are reported as skipped with the reason: GPU, driver, memory and
+topology checks for a CPU profile, the CUDA-build check of torch on CPU, and the download-space check for
+a checkpoint that is already a local directory.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from doctor.context import CheckContext
+from doctor.errors import DoctorError
+from doctor.facts.model import Facts
+from doctor.results import Result, Status
+
+CPU_ONLY_SKIPS = ("driver", "gpu", "memory", "topology")
+CPU_SKIP_IDS = ("QD-VER-005",)
+LOCAL_MODEL_SKIP_IDS = ("QD-HOST-003",)
+_PROBE = ("import json, runpy, sys; m = runpy.run_path(sys.argv[1]); print(json.dumps(m['probe']()))")
+
+
+def backend_packages(python: str, timeout: float = 60.0) -> dict[str, Any]:
+    """The package facts as the backend's interpreter sees them (the same stdlib-only probe, run there)."""
+    import doctor.facts.probes.packages as probe_module
+
+    try:
+        out = subprocess.run([python, "-c", _PROBE, probe_module.__file__], capture_output=True, text=True,
+                             timeout=timeout, check=True)
+        return json.loads(out.stdout)
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        raise DoctorError(f"cannot read the packages of the backend interpreter {python}: {exc}") from exc
+
+
+def with_packages(facts: Facts, packages: dict[str, Any]) -> Facts:
+    """A copy of the facts whose package section is `packages`."""
+    return Facts({**facts.data, "packages": packages})
+
+
+def _skipped(r: Result, why: str) -> Result:
+    return Result(r.check_id, r.title, r.category, r.severity, Status.SKIP, why, subject=r.subject)
+
+
+def preflight(facts: Facts, backend: str, profile: Any, model: str, device: str = "cuda",
+              options: dict[str, Any] | None = None) -> list[Result]:
+    """Run the built-in checks for this deployment (the command's own serving options win over the
+    profile's); inapplicable ones become skips with the reason."""
+    from doctor import registry, runner
+
+    reg = registry.load(plugins=True)
+    specs = runner.select(reg, backend)
+    ctx = CheckContext(facts=facts, backend=backend, profile=profile, options={**(options or {}), "model": model})
+    results = runner.plugin_errors(reg) + runner.run_checks(specs, ctx)
+    local = Path(model).is_dir()
+    out = []
+    for r in results:
+        if device == "cpu" and r.status != Status.OK and (r.category in CPU_ONLY_SKIPS or r.check_id in CPU_SKIP_IDS):
+            out.append(_skipped(r, "not applicable: the profile runs on CPU"))
+        elif local and r.check_id in LOCAL_MODEL_SKIP_IDS:
+            out.append(_skipped(r, f"not applicable: the checkpoint is the local directory {model}"))
+        else:
+            out.append(r)
+    return out
+
+
+def blocking(results: list[Result]) -> list[Result]:
+    """Results that stop a deployment unless --force: failures and crashed checks."""
+    return [r for r in results if r.status in (Status.FAIL, Status.ERROR)]

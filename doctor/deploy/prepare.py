@@ -1,0 +1,95 @@
+"""From a profile name and the user's overrides to a LaunchSpec, plus the flag-schema check of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from doctor.deploy.spec import LaunchSpec, flag_value, from_argv
+from doctor.errors import DoctorError
+from doctor.results import Result, Status
+
+VLLM_CLI = "vllm"
+
+
+def load(profile_name: str) -> Any:
+    """The profile, with profile errors turned into DoctorError (one line, exit 2)."""
+    from profiles import ProfileError, load_profile
+
+    try:
+        return load_profile(profile_name)
+    except ProfileError as exc:
+        raise DoctorError(str(exc)) from None
+
+
+def render(profile: Any, port: int | None = None, host: str | None = None, model: str | None = None,
+           variables: dict[str, str] | None = None) -> LaunchSpec:
+    """Render the profile into a LaunchSpec. `model` also fills a `model_dir` variable when the profile has one."""
+    from profiles import ProfileError
+
+    overrides: dict[str, Any] = dict(variables or {})
+    if port is not None:
+        overrides["port"] = port
+    if host is not None:
+        overrides["host"] = host
+    if model is not None:
+        overrides["model"] = model
+        if "model_dir" in profile.variables and "model_dir" not in overrides:
+            overrides["model_dir"] = model
+    try:
+        rendered = profile.render(overrides)
+    except ProfileError as exc:
+        raise DoctorError(str(exc)) from None
+    return from_argv(rendered.argv, rendered.env, rendered.backend, profile.name, profile.flags)
+
+
+def with_interpreter(spec: LaunchSpec, python: str | None) -> LaunchSpec:
+    """Point the launcher at the backend's interpreter: `python -m ...` runs with it, and `vllm serve`
+    uses the `vllm` script installed next to it."""
+    if not python:
+        return spec
+    if spec.argv and spec.argv[0] == VLLM_CLI:
+        script = Path(python).parent / VLLM_CLI
+        if script.exists():
+            return LaunchSpec(**{**spec.__dict__, "argv": [str(script), *spec.argv[1:]]})
+        return spec
+    return spec.with_python(python)
+
+
+def model_of(spec: LaunchSpec) -> str:
+    """The model id or path the command serves."""
+    argv = spec.argv
+    if len(argv) > 2 and argv[1] == "serve":
+        return argv[2]
+    return flag_value(argv, "--model", "--model-path") or ""
+
+
+def backend_args(spec: LaunchSpec) -> list[str]:
+    """The arguments the backend's own parser sees (after the launcher)."""
+    argv = spec.argv
+    if len(argv) > 1 and argv[1] == "serve":
+        return argv[2:]
+    if "-m" in argv:
+        return argv[argv.index("-m") + 2:]
+    return argv[1:]
+
+
+def flag_check(spec: LaunchSpec, version: str | None) -> Result:
+    """The rendered flags against the backend's flag schema for the installed (or nearest) version."""
+    from doctor.flags import validate_command
+
+    title = "Command line accepted by the backend's parser"
+    try:
+        report = validate_command(backend_args(spec), spec.backend, version)
+    except Exception as exc:  # no schema for this backend/version: say so, do not block
+        return Result("QD-DEPLOY-FLAGS", title, "deploy", "high", Status.SKIP, f"no flag schema: {exc}")
+    errors = [i for i in report.issues if i.is_error]
+    if errors:
+        return Result("QD-DEPLOY-FLAGS", title, "deploy", "high", Status.FAIL,
+                      f"{len(errors)} flag(s) the {report.method} rejects",
+                      details=[i.message for i in errors],
+                      fix=[f"{i.flag}: did you mean {i.suggestion}?" for i in errors if i.suggestion]
+                      or ["Fix the profile's flags; see `qwen-doctor profiles show NAME --render`."])
+    warned = [i.message for i in report.issues]
+    return Result("QD-DEPLOY-FLAGS", title, "deploy", "high", Status.WARN if warned else Status.OK,
+                  f"{len(backend_args(spec))} arguments valid for {report.method}", details=warned)

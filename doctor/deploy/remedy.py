@@ -1,0 +1,60 @@
+"""The remedy catalogue as deploy sees it: each log line in, matched remedies out, fatal ones flagged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from remedies import Matcher
+
+
+@dataclass(frozen=True)
+class RemedyHit:
+    """A catalogue entry matched on one server log line."""
+
+    id: str
+    title: str
+    severity: str
+    fix: tuple[str, ...]
+    source: tuple[str, ...]
+    lineno: int
+    line: str
+    rank: int = 50
+    context: tuple[str, ...] = field(default=())
+
+    @property
+    def fatal(self) -> bool:
+        """An error signature: the server is (or is about to be) dead."""
+        return self.severity == "error"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "severity": self.severity, "fix": list(self.fix),
+                "source": list(self.source), "lineno": self.lineno, "line": self.line}
+
+
+class RemedyWatch:
+    """Feeds the live log to the remedies `Matcher`; keeps the first hit of each entry."""
+
+    def __init__(self, matcher: Matcher | None = None) -> None:
+        self.matcher = matcher or Matcher()
+        self.hits: list[RemedyHit] = []
+        self._seen: set[str] = set()
+
+    def feed(self, line: str, lineno: int) -> list[RemedyHit]:
+        """Match one line; return the entries seen for the first time."""
+        new: list[RemedyHit] = []
+        for m in self.matcher.feed(line, lineno):
+            r = m.remedy
+            if r.id in self._seen:
+                continue
+            self._seen.add(r.id)
+            hit = RemedyHit(r.id, r.title, r.severity, tuple(s.render() for s in r.fix), tuple(r.source),
+                            m.lineno, m.line, r.rank, m.before)
+            self.hits.append(hit)
+            new.append(hit)
+        return new
+
+    @property
+    def fatal(self) -> list[RemedyHit]:
+        """Fatal hits, closest to the root cause first."""
+        return sorted((h for h in self.hits if h.fatal), key=lambda h: (h.rank, h.lineno))

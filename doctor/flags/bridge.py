@@ -1,0 +1,77 @@
+"""Bridge to the backend's real argument parser, run in a subprocess so that the CLI never imports vllm/sglang."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from doctor.errors import DoctorError
+from doctor.flags.validate import FlagIssue, ValidationReport
+
+PROBE = Path(__file__).resolve().parent / "_probe.py"
+PYTHON_ENV = {"vllm": "QWEN_DOCTOR_VLLM_PYTHON", "sglang": "QWEN_DOCTOR_SGLANG_PYTHON"}
+MODULE = {"vllm": "vllm", "sglang": "sglang"}
+MARKER = "@@QWEN_DOCTOR_PROBE@@"
+
+
+class BridgeError(DoctorError):
+    """The backend's python could not build its parser (broken install, timeout)."""
+
+
+def find_backend_python(backend: str) -> str | None:
+    """Python that can import the backend: $QWEN_DOCTOR_<BACKEND>_PYTHON, else this interpreter if it has it."""
+    configured = os.environ.get(PYTHON_ENV[backend])
+    if configured:
+        return configured if (Path(configured).exists() or shutil.which(configured)) else None
+    import importlib.util
+
+    return sys.executable if importlib.util.find_spec(MODULE[backend]) is not None else None
+
+
+def _run(python: str, argv: list[str], timeout: float) -> dict:
+    env = dict(os.environ, VLLM_NO_USAGE_STATS="1", VLLM_LOGGING_LEVEL="ERROR", TOKENIZERS_PARALLELISM="false")
+    try:
+        proc = subprocess.run([python, str(PROBE), *argv], capture_output=True, text=True, timeout=timeout, env=env,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as exc:
+        raise BridgeError(f"{python}: parser did not answer within {timeout:.0f} s") from exc
+    except OSError as exc:
+        raise BridgeError(f"{python}: cannot run: {exc}") from exc
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARKER):
+            return json.loads(line[len(MARKER):])
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    raise BridgeError(f"{python}: could not build the {argv[1]} parser: {tail}")
+
+
+def real_parse(backend: str, args: list[str], python: str | None = None, timeout: float = 180) -> ValidationReport | None:
+    """Parse `args` with the installed backend's own parser; None when no python with the backend is found."""
+    python = python or find_backend_python(backend)
+    if python is None:
+        return None
+    out = _run(python, ["parse", backend, json.dumps(args)], timeout)
+    issues = [FlagIssue(i["kind"], i["flag"], i["message"]) for i in out["issues"]]
+    return ValidationReport(backend, out["version"], f"real {backend} {out['version']} parser", issues)
+
+
+def real_parse_many(backend: str, arg_lists: list[list[str]], python: str | None = None,
+                    timeout: float = 300) -> list[ValidationReport] | None:
+    """real_parse for several command lines in one subprocess (the parser import is the slow part)."""
+    python = python or find_backend_python(backend)
+    if python is None:
+        return None
+    outs = _run(python, ["parse-many", backend, json.dumps(arg_lists)], timeout)
+    return [ValidationReport(backend, o["version"], f"real {backend} {o['version']} parser",
+                             [FlagIssue(i["kind"], i["flag"], i["message"]) for i in o["issues"]]) for o in outs]
+
+
+def real_schema(backend: str, python: str | None = None, timeout: float = 180) -> dict:
+    """The installed backend's options in flag-schema JSON form (used to check the static extractor)."""
+    python = python or find_backend_python(backend)
+    if python is None:
+        raise BridgeError(f"no python with {backend} installed (set {PYTHON_ENV[backend]})")
+    return _run(python, ["dump", backend], timeout)

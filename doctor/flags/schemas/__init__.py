@@ -1,0 +1,1 @@
+"""Flag schemas (JSON package data), one file per backend version; see docs/flags.md."""

@@ -1,0 +1,124 @@
+"""Render one report to stdout and/or files: format by extension, redaction once, atomic writes.
+
+Used by every command through `doctor.cli.options.report_outputs`:
+    write_outputs(report, outputs=["r.html", "r.xml"], fmt=None, redact_hosts=False)
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from doctor.errors import DoctorError
+from doctor.report.model import Report
+
+FORMATS = ("text", "json", "junit", "md", "html")
+EXTENSIONS = {".txt": "text", ".log": "text", ".json": "json", ".xml": "junit", ".md": "md",
+              ".markdown": "md", ".html": "html", ".htm": "html"}
+STDOUT = "-"
+Terminal = Callable[[Report, bool], str]
+_RENDERERS = {"text": "doctor.report.text:render_text", "json": "doctor.report.jsonout:render_json",
+              "junit": "doctor.report.junit:render_junit", "md": "doctor.report.markdown:render_markdown",
+              "html": "doctor.report.html:render_html"}
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one rendering goes (a path, or '-' for stdout) and in which format."""
+
+    path: str
+    fmt: str
+
+
+def plan_targets(outputs: list[str] | tuple[str, ...], fmt: str | None) -> list[Target]:
+    """Decide each output's format; stdout gets `fmt` (text by default) unless a file output is given.
+
+    A known extension decides a file's format; `--format` covers stdout ('-') and unknown extensions, and it
+    must agree with a known extension rather than be silently ignored.
+    """
+    if fmt is not None and fmt not in FORMATS:
+        raise DoctorError(f"unknown report format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if not outputs:
+        return [Target(STDOUT, fmt or "text")]
+    targets = []
+    for out in outputs:
+        if out == STDOUT:
+            targets.append(Target(STDOUT, fmt or "text"))
+            continue
+        by_ext = EXTENSIONS.get(Path(out).suffix.lower())
+        if by_ext and fmt and by_ext != fmt:
+            raise DoctorError(f"--format {fmt} contradicts the extension of {out} ({by_ext}); "
+                              f"drop --format or rename the file")
+        if not (by_ext or fmt):
+            raise DoctorError(f"cannot tell the report format of {out} from its extension "
+                              f"(use .html, .xml, .json, .md or .txt, or add --format)")
+        targets.append(Target(out, by_ext or fmt))
+    return targets
+
+
+def render(report: Report, fmt: str, *, fail_on: str = "fail", verbose: bool = False, color: bool = False) -> str:
+    """One format of the report; every renderer redacts a report that was not redacted yet (secrets only)."""
+    module, func = _RENDERERS[fmt].split(":")
+    renderer = getattr(importlib.import_module(module), func)
+    if fmt == "text":
+        return renderer(report, verbose=verbose, color=color)
+    if fmt == "junit":
+        return renderer(report, fail_on=fail_on)
+    return renderer(report)
+
+
+def write_outputs(report: Report, outputs: list[str] | tuple[str, ...] = (), fmt: str | None = None, *,
+                  redact_hosts: bool = False, fail_on: str = "fail", verbose: bool = False,
+                  terminal: Terminal | None = None) -> list[str]:
+    """Redact once, render every requested format, then write: stdout, and files atomically; the files written.
+
+    Every path is checked before anything is written, so a bad `--output` leaves all files as they were.
+    When only files are requested, stdout still gets the terminal text and stderr one line per file.
+    `terminal(redacted_report, color)` replaces the generic text on stdout (a command's own table, say);
+    it must render from the report it is given, which is the redacted one.
+    """
+    targets = plan_targets(outputs, fmt)
+    for t in targets:
+        if t.path != STDOUT:
+            _check_writable(Path(t.path))
+    safe = report.redacted(hosts=redact_hosts)
+    if all(t.path != STDOUT for t in targets):
+        targets = [Target(STDOUT, "text"), *targets]
+    color = sys.stdout.isatty()
+    rendered = []
+    for t in targets:
+        if t.path == STDOUT and t.fmt == "text" and terminal is not None:
+            rendered.append((t, terminal(safe, color)))
+        else:
+            rendered.append((t, render(safe, t.fmt, fail_on=fail_on, verbose=verbose,
+                                       color=color and t.path == STDOUT)))
+    for t, text in rendered:
+        if t.path == STDOUT:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        else:
+            _write_atomic(Path(t.path), text)
+            print(f"wrote {t.path} ({t.fmt})", file=sys.stderr)
+    return [t.path for t in targets if t.path != STDOUT]
+
+
+def _check_writable(path: Path) -> None:
+    if path.is_dir():
+        raise DoctorError(f"cannot write report {path}: it is a directory")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise DoctorError(f"cannot write report {path}: directory {parent} does not exist")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise DoctorError(f"cannot write report {path}: {exc.strerror or exc}") from None
+

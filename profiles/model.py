@@ -1,0 +1,325 @@
+"""Profile data model: a known-good deployment, validated at load and rendered to a command line."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+from doctor.errors import DataError
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+BACKENDS = ("vllm", "sglang")
+NVLINK_VALUES = ("required", "wanted", "no")
+OVERRIDE_KEYS = ("model", "host", "port", "python")
+_FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+_VARIABLE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+LAUNCHERS: dict[str, tuple[str, ...]] = {
+    "vllm-serve": ("vllm", "serve"),
+    "vllm-api-server": ("python", "-m", "vllm.entrypoints.openai.api_server"),
+    "sglang": ("python", "-m", "sglang.launch_server"),
+}
+# How each launcher takes the model: `vllm serve` rejects --model and wants it positional.
+MODEL_ARG: dict[str, tuple[str, ...]] = {"vllm-serve": (), "vllm-api-server": ("--model",), "sglang": ("--model-path",)}
+DEFAULT_LAUNCHER = {"vllm": "vllm-serve", "sglang": "sglang"}
+
+
+class ProfileError(DataError):
+    """A profile file is malformed or a render request is invalid; the message names file and field."""
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """What the profile needs from the machine."""
+
+    gpu_count: int
+    min_gpu_memory_gib: float
+    min_compute_capability: str
+    nvlink: str = "wanted"
+    device: str = "cuda"
+
+    @property
+    def min_cc_tuple(self) -> tuple[int, int]:
+        """Minimum compute capability as (major, minor)."""
+        major, minor = self.min_compute_capability.split(".")
+        return int(major), int(minor)
+
+
+@dataclass(frozen=True)
+class RenderedCommand:
+    """The exact process a profile starts: argv (launcher + backend flags) and extra environment."""
+
+    argv: list[str]
+    env: dict[str, str]
+    backend: str
+    launcher_len: int
+
+    @property
+    def backend_args(self) -> list[str]:
+        """Arguments after the launcher prefix, as the backend's own parser sees them."""
+        return self.argv[self.launcher_len:]
+
+    def shell(self, one_flag_per_line: bool = True) -> str:
+        """Shell text: env assignments then the command, one flag (with its value) per line."""
+        lines = [f"export {k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
+        if not one_flag_per_line:
+            return "\n".join(lines + [shlex.join(self.argv)])
+        parts: list[str] = [shlex.join(self.argv[: self.launcher_len])]
+        for token in self.backend_args:
+            if token.startswith("-"):
+                parts.append(shlex.quote(token))
+            else:
+                parts[-1] += " " + shlex.quote(token)
+        return "\n".join(lines + [" \\\n  ".join(parts)])
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A known-good deployment: backend, version range, model, hardware, env and flags."""
+
+    name: str
+    description: str
+    backend: str
+    backend_version: SpecifierSet
+    model: str
+    hardware: Hardware
+    sources: tuple[str, ...]
+    launcher: str
+    host: str
+    port: int
+    env: Mapping[str, str] = field(default_factory=dict)
+    flags: Mapping[str, Any] = field(default_factory=dict)
+    variables: Mapping[str, str | None] = field(default_factory=dict)
+    path: Path | None = None
+
+    def flag(self, *names: str) -> Any:
+        """Value of the first of `names` (flag names without --) set in the profile, else None."""
+        return next((self.flags[n] for n in names if n in self.flags), None)
+
+    # Attributes read by checks through CheckContext.option(name) (doctor/context.py).
+    @property
+    def tp(self) -> int | None:
+        """Tensor-parallel size (vLLM --tensor-parallel-size, SGLang --tp-size)."""
+        return self.flag("tensor-parallel-size", "tp-size")
+
+    @property
+    def pp(self) -> int | None:
+        """Pipeline-parallel size."""
+        return self.flag("pipeline-parallel-size", "pp-size")
+
+    @property
+    def dp(self) -> int | None:
+        """Data-parallel size (replicas)."""
+        return self.flag("data-parallel-size", "dp-size")
+
+    tensor_parallel_size = tp
+    pipeline_parallel_size = pp
+
+    @property
+    def quantization(self) -> str | None:
+        """--quantization, when the profile sets it (FP8 checkpoints need none)."""
+        return self.flag("quantization")
+
+    @property
+    def gpu_memory_utilization(self) -> float | None:
+        """vLLM --gpu-memory-utilization."""
+        return self.flag("gpu-memory-utilization")
+
+    @property
+    def mem_fraction_static(self) -> float | None:
+        """SGLang --mem-fraction-static."""
+        return self.flag("mem-fraction-static")
+
+    @property
+    def max_model_len(self) -> int | None:
+        """Context length (vLLM --max-model-len, SGLang --context-length)."""
+        return self.flag("max-model-len", "context-length")
+
+    def render(self, overrides: Mapping[str, Any] | None = None) -> RenderedCommand:
+        """Render to argv/env. `overrides` may set model, host, port, python and any declared variable.
+
+        `python` replaces the interpreter of python-launched profiles (e.g. the vLLM venv's python).
+
+        Booleans render as a bare flag (true) or `--no-FLAG` (false); dicts as compact JSON;
+        lists as repeated values after one flag. Raises ProfileError on unknown keys or missing variables.
+        """
+        overrides = dict(overrides or {})
+        unknown = sorted(set(overrides) - set(OVERRIDE_KEYS) - set(self.variables))
+        if unknown:
+            allowed = ", ".join(list(OVERRIDE_KEYS) + sorted(self.variables))
+            raise ProfileError(f"profile {self.name}: unknown override {unknown[0]!r} (allowed: {allowed})")
+        values = {k: v for k, v in self.variables.items() if v is not None}
+        values.update({k: str(v) for k, v in overrides.items() if k in self.variables})
+        model = str(overrides.get("model", self.model))
+        argv = list(LAUNCHERS[self.launcher])
+        if "python" in overrides:
+            if argv[0] != "python":
+                raise ProfileError(f"profile {self.name}: launcher {self.launcher!r} does not run through python; "
+                                   "the python override does not apply")
+            argv[0] = str(overrides["python"])
+        argv += [*MODEL_ARG[self.launcher], model]
+        argv += ["--host", str(overrides.get("host", self.host)), "--port", str(overrides.get("port", self.port))]
+        for flag, value in self.flags.items():
+            argv += render_flag(flag, value)
+        rendered = [self._substitute(a, values) for a in argv]
+        env = {k: self._substitute(v, values) for k, v in self.env.items()}
+        return RenderedCommand(argv=rendered, env=env, backend=self.backend, launcher_len=len(LAUNCHERS[self.launcher]))
+
+    def _substitute(self, text: str, values: Mapping[str, str]) -> str:
+        def repl(match: re.Match[str]) -> str:
+            key = match.group(1)
+            if key not in values:
+                raise ProfileError(f"profile {self.name}: variable {key!r} has no value; pass it as an override ({key}=...)")
+            return values[key]
+
+        return _VARIABLE.sub(repl, text)
+
+
+def render_flag(flag: str, value: Any) -> list[str]:
+    """One profile flag as argv tokens: true -> --flag, false -> --no-flag, dict -> JSON, list -> values."""
+    name = f"--{flag}"
+    if value is True:
+        return [name]
+    if value is False:
+        return [f"--no-{flag}"]
+    if isinstance(value, dict):
+        return [name, json.dumps(value, separators=(",", ":"))]
+    if isinstance(value, list):
+        return [name, *(str(v) for v in value)]
+    return [name, str(value)]
+
+
+def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
+    """Validate a decoded YAML mapping and build a Profile; errors name `origin` and the field."""
+    v = _Validator(origin)
+    if not isinstance(data, dict):
+        raise ProfileError(f"{origin}: a profile must be a YAML mapping, got {type(data).__name__}")
+    known = {"name", "description", "backend", "backend_version", "model", "hardware", "sources", "launcher",
+             "host", "port", "env", "flags", "variables"}
+    for key in data:
+        if key not in known:
+            v.fail(str(key), f"unknown field (known: {', '.join(sorted(known))})")
+    backend = v.choice(data, "backend", BACKENDS)
+    launcher = data.get("launcher", DEFAULT_LAUNCHER[backend])
+    if launcher not in LAUNCHERS or not launcher.startswith(backend):
+        v.fail("launcher", f"must be one of {[k for k in LAUNCHERS if k.startswith(backend)]}, got {launcher!r}")
+    spec_text = v.string(data, "backend_version")
+    try:
+        spec = SpecifierSet(spec_text)
+    except InvalidSpecifier:
+        v.fail("backend_version", f"not a version range: {spec_text!r} (e.g. '>=0.17.0,<0.35')")
+    hw = data.get("hardware")
+    if not isinstance(hw, dict):
+        v.fail("hardware", "must be a mapping with gpu_count, min_gpu_memory_gib, min_compute_capability")
+    hardware = Hardware(
+        gpu_count=v.number(hw, "hardware.gpu_count", int, minimum=0),
+        min_gpu_memory_gib=float(v.number(hw, "hardware.min_gpu_memory_gib", (int, float), minimum=0)),
+        min_compute_capability=v.cc(hw),
+        nvlink=v.choice(hw, "hardware.nvlink", NVLINK_VALUES, default="wanted"),
+        device=v.choice(hw, "hardware.device", ("cuda", "cpu"), default="cuda"),
+    )
+    sources = data.get("sources")
+    if not isinstance(sources, list) or not sources or not all(isinstance(s, str) and s for s in sources):
+        v.fail("sources", "must be a non-empty list of citations (URL or repo path)")
+    flags = data.get("flags") or {}
+    if not isinstance(flags, dict):
+        v.fail("flags", "must be a mapping of flag name (without --) to value")
+    for flag, value in flags.items():
+        if not isinstance(flag, str) or not _FLAG_NAME.match(flag):
+            v.fail(f"flags.{flag}", "flag names are lower-case, dash-separated, without the leading --")
+        if flag in ("model", "model-path", "host", "port"):
+            v.fail(f"flags.{flag}", "set this with the top-level model/host/port fields")
+        if value is None or (isinstance(value, list) and not value):
+            v.fail(f"flags.{flag}", "has no value")
+    env = data.get("env") or {}
+    if not isinstance(env, dict):
+        v.fail("env", "must be a mapping of NAME: value")
+    for key, value in env.items():
+        if not isinstance(key, str) or not _ENV_NAME.match(key):
+            v.fail(f"env.{key}", "environment variable names are UPPER_CASE")
+        if isinstance(value, (dict, list)) or value is None:
+            v.fail(f"env.{key}", "must be a scalar")
+    variables = data.get("variables") or {}
+    if not isinstance(variables, dict):
+        v.fail("variables", "must be a mapping of name: default (null = required)")
+    port = v.number(data, "port", int, minimum=1, default=8000 if backend == "vllm" else 30000)
+    if port > 65535:
+        v.fail("port", f"must be <= 65535, got {port}")
+    return Profile(
+        name=v.string(data, "name"),
+        description=v.string(data, "description"),
+        backend=backend,
+        backend_version=spec,
+        model=v.string(data, "model"),
+        hardware=hardware,
+        sources=tuple(sources),
+        launcher=launcher,
+        host=str(data.get("host", "127.0.0.1")),
+        port=port,
+        env={str(k): _scalar(val) for k, val in env.items()},
+        flags=dict(flags),
+        variables={str(k): (None if val is None else str(val)) for k, val in variables.items()},
+        path=path,
+    )
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+class _Validator:
+    """Field checks that raise one ProfileError naming the file and the field."""
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+
+    def fail(self, field_name: str, why: str) -> None:
+        raise ProfileError(f"{self.origin}: field '{field_name}': {why}")
+
+    def string(self, data: dict, key: str) -> str:
+        value = data.get(key)
+        if not isinstance(value, str) or not value.strip():
+            self.fail(key, "is required and must be a non-empty string")
+        return value
+
+    def choice(self, data: dict, key: str, choices: tuple[str, ...], default: str | None = None) -> str:
+        value = data.get(key.split(".")[-1], default)
+        if value not in choices:
+            self.fail(key, f"must be one of {', '.join(choices)}; got {value!r}")
+        return value
+
+    def number(self, data: dict, key: str, kind: Any, minimum: float, default: Any = None) -> Any:
+        value = data.get(key.split(".")[-1], default)
+        if isinstance(value, bool) or not isinstance(value, kind) or value < minimum:
+            self.fail(key, f"must be a number >= {minimum}; got {value!r}")
+        return value
+
+    def cc(self, hw: dict) -> str:
+        value = str(hw.get("min_compute_capability", ""))
+        if not re.fullmatch(r"\d+\.\d+", value):
+            self.fail("hardware.min_compute_capability", f"must look like '8.0' or '8.9'; got {value!r}")
+        return value
+
+
+def load_file(path: Path) -> Profile:
+    """Read and validate one profile YAML file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"{path}: cannot read profile: {exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise ProfileError(f"{path}: malformed YAML{where}: {getattr(exc, 'problem', exc)}") from exc
+    return parse_profile(data, str(path), path)

@@ -1,0 +1,196 @@
+"""A fake OpenAI-compatible server that starts like vLLM or SGLang: it prints their start-up log lines,
+then serves /health, /v1/models and /v1/chat/completions (JSON and SSE streams) on 127.0.0.1.
+
+Run as a script it takes a backend command line (`-m MODULE --port N --served-model-name X ...`), so a
+shim interpreter can stand in for the backend's python. Behaviour comes from FAKE_SERVER_MODE:
+  ok          start, then serve well-formed answers
+  die         print a vLLM --max-model-len error and exit 1 during start
+  fatal       print a fatal error line, then keep running without becoming healthy
+  hang        never become healthy (keeps logging nothing)
+  bad-json    structured output returns text that is not JSON
+  think-leak  reasoning arrives as <think> inside content
+  engine-dead /health passes, every completion answers HTTP 500 (vLLM's EngineDeadError)
+  crash       the first completion logs vLLM's EngineDeadError, answers HTTP 500 and the server exits
+  shutdown-noise  like ok, but logs vLLM's EngineDeadError line when stopped with SIGTERM (as vLLM 0.32 does)
+FAKE_SERVER_CHILD=1 also starts a grandchild process (as vLLM starts EngineCore) to test group cleanup;
+FAKE_SERVER_IGNORE_TERM=1 makes the server ignore SIGTERM (to test the SIGKILL fallback).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+VLLM_LINES = [
+    "(APIServer pid=1) INFO 12-02 15:59:16 [api_utils.py:286] non-default args: {'host': '127.0.0.1'}",
+    "(Worker pid=2) INFO 12-02 16:01:52 [cpu_model_runner.py:68] Starting to load model /m...",
+    "(Worker pid=2) INFO 12-02 16:01:53 [default_loader.py:501] Loading weights took 0.09 seconds",
+    "(Worker pid=2) INFO 12-02 16:01:59 [cpu_worker.py:260] Explicitly set (1.0/12.96) GiB for KV cache on node 0.",
+    "(EngineCore pid=3) INFO 12-02 16:01:59 [kv_cache_utils.py:2327] CPU KV cache size: 2,097,152 tokens, "
+    "Maximum concurrency for 256 tokens per request: 8192.00x",
+    "(EngineCore pid=3) INFO 12-02 16:02:04 [core.py:402] init engine (profile, create kv cache, warmup model) took 5.67 s",
+    "(APIServer pid=1) INFO 12-02 16:02:10 [entry.py:140] Starting vLLM server on http://127.0.0.1:{port}",
+]
+SGLANG_LINES = [
+    "[2026-09-09 11:57:01] server_args=ServerArgs(model_path='/m', port={port})",
+    "[2026-09-09 11:57:05 TP0] Load weight begin. avail mem=78.50 GB",
+    "[2026-09-09 11:57:15 TP0] Load weight end. type=Qwen3MoeForCausalLM, dtype=torch.bfloat16, avail mem=11.2 GB",
+    "[2026-09-09 11:57:18 TP0] KV Cache is allocated. #tokens: 2618868, K size: 19.98 GB, V size: 19.98 GB",
+    "[2026-09-09 11:57:20 TP0] Capture cuda graph begin. This can take up to several minutes.",
+    "[2026-09-09 11:57:30 TP0] Capture cuda graph end. Time elapsed: 10.1 s.",
+    "[2026-09-09 11:57:31] The server is fired up and ready to roll!",
+]
+MAX_LEN_ERROR = ("Value error, User-specified max_model_len (999999) is greater than the derived max_model_len "
+                 "(max_position_embeddings=256 or model_max_length=None in model's config.json). To allow overriding "
+                 "this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must "
+                 "be used with extreme caution.")
+
+ENGINE_DEAD = ("vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) "
+               "for the root cause.")
+
+
+def arg(argv: list[str], name: str, default: str | None = None) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv and argv.index(name) + 1 < len(argv) else default
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+    server_version = "fake-openai"
+
+    def log_message(self, fmt: str, *args: Any) -> None:
+        print(f'INFO:     127.0.0.1 - "{self.command} {self.path}" {args[1] if len(args) > 1 else ""}', flush=True)
+
+    def _json(self, code: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _authorized(self) -> bool:
+        key = self.server.cfg.get("api_key")  # type: ignore[attr-defined]
+        if key and self.headers.get("Authorization") != f"Bearer {key}":
+            self._json(401, {"error": "Unauthorized"})
+            return False
+        return True
+
+    def do_GET(self) -> None:
+        cfg = self.server.cfg  # type: ignore[attr-defined]
+        if self.path != "/health" and not self._authorized():
+            return
+        if self.path == "/health":
+            self._json(200, {}) if cfg["ready"] else self._json(503, {"error": "starting"})
+        elif self.path == "/v1/models" and cfg["ready"]:
+            self._json(200, {"object": "list", "data": [{"id": cfg["model"], "object": "model"}]})
+        else:
+            self._json(404, {"error": "not found"})
+
+    def do_POST(self) -> None:
+        cfg = self.server.cfg  # type: ignore[attr-defined]
+        if not self._authorized():
+            return None
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        if self.path != "/v1/chat/completions" or not cfg["ready"]:
+            return self._json(404, {"error": "not found"})
+        if cfg["mode"] in ("engine-dead", "crash"):
+            self._json(500, {"error": {"message": "EngineCore encountered an issue. EngineDeadError"}})
+            if cfg["mode"] == "crash":
+                print(ENGINE_DEAD, flush=True)
+                os._exit(1)
+            return None
+        if body.get("model") != cfg["model"]:
+            return self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
+        n = int(body.get("max_tokens") or 16)
+        content, reasoning = self._answer(body, cfg)
+        if body.get("stream"):
+            return self._stream(n, body, reasoning)
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if reasoning is not None:
+            message["reasoning_content"] = reasoning
+        self._json(200, {"id": "c1", "object": "chat.completion", "model": cfg["model"],
+                         "choices": [{"index": 0, "message": message, "finish_reason": "length"}],
+                         "usage": {"prompt_tokens": 7, "completion_tokens": n, "total_tokens": 7 + n}})
+
+    def _answer(self, body: dict[str, Any], cfg: dict[str, Any]) -> tuple[str, str | None]:
+        if body.get("response_format", {}).get("type") == "json_schema":
+            return ("{\"answer\": tru" if cfg["mode"] == "bad-json" else '{"answer":true,"colour":"blue"}'), None
+        if cfg["reasoning"]:
+            if cfg["mode"] == "think-leak":
+                return "<think>17 * 3 = 51</think>51", None
+            return "51", "17 * 3 = 51"
+        return "hello there friend how are", None
+
+    def _stream(self, n: int, body: dict[str, Any], reasoning: str | None) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for i in range(n):
+            chunk = {"choices": [{"index": 0, "delta": {"content": f"t{i} "}, "finish_reason": None}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+            time.sleep(0.002)
+        if (body.get("stream_options") or {}).get("include_usage"):
+            usage = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": n, "total_tokens": 7 + n}}
+            self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
+        self.wfile.write(b"data: [DONE]\n\n")
+
+
+def serve(port: int, model: str, mode: str = "ok", reasoning: bool = False,
+          host: str = "127.0.0.1", api_key: str | None = None) -> ThreadingHTTPServer:
+    """Start the fake API in a background thread (already healthy); the caller shuts it down."""
+    httpd = ThreadingHTTPServer((host, port), Handler)
+    httpd.daemon_threads = True
+    httpd.cfg = {"model": model, "mode": mode, "reasoning": reasoning, "ready": True,
+                 "api_key": api_key}  # type: ignore[attr-defined]
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd
+
+
+def main(argv: list[str]) -> int:
+    mode = os.environ.get("FAKE_SERVER_MODE", "ok")
+    module = arg(argv, "-m", "")
+    backend = "sglang" if "sglang" in module else "vllm"
+    port = int(arg(argv, "--port", "8000"))
+    model = arg(argv, "--served-model-name") or arg(argv, "--model") or arg(argv, "--model-path") or "m"
+    if os.environ.get("FAKE_SERVER_IGNORE_TERM"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if mode == "shutdown-noise":
+        signal.signal(signal.SIGTERM, lambda *_: (print(ENGINE_DEAD, flush=True), os._exit(0)))
+    if os.environ.get("FAKE_SERVER_CHILD"):
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    lines = SGLANG_LINES if backend == "sglang" else VLLM_LINES
+    for line in lines[:3]:
+        print(line.replace("{port}", str(port)), flush=True)
+        time.sleep(0.05)
+    if mode == "die":
+        print("Traceback (most recent call last):", flush=True)
+        print(f"pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n  {MAX_LEN_ERROR}",
+              flush=True)
+        return 1
+    if mode == "fatal":
+        print(f"ERROR {MAX_LEN_ERROR}", flush=True)
+    if mode in ("fatal", "hang"):
+        while True:
+            time.sleep(1)
+    httpd = serve(port, model, mode, reasoning=arg(argv, "--reasoning-parser") is not None,
+                  api_key=arg(argv, "--api-key"))
+    for line in lines[3:]:
+        print(line.replace("{port}", str(port)), flush=True)
+    print("INFO:     Application startup complete.", flush=True)
+    try:
+        while True:
+            time.sleep(1)
+    finally:
+        httpd.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,103 @@
+"""deploy() end to end against the fake server started as a real process group (vLLM and SGLang paths)."""
+
+from __future__ import annotations
+
+import time
+
+import psutil
+
+from doctor.deploy.run import DeployRequest, deploy
+from tests.support.deploy_helpers import fake_spec, wait_gone
+
+
+def run(tmp_path, backend="vllm", mode="ok", timeout=60.0, keep=False, reasoning=False, extra=(), **env):
+    spec = fake_spec(tmp_path, backend, mode, reasoning, extra, **env)
+    said: list[str] = []
+    t0 = time.monotonic()
+    out = deploy(DeployRequest(spec=spec, log_path=tmp_path / "server.log", timeout=timeout, keep=keep, grace=3,
+                               burst=4, burst_tokens=8), progress=said.append)
+    return out, {r.check_id: r for r in out.results}, said, time.monotonic() - t0
+
+
+def test_a_healthy_vllm_server_is_started_exercised_and_stopped(tmp_path) -> None:
+    out, by_id, said, _ = run(tmp_path, FAKE_SERVER_CHILD="1")
+    assert {k: r.status.value for k, r in by_id.items()} == {
+        "QD-DEPLOY-START": "ok", "QD-DEPLOY-MODELS": "ok", "QD-DEPLOY-CHAT": "ok", "QD-DEPLOY-STREAM": "ok",
+        "QD-DEPLOY-JSON": "ok", "QD-DEPLOY-REASONING": "skip", "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok",
+        "QD-DEPLOY-KV": "skip", "QD-DEPLOY-STOP": "ok"}
+    d = out.sections["deployment"]
+    assert d["kv_cache_tokens"] == 2_097_152 and d["start"]["state"] == "ready"
+    assert d["metrics"]["completed"] == 4 and "p99_ttft_ms" in d["metrics"]
+    assert any(s.startswith("phase: loading weights") for s in said)
+    assert (tmp_path / "server.log").read_text().count("\n") >= 3
+    assert out.kept_pid is None
+
+
+def test_the_sglang_path_uses_the_same_launcher_and_exerciser(tmp_path) -> None:
+    out, by_id, said, _ = run(tmp_path, backend="sglang", reasoning=True)
+    assert by_id["QD-DEPLOY-START"].status.value == "ok"
+    assert by_id["QD-DEPLOY-REASONING"].status.value == "ok"
+    assert by_id["QD-DEPLOY-BURST"].status.value == "ok"
+    assert out.sections["deployment"]["kv_cache_tokens"] == 2_618_868
+    assert any(s.startswith("phase: CUDA graphs") for s in said)
+
+
+def test_a_server_dying_during_start_yields_the_matched_remedy_not_a_timeout(tmp_path) -> None:
+    out, by_id, _, seconds = run(tmp_path, mode="die", timeout=120)
+    start = by_id["QD-DEPLOY-START"]
+    assert start.status.value == "fail" and seconds < 30
+    assert start.remedy_ids[0] == "QD-R-VLLM-MAX-MODEL-LEN-DERIVED"
+    assert any("max-model-len" in f for f in start.fix)
+    assert out.sections["deployment"]["start"]["state"] == "died"
+    assert "QD-DEPLOY-CHAT" not in by_id and by_id["QD-DEPLOY-STOP"].status.value == "ok"
+
+
+def test_a_fatal_line_stops_the_wait_even_if_the_server_lingers(tmp_path) -> None:
+    out, by_id, _, seconds = run(tmp_path, mode="fatal", timeout=120)
+    assert out.sections["deployment"]["start"]["state"] == "fatal" and seconds < 40
+    assert by_id["QD-DEPLOY-START"].remedy_ids == ["QD-R-VLLM-MAX-MODEL-LEN-DERIVED"]
+    assert by_id["QD-DEPLOY-STOP"].status.value == "ok"
+
+
+def test_a_server_that_never_gets_healthy_times_out_and_is_stopped(tmp_path) -> None:
+    out, by_id, _, _ = run(tmp_path, mode="hang", timeout=3, FAKE_SERVER_IGNORE_TERM="1")
+    start = by_id["QD-DEPLOY-START"]
+    assert start.status.value == "fail" and "not healthy after 3 s" in start.summary
+    assert "SIGKILL" in by_id["QD-DEPLOY-STOP"].summary and by_id["QD-DEPLOY-STOP"].status.value == "ok"
+
+
+def test_keep_leaves_a_healthy_server_running(tmp_path) -> None:
+    out, by_id, _, _ = run(tmp_path, keep=True)
+    try:
+        assert out.kept_pid and psutil.pid_exists(out.kept_pid)
+        assert "QD-DEPLOY-STOP" not in by_id
+        assert out.sections["deployment"]["stop"] == f"kept running (pid {out.kept_pid})"
+    finally:
+        import os
+        import signal
+
+        proc = psutil.Process(out.kept_pid)
+        os.killpg(out.kept_pid, signal.SIGTERM)
+        assert wait_gone([proc], 10) == []
+
+
+def test_a_server_that_dies_on_its_first_request_fails_even_though_health_passed(tmp_path) -> None:
+    out, by_id, _, _ = run(tmp_path, mode="crash")
+    assert by_id["QD-DEPLOY-START"].status.value == "ok"
+    alive = by_id["QD-DEPLOY-ALIVE"]
+    assert alive.status.value == "fail" and "exited with code 1" in alive.summary
+    assert alive.remedy_ids == ["QD-R-VLLM-ENGINE-DEAD"]
+    assert by_id["QD-DEPLOY-CHAT"].status.value == "fail"
+
+
+def test_lines_logged_during_our_own_shutdown_are_not_reported_as_remedies(tmp_path) -> None:
+    out, by_id, _, _ = run(tmp_path, mode="shutdown-noise")
+    assert "EngineDeadError" in (tmp_path / "server.log").read_text()
+    assert out.remedies == [] and out.sections["deployment"]["remedies"] == []
+    assert by_id["QD-DEPLOY-STOP"].status.value == "ok"
+
+
+def test_an_api_key_is_sent_by_the_client_and_redacted_in_the_report(tmp_path) -> None:
+    out, by_id, said, _ = run(tmp_path, extra=("--api-key", "sk-secret-0123456789abcdef"))
+    assert by_id["QD-DEPLOY-START"].status.value == "ok" and by_id["QD-DEPLOY-BURST"].status.value == "ok"
+    assert "sk-secret" not in out.sections["deployment"]["command"] and "sk-secret" not in " ".join(said)

