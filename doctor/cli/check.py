@@ -29,8 +29,13 @@ from doctor.cli import options
 @click.option("--no-plugins", is_flag=True, help="Do not load third-party checks from entry points.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
               help="Seconds each probe may take.")
+@options.fleet_ray
+@options.fleet_spark
+@options.hf
+@options.node_timeout
 def check(backend, bundle, only, skip_ids, tp, pp, model, quantization, gpu_memory_utilization,
-          mem_fraction_static, report_out, fail_on, verbose, list_only, no_plugins, timeout) -> None:
+          mem_fraction_static, report_out, fail_on, verbose, list_only, no_plugins, timeout,
+          ray, spark, hf, node_timeout) -> None:
     """Run the checks and print ✓ / ! / ✗ per check with the fix under every problem."""
     from doctor import registry, runner
     from doctor.context import CheckContext
@@ -47,11 +52,14 @@ def check(backend, bundle, only, skip_ids, tp, pp, model, quantization, gpu_memo
         return
     specs = runner.select(reg, backend, only, skip_ids)
     if bundle:
+        options.no_fleet_with_bundle(ray, spark, hf)
         facts, source = Facts.load(bundle), f"bundle {bundle}"
     else:
         from doctor.facts.collect import collect
+        from doctor.fleet.extend import extend
 
         facts, source = collect(timeout_s=timeout), "live"
+        extend(facts.data, ray=ray, spark=spark, hf=hf, model=model, node_timeout_s=node_timeout, probe_timeout_s=timeout)
     opts = {"tp": tp, "pp": pp, "model": model, "quantization": quantization,
             "gpu_memory_utilization": gpu_memory_utilization, "mem_fraction_static": mem_fraction_static}
     ctx = CheckContext(facts=facts, backend=backend, options={k: v for k, v in opts.items() if v is not None})
@@ -59,5 +67,9 @@ def check(backend, bundle, only, skip_ids, tp, pp, model, quantization, gpu_memo
     report = Report(command="check" + (f" --backend {backend}" if backend else ""), results=results,
                     facts_summary=summarize(facts, source), facts=facts.data, argv=sys.argv[1:],
                     created_at=started, finished_at=now())
+    from doctor.fleet.table import node_table
+
+    if (table := node_table(facts)) is not None:
+        report.sections["fleet"] = table
     report_out.write(report, fail_on=fail_on, verbose=verbose)
     sys.exit(exit_code(results, fail_on))
