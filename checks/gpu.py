@@ -35,7 +35,7 @@ def enough_gpus(ctx: CheckContext) -> Outcome:
     if not sel.visible:
         return fail(f"no GPU visible{where}", fix=["Unset or correct CUDA_VISIBLE_DEVICES."])
     if sel.world_size > len(sel.visible):
-        return fail(f"the deployment needs {sel.world_size} GPUs (TP x PP) but {len(sel.visible)} are visible{where}",
+        return fail(f"the deployment needs {sel.world_size} GPUs (TP x PP x DP) but {len(sel.visible)} are visible{where}",
                     fix=["Lower --tensor-parallel-size / --tp-size, or expose more GPUs."],
                     evidence={"needed": sel.world_size, "visible": len(sel.visible)})
     return ok(f"{len(sel.visible)} GPU(s) visible{where}, deployment uses {len(sel.used)}")
