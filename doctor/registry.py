@@ -24,8 +24,11 @@ BUILTIN_MODULES = (
     "checks.topology",
     "checks.profile",
     "checks.planner",
+    "checks.network",
+    "checks.hf",
+    "checks.fleet",
 )
-CATEGORY_ORDER = ("plugins", "driver", "versions", "gpu", "memory", "topology", "host")
+CATEGORY_ORDER = ("plugins", "driver", "versions", "gpu", "memory", "plan", "topology", "host", "network", "hf", "fleet")
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
 
 CheckFn = Callable[[CheckContext], "Outcome | Iterable[Outcome]"]

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from doctor.cli import options
 from doctor.errors import DoctorError
 
 
@@ -15,7 +16,13 @@ from doctor.errors import DoctorError
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
               help="Seconds each probe may take before it is recorded as timed out.")
 @click.option("--deep", is_flag=True, help="Also import torch in a subprocess for its exact arch list and CUDA state.")
-def collect(output: str | None, timeout: float, deep: bool) -> None:
+@options.fleet_ray
+@options.fleet_spark
+@options.hf
+@options.node_timeout
+@click.option("--model", default=None, help="Model whose Hugging Face access and cache --hf probes.")
+def collect(output: str | None, timeout: float, deep: bool, ray: str | None, spark: str | None, hf: bool,
+            node_timeout: float, model: str | None) -> None:
     """Collect the facts snapshot (GPUs, driver, packages, host, env) as JSON; secrets are redacted."""
     from doctor.facts.collect import builtin_probes, collect as run_collect
 
@@ -25,6 +32,9 @@ def collect(output: str | None, timeout: float, deep: bool) -> None:
 
         probes["torch_runtime"] = torch_runtime.probe
     facts = run_collect(probes, timeout_s=timeout)
+    from doctor.fleet.extend import extend
+
+    extend(facts.data, ray=ray, spark=spark, hf=hf, model=model, node_timeout_s=node_timeout, probe_timeout_s=timeout)
     if output is None:
         click.echo(facts.to_json())
         return

@@ -113,4 +113,8 @@ class Facts:
         gpus = (data.get("nvml") or {}).get("gpus", [])
         if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
             raise BadBundle(f"{source}: 'nvml.gpus' must be a list of objects")
+        if "fleet" in data:
+            from doctor.fleet.model import validate
+
+            validate(data["fleet"], source)
         return cls(data)

@@ -35,6 +35,10 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
             lines.extend(_result_lines(r, verbose, color))
     lines.extend(section_lines(report.sections, report.results))
     lines.append("")
+    if report.sections.get("fleet"):
+        from doctor.fleet.table import render_table
+
+        lines.append(render_table(report.sections["fleet"]))
     lines.append(summary_line(report))
     return "\n".join(lines) + "\n"
 
