@@ -12,7 +12,6 @@ or when a worker fails, the caller scans in one process.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,15 +109,18 @@ def scan_parallel(
     parts = workers or min(os.cpu_count() or 1, path.stat().st_size // threshold)
     if parts < 2:
         return None
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     try:
         context = multiprocessing.get_context("fork")
         ranges = plan_ranges(path, parts)
         if len(ranges) < 2:
             return None
         _worker_matcher = matcher
-        with context.Pool(len(ranges)) as pool:
-            results = pool.map(_scan_range, [(str(path), part) for part in ranges])
-    except Exception:  # noqa: BLE001 - any failure: the caller scans in one process, which reports errors
+        with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
+            results = list(pool.map(_scan_range, [(str(path), part) for part in ranges]))
+    except Exception:  # noqa: BLE001 - a failed or killed worker: the caller scans in one process, which reports errors
         return None
     finally:
         _worker_matcher = None

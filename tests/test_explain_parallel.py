@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
+import multiprocessing
+import os
 import random
 from pathlib import Path
 from types import SimpleNamespace
@@ -128,7 +130,22 @@ def test_without_fork_the_file_is_scanned_in_one_process(big_log, monkeypatch):
     def no_fork(method):
         raise ValueError(f"cannot find context for {method!r}")
 
-    monkeypatch.setattr(parallel.multiprocessing, "get_context", no_fork)
+    monkeypatch.setattr(multiprocessing, "get_context", no_fork)
+    assert parallel.scan_parallel(Matcher(), path, threshold=1, workers=4) is None
+    assert explain_sources([path], parallel_min_bytes=1, workers=4) == expected
+
+
+def test_a_worker_that_dies_leaves_the_scan_to_one_process(big_log, monkeypatch):
+    path, _ = big_log
+    expected = explain_sources([path], parallel_min_bytes=10 << 30)
+    whole = Matcher.scan_range
+
+    def dying_in_workers(self, stream, head=b"", stop=None):
+        if stop is not None:
+            os._exit(3)
+        return whole(self, stream, head, stop)
+
+    monkeypatch.setattr(Matcher, "scan_range", dying_in_workers)
     assert parallel.scan_parallel(Matcher(), path, threshold=1, workers=4) is None
     assert explain_sources([path], parallel_min_bytes=1, workers=4) == expected
 
