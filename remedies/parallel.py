@@ -55,8 +55,8 @@ def plan_ranges(path: Path, parts: int) -> list[Range]:
     cuts: list[tuple[int, int]] = []
     with open(path, "rb") as handle:
         for part in range(1, parts):
-            grid = max(1, round(size * part / parts / chunk)) * chunk
-            while grid < size and (not cuts or grid > cuts[-1][1]):
+            grid = max(round(size * part / parts / chunk) * chunk, cuts[-1][1] + chunk if cuts else chunk)
+            while grid < size:
                 end = _chunk_end(handle.fileno(), grid)
                 if end is not None and (not cuts or end > cuts[-1][0]):
                     cuts.append((end, grid))
@@ -128,6 +128,7 @@ def scan_parallel(
     matches: list[Match] = []
     offset = 0
     for found, newlines in results:
-        matches.extend(Match(by_id[rid], offset + lineno, line, before, after) for rid, lineno, line, before, after in found)
+        matches.extend(Match(by_id[rid], offset + number, line, before, after)
+                       for rid, number, line, before, after in found)
         offset += newlines
     return matches, len(ranges)
