@@ -8,6 +8,7 @@ from typing import Any, Iterable
 
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, Remedy
+from remedies.parallel import scan_parallel
 from remedies.reader import open_log
 
 
@@ -71,11 +72,27 @@ class Collector:
         )
 
 
-def explain_sources(sources: Iterable[str | Path], matcher: Matcher | None = None) -> list[Finding]:
-    """Scan each source (path, gzip path or '-') and return the ranked findings."""
+def explain_sources(
+    sources: Iterable[str | Path],
+    matcher: Matcher | None = None,
+    *,
+    parallel_min_bytes: int | None = None,
+    workers: int | None = None,
+) -> list[Finding]:
+    """Scan each source (path, gzip path or '-') and return the ranked findings.
+
+    A regular, uncompressed file of at least two shares of `parallel_min_bytes` (default
+    $QWEN_DOCTOR_EXPLAIN_PARALLEL_MIN_BYTES or 64 MiB) is scanned by several processes
+    (`remedies.parallel`), with the same findings.
+    """
     matcher = matcher or Matcher()
     collector = Collector()
     for source in sources:
+        split = scan_parallel(matcher, source, parallel_min_bytes, workers)
+        if split is not None:
+            for match in split[0]:
+                collector.add(match, str(source))
+            continue
         with open_log(source) as stream:
             for match in matcher.scan(stream):
                 collector.add(match, str(source))

@@ -146,29 +146,41 @@ class Matcher:
         return [Match(r, lineno, _shorten(text), before) for r in hits]
 
     def scan(self, stream: BinaryIO) -> Iterator[Match]:
-        """Every match in a binary stream, in line order; lines are numbered from 1.
+        """Every match in a binary stream, in line order; lines are numbered from 1."""
+        yield from self.scan_range(stream)
 
-        The stream is read into one reused buffer: a partial last line moves to its front and the
-        next read fills in behind it, so no chunk is copied or reallocated.
+    def scan_range(self, stream: BinaryIO, head: bytes = b"", stop: int | None = None) -> Generator[Match, None, int]:
+        """Matches in a stream, in line order, numbered from 1; returns the number of newlines scanned.
+
+        The stream is read CHUNK bytes at a time into one reused buffer: a partial last line moves to its
+        front and the next read fills in behind it, so no chunk is copied or reallocated. `head` is data
+        already read (it starts the buffer, as a partial line would); `stop` ends the scan once that many
+        bytes (counting `head`) are scanned, which must be where a chunk ends (see `remedies.parallel`).
         """
         buf = bytearray(CHUNK + max(CHUNK, MAX_LINE))
         view = memoryview(buf)
-        lineno, filled = 1, 0
-        while True:
+        buf[:len(head)] = head
+        lineno, filled, done = 1, len(head), 0
+        while stop is None or done < stop:
             got = stream.readinto(view[filled:filled + CHUNK])
             filled += got or 0
             if not got:
                 if filled:
-                    yield from self._scan_chunk(buf, filled, lineno)
-                return
+                    lineno = yield from self._scan_chunk(buf, filled, lineno)
+                    done += filled
+                break
             cut = buf.rfind(b"\n", 0, filled) + 1
             if cut == 0 and filled < MAX_LINE:
                 continue
             if cut == 0:
                 cut = filled
             lineno = yield from self._scan_chunk(buf, cut, lineno)
+            done += cut
             buf[:filled - cut] = buf[cut:filled]
             filled -= cut
+        if stop is not None and done != stop:
+            raise ValueError(f"scan ended at byte {done}, not at the chunk boundary {stop}")
+        return lineno - 1
 
     def _scan_chunk(self, chunk: bytearray, limit: int, lineno: int) -> Generator[Match, None, int]:
         """Matches in chunk[:limit] (whole lines) numbered from `lineno`; returns the next line's number."""
