@@ -20,6 +20,7 @@ def driver_loaded(ctx: CheckContext) -> Outcome:
         reason = facts.nvml.get("error") or "NVML unavailable"
         return fail(
             f"no usable NVIDIA driver: {reason}",
+            remedy_ids=["QD-R-CUDA-NO-DRIVER"],
             fix=[
                 "Install the NVIDIA data-center driver (>= 580.65.06 for CUDA 13.0 builds of torch).",
                 "In a container, start it with `--gpus all` (NVIDIA Container Toolkit) so the driver is mounted.",
@@ -56,6 +57,7 @@ def driver_supports_torch_cuda(ctx: CheckContext) -> Outcome:
     if floor is not None and driver < floor:
         return fail(
             f"{summary}: CUDA {cuda.major}.x needs driver >= {floor}",
+            remedy_ids=["QD-R-TORCH-DRIVER-TOO-OLD"],
             details=["torch will fail at CUDA init with 'The NVIDIA driver on your system is too old'."],
             fix=[f"Upgrade the driver to >= {needed or floor}.",
                  f"Or install a torch build for an older CUDA (e.g. `pip install torch --index-url "

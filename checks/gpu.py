@@ -35,7 +35,7 @@ def enough_gpus(ctx: CheckContext) -> Outcome:
     if not sel.visible:
         return fail(f"no GPU visible{where}", fix=["Unset or correct CUDA_VISIBLE_DEVICES."])
     if sel.world_size > len(sel.visible):
-        return fail(f"the deployment needs {sel.world_size} GPUs (TP x PP) but {len(sel.visible)} are visible{where}",
+        return fail(f"the deployment needs {sel.world_size} GPUs (TP x PP x DP) but {len(sel.visible)} are visible{where}",
                     fix=["Lower --tensor-parallel-size / --tp-size, or expose more GPUs."],
                     evidence={"needed": sel.world_size, "visible": len(sel.visible)})
     return ok(f"{len(sel.visible)} GPU(s) visible{where}, deployment uses {len(sel.used)}")
@@ -50,6 +50,7 @@ def bf16_capable(ctx: CheckContext) -> Outcome:
     if too_old:
         names = ", ".join(f"{label(g)} cc {g.get('compute_capability')}" for g in too_old)
         return fail(f"bf16 needs compute capability >= 8.0: {names}",
+                    remedy_ids=["QD-R-VLLM-BF16-CAPABILITY"],
                     details=["vLLM raises: Bfloat16 is only supported on GPUs with compute capability of at least 8.0."],
                     fix=["Use Ampere or newer GPUs (A100, L40S, H100, H200).",
                          "As a last resort `--dtype half` (fp16 numerics for Qwen3.5 are unverified)."])
@@ -72,6 +73,7 @@ def fp8_capable(ctx: CheckContext) -> Outcome:
                     fix=["Serve the BF16 checkpoint Qwen/Qwen3.5-35B-A3B instead."])
     if wants_fp8 and slow:
         return warn(f"FP8 requested on {', '.join(label(g) for g in slow)} without FP8 tensor cores",
+                    remedy_ids=["QD-R-VLLM-FP8-MARLIN"],
                     details=[marlin_note, "SGLang has no Marlin fallback for every FP8 MoE path: prefer BF16 there."],
                     fix=["Expect lower throughput than BF16 on this GPU; FP8 here saves memory only.",
                          "Use BF16 (Qwen/Qwen3.5-35B-A3B, TP2 on 80 GB GPUs) if memory allows."])
@@ -104,6 +106,7 @@ def arch_in_torch(ctx: CheckContext) -> Outcome:
     if missing:
         names = ", ".join(f"{label(g)} sm_{str(g.get('compute_capability')).replace('.', '')}" for g in missing)
         return fail(f"torch {torch['version']} has no kernels for {names} (has {', '.join(arch)}; {source})",
+                    remedy_ids=["QD-R-CUDA-NO-KERNEL-IMAGE"],
                     details=["CUDA fails with: no kernel image is available for execution on the device."],
                     fix=["Install a torch / backend build that includes this architecture (CUDA 12.8+ builds "
                          "for Blackwell; cu126 or older builds for Volta/Pascal)."],
@@ -166,7 +169,7 @@ def memory_health(ctx: CheckContext) -> Outcome:
             bad.append(g)
             details.append(f"{label(g)}: {dbe} uncorrectable ECC error(s) since the last driver load")
     if bad:
-        return fail(f"{len(bad)} GPU(s) report memory errors", details=details,
+        return fail(f"{len(bad)} GPU(s) report memory errors", details=details, remedy_ids=["QD-R-CUDA-ECC"],
                     fix=["Drain the node, run `nvidia-smi -r` on the GPU, then `dcgmi diag -r 2`; "
                          "replace the GPU if row remapping failed."])
     return ok("no uncorrectable ECC errors or pending row remaps")

@@ -31,7 +31,8 @@ def shm_size(ctx: CheckContext) -> Outcome:
         msg = f"/dev/shm is {gib(size)}" + (" (Docker's 64 MB default)" if size <= 64 * 1024**2 else "")
         details = ["NCCL fails with: NCCL WARN Error while creating shared memory segment ... (No space left on device)",
                    "vLLM fails with: Insufficient space in /dev/shm"]
-        return (fail if multi else warn)(msg, details=details, fix=fix, evidence=evidence)
+        return (fail if multi else warn)(msg, details=details, fix=fix, evidence=evidence,
+                                         remedy_ids=["QD-R-NCCL-SHM-NO-SPACE", "QD-R-VLLM-SHM-BROADCAST"])
     if size < SHM_RECOMMENDED:
         return warn(f"/dev/shm is {gib(size)}, below the {gib(SHM_RECOMMENDED)} recommended for multi-GPU serving",
                     fix=fix, evidence=evidence)
@@ -77,7 +78,7 @@ def weights_disk(ctx: CheckContext) -> Outcome:
     where = disk.get("cache_dir") or disk["path"]
     evidence = {"free": disk["free"], "needed": need, "model": model}
     if disk["free"] < need:
-        return fail(f"{gib(disk['free'])} free at {where}, {model} needs about {gib(need)}",
+        return fail(f"{gib(disk['free'])} free at {where}, {model} needs about {gib(need)}", remedy_ids=["QD-R-HF-DISK-FULL"],
                     fix=["Free space, or point HF_HOME / HF_HUB_CACHE at a larger volume before downloading."],
                     evidence=evidence)
     return ok(f"{gib(disk['free'])} free at {where} (needs ~{gib(need)} for {model})", evidence=evidence)

@@ -43,7 +43,7 @@ def free_memory(ctx: CheckContext) -> Outcome:
             details=details + ["vLLM: 'Free memory on device ... is less than desired GPU memory utilization'."],
             fix=["Stop the processes holding GPU memory (see QD-MEM-002).",
                  f"Or lower {flag} to <= {max(0.05, can - 0.02):.2f}."],
-            evidence={"fraction": fraction},
+            evidence={"fraction": fraction}, remedy_ids=["QD-R-VLLM-FREE-MEMORY-LOW"],
         )
     return ok(f"free memory covers {flag} {fraction} on {len(used_gpus)} GPU(s)", details=details)
 

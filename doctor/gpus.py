@@ -48,11 +48,12 @@ def visible_gpus(facts: Facts) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def select(ctx: CheckContext) -> Selection:
-    """The deployment's GPUs: tp x pp of the visible ones (all visible when no size was given)."""
+    """The deployment's GPUs: tp x pp x dp of the visible ones (all visible when no size was given)."""
     visible, problems = visible_gpus(ctx.facts)
     tp = int(ctx.option("tp") or ctx.option("tensor_parallel_size") or 0)
     pp = int(ctx.option("pp") or ctx.option("pipeline_parallel_size") or 1)
-    world = tp * pp if tp else len(visible)
+    dp = int(ctx.option("dp") or ctx.option("data_parallel_size") or 1)
+    world = tp * pp * dp if tp else len(visible)
     return Selection(visible, visible[:world], world, problems)
 
 

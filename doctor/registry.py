@@ -28,7 +28,7 @@ BUILTIN_MODULES = (
     "checks.hf",
     "checks.fleet",
 )
-CATEGORY_ORDER = ("plugins", "driver", "versions", "gpu", "memory", "topology", "host", "network", "hf", "fleet")
+CATEGORY_ORDER = ("plugins", "driver", "versions", "gpu", "memory", "plan", "topology", "host", "network", "hf", "fleet")
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
 
 CheckFn = Callable[[CheckContext], "Outcome | Iterable[Outcome]"]

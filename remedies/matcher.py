@@ -1,23 +1,27 @@
 """Find catalogue entries in log lines: a literal prefilter, then each candidate entry's regex.
 
 Two entry points share one compiled plan:
-- `Matcher.feed(line, lineno)` for a live stream, one line at a time;
-- `Matcher.scan(stream)` for files, which scans big byte chunks with a few `bytes.find` passes
-  (one per anchor) instead of touching every line from Python.
-An anchor is a phrase shared by several literals (or a whole literal); every literal contains its anchor,
-so the prefilter never misses a line that the regex would match. Candidate lines are decoded with
-errors='replace' and capped at MAX_LINE bytes; a longer line is scanned in MAX_LINE pieces (a message
-straddling two pieces is missed).
+- `Matcher.feed(line, lineno)` for a live stream, one line at a time (anchors, then literals, then regexes);
+- `Matcher.scan(stream)` for files, which scans big byte chunks with one `bytes.find` pass per level-1
+  needle (`remedies.prefilter`: substrings covering every literal, fewer and cheaper than the anchors)
+  instead of touching every line from Python; a line holding a needle is checked against the anchors
+  whose literals contain that needle (a literal in the line brings its own needles), then their literals
+  and regexes.
+An anchor is a phrase shared by several literals (or a whole literal); every literal contains its anchor
+and at least one needle, so neither filter misses a line that the regex would match. Candidate lines are
+decoded with errors='replace' and capped at MAX_LINE bytes; a longer line is scanned in MAX_LINE pieces (a
+message straddling two pieces is missed).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO, Generator, Iterable, Iterator
 
 from remedies.loader import Catalogue, load_catalogue
 from remedies.model import Remedy
+from remedies.prefilter import cached_prefilter
 
 CHUNK = 8 << 20
 MAX_LINE = 1 << 20
@@ -106,7 +110,17 @@ class Matcher:
         self._anchors = [
             _Anchor(text.encode(), text, members) for text, members in plan_anchors(self.catalogue)
         ]
+        self._needles = [n.encode() for n in cached_prefilter(tuple(sorted({r.literal for r in self.catalogue})))]
+        self._needle_anchors = [
+            frozenset(i for i, a in enumerate(self._anchors) if any(n in r.literal.encode() for r in a.remedies))
+            for n in self._needles
+        ]
         self._recent: deque[str] = deque(maxlen=context)
+
+    @property
+    def needles(self) -> list[str]:
+        """The level-1 needles of the file scan (see `remedies.prefilter`), for inspection and tests."""
+        return [n.decode() for n in self._needles]
 
     @property
     def anchors(self) -> list[str]:
@@ -132,55 +146,63 @@ class Matcher:
         return [Match(r, lineno, _shorten(text), before) for r in hits]
 
     def scan(self, stream: BinaryIO) -> Iterator[Match]:
-        """Every match in a binary stream, in line order; lines are numbered from 1."""
-        lineno = 1
-        carry = b""
+        """Every match in a binary stream, in line order; lines are numbered from 1.
+
+        The stream is read into one reused buffer: a partial last line moves to its front and the
+        next read fills in behind it, so no chunk is copied or reallocated.
+        """
+        buf = bytearray(CHUNK + max(CHUNK, MAX_LINE))
+        view = memoryview(buf)
+        lineno, filled = 1, 0
         while True:
-            block = stream.read(CHUNK)
-            if not block:
-                if carry:
-                    yield from self._scan_chunk(carry, lineno)
+            got = stream.readinto(view[filled:filled + CHUNK])
+            filled += got or 0
+            if not got:
+                if filled:
+                    yield from self._scan_chunk(buf, filled, lineno)
                 return
-            data = carry + block
-            cut = data.rfind(b"\n") + 1
-            if cut == 0 and len(data) < MAX_LINE:
-                carry = data
+            cut = buf.rfind(b"\n", 0, filled) + 1
+            if cut == 0 and filled < MAX_LINE:
                 continue
             if cut == 0:
-                cut = len(data)
-            chunk, carry = data[:cut], data[cut:]
-            yield from self._scan_chunk(chunk, lineno)
-            lineno += chunk.count(b"\n")
+                cut = filled
+            lineno = yield from self._scan_chunk(buf, cut, lineno)
+            buf[:filled - cut] = buf[cut:filled]
+            filled -= cut
 
-    def _scan_chunk(self, chunk: bytes, first_lineno: int) -> Iterator[Match]:
-        candidates: dict[int, dict[int, int]] = {}
-        for index, anchor in enumerate(self._anchors):
-            pos = chunk.find(anchor.needle)
+    def _scan_chunk(self, chunk: bytearray, limit: int, lineno: int) -> Generator[Match, None, int]:
+        """Matches in chunk[:limit] (whole lines) numbered from `lineno`; returns the next line's number."""
+        starts: dict[int, set[int]] = {}
+        for needle, anchors in zip(self._needles, self._needle_anchors):
+            pos = chunk.find(needle, 0, limit)
             while pos >= 0:
-                start = chunk.rfind(b"\n", 0, pos) + 1
-                candidates.setdefault(start, {})[index] = pos
-                end = chunk.find(b"\n", pos)
+                starts.setdefault(chunk.rfind(b"\n", 0, pos) + 1, set()).update(anchors)
+                end = chunk.find(b"\n", pos, limit)
                 if end < 0:
                     break
-                pos = chunk.find(anchor.needle, end)
-        lineno, counted = first_lineno, 0
-        for start in sorted(candidates):
+                pos = chunk.find(needle, end, limit)
+        counted = 0
+        for start in sorted(starts):
             lineno += chunk.count(b"\n", counted, start)
             counted = start
-            end = chunk.find(b"\n", start)
-            end = len(chunk) if end < 0 else end
-            for index, pos in sorted(candidates[start].items()):
+            end = chunk.find(b"\n", start, limit)
+            end = limit if end < 0 else end
+            for anchor in map(self._anchors.__getitem__, sorted(starts[start])):
+                pos = chunk.find(anchor.needle, start, end)
+                if pos < 0:
+                    continue
                 lo = start if end - start <= MAX_LINE else max(start, pos - MAX_LINE // 2)
                 raw = chunk[lo:min(end, lo + MAX_LINE)]
                 text: str | None = None
-                for remedy in self._anchors[index].remedies:
+                for remedy in anchor.remedies:
                     if remedy.literal.encode() not in raw:
                         continue
                     text = _decode(raw) if text is None else text
                     if remedy.regex.search(text):
-                        yield Match(remedy, lineno, _shorten(text), *self._context(chunk, start, end))
+                        yield Match(remedy, lineno, _shorten(text), *self._context(chunk, start, end, limit))
+        return lineno + chunk.count(b"\n", counted, limit)
 
-    def _context(self, chunk: bytes, start: int, end: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def _context(self, chunk: bytearray, start: int, end: int, limit: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         before: list[str] = []
         pos = start
         for _ in range(self.context):
@@ -192,10 +214,10 @@ class Matcher:
         after: list[str] = []
         pos = end + 1
         for _ in range(self.context):
-            if pos >= len(chunk):
+            if pos >= limit:
                 break
-            nxt = chunk.find(b"\n", pos)
-            nxt = len(chunk) if nxt < 0 else nxt
+            nxt = chunk.find(b"\n", pos, limit)
+            nxt = limit if nxt < 0 else nxt
             after.append(_shorten(_decode(chunk[pos:nxt][:MAX_LINE])))
             pos = nxt + 1
         return tuple(before), tuple(after)

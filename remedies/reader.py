@@ -9,7 +9,7 @@ import sys
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from remedies.errors import LogReadError
 
@@ -64,8 +64,14 @@ class _Guarded:
         self._name = name
 
     def read(self, size: int = -1) -> bytes:
+        return self._guard(self._stream.read, size)
+
+    def readinto(self, buffer: memoryview | bytearray) -> int:
+        return self._guard(self._stream.readinto, buffer)
+
+    def _guard(self, call: Callable[[Any], Any], arg: Any) -> Any:
         try:
-            return self._stream.read(size)
+            return call(arg)
         except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
             raise LogReadError(f"{self._name}: corrupt gzip data: {exc or 'truncated'}") from None
         except OSError as exc:

@@ -158,3 +158,39 @@ def test_crashing_check_becomes_an_error_result(tmp_path: Path):
     done = qd("check", "--from", str(FIXTURES / "h200.json"), "--only", "ACME", "--format", "json", env=env)
     result = json.loads(done.stdout)["results"][0]
     assert result["status"] == "error" and "ZeroDivisionError" in result["summary"]
+
+
+def test_profile_sets_backend_and_parallel_sizes_for_the_checks():
+    done = qd("check", "--from", str(FIXTURES / "a100-8x-nvlink.json"), "--profile", "vllm-a100-8x",
+              "--only", "QD-GPU-001", "--only", "QD-PROF-001", "--only", "QD-PLAN", "--format", "json")
+    report = json.loads(done.stdout)
+    assert report["command"].startswith("check --profile vllm-a100-8x")
+    statuses = {r["check_id"]: r["status"] for r in report["results"]}
+    assert statuses == {"QD-GPU-001": "ok", "QD-PROF-001": "ok", "QD-PLAN-001": "ok", "QD-PLAN-002": "ok"}
+    assert done.returncode == 0
+
+
+def test_profile_needing_more_gpus_than_the_machine_has_fails():
+    done = qd("check", "--from", str(FIXTURES / "h200.json"), "--profile", "vllm-stable", "--only", "QD-GPU-001")
+    assert done.returncode == 1 and "needs 2 GPUs" in done.stdout
+
+
+def test_profile_and_contradicting_backend_or_unknown_profile_exit_2():
+    both = qd("check", "--from", str(FIXTURES / "h200.json"), "--profile", "vllm-stable", "--backend", "sglang")
+    assert both.returncode == 2 and "contradicts" in both.stderr
+    assert qd("check", "--from", str(FIXTURES / "h200.json"), "--profile", "no-such-profile").returncode == 2
+
+
+def test_log_option_adds_matched_remedies_as_results(tmp_path: Path):
+    log = tmp_path / "server.log"
+    log.write_text("INFO starting\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    done = qd("check", "--from", str(FIXTURES / "h200.json"), "--only", "QD-DRV", "--log", str(log), "--format", "json")
+    results = json.loads(done.stdout)["results"]
+    matched = [r for r in results if r["check_id"].startswith("QD-R-")]
+    assert matched and matched[0]["status"] == "fail"
+    assert done.returncode == 1
+
+
+def test_unreadable_log_is_exit_2_before_anything_runs(tmp_path: Path):
+    done = qd("check", "--from", str(FIXTURES / "h200.json"), "--log", str(tmp_path / "absent.log"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1

@@ -12,6 +12,10 @@ from doctor.cli import options
 @click.command()
 @options.backend
 @options.from_bundle
+@click.option("--profile", "profile_name", default=None, metavar="P",
+              help="Check for this deployment profile (name or YAML path): its backend, model, TP/PP and hardware.")
+@click.option("--log", "logs", multiple=True, type=click.Path(dir_okay=False, allow_dash=True), metavar="FILE",
+              help="Also explain this server log (plain, .gz or - for stdin; repeatable).")
 @click.option("--only", multiple=True, metavar="ID", help="Run only these checks (id or id prefix; repeatable).")
 @click.option("--skip", "skip_ids", multiple=True, metavar="ID", help="Skip these checks (id or prefix; repeatable).")
 @click.option("--tp", type=click.IntRange(min=1), default=None, help="Tensor-parallel size of the deployment.")
@@ -33,7 +37,7 @@ from doctor.cli import options
 @options.fleet_spark
 @options.hf
 @options.node_timeout
-def check(backend, bundle, only, skip_ids, tp, pp, model, quantization, gpu_memory_utilization,
+def check(backend, bundle, profile_name, logs, only, skip_ids, tp, pp, model, quantization, gpu_memory_utilization,
           mem_fraction_static, report_out, fail_on, verbose, list_only, no_plugins, timeout,
           ray, spark, hf, node_timeout) -> None:
     """Run the checks and print ✓ / ! / ✗ per check with the fix under every problem."""
@@ -50,6 +54,22 @@ def check(backend, bundle, only, skip_ids, tp, pp, model, quantization, gpu_memo
             origin = "" if spec.source == "builtin" else f"  [{spec.source}]"
             click.echo(f"{spec.id:<13} {spec.severity:<8} {spec.title}: {spec.description}{origin}")
         return
+    profile = None
+    if profile_name:
+        from profiles import load_profile
+
+        profile = load_profile(profile_name)
+        if backend and backend != profile.backend:
+            from doctor.errors import DoctorError
+
+            raise DoctorError(f"--backend {backend} contradicts profile {profile.name} (backend {profile.backend})")
+        backend = profile.backend
+        model = model or profile.model
+    if logs:
+        from remedies.reader import check_readable
+
+        for log_file in logs:
+            check_readable(log_file)
     specs = runner.select(reg, backend, only, skip_ids)
     if bundle:
         options.no_fleet_with_bundle(ray, spark, hf)
@@ -62,9 +82,16 @@ def check(backend, bundle, only, skip_ids, tp, pp, model, quantization, gpu_memo
         extend(facts.data, ray=ray, spark=spark, hf=hf, model=model, node_timeout_s=node_timeout, probe_timeout_s=timeout)
     opts = {"tp": tp, "pp": pp, "model": model, "quantization": quantization,
             "gpu_memory_utilization": gpu_memory_utilization, "mem_fraction_static": mem_fraction_static}
-    ctx = CheckContext(facts=facts, backend=backend, options={k: v for k, v in opts.items() if v is not None})
+    ctx = CheckContext(facts=facts, backend=backend, profile=profile,
+                       options={k: v for k, v in opts.items() if v is not None})
     results = runner.plugin_errors(reg) + runner.run_checks(specs, ctx, verbose=verbose)
-    report = Report(command="check" + (f" --backend {backend}" if backend else ""), results=results,
+    if logs:
+        from remedies import explain_sources
+        from remedies.results import to_results
+
+        results += to_results(explain_sources(logs))
+    command = "check" + (f" --profile {profile.name}" if profile else f" --backend {backend}" if backend else "")
+    report = Report(command=command, results=results,
                     facts_summary=summarize(facts, source), facts=facts.data, argv=sys.argv[1:],
                     created_at=started, finished_at=now())
     from doctor.fleet.table import node_table
