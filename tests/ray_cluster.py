@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -116,4 +117,5 @@ def two_node_cluster(head_gpus: int = 1, worker_gpus: int = 2, start_timeout_s: 
         if worker is not None:
             _kill(worker)
         _kill(head)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 

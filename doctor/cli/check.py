@@ -79,7 +79,8 @@ def check(backend, bundle, profile_name, logs, only, skip_ids, tp, pp, model, qu
         from doctor.fleet.extend import extend
 
         facts, source = collect(timeout_s=timeout), "live"
-        extend(facts.data, ray=ray, spark=spark, hf=hf, model=model, node_timeout_s=node_timeout, probe_timeout_s=timeout)
+        extend(facts.data, ray=ray, spark=spark, hf=hf, model=model or getattr(profile, "model", None),
+               node_timeout_s=node_timeout, probe_timeout_s=timeout)
     opts = {"tp": tp, "pp": pp, "model": model, "quantization": quantization,
             "gpu_memory_utilization": gpu_memory_utilization, "mem_fraction_static": mem_fraction_static}
     ctx = CheckContext(facts=facts, backend=backend, profile=profile,
