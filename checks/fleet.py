@@ -89,20 +89,26 @@ def _answered(fleet: dict[str, Any]) -> list[Node]:
     return [n for n in nodes(fleet) if n.answered]
 
 
-@check("QD-FLEET-002", "Versions match across nodes", category="fleet", severity="high")
-def version_parity(ctx: CheckContext) -> Outcome:
-    """Ray, Python, torch, the engine and the NVIDIA driver must be the same on the driver and every node."""
+def _answered_nodes(ctx: CheckContext) -> list[Node] | Outcome:
+    """The nodes that answered, or the skip that says why there are none to compare."""
     fleet = _fleet(ctx)
     if fleet is None:
         return skip(NO_FLEET)
-    answered = _answered(fleet)
-    if not answered:
-        return skip("no node answered (see QD-FLEET-001)")
+    return _answered(fleet) or skip("no node answered (see QD-FLEET-001)")
+
+
+@check("QD-FLEET-002", "Versions match across nodes", category="fleet", severity="high")
+def version_parity(ctx: CheckContext) -> Outcome:
+    """Ray, Python, torch, the engine and the NVIDIA driver must be the same on the driver and every node."""
+    answered = _answered_nodes(ctx)
+    if isinstance(answered, Outcome):
+        return answered
+    engine = fleet_of(ctx.facts)["engine"]
     table: dict[str, dict[str, str | None]] = {"driver host": versions(ctx.facts)}
     table.update({n.label: versions(n.facts) for n in answered})
     # Under Ray the driver process is part of the cluster; a Spark driver does not run the engine itself,
     # so there a package only on the driver host is no mismatch.
-    counted = set(table) if fleet["engine"] == "ray" else {n.label for n in answered}
+    counted = set(table) if engine == "ray" else {n.label for n in answered}
     mismatched_fail, mismatched_warn, details = [], [], []
     for component in (*PARITY_FAIL, *PARITY_WARN):
         values = {label: row[component] for label, row in table.items()}
@@ -180,12 +186,9 @@ def _env_keys(env: dict[str, str]) -> dict[str, str]:
 @check("QD-FLEET-004", "NCCL / HF / vLLM environment consistent across nodes", category="fleet", severity="medium")
 def env_consistent(ctx: CheckContext) -> Outcome:
     """A variable set on the driver but not on the workers (HF_ENDPOINT, HF_HUB_OFFLINE, NCCL_*) splits the fleet."""
-    fleet = _fleet(ctx)
-    if fleet is None:
-        return skip(NO_FLEET)
-    answered = _answered(fleet)
-    if not answered:
-        return skip("no node answered (see QD-FLEET-001)")
+    answered = _answered_nodes(ctx)
+    if isinstance(answered, Outcome):
+        return answered
     driver_env = _env_keys(ctx.facts.env)
     keys = set(driver_env)
     for n in answered:
@@ -199,7 +202,7 @@ def env_consistent(ctx: CheckContext) -> Outcome:
                                                   for label, v in values.items()))
     evidence = {"differing": serious + other}
     where = ("Ray: set it in the environment of `ray start` on every node, or runtime_env={'env_vars': {...}}"
-             if fleet["engine"] == "ray" else "Spark: spark.executorEnv.NAME=VALUE (and the driver's environment)")
+             if fleet_of(ctx.facts)["engine"] == "ray" else "Spark: spark.executorEnv.NAME=VALUE (and the driver's environment)")
     if serious:
         return fail(f"{', '.join(serious)} {_differ(serious)} between the driver and the nodes", details=details,
                     evidence=evidence, fix=[f"Set the same values everywhere. {where}."])
@@ -213,13 +216,9 @@ def env_consistent(ctx: CheckContext) -> Outcome:
 @check("QD-FLEET-005", "/dev/shm on every node", category="fleet", severity="high")
 def shm_per_node(ctx: CheckContext) -> Iterator[Outcome]:
     """NCCL's shared-memory transport and vLLM's broadcast need a large /dev/shm on each node, not just here."""
-    fleet = _fleet(ctx)
-    if fleet is None:
-        yield skip(NO_FLEET)
-        return
-    answered = _answered(fleet)
-    if not answered:
-        yield skip("no node answered (see QD-FLEET-001)")
+    answered = _answered_nodes(ctx)
+    if isinstance(answered, Outcome):
+        yield answered
         return
     fix = ["docker run --ipc=host (or --shm-size=16g) on that node; in Kubernetes an emptyDir medium: Memory at /dev/shm"]
     for n in answered:

@@ -55,6 +55,6 @@ def plugin_errors(registry: Registry) -> list[Result]:
     return [
         Result(f"QD-PLUGIN-{i + 1:03d}", f"plugin {name}", "plugins", "medium", Status.ERROR,
                f"plugin failed to load: {err}",
-               fix=[f"Fix or uninstall the plugin, or set QWEN_DOCTOR_DISABLE_PLUGIN_AUTOLOAD=1"])
+               fix=["Fix or uninstall the plugin, or set QWEN_DOCTOR_DISABLE_PLUGIN_AUTOLOAD=1"])
         for i, (name, err) in enumerate(registry.load_errors)
     ]
