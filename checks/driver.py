@@ -61,7 +61,7 @@ def driver_supports_torch_cuda(ctx: CheckContext) -> Outcome:
             details=["torch will fail at CUDA init with 'The NVIDIA driver on your system is too old'."],
             fix=[f"Upgrade the driver to >= {needed or floor}.",
                  "Or install a torch build for an older CUDA (e.g. `pip install torch --index-url "
-                 f"https://download.pytorch.org/whl/cu128`) that matches the serving backend's pin."],
+                 "https://download.pytorch.org/whl/cu128`) that matches the serving backend's pin."],
             evidence=evidence,
         )
     if needed is not None and driver < needed:
