@@ -144,10 +144,17 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\n\n")
 
 
+class _Server(ThreadingHTTPServer):
+    """A real server's listen backlog: socketserver's default of 5 refuses part of a 16-stream burst under load."""
+
+    request_queue_size = 128
+    daemon_threads = True
+
+
 def serve(port: int, model: str, mode: str = "ok", reasoning: bool = False,
           host: str = "127.0.0.1", api_key: str | None = None) -> ThreadingHTTPServer:
     """Start the fake API in a background thread (already healthy); the caller shuts it down."""
-    httpd = ThreadingHTTPServer((host, port), Handler)
+    httpd = _Server((host, port), Handler)
     httpd.daemon_threads = True
     httpd.cfg = {"model": model, "mode": mode, "reasoning": reasoning, "ready": True,
                  "api_key": api_key}  # type: ignore[attr-defined]
