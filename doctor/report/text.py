@@ -24,8 +24,9 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
     lines = [f"qwen-doctor {report.tool_version} · {report.command} · host {s.get('hostname') or '?'} · "
              f"{s.get('source', 'live')}"]
     if s:
-        lines.append(f"  driver {s.get('driver_version') or '-'} · GPUs: {s.get('gpus')} · "
-                     + " · ".join(f"{k} {v}" for k, v in (s.get("packages") or {}).items()))
+        parts = [f"driver {s.get('driver_version') or '-'}", f"GPUs: {s.get('gpus')}"]
+        parts += [f"{k} {v}" for k, v in (s.get("packages") or {}).items()]
+        lines.append("  " + " · ".join(parts))
     lines.append("")
     for category, group in groupby(report.results, key=lambda r: r.category):
         items = list(group)
