@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import shutil
 import signal
@@ -19,7 +20,17 @@ RAY = str(Path(sys.executable).with_name("ray"))
 ROOT = Path(__file__).resolve().parents[1]
 # Token auth is on by default and reads a token shared by every Ray user of this machine (~/.ray/auth_token):
 # the test cluster and its clients opt out so that another user's Ray cannot break them.
-RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+# Ray rewrites 127.0.0.1 to the interface address (services.resolve_ip_for_localhost -> get_node_ip_address)
+# unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0, which keeps every node, worker, agent and driver on loopback.
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+# With that variable at 0, `ray start --address` aborts ("Multi-node Ray clusters are not supported on Windows and
+# OSX"). The worker node's `ray start` therefore sees ENABLE_RAY_CLUSTER=True through a copy of ray_constants given
+# to ray.scripts.scripts alone; services (and every child process) still read 0 and stay on 127.0.0.1.
+RAY_START_MULTINODE = (
+    "import sys, types, ray._private.ray_constants as rc, ray.scripts.scripts as s; "
+    "c = types.ModuleType(rc.__name__); c.__dict__.update(vars(rc)); c.ENABLE_RAY_CLUSTER = True; "
+    "s.ray_constants = c; sys.argv[0] = 'ray'; s.main()"
+)
 
 
 def free_ports(n: int) -> list[int]:
@@ -44,10 +55,41 @@ class Cluster:
     def stop_worker(self) -> None:
         _kill(self.worker)
 
+    def inet_sockets(self) -> list[tuple[int, str, str, str]]:
+        """(pid, name, local ip:port, remote ip:port or '') of every TCP/UDP socket of both nodes' process trees."""
+        import psutil
+
+        procs: list[psutil.Process] = []
+        for node in (self.head, self.worker):
+            try:
+                root = psutil.Process(node.pid)
+                procs += [root, *root.children(recursive=True)]
+            except psutil.Error:
+                continue
+        found = []
+        for proc in procs:
+            try:
+                conns = (getattr(proc, "net_connections", None) or proc.connections)(kind="inet")
+                name = proc.name()
+            except psutil.Error:
+                continue
+            for c in conns:
+                remote = f"{c.raddr.ip}:{c.raddr.port}" if c.raddr else ""
+                found.append((proc.pid, name, f"{c.laddr.ip}:{c.laddr.port}", remote))
+        return found
+
+
+def is_loopback(endpoint: str) -> bool:
+    """True for '127.x.x.x:port', '::1:port' and IPv4-mapped '::ffff:127.x.x.x:port'."""
+    ip = ipaddress.ip_address(endpoint.rsplit(":", 1)[0])
+    mapped = getattr(ip, "ipv4_mapped", None)
+    return (mapped or ip).is_loopback
+
 
 def _node(args: list[str], temp_dir: str, log: Path) -> tuple[subprocess.Popen[bytes], int]:
     (gcs, nm, om, client, agent, agent_grpc, metrics, rt_env, low) = free_ports(9)
-    cmd = [RAY, "start", "--block", "--disable-usage-stats", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
+    ray = [RAY] if "--head" in args else [sys.executable, "-c", RAY_START_MULTINODE]
+    cmd = [*ray, "start", "--block", "--disable-usage-stats", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
            "--object-store-memory", str(80 * 1024**2), "--temp-dir", temp_dir,
            "--node-manager-port", str(nm), "--object-manager-port", str(om), "--dashboard-agent-listen-port", str(agent),
            "--dashboard-agent-grpc-port", str(agent_grpc), "--metrics-export-port", str(metrics),

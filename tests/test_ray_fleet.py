@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import pytest
 
 from tests.conftest import need
-from tests.ray_cluster import RAY_ENV, Cluster, free_ports, two_node_cluster
+from tests.ray_cluster import RAY_ENV, Cluster, free_ports, is_loopback, two_node_cluster
 
 pytestmark = pytest.mark.ray
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,6 +59,16 @@ def test_check_ray_reports_both_nodes_with_per_node_columns_and_catches_driver_o
     table = report["sections"]["fleet"]
     assert table["engine"] == "ray" and len(table["columns"]) == 2
     assert sorted(next(r for r in table["rows"] if r["name"] == "GPUs (scheduler)")["values"]) == ["1.0", "2.0"]
+
+
+def test_every_socket_of_the_cluster_listens_and_connects_on_loopback_only(cluster: Cluster):
+    """Ray turns 127.0.0.1 into the interface address unless told not to; test traffic must stay on loopback."""
+    sockets = cluster.inet_sockets()
+    gcs_port = cluster.address.rsplit(":", 1)[1]
+    assert any(name == "gcs_server" and local.endswith(f":{gcs_port}") for _, name, local, _ in sockets), sockets
+    assert len({pid for pid, name, _, _ in sockets if name == "raylet"}) == 2, sockets
+    off_loopback = [s for s in sockets if not is_loopback(s[2]) or (s[3] and not is_loopback(s[3]))]
+    assert off_loopback == []
 
 
 def test_tp_x_pp_beyond_the_clusters_gpus_fails_like_vllms_placement_group(cluster: Cluster):
