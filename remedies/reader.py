@@ -50,6 +50,38 @@ def check_readable(source: str | Path) -> None:
         raise LogReadError(f"{name}: is a directory, not a log file")
     if not path.is_file() or not os.access(path, os.R_OK):
         raise LogReadError(f"{name}: cannot open: {'permission denied' if path.exists() else 'no such file'}")
+    share = binary_share(_head(path))
+    if share > BINARY_LIMIT:
+        raise LogReadError(f"{name}: not a text log ({share:.0%} of its first bytes are binary)")
+
+
+SNIFF_BYTES = 64 * 1024
+BINARY_LIMIT = 0.30
+_TEXT_BYTES = bytes(range(32, 127)) + b"\t\n\r\x1b"
+
+
+def binary_share(head: bytes) -> float:
+    """Share of bytes in `head` that are neither printable ASCII, common whitespace/ANSI nor valid UTF-8 text.
+
+    Logs with some junk in them are still logs; a file that is mostly binary (an image, a core dump) is not.
+    """
+    if not head:
+        return 0.0
+    text = head.decode("utf-8", errors="replace")
+    odd = sum(1 for ch in text if ch == "\ufffd" or (ord(ch) < 128 and ch.encode() not in _TEXT_BYTES))
+    return odd / len(text)
+
+
+def _head(path: Path) -> bytes:
+    """The first bytes of a log, decompressed when it is gzip; unreadable gzip is left to the scan to report."""
+    with open(path, "rb") as fh:
+        head = fh.read(SNIFF_BYTES)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            return zlib.decompressobj(wbits=31).decompress(head, SNIFF_BYTES)
+        except zlib.error:
+            return b""
+    return head
 
 
 def _peekable(stream: BinaryIO) -> BinaryIO:

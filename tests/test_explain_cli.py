@@ -118,3 +118,21 @@ def test_redact_hosts_applies_to_the_terminal_text_too(tmp_path):
     done = qd("explain", "--redact-hosts", str(log))
     out = done.stdout.decode()
     assert done.returncode == 1 and "10.20.30.40" not in out and "[IP-1]" in out
+
+
+def test_a_file_that_is_not_a_text_log_is_refused_in_one_line(tmp_path: Path):
+    png = tmp_path / "screenshot.log"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64)
+    packed = tmp_path / "core.log.gz"
+    packed.write_bytes(gzip.compress(bytes(range(256)) * 64))
+    for path in (png, packed):
+        done = qd("explain", str(path))
+        assert done.returncode == 2
+        assert done.stderr.decode().count("\n") == 1 and "not a text log" in done.stderr.decode()
+
+
+def test_a_log_with_some_binary_junk_is_still_explained(tmp_path: Path):
+    log = tmp_path / "junk.log"
+    log.write_bytes(b"INFO start\n" * 200 + b"\x00\xff\xfe garbage \x01\x02\n" * 20 + OOM.encode() + b"\n")
+    done = qd("explain", str(log))
+    assert done.returncode == 1 and b"QD-R-TORCH-CUDA-OOM" in done.stdout
