@@ -38,11 +38,6 @@ def _pairs(used: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, A
     return [(x, y) for i, x in enumerate(used) for y in used[i + 1:]]
 
 
-def _nvlink_peers(gpu: dict[str, Any]) -> set[str]:
-    return {str(l["remote_pci_bus_id"]).lower() for l in gpu.get("nvlink") or []
-            if l.get("state") == "active" and l.get("remote_pci_bus_id")}
-
-
 @check("QD-TOPO-001", "Tensor-parallel GPUs connected by NVLink", category="topology", severity="medium")
 def tp_on_nvlink(ctx: CheckContext) -> Outcome:
     """Every TP all-reduce crosses every pair: PCIe-only or cross-socket pairs cut decode throughput."""
