@@ -92,7 +92,8 @@ def test_a_server_that_dies_on_its_first_request_fails_even_though_health_passed
     out, by_id, _, _ = run(tmp_path, mode="crash")
     assert by_id["QD-DEPLOY-START"].status.value == "ok"
     alive = by_id["QD-DEPLOY-ALIVE"]
-    assert alive.status.value == "fail" and "exited with code 1" in alive.summary
+    assert alive.status.value == "fail" and "exited by itself with code 1" in alive.summary
+    assert by_id["QD-DEPLOY-STOP"].summary == "exited by itself with code 1"
     assert alive.remedy_ids == ["QD-R-VLLM-ENGINE-DEAD"]
     assert by_id["QD-DEPLOY-CHAT"].status.value == "fail"
 

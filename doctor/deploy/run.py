@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,12 +11,12 @@ from typing import Any, Callable
 
 import httpx
 
-from doctor.deploy import kv
+from doctor.deploy import kv, runs
 from doctor.deploy.exercise import Exercise, ExerciseConfig, run_all
 from doctor.deploy.follower import LogFollower
 from doctor.deploy.health import StartOutcome, wait_ready
-from doctor.deploy.ports import ensure_port_free
-from doctor.deploy.process import ServerProcess, supervised
+from doctor.deploy.ports import PortInUse, port_is_free
+from doctor.deploy.process import ServerProcess, Terminated, supervised
 from doctor.deploy.remedy import RemedyHit
 from doctor.deploy.spec import LaunchSpec
 from doctor.facts.model import Facts
@@ -55,6 +56,15 @@ class DeployOutcome:
     sections: dict[str, Any]
     kept_pid: int | None = None
     remedies: list[RemedyHit] = field(default_factory=list)
+    interrupted: str | None = None
+    kept_id: str | None = None
+
+    @property
+    def exit_code(self) -> int | None:
+        """130 after Ctrl-C, 143 after SIGTERM, None otherwise (the results decide)."""
+        if self.interrupted is None:
+            return None
+        return 143 if self.interrupted == "SIGTERM" else 130
 
 
 def _result(check_id: str, title: str, status: str, summary: str, severity: str = "high", **kw: Any) -> Result:
@@ -68,8 +78,14 @@ def _start_result(start: StartOutcome, remedies: list[RemedyHit], follower: LogF
     fatal = [h for h in remedies if h.fatal] or remedies
     fix = [step for h in fatal[:1] for step in h.fix]
     details = [start.detail] + [f"log line {h.lineno}: {h.line}" for h in fatal[:3]]
+    if start.state == "timeout" and not fatal and start.progressing:
+        details.append(f"the server was still progressing (phase {start.phase}, last log line "
+                       f"{start.quiet_s:.0f} s before the timeout): raise --timeout")
+        fix = [f"raise --timeout (it was {start.timeout:g} s; try {start.timeout * 2:g})"]
     if not fatal:
-        details += ["last log lines:", *follower.excerpt()[-5:]]
+        before = follower.before_shutdown or follower.excerpt()
+        details += ["last log lines before qwen-doctor stopped the server:" if follower.before_shutdown
+                    else "last log lines:", *before[-8:]]
     summary = (f"{fatal[0].id}: {fatal[0].title}" if fatal else start.detail)
     return _result("QD-DEPLOY-START", "Server starts and becomes healthy", "fail", summary, "critical",
                    details=details, fix=fix or ["Read the deployment log excerpt below; rerun with the same command "
@@ -88,7 +104,7 @@ def _state_after(spec: LaunchSpec, server: ServerProcess) -> str | None:
     """None when the server still runs and answers /health; otherwise what went wrong."""
     if not server.alive:
         server.wait_log_drained(5.0)
-        return f"exited with code {server.returncode}"
+        return f"exited by itself with code {server.returncode}"
     with httpx.Client(timeout=5.0, trust_env=False, headers=spec.headers) as client:
         try:
             code = client.get(f"{spec.base_url}/health").status_code
@@ -127,51 +143,104 @@ def _stop_result(how: str, survivors: list[int]) -> Result:
     return _result("QD-DEPLOY-STOP", "Server stopped, nothing left behind", "ok", how, "critical")
 
 
-def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None) -> DeployOutcome:
+def _check_port(spec: LaunchSpec) -> None:
+    """Refuse a busy port, naming our own earlier server (and how to stop it) when it holds the port."""
+    if port_is_free(spec.host, spec.port):
+        return
+    mine = runs.holder_of(spec.port)
+    if mine is not None:
+        raise PortInUse(f"port {spec.port} on {spec.host} is held by a server qwen-doctor started earlier "
+                        f"(id {mine.id}, profile {mine.profile}, started {mine.started_at}, log {mine.log}); "
+                        f"stop it with `{mine.stop_hint()}` or pass --port with a free port")
+    raise PortInUse(f"port {spec.port} on {spec.host} is already in use; stop what listens there "
+                    f"(ss -ltnp 'sport = :{spec.port}') or pass --port with a free port")
+
+
+def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None,
+           watch: Callable[[LogFollower], None] | None = None) -> DeployOutcome:
     """Run one deployment end to end. The server is always stopped unless `keep` and everything passed
-    far enough to be worth keeping (it became healthy)."""
+    far enough to be worth keeping (it became healthy). `watch` receives the log follower (a live display
+    reads its phase and last line). Ctrl-C or SIGTERM stop the server and end the
+    run early: the outcome then says so (`interrupted`) and carries what was known."""
     spec = req.spec
-    ensure_port_free(spec.host, spec.port)
+    _check_port(spec)
     follower = LogFollower(spec.backend, progress=progress)
-    server = ServerProcess(spec.argv, spec.env, req.log_path, on_line=follower.feed)
+    if watch is not None:
+        watch(follower)
+    started_at = now()
+    record: list[runs.RunRecord] = []
+
+    def on_started(pid: int):
+        rec = runs.record_for(pid, host=spec.host, port=spec.port, profile=spec.profile_name,
+                              backend=spec.backend, log=str(req.log_path), started_at=started_at,
+                              command=redact_text(spec.shell()))
+        record.append(rec)
+        return runs.save(rec)
+
+    server = ServerProcess(spec.argv, spec.env, req.log_path, on_line=follower.feed,
+                           on_stop=follower.mark_shutdown, guard_grace=req.grace, on_started=on_started,
+                           die_with_parent=not req.keep)
     exercises: list[Exercise] = []
     start = StartOutcome("timeout", 0.0, "not started")
     kept = False
     died_at: str | None = None
-    stop_how, survivors = "not started", []
+    interrupted: str | None = None
+    stage = "start"
     t0 = time.monotonic()
-    started_at = now()
-    with supervised(server, keep=lambda: kept, grace=req.grace):
-        progress(f"starting: {redact_text(spec.shell())}")
-        progress(f"log: {req.log_path}")
-        server.start()
-        start = wait_ready(spec.base_url, server, follower, req.timeout, headers=spec.headers)
-        progress(f"start: {start.state} after {start.seconds:.0f} s ({start.detail})")
-        if start.ready:
-            cfg = ExerciseConfig(model=spec.served_model_name, reasoning=bool(spec.reasoning_parser),
-                                 burst=req.burst, burst_tokens=req.burst_tokens,
-                                 headers=tuple(spec.headers.items()))
-            exercises = asyncio.run(run_all(spec.base_url, cfg))
-            for ex in exercises:
-                progress(f"{ex.name}: {ex.status}: {ex.summary}")
-            died_at = _state_after(spec, server)
-        kept = req.keep and start.ready and server.alive
-        if kept:
-            server.detach()
-        else:
-            follower.mark_shutdown()
-            stop_how = server.stop(req.grace)
-            survivors = [p.pid for p in server.survivors()]
-            progress(f"stopped: {stop_how}")
+    try:
+        with supervised(server, keep=lambda: kept, grace=req.grace):
+            progress(f"starting: {redact_text(spec.shell())}")
+            progress(f"log: {req.log_path}")
+            server.start()
+            start = wait_ready(spec.base_url, server, follower, req.timeout, headers=spec.headers)
+            progress(f"start: {start.state} after {start.seconds:.0f} s ({start.detail})")
+            if start.ready:
+                stage = "exercises"
+                cfg = ExerciseConfig(model=spec.served_model_name, reasoning=bool(spec.reasoning_parser),
+                                     burst=req.burst, burst_tokens=req.burst_tokens,
+                                     headers=tuple(spec.headers.items()))
+                exercises = asyncio.run(run_all(spec.base_url, cfg))
+                for ex in exercises:
+                    progress(f"{ex.name}: {ex.status}: {ex.summary}")
+                died_at = _state_after(spec, server)
+            kept = req.keep and start.ready and server.alive
+            if kept:
+                server.detach()
+                if record:
+                    runs.save(dataclasses.replace(record[0], kept=True))
+            else:
+                server.stop(req.grace)
+    except KeyboardInterrupt as exc:  # Terminated too: supervised() has stopped the server already
+        interrupted = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+        if stage == "start" and server.pid is not None:
+            start = StartOutcome("interrupted", time.monotonic() - t0,
+                                 f"{interrupted} during start (phase: {follower.phase}); qwen-doctor stopped the "
+                                 "server", phase=follower.phase)
+        progress(f"interrupted by {interrupted}")
+    stop_how = server.stop_how or "not started"
+    survivors = [p.pid for p in server.survivors()] if server.pid is not None and not kept else []
+    if server.pid is not None and not kept:
+        progress(f"stopped: {stop_how}")
+        if record and not survivors:
+            runs.forget(record[0])
+    return _outcome(req, server, follower, start, exercises, died_at, kept, stop_how, survivors, interrupted,
+                    started_at, t0)
+
+
+def _outcome(req: DeployRequest, server: ServerProcess, follower: LogFollower, start: StartOutcome,
+             exercises: list[Exercise], died_at: str | None, kept: bool, stop_how: str, survivors: list[int],
+             interrupted: str | None, started_at: str, t0: float) -> DeployOutcome:
+    """Results and report sections from what the deployment got to."""
+    spec = req.spec
     remedies = follower.remedies
-    results = [_start_result(start, remedies, follower)]
+    results = [_start_result(start, remedies, follower)] if server.pid is not None else []
     results += [_exercise_result(ex) for ex in exercises]
     prediction = kv.KVPrediction(None, "the server did not start")
-    if start.ready:
+    if start.ready and not interrupted:
         prediction = kv.predict(req.spec, req.model, req.facts) if req.model else kv.KVPrediction(None, "no model")
         results.append(_alive_result(died_at, remedies, follower))
         results.append(_kv_result(follower, prediction))
-    if not kept:
+    if not kept and server.pid is not None:
         results.append(_stop_result(stop_how, survivors))
     sections: dict[str, Any] = {"deployment": {
         "profile": spec.profile_name, "backend": spec.backend, "url": spec.base_url,
@@ -184,9 +253,12 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None)
         "seconds": round(time.monotonic() - t0, 1),
     }, "exercises": [_exercise_section(ex) for ex in exercises],
         "remedies": [h.to_section(str(req.log_path)) for h in remedies]}
-    if start.ready:
+    if interrupted:
+        sections["deployment"]["interrupted"] = interrupted
+    if start.ready and exercises:
         sections["metrics"] = _metrics(exercises, req, follower.kv_tokens, prediction.tokens)
-    return DeployOutcome(results, sections, server.pid if kept else None, remedies)
+    return DeployOutcome(results, sections, server.pid if kept else None, remedies, interrupted,
+                         str(server.pid) if kept else None)
 
 
 def _exercise_section(ex: Exercise) -> dict[str, Any]:

@@ -7,6 +7,8 @@ shim interpreter can stand in for the backend's python. Behaviour comes from FAK
   die         print a vLLM --max-model-len error and exit 1 during start
   fatal       print a fatal error line, then keep running without becoming healthy
   hang        never become healthy (keeps logging nothing)
+  slow        never become healthy but keep logging weight-loading progress (a start that needs longer);
+              on SIGTERM it logs "Shutting down" and exits
   bad-json    structured output returns text that is not JSON
   think-leak  reasoning arrives as <think> inside content
   engine-dead /health passes, every completion answers HTTP 500 (vLLM's EngineDeadError)
@@ -190,6 +192,11 @@ def main(argv: list[str]) -> int:
     if mode in ("fatal", "hang"):
         while True:
             time.sleep(1)
+    if mode == "slow":
+        signal.signal(signal.SIGTERM, lambda *_: (print("INFO Shutting down", flush=True), os._exit(0)))
+        for i in range(10**6):
+            print(f"Loading safetensors checkpoint shards: {i % 100}% Completed | {i}/1000", flush=True)
+            time.sleep(0.3)
     httpd = serve(port, model, mode, reasoning=arg(argv, "--reasoning-parser") is not None,
                   api_key=arg(argv, "--api-key"))
     for line in lines[3:]:
