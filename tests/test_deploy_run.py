@@ -24,7 +24,11 @@ def test_a_healthy_vllm_server_is_started_exercised_and_stopped(tmp_path) -> Non
     assert {k: r.status.value for k, r in by_id.items()} == {
         "QD-DEPLOY-START": "ok", "QD-DEPLOY-MODELS": "ok", "QD-DEPLOY-CHAT": "ok", "QD-DEPLOY-STREAM": "ok",
         "QD-DEPLOY-JSON": "ok", "QD-DEPLOY-REASONING": "skip", "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok",
-        "QD-DEPLOY-KV": "skip", "QD-DEPLOY-STOP": "ok"}
+        "QD-DEPLOY-KV": "skip", "QD-DEPLOY-STOP": "ok", "QD-SERVER-METRICS": "ok", "QD-SERVER-KV": "ok",
+        "QD-SERVER-PREEMPT": "ok", "QD-SERVER-QUEUE": "ok", "QD-SERVER-ERRORS": "ok"}
+    server = out.sections["server"]
+    assert server["backend"] == "vllm" and server["requests"] >= 4 and server["preemptions"] == 0
+    assert set(server["latency"]) == {"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "queue_ms"}
     d, m = out.sections["deployment"], out.sections["metrics"]
     assert m["kv_cache"]["reported_tokens"] == 2_097_152 and d["start"]["state"] == "ready"
     assert m["requests"] == 4 and m["errors"] == 0 and m["concurrency"] == 4

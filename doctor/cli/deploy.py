@@ -50,9 +50,13 @@ def _variables(values: tuple[str, ...]) -> dict[str, str]:
               help="Seconds the server may take to become healthy.")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False), default=None,
               help="Server log file (default: a new file under the temp directory).")
-@click.option("--burst", type=click.IntRange(1, 512), default=8, show_default=True, help="Parallel streams in the burst.")
+@click.option("--burst", type=click.IntRange(1, 512), default=8, show_default=True,
+              help="Parallel streams in the burst (up to 512).")
 @click.option("--burst-tokens", type=click.IntRange(1, 8192), default=32, show_default=True,
               help="Output tokens per burst request.")
+@click.option("--slo", "slo_items", multiple=True, metavar="NAME=VALUE",
+              help="A service-level objective the burst must meet (repeatable): ttft_p99_ms=2000, tpot_p50_ms=50, "
+                   "error_rate=0 (METRIC_STAT_ms with METRIC ttft|tpot|itl|e2el and STAT p50|p90|p99|mean).")
 @click.option("--status", "show_status", is_flag=True,
               help="List the servers qwen-doctor started (alive or stale) and exit.")
 @click.option("--stop", "stop_id", is_flag=False, flag_value="all", default=None, metavar="[ID]",
@@ -63,12 +67,15 @@ def _variables(values: tuple[str, ...]) -> dict[str, str]:
 @options.fail_on
 @options.verbose
 def deploy(profile_name, model, variables, flags, port, host, python, dry_run, keep, force, timeout, log_path,
-           burst, burst_tokens, show_status, stop_id, report_path, report_out, fail_on, verbose) -> None:
+           burst, burst_tokens, slo_items, show_status, stop_id, report_path, report_out, fail_on, verbose) -> None:
     """Run the profile's checks, start its server, follow its log, exercise its API, stop it."""
     if show_status or stop_id is not None:
         sys.exit(_manage_runs(show_status, stop_id))
     if not profile_name:
         raise DoctorError("deploy needs --profile P (or --status / --stop)")
+    from doctor.deploy.judge import parse_slo
+
+    slo = parse_slo(slo_items)
     if report_path:
         report_out = dataclasses.replace(report_out, outputs=(*report_out.outputs, report_path))
     report_out.check()
@@ -79,7 +86,7 @@ def deploy(profile_name, model, variables, flags, port, host, python, dry_run, k
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         run.go(profile_name, model, variables, flags, port, host, python, dry_run, keep, force, timeout, log_path,
-               burst, burst_tokens)
+               burst, burst_tokens, slo)
     except KeyboardInterrupt as exc:
         run.interrupted(exc)
     except DoctorError as exc:
@@ -142,7 +149,7 @@ class _Run:
 
     def go(self, profile_name: str, model: str | None, variables: tuple[str, ...], flag_items: tuple[str, ...],
            port: int | None, host: str | None, python: str | None, dry_run: bool, keep: bool, force: bool,
-           timeout: float, log_path: str | None, burst: int, burst_tokens: int) -> None:
+           timeout: float, log_path: str | None, burst: int, burst_tokens: int, slo: dict[str, float]) -> None:
         from doctor.deploy import checkpoint, overrides, prepare
         from doctor.deploy.kv import check_options
         from doctor.deploy.preflight import backend_packages, blocking, preflight, with_packages
@@ -190,10 +197,10 @@ class _Run:
         if not python and spec.argv[0] == "python":
             raise DoctorError(f"no python with {spec.backend} found: pass --python PATH or set "
                               f"QWEN_DOCTOR_{spec.backend.upper()}_PYTHON")
-        self._start(spec, served_model, facts, log_path, timeout, keep, burst, burst_tokens)
+        self._start(spec, served_model, facts, log_path, timeout, keep, burst, burst_tokens, slo)
 
     def _start(self, spec: Any, served_model: str, facts: Any, log_path: str | None, timeout: float, keep: bool,
-               burst: int, burst_tokens: int) -> None:
+               burst: int, burst_tokens: int, slo: dict[str, float]) -> None:
         from doctor.cli.progress import progress_display
         from doctor.deploy.outcome import summarize_deploy
         from doctor.deploy.ports import PortInUse
@@ -201,7 +208,7 @@ class _Run:
 
         log = Path(log_path) if log_path else Path(tempfile.mkdtemp(prefix="qwen-doctor-deploy-")) / "server.log"
         req = DeployRequest(spec=spec, log_path=log, model=served_model, timeout=timeout, keep=keep,
-                            burst=burst, burst_tokens=burst_tokens, facts=facts)
+                            burst=burst, burst_tokens=burst_tokens, facts=facts, slo=slo)
         self.stage = "start"
         try:
             with progress_display() as display:

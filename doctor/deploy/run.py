@@ -12,7 +12,8 @@ from typing import Any, Callable
 import httpx
 
 from doctor.deploy import kv, runs
-from doctor.deploy.exercise import Exercise, ExerciseConfig, run_all
+from doctor.deploy.exercise import Exercise, ExerciseConfig
+from doctor.deploy.probe import ProbeResult, exercise_server
 from doctor.deploy.follower import LogFollower
 from doctor.deploy.health import StartOutcome, wait_ready
 from doctor.deploy.ports import PortInUse, port_is_free
@@ -46,6 +47,7 @@ class DeployRequest:
     burst: int = 8
     burst_tokens: int = 32
     facts: Facts | None = None
+    slo: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -93,7 +95,7 @@ def _start_result(start: StartOutcome, remedies: list[RemedyHit], follower: LogF
                    remedy_ids=[h.id for h in fatal[:3]], evidence=start.to_dict())
 
 
-def _exercise_result(ex: Exercise) -> Result:
+def exercise_result(ex: Exercise) -> Result:
     return _result(EXERCISE_IDS[ex.name], EXERCISE_TITLES[ex.name], ex.status, ex.summary,
                    "medium" if ex.name == "reasoning" else "high",
                    evidence={k: v for k, v in ex.data.items() if not isinstance(v, list) or len(v) < 50},
@@ -181,6 +183,7 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None,
                            on_stop=follower.mark_shutdown, guard_grace=req.grace, on_started=on_started,
                            die_with_parent=not req.keep)
     exercises: list[Exercise] = []
+    probed: ProbeResult | None = None
     start = StartOutcome("timeout", 0.0, "not started")
     kept = False
     died_at: str | None = None
@@ -199,7 +202,8 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None,
                 cfg = ExerciseConfig(model=spec.served_model_name, reasoning=bool(spec.reasoning_parser),
                                      burst=req.burst, burst_tokens=req.burst_tokens,
                                      headers=tuple(spec.headers.items()))
-                exercises = asyncio.run(run_all(spec.base_url, cfg))
+                probed = asyncio.run(exercise_server(spec.base_url, cfg, req.slo))
+                exercises = probed.exercises
                 for ex in exercises:
                     progress(f"{ex.name}: {ex.status}: {ex.summary}")
                 died_at = _state_after(spec, server)
@@ -223,8 +227,14 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None,
         progress(f"stopped: {stop_how}")
         if record and not survivors:
             runs.forget(record[0])
-    return _outcome(req, server, follower, start, exercises, died_at, kept, stop_how, survivors, interrupted,
-                    started_at, t0)
+    out = _outcome(req, server, follower, start, exercises, died_at, kept, stop_how, survivors, interrupted,
+                   started_at, t0)
+    if probed is not None:
+        at = next((i for i, r in enumerate(out.results) if r.check_id == "QD-DEPLOY-ALIVE"), len(out.results))
+        out.results[at:at] = probed.results
+        if probed.server is not None:
+            out.sections["server"] = probed.server
+    return out
 
 
 def _outcome(req: DeployRequest, server: ServerProcess, follower: LogFollower, start: StartOutcome,
@@ -234,7 +244,7 @@ def _outcome(req: DeployRequest, server: ServerProcess, follower: LogFollower, s
     spec = req.spec
     remedies = follower.remedies
     results = [_start_result(start, remedies, follower)] if server.pid is not None else []
-    results += [_exercise_result(ex) for ex in exercises]
+    results += [exercise_result(ex) for ex in exercises]
     prediction = kv.KVPrediction(None, "the server did not start")
     if start.ready and not interrupted:
         prediction = kv.predict(req.spec, req.model, req.facts) if req.model else kv.KVPrediction(None, "no model")
@@ -251,7 +261,7 @@ def _outcome(req: DeployRequest, server: ServerProcess, follower: LogFollower, s
         "env": redact_env(spec.env), "start": start.to_dict(), "phases": follower.phase_times,
         "stop": stop_how if not kept else f"kept running (pid {server.pid})",
         "seconds": round(time.monotonic() - t0, 1),
-    }, "exercises": [_exercise_section(ex) for ex in exercises],
+    }, "exercises": [exercise_section(ex) for ex in exercises],
         "remedies": [h.to_section(str(req.log_path)) for h in remedies]}
     if interrupted:
         sections["deployment"]["interrupted"] = interrupted
@@ -261,18 +271,23 @@ def _outcome(req: DeployRequest, server: ServerProcess, follower: LogFollower, s
                          str(server.pid) if kept else None)
 
 
-def _exercise_section(ex: Exercise) -> dict[str, Any]:
+def exercise_section(ex: Exercise) -> dict[str, Any]:
     """`sections.exercises[]`: the exercise's verdict, naming the result that reports it too."""
     return {"name": ex.name, "status": ex.status, "seconds": round(ex.seconds, 3), "summary": ex.summary,
             "check_id": EXERCISE_IDS[ex.name]}
+
+
+def metrics_section(burst: Exercise, concurrency: int) -> dict[str, Any]:
+    """`sections.metrics` of a burst: `vllm bench serve` figures as percentiles and throughput."""
+    out = metrics_from_bench(burst.data)
+    out["concurrency"] = concurrency
+    return out
 
 
 def _metrics(exercises: list[Exercise], req: DeployRequest, logged: int | None, predicted: int | None
              ) -> dict[str, Any]:
     """`sections.metrics`: the burst in `vllm bench serve` terms as percentiles/throughput, and KV capacity."""
     burst = next((e for e in exercises if e.name == "burst"), None)
-    out = metrics_from_bench(burst.data) if burst else {}
-    if burst:
-        out["concurrency"] = req.burst
+    out = metrics_section(burst, req.burst) if burst and burst.data else {}
     out["kv_cache"] = {"predicted_tokens": predicted, "reported_tokens": logged}
     return out
