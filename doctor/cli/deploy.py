@@ -220,7 +220,7 @@ class _Run:
         self.report.results.extend(outcome.results)
         self.report.sections.update(outcome.sections)
         status, summary = summarize_deploy(outcome)
-        self.outcome(status, summary, seconds=outcome.sections["deployment"].get("seconds") or 0.0)
+        self.outcome(status, summary)
         if outcome.interrupted:
             self.code = outcome.exit_code
             click.echo(f"qwen-doctor: interrupted by {outcome.interrupted}; the server was stopped", err=True)

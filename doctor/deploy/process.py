@@ -66,6 +66,7 @@ class ServerProcess:
         self.die_with_parent = die_with_parent
         self.on_started = on_started
         self.stop_how: str | None = None
+        self.stop_seconds = 0.0
         self.on_stop = on_stop
         self.guard_grace = guard_grace
         self.guard: subprocess.Popen[bytes] | None = None
@@ -211,7 +212,9 @@ class ServerProcess:
         what happened: "stopped by qwen-doctor: ..." or "exited by itself with code N"."""
         if self.proc is None or self._stopped:
             return self.stop_how or "not running"
+        t0 = time.monotonic()
         self.stop_how = self._stop(grace)
+        self.stop_seconds = time.monotonic() - t0
         return self.stop_how
 
     def _stop(self, grace: float) -> str:

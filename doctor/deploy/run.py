@@ -76,7 +76,8 @@ def _result(check_id: str, title: str, status: str, summary: str, severity: str 
 def _start_result(start: StartOutcome, remedies: list[RemedyHit], follower: LogFollower) -> Result:
     if start.ready:
         return _result("QD-DEPLOY-START", "Server starts and becomes healthy", "ok",
-                       f"healthy after {start.seconds:.0f} s", "critical", evidence={"phases": follower.phase_times})
+                       f"healthy after {start.seconds:.0f} s", "critical", evidence={"phases": follower.phase_times},
+                       seconds=round(start.seconds, 3))
     fatal = [h for h in remedies if h.fatal] or remedies
     fix = [step for h in fatal[:1] for step in h.fix]
     details = [start.detail] + [f"log line {h.lineno}: {h.line}" for h in fatal[:3]]
@@ -92,7 +93,7 @@ def _start_result(start: StartOutcome, remedies: list[RemedyHit], follower: LogF
     return _result("QD-DEPLOY-START", "Server starts and becomes healthy", "fail", summary, "critical",
                    details=details, fix=fix or ["Read the deployment log excerpt below; rerun with the same command "
                                                 "by hand to see the full output."],
-                   remedy_ids=[h.id for h in fatal[:3]], evidence=start.to_dict())
+                   remedy_ids=[h.id for h in fatal[:3]], evidence=start.to_dict(), seconds=round(start.seconds, 3))
 
 
 def exercise_result(ex: Exercise) -> Result:
@@ -137,12 +138,13 @@ def _kv_result(follower: LogFollower, prediction: kv.KVPrediction) -> Result:
                              "basis": prediction.basis})
 
 
-def _stop_result(how: str, survivors: list[int]) -> Result:
+def _stop_result(how: str, survivors: list[int], seconds: float = 0.0) -> Result:
     if survivors:
         return _result("QD-DEPLOY-STOP", "Server stopped, nothing left behind", "fail",
                        f"{len(survivors)} process(es) survived the shutdown: {survivors}", "critical",
-                       fix=[f"kill -9 {' '.join(map(str, survivors))}"])
-    return _result("QD-DEPLOY-STOP", "Server stopped, nothing left behind", "ok", how, "critical")
+                       fix=[f"kill -9 {' '.join(map(str, survivors))}"], seconds=round(seconds, 3))
+    return _result("QD-DEPLOY-STOP", "Server stopped, nothing left behind", "ok", how, "critical",
+                   seconds=round(seconds, 3))
 
 
 def _check_port(spec: LaunchSpec) -> None:
@@ -251,7 +253,7 @@ def _outcome(req: DeployRequest, server: ServerProcess, follower: LogFollower, s
         results.append(_alive_result(died_at, remedies, follower))
         results.append(_kv_result(follower, prediction))
     if not kept and server.pid is not None:
-        results.append(_stop_result(stop_how, survivors))
+        results.append(_stop_result(stop_how, survivors, server.stop_seconds))
     sections: dict[str, Any] = {"deployment": {
         "profile": spec.profile_name, "backend": spec.backend, "url": spec.base_url,
         "command": redact_text(" ".join(spec.argv)), "argv": redact_argv(spec.argv), "pid": server.pid,
