@@ -18,6 +18,14 @@ from doctor.planner.weights import pp_partition, rank_weights
 
 
 @dataclass(frozen=True)
+class Measured:
+    """Figures a real boot logged, which replace the planner's estimates (plan --from-log)."""
+
+    weights_bytes: int | None = None     # weights of one rank
+    overhead_bytes: int | None = None    # peak activation + non-torch + CUDA-graph estimate of one rank
+
+
+@dataclass(frozen=True)
 class RankPlan:
     """One pipeline stage's rank (all TP/DP ranks of a stage are alike)."""
 
@@ -67,16 +75,21 @@ def _default_max_model_len(spec: ModelSpec, cfg: ServeConfig) -> int:
     return cfg.max_model_len or spec.max_position_embeddings
 
 
-def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len: int) -> RankPlan:
+def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len: int,
+          measured: Measured | None = None) -> RankPlan:
     start, end = pp_partition(spec.num_layers, cfg.pp)[pp_rank]
     full, linear = layers_in_stage(spec, start, end)
     if cfg.mtp_tokens and pp_rank == cfg.pp - 1:
         full += spec.mtp_layers          # the MTP drafter's attention layers share the KV pool
     weights = rank_weights(spec, cfg, pp_rank)
+    if measured is not None and measured.weights_bytes is not None:
+        weights = {"measured": measured.weights_bytes, "total": measured.weights_bytes}
     if cfg.backend == "vllm":
         total = hw.gpu.usable_bytes
         terms = vllm_overhead_terms(spec, cfg, hw.gpu)
         overhead = int(cfg.overhead_gib * GIB) if cfg.overhead_gib is not None else terms.total
+        if measured is not None and measured.overhead_bytes is not None:
+            overhead = measured.overhead_bytes
         budget = int(total * cfg.utilization)
         cache = budget - weights["total"] - overhead
         if cfg.kv_cache_memory_gib is not None:
@@ -103,7 +116,7 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
                     max_running_requests=cap.max_running_requests)
 
 
-def _evaluate(spec: ModelSpec, hw: Hardware, cfg: ServeConfig) -> Plan:
+def _evaluate(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, measured: Measured | None = None) -> Plan:
     cfg.validate()
     if cfg.pp > spec.num_layers:
         raise PlanInputError(f"--pp {cfg.pp} exceeds the {spec.num_layers} decoder layers of {spec.name}")
@@ -111,7 +124,7 @@ def _evaluate(spec: ModelSpec, hw: Hardware, cfg: ServeConfig) -> Plan:
     rules = check_divisibility(spec, cfg)
     kv_tok = kv_bytes_per_token_per_layer(spec, cfg) * len(spec.full_attention_layers)
     gdn = gdn_state_bytes_per_layer(spec, cfg) * len(spec.linear_attention_layers)
-    ranks = [_rank(spec, hw, cfg, r, max_len) for r in range(cfg.pp)]
+    ranks = [_rank(spec, hw, cfg, r, max_len, measured) for r in range(cfg.pp)]
     plan = Plan(spec, hw, cfg, max_len, ranks, rules, kv_tok, gdn)
     plan.problems = _problems(plan)
     return plan
@@ -198,16 +211,22 @@ def _suggest(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, plan: Plan) -> lis
     return out
 
 
-def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig) -> Plan:
-    """Plan memory for serving `model` on `hardware` with `config`; suggestions when it does not fit.
-
-    `config.backend_version` None means the installed engine, else the newest version known.
-    """
+def resolve_config(model: ModelSpec, config: ServeConfig) -> ServeConfig:
+    """Fill what the user left to the engine: its version, and that version's prefix-caching default."""
     config = config.with_(backend_version=resolve_version(config.backend, config.backend_version))
     if config.prefix_caching is None:
         on = config.backend != "vllm" or not model.is_hybrid or vllm_rules(config.backend_version).hybrid_prefix_caching
         config = config.with_(prefix_caching=on)
-    result = _evaluate(model, hardware, config)
-    if not result.fits:
+    return config
+
+
+def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Measured | None = None) -> Plan:
+    """Plan memory for serving `model` on `hardware` with `config`; suggestions when it does not fit.
+
+    `config.backend_version` None means the installed engine, else the newest version known.
+    """
+    config = resolve_config(model, config)
+    result = _evaluate(model, hardware, config, measured)
+    if not result.fits and measured is None:
         result.suggestions = _suggest(model, hardware, config, result)
     return result
