@@ -22,16 +22,16 @@ from doctor.cli import options
 @click.option("--backend", type=click.Choice(["vllm", "sglang"]), default=None, help="Default: vllm.")
 @click.option("--backend-version", default=None, metavar="X",
               help="Engine version whose defaults and accounting apply. Default: installed, else newest known.")
-@click.option("--tp", "--tensor-parallel-size", "tp", type=click.IntRange(min=1, max=4096), default=None,
+@click.option("--tp", "--tensor-parallel-size", "tp", type=int, default=None,
               help="Default: plan every layout that fits the GPUs, best first.")
-@click.option("--pp", "--pipeline-parallel-size", "pp", type=click.IntRange(min=1, max=4096), default=None)
-@click.option("--dp", "--data-parallel-size", "dp", type=click.IntRange(min=1, max=4096), default=None)
+@click.option("--pp", "--pipeline-parallel-size", "pp", type=int, default=None)
+@click.option("--dp", "--data-parallel-size", "dp", type=int, default=None)
 @click.option("--enable-expert-parallel", is_flag=True, default=None, help="Spread routed experts over TP x DP ranks.")
 @click.option("--kv-cache-dtype", type=click.Choice(["auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"]),
               default=None, help="Default: auto.")
-@click.option("--max-model-len", "--context-length", "max_model_len", type=click.IntRange(min=1, max=1 << 30),
+@click.option("--max-model-len", "--context-length", "max_model_len", type=int,
               default=None, help="Default: the model's max_position_embeddings.")
-@click.option("--max-num-seqs", "--max-running-requests", "max_num_seqs", type=click.IntRange(min=1, max=1 << 24),
+@click.option("--max-num-seqs", "--max-running-requests", "max_num_seqs", type=int,
               default=None)
 @click.option("--gpu-memory-utilization", type=float, default=None,
               help="Default: the default of the vLLM version (0.92 since 0.20).")
@@ -40,16 +40,16 @@ from doctor.cli import options
 @click.option("--mem-fraction-static", type=float, default=None,
               help="SGLang; default: SGLang's own heuristic for this GPU.")
 @click.option("--max-num-batched-tokens", "--chunked-prefill-size", "max_num_batched_tokens",
-              type=click.IntRange(min=1, max=1 << 24), default=None)
+              type=int, default=None)
 @click.option("--language-model-only", "--language-only", "language_model_only", is_flag=True, default=None,
               help="Do not load (or profile) the vision tower.")
 @click.option("--mm-encoder-tp-mode", type=click.Choice(["weights", "data"]), default=None)
-@click.option("--mtp", "mtp_tokens", type=click.IntRange(min=0, max=64), default=None,
+@click.option("--mtp", "mtp_tokens", type=int, default=None,
               help="MTP speculative tokens (loads the MTP layer).")
 @click.option("--no-prefix-caching", is_flag=True, default=None, help="vLLM --no-enable-prefix-caching.")
 @click.option("--enable-prefix-caching", is_flag=True, default=None, help="vLLM --enable-prefix-caching.")
 @click.option("--enforce-eager", is_flag=True, default=None, help="No CUDA graphs.")
-@click.option("--block-size", type=click.IntRange(min=1, max=1 << 20), default=None)
+@click.option("--block-size", type=int, default=None)
 @click.option("--overhead-gib", type=float, default=None,
               help="Override the estimated activations + CUDA graphs + non-torch memory per GPU.")
 @options.report_outputs
@@ -125,6 +125,7 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
             raise PlanInputError("plan needs --gpus (e.g. --gpus 2xH200), or --from-log with a vLLM boot log")
         hardware = parse_gpus(gpus)
         cfg = ServeConfig(backend=backend, **kwargs)
+        cfg.validate()
         if "tp" in kwargs:
             from doctor.planner import plan as make_plan
 

@@ -1,6 +1,7 @@
 """A vLLM boot log's own memory figures, and re-planning other flags from them.
 
 Lines read (vllm 0.24-0.33, v1/worker/gpu_worker.py, gpu_model_runner.py, v1/core/kv_cache_utils.py):
+  "non-default args: {... 'language_model_only': True}" (api_utils.py)
   "Initializing a V1 LLM engine (v0.26.0) with config: ... max_seq_len=262144, ... tensor_parallel_size=1,
    ... kv_cache_dtype=auto, ... enable_prefix_caching=False"
   "Model loading took 64.61 GiB memory"
@@ -37,6 +38,7 @@ _PATTERNS = {
     "available": re.compile(r"Available KV cache memory: ([\d.]+) GiB"),
     "tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
     "concurrency": re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"),
+    "language_model_only": re.compile(r"'language_model_only': (True|False)"),
     "max_num_seqs": re.compile(r"max_num_seqs[=:' ]+(\d+)"),
     "max_num_batched_tokens": re.compile(r"max_num_batched_tokens[=:' ]+(\d+)"),
 }
@@ -62,6 +64,7 @@ class BootLog:
     tokens: int | None
     max_num_seqs: int | None
     max_num_batched_tokens: int | None
+    language_model_only: bool | None = None
 
 
 def _first(name: str, text: str) -> str | None:
@@ -83,7 +86,8 @@ def parse_boot_log(text: str) -> BootLog:
         weights_gib=num("weights"), activation_gib=num("activation"), non_torch_gib=num("non_torch"),
         graph_estimate_gib=num("graph_estimate"), total_gib=num("total"), utilization=num("utilization"),
         available_gib=num("available"), tokens=num("tokens", int), max_num_seqs=num("max_num_seqs", int),
-        max_num_batched_tokens=num("max_num_batched_tokens", int))
+        max_num_batched_tokens=num("max_num_batched_tokens", int),
+        language_model_only=(lmo := _first("language_model_only", text)) and lmo == "True")
 
 
 def read_boot_log(path: str) -> BootLog:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, fields, replace
 from doctor.planner.errors import PlanInputError
 
 BACKENDS = ("vllm", "sglang")
+MAX_PARALLEL = 4096
+MAX_TOKENS = 1 << 30
 KV_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
 
 
@@ -75,25 +77,24 @@ class ServeConfig:
         if self.backend not in BACKENDS:
             raise PlanInputError(f"unknown backend {self.backend!r}; use one of {', '.join(BACKENDS)}")
         for name in ("tp", "pp", "dp"):
-            if getattr(self, name) < 1:
-                raise PlanInputError(f"--{name} must be at least 1")
+            if not 1 <= getattr(self, name) <= MAX_PARALLEL:
+                raise PlanInputError(f"--{name} must be between 1 and {MAX_PARALLEL}")
         if self.kv_cache_dtype not in KV_DTYPES:
             raise PlanInputError(f"unknown --kv-cache-dtype {self.kv_cache_dtype!r}; use one of {', '.join(KV_DTYPES)}")
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise PlanInputError("--gpu-memory-utilization must be in (0, 1]")
         if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static < 1:
             raise PlanInputError("--mem-fraction-static must be in (0, 1)")
-        if self.max_model_len is not None and self.max_model_len < 1:
-            raise PlanInputError("--max-model-len must be positive")
-        if self.max_num_seqs is not None and self.max_num_seqs < 1:
-            raise PlanInputError("--max-num-seqs must be positive")
+        for name in ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "max_mamba_cache_size"):
+            value = getattr(self, name)
+            if value is not None and not 1 <= value <= MAX_TOKENS:
+                raise PlanInputError(f"--{name.replace('_', '-')} must be between 1 and {MAX_TOKENS:,}")
+        if not 0 <= self.mtp_tokens <= 64:
+            raise PlanInputError("--mtp must be between 0 and 64")
+        if not 0 < self.mamba_full_memory_ratio <= 100:
+            raise PlanInputError("--mamba-full-memory-ratio must be in (0, 100]")
         for name in ("overhead_gib", "kv_cache_memory_gib"):
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 4096:
                 raise PlanInputError(f"--{name.replace('_', '-')} must be between 0 and 4096 GiB")
-        for name in ("max_num_batched_tokens", "block_size"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise PlanInputError(f"--{name.replace('_', '-')} must be positive")
-        if self.mtp_tokens < 0:
-            raise PlanInputError("--mtp must not be negative")
+

@@ -23,7 +23,8 @@ def logged_config(boot: BootLog, base: ServeConfig) -> ServeConfig:
     for name, value in (("backend_version", boot.version), ("max_model_len", boot.max_model_len),
                         ("tp", boot.tp), ("pp", boot.pp), ("kv_cache_dtype", boot.kv_cache_dtype),
                         ("prefix_caching", boot.prefix_caching), ("gpu_memory_utilization", boot.utilization),
-                        ("max_num_seqs", boot.max_num_seqs), ("max_num_batched_tokens", boot.max_num_batched_tokens)):
+                        ("max_num_seqs", boot.max_num_seqs), ("max_num_batched_tokens", boot.max_num_batched_tokens),
+                        ("language_model_only", boot.language_model_only)):
         if value is not None:
             changes[name] = value
     return base.with_(**changes)
