@@ -90,9 +90,15 @@ def check_cmd(name: str, bundle: str | None) -> None:
         facts = collect(builtin_probes(), timeout_s=10.0)
     ctx = CheckContext(facts=facts, backend=p.backend, profile=p)
     outcomes = [backend_version(ctx), *requirements(ctx)]
+    where = f"bundle {bundle}" if bundle else "this machine"
+    bad = [o for o in outcomes if o.status in (Status.FAIL, Status.ERROR)]
+    unchecked = sum(o.status == Status.SKIP for o in outcomes)
+    verdict = f"{len(bad)} requirement(s) not met" if bad else "no requirement fails"
+    verdict += f", {unchecked} could not be checked" if unchecked else ""
+    click.echo(f"profile {p.name} ({p.backend}) on {where}: {verdict}")
     for outcome in outcomes:
         click.echo(f"{outcome.status.symbol} {outcome.summary}")
         for fix in getattr(outcome, "fix", None) or []:
             click.echo(f"    fix: {fix}")
-    if any(o.status in (Status.FAIL, Status.ERROR) for o in outcomes):
+    if bad:
         raise SystemExit(1)
