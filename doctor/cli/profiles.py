@@ -49,12 +49,19 @@ def show(name: str, render: bool, sets: tuple[str, ...], method: str, backend_ve
         click.echo(f"{p.name}: {p.description}")
         click.echo(f"backend: {p.backend} {p.backend_version}   model: {p.model}")
         hw = p.hardware
-        click.echo(f"hardware: {hw.gpu_count} x GPU >= {hw.min_gpu_memory_gib:g} GiB, cc >= {hw.min_compute_capability}, NVLink {hw.nvlink}")
+        nodes = f"{p.nodes} nodes, each " if p.nodes > 1 else ""
+        click.echo(f"hardware: {nodes}{hw.gpu_count} x GPU >= {hw.min_gpu_memory_gib:g} GiB, "
+                   f"cc >= {hw.min_compute_capability}, NVLink {hw.nvlink}")
         for source in p.sources:
             click.echo(f"source: {source}")
         return
     cmd = p.render(_overrides(sets))
-    click.echo(cmd.shell())
+    if p.nodes > 1:
+        from profiles.multinode import render_nodes, render_text
+
+        click.echo(render_text(render_nodes(p, _overrides(sets))))
+    else:
+        click.echo(cmd.shell())
     if backend_version and backend_version not in p.backend_version:
         click.echo(f"# warning: {p.backend} {backend_version} is outside the profile's range {p.backend_version}", err=True)
     if method != "none":
