@@ -82,7 +82,9 @@ class RenderedCommand:
 
 @dataclass(frozen=True)
 class Profile:
-    """A known-good deployment: backend, version range, model, hardware, env and flags."""
+    """A known-good deployment: backend, version range, model, hardware (per node), env and flags.
+
+    `nodes` > 1 spans several machines: profiles.multinode renders one command per node."""
 
     name: str
     description: str
@@ -98,6 +100,7 @@ class Profile:
     flags: Mapping[str, Any] = field(default_factory=dict)
     variables: Mapping[str, str | None] = field(default_factory=dict)
     path: Path | None = None
+    nodes: int = 1
 
     def flag(self, *names: str) -> Any:
         """Value of the first of `names` (flag names without --) set in the profile, else None."""
@@ -202,7 +205,7 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
     if not isinstance(data, dict):
         raise ProfileError(f"{origin}: a profile must be a YAML mapping, got {type(data).__name__}")
     known = {"name", "description", "backend", "backend_version", "model", "hardware", "sources", "launcher",
-             "host", "port", "env", "flags", "variables"}
+             "host", "port", "env", "flags", "variables", "nodes"}
     for key in data:
         if key not in known:
             v.fail(str(key), f"unknown field (known: {', '.join(sorted(known))})")
@@ -249,6 +252,7 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
     variables = data.get("variables") or {}
     if not isinstance(variables, dict):
         v.fail("variables", "must be a mapping of name: default (null = required)")
+    nodes = v.number(data, "nodes", int, minimum=1, default=1)
     port = v.number(data, "port", int, minimum=1, default=8000 if backend == "vllm" else 30000)
     if port > 65535:
         v.fail("port", f"must be <= 65535, got {port}")
@@ -267,6 +271,7 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
         flags=dict(flags),
         variables={str(k): (None if val is None else str(val)) for k, val in variables.items()},
         path=path,
+        nodes=nodes,
     )
 
 
