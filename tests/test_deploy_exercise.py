@@ -60,6 +60,6 @@ def test_asking_for_a_model_the_server_does_not_serve_fails_the_listing() -> Non
     assert ex["models"].status == "fail" and "'other' is not served" in ex["models"].summary
 
 
-@pytest.mark.parametrize("burst", [1, 16])
+@pytest.mark.parametrize("burst", [1, 16, 256])
 def test_burst_size_is_respected(burst: int) -> None:
     assert exercise(burst=burst)["burst"].data["completed"] == burst

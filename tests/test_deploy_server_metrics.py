@@ -54,6 +54,13 @@ def test_vllm_metrics_are_read_and_compared_as_deltas_between_two_scrapes() -> N
                        "QD-SERVER-QUEUE": "warn", "QD-SERVER-ERRORS": "fail"}
 
 
+def test_a_coarse_first_bucket_cannot_inflate_the_percentiles_beyond_what_the_mean_allows() -> None:
+    h = server_metrics.Histogram({0.3: 100.0, float("inf"): 100.0}, total=0.027, count=100.0)  # mean 0.27 ms
+    assert h.quantile(0.5) == pytest.approx(0.15)  # plain interpolation: "150 ms"
+    assert server_metrics.estimate(h, 0.5) == pytest.approx(0.00054)  # at most mean / (1 - 0.5)
+    assert server_metrics.estimate(h, 0.99) == pytest.approx(0.027)
+
+
 def test_text_that_is_not_prometheus_format_is_an_error() -> None:
     with pytest.raises(server_metrics.MetricsError):
         server_metrics.parse("vllm:x{le= 1\n")
@@ -75,6 +82,7 @@ def test_the_probe_stage_reports_the_servers_own_figures_beside_the_clients(back
     out = probe(backend=backend)
     assert out.server is not None and out.server["backend"] == backend
     assert out.server["requests"] >= 4 + 2  # the burst, its warm-up and the other exercises
+    assert out.server["latency_requests"] == 4, "the server's latency covers the measured burst, as the client's"
     assert set(out.server["latency"]["ttft_ms"]) == {"p50", "p90", "p99", "mean"}
     assert out.server["kv_usage"]["peak"] >= out.server["kv_usage"]["before"]
     assert {r.check_id: r.status.value for r in out.results}["QD-SERVER-KV"] == "ok"

@@ -85,6 +85,7 @@ def test_cpu_tiny_deploys_for_real_and_leaves_nothing_behind(vllm_python, tiny_m
         assert server["backend"] == "vllm" and server["requests"] >= 8 and server["preemptions"] == 0
         assert server["errors"] == 0 and 0 <= server["kv_usage"]["peak"] <= 1
         assert {"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "queue_ms"} <= set(server["latency"])
+        assert server["latency_requests"] == 8, "the server-side latency covers exactly the burst"
         assert {k: by_id[k]["status"] for k in ("QD-SERVER-METRICS", "QD-SERVER-KV", "QD-SERVER-PREEMPT",
                                                "QD-SERVER-ERRORS")} == dict.fromkeys(
             ("QD-SERVER-METRICS", "QD-SERVER-KV", "QD-SERVER-PREEMPT", "QD-SERVER-ERRORS"), "ok")

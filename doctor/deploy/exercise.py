@@ -242,13 +242,23 @@ async def reasoning(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     return Exercise("reasoning", "ok", f"{len(thought)} characters of reasoning, separate from the answer", dt)
 
 
+def burst_payload(cfg: ExerciseConfig, max_tokens: int | None = None) -> dict[str, Any]:
+    """One burst request: a streamed chat that produces exactly `max_tokens` tokens (ignore_eos)."""
+    return {"model": cfg.model, "messages": [{"role": "user", "content": PROMPT}],
+            "max_tokens": max_tokens or cfg.burst_tokens, "temperature": 0, "stream": True,
+            "stream_options": STREAM_OPTIONS, "ignore_eos": True}
+
+
+async def warm_up(client: httpx.AsyncClient, cfg: ExerciseConfig) -> None:
+    """A few short requests before the measured burst: first requests pay one-time costs (graph capture,
+    grammar compilation, allocator growth) that are not the server's steady-state latency."""
+    if cfg.warmup:
+        await asyncio.gather(*(_stream(client, burst_payload(cfg, 2)) for _ in range(cfg.warmup)))
+
+
 async def burst(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     """N parallel streams; latency percentiles and throughput in `vllm bench serve` metric names."""
-    payload = {"model": cfg.model, "messages": [{"role": "user", "content": PROMPT}],
-               "max_tokens": cfg.burst_tokens, "temperature": 0, "stream": True,
-               "stream_options": STREAM_OPTIONS, "ignore_eos": True}
-    if cfg.warmup:  # first requests pay one-time costs (graph capture, grammar compile, caches): not measured
-        await asyncio.gather(*(_stream(client, {**payload, "max_tokens": 2}) for _ in range(cfg.warmup)))
+    payload = burst_payload(cfg)
     t0 = time.perf_counter()
     timings = await asyncio.gather(*(_stream(client, payload) for _ in range(cfg.burst)))
     duration = time.perf_counter() - t0

@@ -1,5 +1,9 @@
 """The exercise stage shared by `deploy` and `probe`: scrape /metrics, run the exercises (with the server
-sampled for peak KV usage and queue length during the burst), scrape again, judge both sides."""
+sampled for peak KV usage and queue length during the burst), scrape again, judge both sides.
+
+The server's latency figures cover the measured burst only (scraped after the warm-up, right before the
+burst), so they describe the same requests as the client's; its counters (requests, preemptions, errors)
+cover the whole exercise stage."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from typing import Any
 import httpx
 
 from doctor.deploy import judge, server_metrics
-from doctor.deploy.exercise import EXERCISES, Exercise, ExerciseConfig, burst
+from doctor.deploy.exercise import EXERCISES, Exercise, ExerciseConfig, burst, warm_up
 from doctor.results import Result
 
 SAMPLE_EVERY_S = 0.5
@@ -73,12 +77,19 @@ async def exercise_server(base_url: str, cfg: ExerciseConfig, slo: dict[str, flo
         except server_metrics.MetricsError as exc:
             unavailable = str(exc)
         peaks: dict[str, float] = {}
+        burst_before: server_metrics.Snapshot | None = None
         for fn in EXERCISES:
             name = fn.__name__.replace("list_", "")
             t0 = time.perf_counter()
             stop = asyncio.Event()
-            sampler = asyncio.create_task(_sample(client, peaks, stop)) if fn is burst and before else None
+            sampler = None
             try:
+                if fn is burst:
+                    await warm_up(client, cfg)
+                    if before is not None:
+                        with contextlib.suppress(server_metrics.MetricsError):
+                            burst_before = await scrape(client)
+                        sampler = asyncio.create_task(_sample(client, peaks, stop))
                 exercises.append(await fn(client, cfg))
             except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
                 exercises.append(Exercise(name, "fail", f"{type(exc).__name__}: {exc}", time.perf_counter() - t0))
@@ -89,7 +100,7 @@ async def exercise_server(base_url: str, cfg: ExerciseConfig, slo: dict[str, flo
         server = None
         if before is not None:
             try:
-                server = server_metrics.compare(before, await scrape(client), peaks)
+                server = server_metrics.compare(before, await scrape(client), peaks, latency_from=burst_before)
             except server_metrics.MetricsError as exc:
                 unavailable = f"after the exercises: {exc}"
     out = ProbeResult(exercises, server, unavailable)

@@ -11,7 +11,9 @@ Parsed with prometheus_client's text parser. Metric names come from the engines'
   sglang:e2e_request_latency_seconds, sglang:queue_time_seconds (histograms), sglang:token_usage (gauge, 0..1),
   sglang:num_running_reqs / sglang:num_queue_reqs (gauges), sglang:num_retracted_requests (counter: SGLang's
   preemption is called retraction).
-Percentiles of a histogram delta are estimated like Prometheus' histogram_quantile (linear within a bucket).
+Percentiles of a histogram delta are estimated like Prometheus' histogram_quantile (linear within a bucket),
+then capped by Markov's inequality (for values >= 0, the q-quantile is at most mean / (1 - q)): a coarse first
+bucket (vLLM's queue-time histogram starts at 0.3 s) would otherwise turn a 0.3 ms mean into a "150 ms" median.
 """
 
 from __future__ import annotations
@@ -140,23 +142,37 @@ def _ms(value: float | None) -> float | None:
     return None if value is None else round(value * 1000.0, 2)
 
 
-def compare(before: Snapshot, after: Snapshot, peaks: dict[str, float] | None = None) -> dict[str, Any]:
-    """`sections.server`: what the server measured between the two scrapes (latency percentiles in ms,
-    requests, preemptions, errors) and its KV usage / queue before, at the peak seen, and after."""
+def estimate(h: Histogram, q: float) -> float | None:
+    """The q-quantile of a histogram of non-negative values: bucket interpolation, capped at mean / (1 - q)."""
+    value = h.quantile(q)
+    if value is None or h.count <= 0:
+        return value
+    mean = h.total / h.count
+    return min(value, mean / (1 - q)) if q < 1 and mean >= 0 else value
+
+
+def compare(before: Snapshot, after: Snapshot, peaks: dict[str, float] | None = None,
+            latency_from: Snapshot | None = None) -> dict[str, Any]:
+    """`sections.server`: what the server measured between the two scrapes (latency percentiles in ms between
+    `latency_from` (default `before`) and `after`; requests, preemptions, errors between `before` and `after`)
+    and its KV usage / queue before, at the peak seen, and after."""
     out: dict[str, Any] = {"backend": after.backend, "families": after.families}
     latency: dict[str, dict[str, float | None]] = {}
+    start = latency_from or before
     for key in HISTOGRAMS:
         h = after.histograms.get(key)
         if h is None:
             continue
-        d = h.minus(before.histograms.get(key))
+        d = h.minus(start.histograms.get(key))
         if d.count <= 0:
             continue
-        row = {f"p{p}": _ms(d.quantile(p / 100)) for p in PERCENTILES}
+        row = {f"p{p}": _ms(estimate(d, p / 100)) for p in PERCENTILES}
         row["mean"] = _ms(d.total / d.count)
         latency[f"{key}_ms"] = row
     out["latency"] = latency
     e2el = after.histograms.get("e2el")
+    if e2el is not None:
+        out["latency_requests"] = int(e2el.minus(start.histograms.get("e2el")).count)
     out["requests"] = int(e2el.minus(before.histograms.get("e2el")).count) if e2el else None
     if "preemptions" in after.counters:
         out["preemptions"] = int(after.counters["preemptions"] - before.counters.get("preemptions", 0.0))

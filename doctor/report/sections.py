@@ -18,7 +18,8 @@ sections.metrics     : {requests, concurrency, duration_s, errors,
                        kv_cache {predicted_tokens, reported_tokens}}.
 sections.server      : the server's own /metrics between two scrapes (`doctor.deploy.server_metrics.compare`):
                        {backend, families, requests, latency {ttft_ms|tpot_ms|itl_ms|e2el_ms|queue_ms: {p50, p90,
-                       p99, mean}}, preemptions, errors, aborted, kv_usage|waiting|running {before, after, peak}}.
+                       p99, mean}} (of the measured burst: latency_requests), preemptions, errors, aborted,
+                       kv_usage|waiting|running {before, after, peak}}.
 sections.probe       : {url, model, metrics ("read" or why not)} of `qwen-doctor probe`.
 sections.remedies[]  : {id, title, severity, component, count (default 1), first_line {source, line},
                        last_line {source, line}, line, context {before [str], after [str]}, why,
