@@ -108,3 +108,17 @@ def test_a_port_in_use_is_refused_before_anything_starts() -> None:
         with pytest.raises(PortInUse, match=f"port {port} on 127.0.0.1 is already in use"):
             ensure_port_free("127.0.0.1", port)
     ensure_port_free("127.0.0.1", port)
+
+
+def test_a_port_whose_last_connections_are_in_time_wait_is_free() -> None:
+    """A redeploy on the same port right after a stop must not be refused (uvicorn binds with SO_REUSEADDR)."""
+    port = free_port()
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server side closes first: its end goes to TIME_WAIT
+        client.close()
+    ensure_port_free("127.0.0.1", port)

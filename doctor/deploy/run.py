@@ -232,8 +232,7 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None,
     out = _outcome(req, server, follower, start, exercises, died_at, kept, stop_how, survivors, interrupted,
                    started_at, t0)
     if probed is not None:
-        at = next((i for i, r in enumerate(out.results) if r.check_id == "QD-DEPLOY-ALIVE"), len(out.results))
-        out.results[at:at] = probed.results
+        out.results += probed.results
         if probed.server is not None:
             out.sections["server"] = probed.server
     return out

@@ -66,9 +66,15 @@ def section_lines(sections: dict[str, Any], results: Sequence[Result] = ()) -> l
             out.append(f"    {st.symbol} {ex.get('name')}: {ex.get('summary', '')}")
             if st.rank >= Status.WARN.rank:
                 out += [f"        → {f}" for f in ex.get("fix") or []]
-    pct = dict((sections.get("metrics") or {}).get("percentiles") or {})
+    client = (sections.get("metrics") or {}).get("percentiles") or {}
     server = sections.get("server") or {}
-    pct.update({f"{k} server": v for k, v in (server.get("latency") or {}).items()})
+    own = server.get("latency") or {}
+    pct: dict[str, Any] = {}
+    for name in [*client, *(k for k in own if k not in client)]:  # each server row under its client row
+        if name in client:
+            pct[name] = client[name]
+        if name in own:
+            pct[f"{name} server"] = own[name]
     if pct:
         out += ["", "    latency (ms)     " + "  ".join(f"{p:>9}" for p in PERCENTILES)]
         for name, row in pct.items():
