@@ -131,3 +131,21 @@ def test_a_bad_flag_is_one_line_and_exit_2(tmp_path, flag, message) -> None:
     r = qd(*tiny_args(tmp_path, "--flag", flag, "--dry-run"))
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
     assert r.stdout == ""
+
+
+def test_ctrl_c_during_the_checks_still_writes_the_report(tmp_path, monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    import doctor.facts.collect
+    from doctor.cli.deploy import deploy
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(doctor.facts.collect, "collect", interrupted)
+    out = tmp_path / "r.json"
+    r = CliRunner().invoke(deploy, tiny_args(tmp_path, "--force", "-o", str(out)))
+    assert r.exit_code == 130
+    first = outcome(out)
+    assert first["status"] == "fail" and first["summary"].startswith("interrupted by Ctrl-C during the checks")
+    assert not (tmp_path / "server.log").exists()

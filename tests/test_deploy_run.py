@@ -61,6 +61,8 @@ def test_a_server_dying_during_start_yields_the_matched_remedy_not_a_timeout(tmp
     assert remedy["first_line"] == {"source": str(tmp_path / "server.log"), "line": remedy["first_line"]["line"]}
     assert remedy["why"] and remedy["component"] == "vllm" and "metrics" not in out.sections
     assert "QD-DEPLOY-CHAT" not in by_id and by_id["QD-DEPLOY-STOP"].status.value == "ok"
+    assert by_id["QD-DEPLOY-STOP"].summary == "exited by itself with code 1", "not 'exited on SIGTERM'"
+    assert "exited by itself with code 1 during start" in start.details[0]
 
 
 def test_a_fatal_line_stops_the_wait_even_if_the_server_lingers(tmp_path) -> None:
