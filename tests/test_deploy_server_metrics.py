@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from doctor.deploy import judge, server_metrics
-from doctor.deploy.exercise import ExerciseConfig
+from doctor.deploy.exercise import ExerciseConfig, token_timing
 from doctor.deploy.ports import free_port
 from doctor.deploy.probe import exercise_server
 from doctor.errors import DoctorError
@@ -109,6 +109,18 @@ def test_itl_counts_tokens_not_chunks(monkeypatch) -> None:
     burst = probe(burst=2, tokens=9).burst
     assert burst["total_output_tokens"] == 18
     assert burst["median_itl_ms"] >= 1.0  # chunk arrival timing gives ~0 ms for coalesced tokens
+
+
+def test_chunks_that_arrive_together_share_the_gap_before_them(monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_SERVER_BUNCH", "4")  # 4 one-token chunks back to back, then 8 ms of silence
+    burst = probe(burst=2, tokens=17).burst
+    assert burst["median_itl_ms"] >= 1.0, "timing each chunk would give ~0 ms for 3 tokens out of 4"
+
+
+def test_token_timing_groups_arrivals_and_spreads_each_gap_over_its_tokens() -> None:
+    ttft, itl = token_timing([(10.1, 1), (10.2, 1), (10.2001, 1), (10.2002, 1), (10.3, 2)], 10.0)
+    assert ttft == pytest.approx(0.1)
+    assert itl == pytest.approx([0.1 / 3] * 3 + [0.0998 / 2] * 2)
 
 
 def test_an_slo_gates_the_burst() -> None:

@@ -30,6 +30,9 @@ PROMPT = "Say hello in five words."
 # `continuous_usage_stats` makes vLLM and SGLang put the running completion_tokens into every chunk, so
 # inter-token latency is measured per token even when one chunk carries several.
 STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
+# Arrivals this close together were delivered together: no server emits separate decode steps 1 ms apart
+# without batching them, while one socket read of several HTTP chunks yields them microseconds apart.
+COALESCE_S = 0.001
 
 
 @dataclass
@@ -124,12 +127,11 @@ def _event_tokens(event: dict[str, Any], seen: int) -> tuple[int, int]:
 
 
 async def _stream(client: httpx.AsyncClient, payload: dict[str, Any]) -> RequestTiming:
-    """Send one streamed chat request and time it: TTFT at the first network read carrying a token, and
-    inter-token latency from token counts, not event arrival: a read that carries k tokens after a gap g
-    adds k gaps of g/k (several SSE events often arrive in one read; timing each would report ~0 ms)."""
+    """Send one streamed chat request and time it from token counts, not event arrival (`token_timing`):
+    several SSE events often arrive together; timing each would report ~0 ms inter-token latencies."""
     timing = RequestTiming(ok=False)
     t0 = time.perf_counter()
-    last = t0
+    arrivals: list[tuple[float, int]] = []
     tokens = 0
     done = False
     buffer = b""
@@ -163,11 +165,7 @@ async def _stream(client: httpx.AsyncClient, payload: dict[str, Any]) -> Request
                     new, tokens = _event_tokens(event, tokens)
                     fresh += new
                 if fresh:
-                    if last == t0:  # the first token; any that came with it in the same read have no gap to time
-                        timing.ttft = now - t0
-                    else:
-                        timing.itl.extend([(now - last) / fresh] * fresh)
-                    last = now
+                    arrivals.append((now, fresh))
     except (httpx.HTTPError, ValueError) as exc:
         timing.error = f"{type(exc).__name__}: {exc}"
         return timing
@@ -179,8 +177,29 @@ async def _stream(client: httpx.AsyncClient, payload: dict[str, Any]) -> Request
         timing.error = "the stream carried no content"
         return timing
     timing.output_tokens = timing.output_tokens or tokens
+    timing.ttft, timing.itl = token_timing(arrivals, t0)
     timing.ok = True
     return timing
+
+
+def token_timing(arrivals: list[tuple[float, int]], t0: float) -> tuple[float, list[float]]:
+    """(TTFT, inter-token latencies) from (arrival time, tokens) pairs. Arrivals closer than COALESCE_S to the
+    previous one are one delivery (HTTP chunks of one socket read, or a client that fell behind); a delivery of
+    k tokens after a gap g counts k latencies of g / k. Tokens delivered with the first have no gap to time."""
+    groups: list[list[float]] = []
+    for at, k in arrivals:
+        if groups and at - groups[-1][2] < COALESCE_S:
+            groups[-1][1] += k
+            groups[-1][2] = at
+        else:
+            groups.append([at, k, at])
+    if not groups:
+        return 0.0, []
+    itl: list[float] = []
+    for previous, group in zip(groups, groups[1:]):
+        gap = group[0] - previous[2]
+        itl.extend([gap / group[1]] * int(group[1]))
+    return groups[0][0] - t0, itl
 
 
 async def stream(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:

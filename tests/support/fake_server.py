@@ -203,12 +203,20 @@ class Handler(BaseHTTPRequestHandler):
         return "hello there friend how are", None
 
     def _stream(self, n: int, body: dict[str, Any], reasoning: str | None, t0: float) -> float:
-        """Stream n tokens, two per chunk after the first when FAKE_SERVER_PAIRS is set; return the TTFT."""
+        """Stream n tokens 2 ms apart, HTTP/1.1 chunked like uvicorn (one SSE event per chunk); return the TTFT.
+        FAKE_SERVER_PAIRS=1 puts two tokens in each event after the first; FAKE_SERVER_BUNCH=k sends k events
+        in one write (one socket read for the client, as when it falls behind), then waits k times as long."""
+        self.protocol_version = "HTTP/1.1"
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
         self.end_headers()
+        self.close_connection = True
         options = body.get("stream_options") or {}
         step = 2 if os.environ.get("FAKE_SERVER_PAIRS") else 1
+        bunch = int(os.environ.get("FAKE_SERVER_BUNCH") or 1)
+        pending: list[bytes] = []
         ttft = 0.0
         i = 0
         while i < n:
@@ -219,15 +227,23 @@ class Handler(BaseHTTPRequestHandler):
             i += k
             if options.get("continuous_usage_stats"):
                 chunk["usage"] = {"prompt_tokens": 7, "completion_tokens": i, "total_tokens": 7 + i}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.flush()
-            ttft = ttft or time.perf_counter() - t0
-            time.sleep(0.002 * k)
-        if (body.get("stream_options") or {}).get("include_usage"):
+            pending.append(_chunked(f"data: {json.dumps(chunk)}\n\n"))
+            if i == 1 or len(pending) == bunch or i >= n:
+                self.wfile.write(b"".join(pending))
+                self.wfile.flush()
+                ttft = ttft or time.perf_counter() - t0
+                time.sleep(0.002 * k * len(pending))
+                pending = []
+        if options.get("include_usage"):
             usage = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": n, "total_tokens": 7 + n}}
-            self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.write(_chunked(f"data: {json.dumps(usage)}\n\n"))
+        self.wfile.write(_chunked("data: [DONE]\n\n") + b"0\r\n\r\n")
         return ttft
+
+
+def _chunked(text: str) -> bytes:
+    data = text.encode()
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
 class _Server(ThreadingHTTPServer):
