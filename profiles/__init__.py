@@ -33,7 +33,7 @@ def load_profile(name_or_path: str | Path) -> Profile:
     text = str(name_or_path)
     candidate = Path(text)
     if text.endswith((".yaml", ".yml")) or candidate.is_file() or "/" in text:
-        if not candidate.is_file():
+        if not candidate.exists():
             raise ProfileError(f"{candidate}: no such profile file")
         return load_file(candidate)
     path = PROFILE_DIR / f"{text}.yaml"

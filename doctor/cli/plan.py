@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -55,6 +56,8 @@ def plan(gpus, model, backend, tp, pp, dp, enable_expert_parallel, kv_cache_dtyp
     from doctor.report.model import Report, now
 
     started = now()
+    report_out = report_out.reading(_config_file(model))
+    report_out.check()
 
     cfg = ServeConfig(
         backend=backend, tp=tp, pp=pp, dp=dp, expert_parallel=enable_expert_parallel, kv_cache_dtype=kv_cache_dtype,
@@ -70,3 +73,11 @@ def plan(gpus, model, backend, tp, pp, dp, enable_expert_parallel, kv_cache_dtyp
                     finished_at=now())
     report_out.write(report, terminal=lambda _redacted, _color: render_text(result) + "\n")
     sys.exit(0 if result.fits else 1)
+
+
+def _config_file(model: str) -> Path | None:
+    """The config.json that `--model` names (a checkpoint directory or the file), None for a registry name."""
+    path = Path(model)
+    if path.is_dir():
+        return path / "config.json"
+    return path if path.is_file() else None

@@ -291,10 +291,12 @@ def lint_yaml(text: str, version: str | None = None) -> list[Finding]:
     """Lint a profile YAML: its flags through the rules and the backend's flag schema."""
     from profiles.model import render_flag
 
+    from doctor.safeyaml import MalformedYAML, YAMLLimitError, load_yaml
+
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise LintError(f"malformed YAML: {getattr(exc, 'problem', exc)}") from exc
+        data = load_yaml(text, "profile")
+    except (MalformedYAML, YAMLLimitError) as exc:
+        raise LintError(str(exc).removeprefix("profile: ")) from None
     if not isinstance(data, dict) or not isinstance(data.get("flags", {}), dict):
         raise LintError("not a profile: expected a mapping with a 'flags' mapping")
     backend = data.get("backend", "vllm")
@@ -309,10 +311,12 @@ def lint_yaml(text: str, version: str | None = None) -> list[Finding]:
 
 def lint_path(path: Path, version: str | None = None) -> list[Finding]:
     """Lint one file, choosing the parser by suffix (.py, .yaml/.yml, anything else as shell)."""
+    from doctor.safeio import LINT_MAX_BYTES, InputError, read_bytes
+
     try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise LintError(f"cannot read: {exc.strerror or exc}") from exc
+        raw = read_bytes(path, "file", LINT_MAX_BYTES)
+    except InputError as exc:
+        raise LintError(str(exc).replace(f"cannot read file {path}: ", "cannot read: ")) from None
     if b"\x00" in raw:
         raise LintError("binary file, not a profile, shell script or Python file")
     try:

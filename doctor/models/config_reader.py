@@ -137,10 +137,12 @@ def read_config_dir(path: str | Path) -> ModelSpec:
     """Read `<dir>/config.json` (or a config.json path) into a ModelSpec."""
     p = Path(path)
     cfg_path = p / "config.json" if p.is_dir() else p
+    from doctor.safeio import CONFIG_MAX_BYTES, InputError, read_bytes
+
     try:
-        raw = cfg_path.read_bytes()
-    except OSError as exc:
-        raise ModelConfigError(f"cannot read {cfg_path}: {exc.strerror or exc}") from None
+        raw = read_bytes(cfg_path, "model config", CONFIG_MAX_BYTES)
+    except InputError as exc:
+        raise ModelConfigError(str(exc)) from None
     try:
         config = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
