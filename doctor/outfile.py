@@ -29,6 +29,7 @@ from doctor.errors import DoctorError
 
 MAX_LINKS = 40
 _PROC = "/proc"
+_ONLY = "only a regular file or a new path is written ('-' is stdout)"
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
           (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
 
@@ -66,7 +67,7 @@ def resolve(requested: str | Path, what: str = "output") -> Destination:
         parent = os.path.realpath(os.path.dirname(path) or ".")
         path = os.path.join(parent, os.path.basename(path))
         if path == _PROC or path.startswith(_PROC + os.sep):
-            raise OutputError(f"cannot write {what} {name}: {_proc_kind(name)}; only a regular file or a new path is written ('-' is stdout)")
+            raise OutputError(f"cannot write {what} {name}: {_proc_kind(name)}; {_ONLY}")
         try:
             st = os.lstat(path)
         except FileNotFoundError:
@@ -84,8 +85,7 @@ def resolve(requested: str | Path, what: str = "output") -> Destination:
             continue
         if not stat.S_ISREG(st.st_mode):
             link = f" (a symlink to {path})" if via_link else ""
-            raise OutputError(f"cannot write {what} {name}: it is {kind_of(st.st_mode)}{link}; "
-                              f"only a regular file or a new path is replaced")
+            raise OutputError(f"cannot write {what} {name}: it is {kind_of(st.st_mode)}{link}; {_ONLY}")
         return Destination(name, path, st)
     raise OutputError(f"cannot write {what} {name}: too many levels of symbolic links")
 

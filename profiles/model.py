@@ -221,7 +221,8 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
     backend = v.choice(data, "backend", BACKENDS)
     launcher = data.get("launcher", DEFAULT_LAUNCHER[backend])
     if not isinstance(launcher, str) or launcher not in LAUNCHERS or not launcher.startswith(backend):
-        v.fail("launcher", f"must be one of {[k for k in LAUNCHERS if k.startswith(backend)]}, got {values.show(launcher)}")
+        allowed = [k for k in LAUNCHERS if k.startswith(backend)]
+        v.fail("launcher", f"must be one of {allowed}, got {values.show(launcher)}")
     spec_text = v.check("backend_version", data.get("backend_version"), lambda x: values.text(x, limit=200))
     try:
         spec = SpecifierSet(spec_text)
