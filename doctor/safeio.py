@@ -12,9 +12,12 @@ Two kinds of input:
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from doctor.errors import DoctorError
 from doctor.outfile import kind_of
@@ -24,6 +27,8 @@ BUNDLE_MAX_BYTES = 64 * MiB
 CONFIG_MAX_BYTES = 4 * MiB
 PROFILE_MAX_BYTES = 1 * MiB
 LINT_MAX_BYTES = 4 * MiB
+JSON_MAX_DEPTH = 64
+JSON_MAX_INT_DIGITS = 100
 
 
 class InputError(DoctorError):
@@ -59,6 +64,64 @@ def read_text(path: str | Path, what: str, limit: int) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"cannot read {what} {path}: not UTF-8 text (byte {exc.start})") from None
+
+
+class BadJSON(InputError):
+    """Bytes that do not decode as JSON; `detail` is the decoder's own words, for callers that phrase it."""
+
+    def __init__(self, message: str, detail: str) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+def load_json(raw: bytes, what: str, name: str) -> Any:
+    """Decode a JSON document read with `read_bytes`: at most JSON_MAX_DEPTH levels, integers of at most
+    JSON_MAX_INT_DIGITS digits, finite numbers only (no NaN / Infinity / 1e999); InputError names the problem."""
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_int=_bounded_int, parse_float=_finite_float,
+                          parse_constant=_no_constant)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BadJSON(f"{what} {name}: invalid JSON ({exc})", str(exc)) from None
+    except _NumberError as exc:
+        raise InputError(f"{what} {name}: {exc}") from None
+    except RecursionError:
+        raise InputError(f"{what} {name}: nested deeper than {JSON_MAX_DEPTH} levels") from None
+    if _depth(data) > JSON_MAX_DEPTH:
+        raise InputError(f"{what} {name}: nested deeper than {JSON_MAX_DEPTH} levels")
+    return data
+
+
+class _NumberError(ValueError):
+    """A JSON number outside what the checks can use."""
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > JSON_MAX_INT_DIGITS:
+        raise _NumberError(f"an integer with more than {JSON_MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NumberError(f"number {text[:40]} is out of range")
+    return value
+
+
+def _no_constant(text: str) -> float:
+    raise _NumberError(f"{text} is not a JSON number")
+
+
+def _depth(data: Any) -> int:
+    """Nesting depth of decoded JSON, without recursion."""
+    deepest, stack = 0, [(data, 1)]
+    while stack:
+        value, level = stack.pop()
+        if isinstance(value, (dict, list)):
+            deepest = max(deepest, level)
+            if level <= JSON_MAX_DEPTH:
+                stack.extend((v, level + 1) for v in (value.values() if isinstance(value, dict) else value))
+    return deepest
 
 
 def check_stream(path: str | Path, what: str = "log") -> os.stat_result:

@@ -147,3 +147,23 @@ def test_check_log_accepts_a_pipe(tmp_path: Path):
     done = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 1, done.stderr
     assert "QD-R-TORCH-CUDA-OOM" in done.stdout
+
+
+HEADER = '{"schema": "qwen-doctor.facts", "schema_version": 1, '
+
+
+@pytest.mark.parametrize("content, why", [
+    ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+    (HEADER + '"x": ' + "[" * 70 + "]" * 70 + "}", "nested deeper than 64 levels"),
+    (HEADER + '"x": ' + "1" * 5000 + "}", "an integer with more than 100 digits"),
+    (HEADER + '"x": 1e999}', "number 1e999 is out of range"),
+    (HEADER + '"x": NaN}', "NaN is not a JSON number"),
+])
+def test_deep_or_huge_json_is_exit_2_for_bundles_and_model_configs(tmp_path: Path, content: str, why: str):
+    (tmp_path / "b.json").write_text(content)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(content)
+    before = snapshot(tmp_path)
+    assert_refused(qd("check", "--from", "b.json", cwd=tmp_path), why)
+    assert_refused(qd("plan", "--gpus", "1xH200", "--model", "model", cwd=tmp_path), why)
+    assert snapshot(tmp_path) == before

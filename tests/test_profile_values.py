@@ -106,3 +106,14 @@ def test_good_overrides_render_and_shipped_profiles_still_load():
     argv = profile.render({"port": "8001", "host": "0.0.0.0", "model": "/models/q"}).argv
     assert argv[argv.index("--port") + 1] == "8001" and "/models/q" in argv
     assert {p.name for p in list_profiles()} >= {"vllm-stable", "sglang-stable", "cpu-tiny"}
+
+
+@pytest.mark.parametrize("flag_text, why", [
+    ("  hf-overrides: " + "[" * 100 + "]" * 100, "nested deeper than 64 levels"),
+    ("  max-num-seqs: " + "9" * 5000, "an integer with more than 100 digits"),
+    ("  max-num-seqs: .inf", "flags.max-num-seqs': must be a finite number"),
+])
+def test_deep_nesting_and_huge_numbers_in_a_profile_are_exit_2(tmp_path: Path, flag_text: str, why: str):
+    path = tmp_path / "p.yaml"
+    path.write_text((ROOT / "profiles" / "vllm-stable.yaml").read_text() + flag_text + "\n")
+    assert_refused(qd("check", "--from", str(FIXTURES / "h200.json"), "--profile", str(path)), why)

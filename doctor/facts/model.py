@@ -83,17 +83,15 @@ class Facts:
     @classmethod
     def load(cls, path: str | Path) -> "Facts":
         """Read a bundle; any problem becomes a one-line BadBundle."""
-        from doctor.safeio import BUNDLE_MAX_BYTES, InputError, read_bytes
+        from doctor.safeio import BUNDLE_MAX_BYTES, BadJSON, InputError, load_json, read_bytes
 
         p = Path(path)
         try:
-            raw = read_bytes(p, "bundle", BUNDLE_MAX_BYTES)
+            data = load_json(read_bytes(p, "bundle", BUNDLE_MAX_BYTES), "bundle", str(p))
+        except BadJSON as exc:
+            raise BadBundle(f"{p} is not a qwen-doctor facts bundle: invalid JSON ({exc.detail})") from None
         except InputError as exc:
             raise BadBundle(str(exc)) from None
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BadBundle(f"{p} is not a qwen-doctor facts bundle: invalid JSON ({exc})") from None
         return cls.from_dict(data, source=str(p))
 
     @classmethod
