@@ -117,3 +117,9 @@ def test_deep_nesting_and_huge_numbers_in_a_profile_are_exit_2(tmp_path: Path, f
     path = tmp_path / "p.yaml"
     path.write_text((ROOT / "profiles" / "vllm-stable.yaml").read_text() + flag_text + "\n")
     assert_refused(qd("check", "--from", str(FIXTURES / "h200.json"), "--profile", str(path)), why)
+
+
+@pytest.mark.parametrize("name", ["x" * 300, "x" * 300 + ".yaml", "../" * 100 + "p.yaml", "bad name\x01"])
+def test_an_absurd_profile_name_on_the_command_line_is_exit_2(name: str):
+    assert_refused(qd("check", "--from", str(FIXTURES / "h200.json"), "--profile", name), "profile")
+    assert_refused(qd("deploy", "--dry-run", "--profile", name), "profile")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -77,7 +78,6 @@ def plan(gpus, model, backend, tp, pp, dp, enable_expert_parallel, kv_cache_dtyp
 
 def _config_file(model: str) -> Path | None:
     """The config.json that `--model` names (a checkpoint directory or the file), None for a registry name."""
-    path = Path(model)
-    if path.is_dir():
-        return path / "config.json"
-    return path if path.is_file() else None
+    if os.path.isdir(model):
+        return Path(model) / "config.json"
+    return Path(model) if os.path.isfile(model) else None
