@@ -1,8 +1,9 @@
 """YAML from users without alias bombs: one loader for profiles, lint, and any other YAML a user supplies.
 
 `yaml.SafeLoader` shares the object an alias points to, so a "billion laughs" document loads small but
-explodes when anything walks it (rendering flags to JSON, printing, comparing). `BoundedLoader` composes
-the node graph first and refuses, before constructing any object, a document with
+explodes when anything walks it (rendering flags to JSON, printing, comparing). `BoundedLoader` (and
+`FastBoundedLoader`, the same with libyaml's parser) composes the node graph first and refuses, before
+constructing any object, a document with
 - more than MAX_ALIASES alias uses,
 - more than MAX_NODES nodes once every alias is expanded (the size a walk of the result would see),
 - nesting deeper than MAX_DEPTH, or an alias that refers to a node containing itself,
@@ -16,12 +17,20 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.resolver import Resolver
+
+try:
+    from yaml._yaml import CParser
+except ImportError:  # PyYAML built without libyaml
+    CParser = None
 
 from doctor.errors import DoctorError
 
 MAX_ALIASES = 1_000
-MAX_NODES = 100_000
+MAX_NODES = 20_000
 MAX_DEPTH = 64
 MAX_SCALAR = 64 * 1024
 MAX_INT_DIGITS = 100
@@ -35,13 +44,13 @@ class MalformedYAML(DoctorError):
     """A YAML document that does not parse."""
 
 
-class BoundedLoader(yaml.SafeLoader):
-    """A SafeLoader with an alias budget, a depth limit and an expanded-size budget, checked while composing."""
+class _Budget(Composer):
+    """Composition hooks that count aliases and nodes and limit depth, and a bounded integer constructor."""
 
-    def __init__(self, stream: Any) -> None:
-        super().__init__(stream)
+    def _start_budget(self) -> None:
         self._aliases = 0
         self._depth = 0
+        self._nodes = 0
 
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(yaml.AliasEvent):
@@ -50,6 +59,9 @@ class BoundedLoader(yaml.SafeLoader):
                 raise YAMLLimitError(f"more than {MAX_ALIASES} aliases")
             return super().compose_node(parent, index)
         self._depth += 1
+        self._nodes += 1
+        if self._nodes > MAX_NODES:
+            raise YAMLLimitError(f"more than {MAX_NODES} values")
         try:
             if self._depth > MAX_DEPTH:
                 raise YAMLLimitError(f"nested deeper than {MAX_DEPTH} levels")
@@ -70,10 +82,36 @@ class BoundedLoader(yaml.SafeLoader):
         digits = sum(ch.isdigit() for ch in node.value)
         if digits > MAX_INT_DIGITS:
             raise YAMLLimitError(f"an integer with more than {MAX_INT_DIGITS} digits (line {node.start_mark.line + 1})")
-        return super().construct_yaml_int(node)
+        return super().construct_yaml_int(node)  # type: ignore[misc]
+
+
+class BoundedLoader(_Budget, yaml.SafeLoader):
+    """yaml.SafeLoader with the budgets; pure Python (used where libyaml is missing)."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._start_budget()
 
 
 BoundedLoader.add_constructor("tag:yaml.org,2002:int", BoundedLoader.construct_yaml_int)
+
+if CParser is not None:
+
+    class FastBoundedLoader(_Budget, CParser, SafeConstructor, Resolver):  # type: ignore[misc,valid-type]
+        """The same budgets with libyaml's parser: events come from C, composition is the hooked Python one,
+        so a 1 MiB document is refused about four times sooner than with the pure-Python scanner."""
+
+        def __init__(self, stream: Any) -> None:
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            Composer.__init__(self)
+            self._start_budget()
+
+    FastBoundedLoader.add_constructor("tag:yaml.org,2002:int", FastBoundedLoader.construct_yaml_int)
+    LOADER: type = FastBoundedLoader
+else:
+    LOADER = BoundedLoader
 
 
 def expanded_size(root: Node) -> int:
@@ -113,7 +151,7 @@ def expanded_size(root: Node) -> int:
 
 def load_yaml(text: str | bytes, origin: str) -> Any:
     """Parse one YAML document with `BoundedLoader`; errors are one line naming `origin`."""
-    loader = BoundedLoader(text)
+    loader = LOADER(text)
     try:
         return loader.get_single_data()
     except YAMLLimitError as exc:
@@ -122,7 +160,9 @@ def load_yaml(text: str | bytes, origin: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""
         raise MalformedYAML(f"{origin}: malformed YAML{where}: {getattr(exc, 'problem', None) or exc}") from None
-    except (ValueError, OverflowError, RecursionError) as exc:
+    except RecursionError:
+        raise YAMLLimitError(f"{origin}: YAML refused: nested too deeply") from None
+    except (ValueError, OverflowError) as exc:
         raise MalformedYAML(f"{origin}: malformed YAML: {type(exc).__name__}: {exc}") from None
     finally:
         loader.dispose()
