@@ -117,7 +117,7 @@ def special_nodes(folder: Path) -> dict[str, Path]:
 def test_device_fifo_socket_directory_and_links_to_them_are_never_replaced(work: Path, command: list[str]):
     nodes = special_nodes(work)
     before = snapshot(work)
-    targets = [*map(str, nodes.values()), "/dev/null", "/dev/full", "/dev/stdout"]
+    targets = [*map(str, nodes.values()), "/dev/null", "/dev/full", "/dev/stdout", "/dev/fd/1"]
     for target in targets:
         done = qd(*command, "-o", target, "--format", "json", cwd=work) if command[0] == "check" \
             else qd(*command, "-o", target, cwd=work)
