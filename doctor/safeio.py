@@ -6,7 +6,8 @@ Two kinds of input:
   blocks and a device such as /dev/zero is never read; the read itself stops one byte past the cap, so a file
   that grows meanwhile cannot eat memory either.
 - Logs are streams: a regular file, a FIFO or pipe (`explain <(zcat log)`, `/dev/stdin`) or a character device
-  are all fine, as `cat` would read them; a directory, socket or block device is refused. Their lines are
+  are all fine, as `cat` would read them (a FIFO without a writer is given up after a bounded wait, see
+  `remedies.reader`); a directory, socket or block device is refused. Their lines are
   bounded by the matcher (`remedies.matcher.MAX_LINE`), not by the file size.
 """
 

@@ -9,6 +9,7 @@ import io
 import os
 import stat
 import sys
+import time
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,19 +29,24 @@ def open_log(source: str | Path) -> Iterator[BinaryIO]:
     device); a stream's first bytes are sniffed here, as `check_readable` cannot read them without consuming.
     """
     name = str(source)
+    first = b""
     try:
         if name == STDIN:
+            kind = "stream"
             raw: BinaryIO = sys.stdin.buffer
         else:
-            regular = _kind(name)
-            raw = open(name, "rb")  # noqa: SIM115 - closed below
+            kind = _kind(name)
+            if kind == "fifo":
+                raw, first = _open_fifo(name)
+            else:
+                raw = open(name, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise LogReadError(f"{name}: cannot open: {exc.strerror or exc}") from None
     try:
-        if name == STDIN or not regular:
-            raw = _sniffed(raw, name)
-        else:
+        if kind == "file":
             raw = _peekable(raw)
+        else:
+            raw = _sniffed(raw, name, first)
         head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
         stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if head == GZIP_MAGIC else raw  # type: ignore[assignment]
         yield _Guarded(stream, name)  # type: ignore[misc]
@@ -56,17 +62,16 @@ def check_readable(source: str | Path) -> None:
     checked for their kind, since reading them would consume what the scan needs.
     """
     name = str(source)
-    if name == STDIN:
-        return
-    if not _kind(name):
+    if name == STDIN or _kind(name) != "file":
         return
     if not os.access(name, os.R_OK):
         raise LogReadError(f"{name}: cannot open: permission denied")
     _refuse_binary(name, _head(Path(name)))
 
 
-def _kind(name: str) -> bool:
-    """True for a regular file, False for a readable stream kind; LogReadError for anything else."""
+def _kind(name: str) -> str:
+    """'file' for a regular file, 'fifo' for a FIFO or pipe, 'device' for a character device; LogReadError
+    for anything else."""
     try:
         mode = os.stat(name).st_mode
     except FileNotFoundError:
@@ -76,12 +81,44 @@ def _kind(name: str) -> bool:
     if stat.S_ISDIR(mode):
         raise LogReadError(f"{name}: is a directory, not a log file")
     if stat.S_ISREG(mode):
-        return True
-    if stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
-        return False
+        return "file"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISCHR(mode):
+        return "device"
     from doctor.outfile import kind_of
 
     raise LogReadError(f"{name}: is {kind_of(mode)}, not a log file or stream")
+
+
+FIFO_WRITER_WAIT_S = 10.0
+
+
+def _open_fifo(name: str) -> tuple[BinaryIO, bytes]:
+    """Open a FIFO or pipe without blocking and wait at most FIFO_WRITER_WAIT_S for a writer.
+
+    A pipe from `<(cmd)` has its writer already; a named FIFO that nobody writes to is refused instead of
+    blocking forever. Returns the stream (blocking from then on) and the bytes already read.
+    """
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    deadline = time.monotonic() + FIFO_WRITER_WAIT_S
+    first = b""
+    try:
+        while True:
+            try:
+                first = os.read(fd, SNIFF_BYTES)
+            except BlockingIOError:
+                break
+            if first:
+                break
+            if time.monotonic() >= deadline:
+                raise LogReadError(f"{name}: a FIFO that nobody writes to (waited {FIFO_WRITER_WAIT_S:g} s)")
+            time.sleep(0.05)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return open(fd, "rb"), first
 
 
 def _refuse_binary(name: str, head: bytes) -> None:
@@ -90,9 +127,10 @@ def _refuse_binary(name: str, head: bytes) -> None:
         raise LogReadError(f"{name}: not a text log ({share:.0%} of its first bytes are binary)")
 
 
-def _sniffed(raw: BinaryIO, name: str) -> BinaryIO:
-    """A stream that replays its first SNIFF_BYTES after refusing them when they are mostly binary."""
-    head = bytearray()
+def _sniffed(raw: BinaryIO, name: str, first: bytes = b"") -> BinaryIO:
+    """A stream that replays its first SNIFF_BYTES (after `first`, read already) after refusing them when
+    they are mostly binary."""
+    head = bytearray(first)
     try:
         while len(head) < SNIFF_BYTES:
             piece = raw.read(SNIFF_BYTES - len(head))

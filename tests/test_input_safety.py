@@ -167,3 +167,34 @@ def test_deep_or_huge_json_is_exit_2_for_bundles_and_model_configs(tmp_path: Pat
     assert_refused(qd("check", "--from", "b.json", cwd=tmp_path), why)
     assert_refused(qd("plan", "--gpus", "1xH200", "--model", "model", cwd=tmp_path), why)
     assert snapshot(tmp_path) == before
+
+
+def test_a_fifo_that_nobody_writes_to_is_refused_after_a_bounded_wait(tmp_path: Path, monkeypatch):
+    from remedies import reader
+    from remedies.errors import LogReadError
+
+    os.mkfifo(tmp_path / "idle.log")
+    monkeypatch.setattr(reader, "FIFO_WRITER_WAIT_S", 0.3)
+    started = time.monotonic()
+    with pytest.raises(LogReadError, match="a FIFO that nobody writes to"):
+        with reader.open_log(tmp_path / "idle.log"):
+            pass
+    assert time.monotonic() - started < 10
+
+
+def test_a_fifo_whose_writer_starts_late_is_still_read(tmp_path: Path):
+    from remedies import reader
+
+    fifo = tmp_path / "late.log"
+    os.mkfifo(fifo)
+
+    def late_writer() -> None:
+        time.sleep(0.5)
+        with open(fifo, "w") as fh:
+            fh.write(f"{OOM}\n")
+
+    writer = threading.Thread(target=late_writer)
+    writer.start()
+    with reader.open_log(fifo) as stream:
+        assert stream.read() == f"{OOM}\n".encode()
+    writer.join(timeout=10)
