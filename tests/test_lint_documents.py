@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,10 @@ SEED = Path(__file__).resolve().parents[1] / "tests" / "data" / "lint" / "seed-a
 ARTICLE_IDIOMS = {"QL001", "QL002", "QL003", "QL004", "QL005", "QL006", "QL007", "QL008", "QL009", "QL010", "QL011",
                   "QL012", "QL013", "QL014", "QL015", "QL016", "QL017", "QL018", "QL019", "QL020", "QL021", "QL022",
                   "QL023", "QL024"}
+
+
+def _qd(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "doctor", *args], capture_output=True, text=True, timeout=60)
 
 
 def _ids(findings) -> set[str]:
@@ -170,3 +176,23 @@ def test_warnings_gate_only_with_fail_on_warn(tmp_path: Path) -> None:
     claim.write_text("The A100's FP8 tensor cores make this fast.\n")
     assert CliRunner().invoke(cli, ["lint", str(claim)]).exit_code == 0
     assert CliRunner().invoke(cli, ["lint", str(claim), "--fail-on", "warn"]).exit_code == 1
+
+
+def test_a_yaml_alias_bomb_in_a_manifest_is_refused_quickly(tmp_path: Path) -> None:
+    import time
+
+    bomb = tmp_path / "bomb.yaml"
+    lines = ["a0: &a0 [vllm, serve, --dtype, fp8]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, 12)]
+    bomb.write_text("\n".join(lines) + "\ncommand: *a11\n")
+    started = time.monotonic()
+    done = _qd("lint", str(bomb))
+    assert done.returncode == 2 and "alias" in done.stderr and time.monotonic() - started < 10
+
+
+def test_lint_refuses_to_write_its_report_over_its_input(tmp_path: Path) -> None:
+    post = tmp_path / "post.md"
+    post.write_text("vllm serve m --dtype fp8\n")
+    before = post.read_bytes()
+    done = _qd("lint", str(post), "-o", str(post))
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and post.read_bytes() == before

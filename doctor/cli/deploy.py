@@ -44,6 +44,9 @@ def _variables(values: tuple[str, ...]) -> dict[str, str]:
               help="The backend's interpreter (default: $QWEN_DOCTOR_VLLM_PYTHON / $QWEN_DOCTOR_SGLANG_PYTHON, "
                    "else this one if it has the backend).")
 @click.option("--dry-run", is_flag=True, help="Run the checks and print the command; start nothing.")
+@click.option("--rehearse", is_flag=True,
+              help="Serve the real architecture with random weights (--load-format dummy) from a generated "
+                   "checkpoint folder in the user cache: memory, kernels, CUDA graphs, KV and API are real.")
 @click.option("--keep", is_flag=True, help="Leave the server running after a healthy deploy.")
 @click.option("--force", is_flag=True, help="Start even when a check fails.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
@@ -66,8 +69,9 @@ def _variables(values: tuple[str, ...]) -> dict[str, str]:
 @options.report_outputs
 @options.fail_on
 @options.verbose
-def deploy(profile_name, model, variables, flags, port, host, python, dry_run, keep, force, timeout, log_path,
-           burst, burst_tokens, slo_items, show_status, stop_id, report_path, report_out, fail_on, verbose) -> None:
+def deploy(profile_name, model, variables, flags, port, host, python, dry_run, rehearse, keep, force, timeout,
+           log_path, burst, burst_tokens, slo_items, show_status, stop_id, report_path, report_out, fail_on,
+           verbose) -> None:
     """Run the profile's checks, start its server, follow its log, exercise its API, stop it."""
     if show_status or stop_id is not None:
         sys.exit(_manage_runs(show_status, stop_id))
@@ -78,15 +82,23 @@ def deploy(profile_name, model, variables, flags, port, host, python, dry_run, k
     slo = parse_slo(slo_items)
     if report_path:
         report_out = dataclasses.replace(report_out, outputs=(*report_out.outputs, report_path))
-    report_out.check()
+    from doctor.deploy import prepare
     from doctor.report.model import Report, now
 
-    report = Report(command=f"deploy --profile {profile_name}", results=[], argv=sys.argv[1:], created_at=now())
+    profile = prepare.load(profile_name)
+    report_out = report_out.reading(profile.path, log_path)
+    report_out.check()
+    if log_path:
+        from doctor.outfile import check_outputs
+
+        check_outputs([log_path], [profile.path], what="server log")
+
+    report = Report(command=f"deploy --profile {profile.name}", results=[], argv=sys.argv[1:], created_at=now())
     run = _Run(report)
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
-        run.go(profile_name, model, variables, flags, port, host, python, dry_run, keep, force, timeout, log_path,
-               burst, burst_tokens, slo)
+        run.go(profile, model, variables, flags, port, host, python, dry_run, rehearse, keep, force, timeout,
+               log_path, burst, burst_tokens, slo)
     except KeyboardInterrupt as exc:
         run.interrupted(exc)
     except DoctorError as exc:
@@ -147,9 +159,10 @@ class _Run:
         code = exit_code(self.report.results, fail_on)
         return 1 if self.refused else code
 
-    def go(self, profile_name: str, model: str | None, variables: tuple[str, ...], flag_items: tuple[str, ...],
-           port: int | None, host: str | None, python: str | None, dry_run: bool, keep: bool, force: bool,
-           timeout: float, log_path: str | None, burst: int, burst_tokens: int, slo: dict[str, float]) -> None:
+    def go(self, profile: Any, model: str | None, variables: tuple[str, ...], flag_items: tuple[str, ...],
+           port: int | None, host: str | None, python: str | None, dry_run: bool, rehearse: bool, keep: bool,
+           force: bool, timeout: float, log_path: str | None, burst: int, burst_tokens: int,
+           slo: dict[str, float]) -> None:
         from doctor.deploy import checkpoint, overrides, prepare
         from doctor.deploy.kv import check_options
         from doctor.deploy.preflight import backend_packages, blocking, preflight, with_packages
@@ -160,10 +173,15 @@ class _Run:
 
         report = self.report
         flag_overrides = overrides.parse(flag_items)
-        profile = prepare.load(profile_name)
-        report.command = f"deploy --profile {profile.name}"
         profile = overrides.apply(profile, flag_overrides)
         spec = prepare.render(profile, port=port, host=host, model=model, variables=_variables(variables))
+        rehearsal = None
+        if rehearse:
+            from doctor.rehearse import rehearse_spec
+
+            spec, rehearsal = rehearse_spec(spec, model or prepare.model_of(spec), build=not dry_run)
+            report.results.append(rehearsal.result())
+            report.sections["rehearsal"] = rehearsal.section()
         python = python or find_backend_python(spec.backend)
         spec = prepare.with_interpreter(spec, python)
         served_model = prepare.model_of(spec)
@@ -183,6 +201,8 @@ class _Run:
             shell = redact_text(spec.shell())
             report.sections["deployment"] = {"profile": profile.name, "command": shell, "dry_run": True}
             click.echo(f"would run:\n  {shell}", err=True)
+            if rehearsal:
+                click.echo(f"rehearsal checkpoint folder: {rehearsal.folder}", err=True)
             failing = blocking(results)
             self.outcome("fail" if failing else "skip",
                          (f"dry run: checks {_ids(failing)} fail, so deploy would refuse to start" if failing

@@ -27,6 +27,7 @@ def lint(files: tuple[Path, ...], backend_version: str | None, report_out, fail_
     from doctor.lint.results import render_terminal, to_result
     from doctor.report.model import Report, exit_code, now
 
+    report_out = report_out.reading(*files)
     report_out.check()
     started = now()
     results = []

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -86,6 +88,7 @@ def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, 
         from profiles import load_profile
 
         profile = load_profile(profile_name)
+        report_out = report_out.reading(profile.path)
         if backend and backend != profile.backend:
             raise PlanInputError(f"--backend {backend} contradicts profile {profile.name} (backend {profile.backend})")
         backend = profile.backend
@@ -107,6 +110,8 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
     from doctor.report.model import Report, now
 
     started = now()
+    report_out = report_out.reading(_config_file(model), from_log)
+    report_out.check()
     spec = get_model(model)
     if from_log:
         from doctor.planner.bootlog import read_boot_log
@@ -144,3 +149,10 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
                     finished_at=now())
     report_out.write(report, terminal=lambda _redacted, _color: text + "\n")
     sys.exit(0 if result.fits else 1)
+
+
+def _config_file(model: str) -> Path | None:
+    """The config.json that `--model` names (a checkpoint directory or the file), None for a registry name."""
+    if os.path.isdir(model):
+        return Path(model) / "config.json"
+    return Path(model) if os.path.isfile(model) else None

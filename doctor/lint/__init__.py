@@ -394,10 +394,12 @@ def lint_yaml(text: str, version: str | None = None) -> list[Finding]:
     """Lint a profile YAML: its flags through the rules and the backend's flag schema."""
     from profiles.model import render_flag
 
+    from doctor.safeyaml import MalformedYAML, YAMLLimitError, load_yaml
+
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise LintError(f"malformed YAML: {getattr(exc, 'problem', exc)}") from exc
+        data = load_yaml(text, "profile")
+    except (MalformedYAML, YAMLLimitError) as exc:
+        raise LintError(str(exc).removeprefix("profile: ")) from None
     if not isinstance(data, dict) or not isinstance(data.get("flags", {}), dict):
         raise LintError("not a profile: expected a mapping with a 'flags' mapping")
     backend = data.get("backend", "vllm")

@@ -26,6 +26,7 @@ from typing import Any, Iterator
 
 import yaml
 
+from doctor.errors import DoctorError
 from doctor.lint import (
     Finding,
     LintError,
@@ -42,7 +43,6 @@ from doctor.lint import (
 )
 from doctor.lint.extract import Snippet, is_prose, snippets_from_text
 
-MAX_BYTES = 16 * 1024 * 1024
 MAX_LINE = 8192
 _DOCKER_NAME = re.compile(r"^(?:Dockerfile|Containerfile)(?:\..+)?$|\.(?:dockerfile|containerfile)$", re.I)
 _DOCKER_INSTRUCTION = re.compile(r"^\s*(RUN|CMD|ENTRYPOINT|ENV)\s+(.*)$", re.I)
@@ -52,16 +52,13 @@ _IMAGE_LAUNCHERS = (("vllm-openai", "vllm serve"),)
 
 
 def read_text(path: Path) -> str:
-    """A file's text: regular, at most MAX_BYTES, UTF-8 (BOM allowed), not binary."""
+    """A file's text: a regular file within safeio's lint cap, UTF-8 (BOM allowed), not binary."""
+    from doctor.safeio import LINT_MAX_BYTES, InputError, read_bytes
+
     try:
-        if not path.is_file():
-            raise LintError("not a regular file")
-        if path.stat().st_size > MAX_BYTES:
-            raise LintError(f"larger than {MAX_BYTES // (1024 * 1024)} MiB")
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_BYTES + 1)
-    except OSError as exc:
-        raise LintError(f"cannot read: {exc.strerror or exc}") from exc
+        raw = read_bytes(path, "file", LINT_MAX_BYTES)
+    except InputError as exc:
+        raise LintError(str(exc).replace(f"cannot read file {path}: ", "cannot read: ")) from None
     if b"\x00" in raw:
         raise LintError("binary file, not a document, script, profile or notebook")
     try:
@@ -123,7 +120,7 @@ def lint_snippets(snippets: list[Snippet], version: str | None) -> list[Finding]
                 findings += [f.moved(offset) for f in lint_dockerfile(snippet.text, version)]
             elif lang == "yaml":
                 findings += [f.moved(offset) for f in lint_yaml_file(snippet.text, version)]
-        except LintError:
+        except DoctorError:  # a snippet that is not what it looked like (or over a YAML budget) is skipped
             continue
     return finish_python(scans) + findings
 
@@ -245,8 +242,11 @@ def lint_dockerfile(text: str, version: str | None = None) -> list[Finding]:
 
 
 def _safe_compose_all(text: str) -> list[yaml.Node]:
+    """Every document's node tree, under safeyaml's alias / size / depth budget (composed, never constructed)."""
+    from doctor.safeyaml import LOADER
+
     try:
-        return [node for node in yaml.compose_all(text, Loader=yaml.SafeLoader) if node is not None]
+        return [node for node in yaml.compose_all(text, Loader=LOADER) if node is not None]
     except yaml.YAMLError as exc:
         raise LintError(f"malformed YAML: {getattr(exc, 'problem', None) or exc}") from exc
 

@@ -8,7 +8,6 @@ configuration_qwen3_moe.py and configuration_qwen3.py. Vision-language checkpoin
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -189,12 +188,12 @@ def read_config_dir(path: str | Path) -> ModelSpec:
     """Read `<dir>/config.json` (or a config.json path) into a ModelSpec."""
     p = Path(path)
     cfg_path = p / "config.json" if p.is_dir() else p
+    from doctor.safeio import CONFIG_MAX_BYTES, BadJSON, InputError, load_json, read_bytes
+
     try:
-        raw = cfg_path.read_bytes()
-    except OSError as exc:
-        raise ModelConfigError(f"cannot read {cfg_path}: {exc.strerror or exc}") from None
-    try:
-        config = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelConfigError(f"{cfg_path} is not valid JSON: {exc}") from None
+        config = load_json(read_bytes(cfg_path, "model config", CONFIG_MAX_BYTES), "model config", str(cfg_path))
+    except BadJSON as exc:
+        raise ModelConfigError(f"{cfg_path} is not valid JSON: {exc.detail}") from None
+    except InputError as exc:
+        raise ModelConfigError(str(exc)) from None
     return spec_from_config(config, name=str(p if p.is_dir() else p.parent), source=str(cfg_path))
