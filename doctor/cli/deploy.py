@@ -137,11 +137,13 @@ class _Run:
         self.stage = "checks"
 
     def outcome(self, status: str, summary: str, **kw: Any) -> None:
-        """Put the run's outcome first among the results (replacing an earlier one)."""
+        """Put the run's outcome first among the results (after a rehearsal's notice; replacing an earlier one)."""
         from doctor.deploy.outcome import outcome_result
 
-        self.report.results = [r for r in self.report.results if r.check_id != "QD-DEPLOY-OUTCOME"]
-        self.report.results.insert(0, outcome_result(status, summary, **kw))
+        results = [r for r in self.report.results if r.check_id != "QD-DEPLOY-OUTCOME"]
+        at = 1 if results and results[0].check_id == "QD-DEPLOY-REHEARSAL" else 0  # a rehearsal says so first
+        results.insert(at, outcome_result(status, summary, **kw))
+        self.report.results = results
 
     def interrupted(self, exc: BaseException) -> None:
         from doctor.deploy.process import Terminated
