@@ -47,6 +47,9 @@ def _variables(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--rehearse", is_flag=True,
               help="Serve the real architecture with random weights (--load-format dummy) from a generated "
                    "checkpoint folder in the user cache: memory, kernels, CUDA graphs, KV and API are real.")
+@click.option("--ray", "ray", is_flag=False, flag_value="", default=None, metavar="[ADDRESS]",
+              help="Deploy a multi-node profile on a Ray cluster (ADDRESS, else RAY_ADDRESS, else auto): fleet "
+                   "checks, then each node's engine through a Ray task pinned to it; the head's API is exercised.")
 @click.option("--keep", is_flag=True, help="Leave the server running after a healthy deploy.")
 @click.option("--force", is_flag=True, help="Start even when a check fails.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
@@ -69,7 +72,7 @@ def _variables(values: tuple[str, ...]) -> dict[str, str]:
 @options.report_outputs
 @options.fail_on
 @options.verbose
-def deploy(profile_name, model, variables, flags, port, host, python, dry_run, rehearse, keep, force, timeout,
+def deploy(profile_name, model, variables, flags, port, host, python, dry_run, rehearse, ray, keep, force, timeout,
            log_path, burst, burst_tokens, slo_items, show_status, stop_id, report_path, report_out, fail_on,
            verbose) -> None:
     """Run the profile's checks, start its server, follow its log, exercise its API, stop it."""
@@ -97,8 +100,12 @@ def deploy(profile_name, model, variables, flags, port, host, python, dry_run, r
     run = _Run(report)
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
-        run.go(profile, model, variables, flags, port, host, python, dry_run, rehearse, keep, force, timeout,
-               log_path, burst, burst_tokens, slo)
+        if _is_fleet(profile, ray, rehearse, keep):
+            _go_fleet(run, profile, model, variables, flags, port, host, python, ray, dry_run, force, timeout,
+                      log_path, burst, burst_tokens, slo)
+        else:
+            run.go(profile, model, variables, flags, port, host, python, dry_run, rehearse, keep, force, timeout,
+                   log_path, burst, burst_tokens, slo)
     except KeyboardInterrupt as exc:
         run.interrupted(exc)
     except DoctorError as exc:
@@ -117,6 +124,33 @@ def deploy(profile_name, model, variables, flags, port, host, python, dry_run, r
     if run.error is not None:
         raise run.error
     sys.exit(run.exit_code(fail_on))
+
+
+def _is_fleet(profile: Any, ray: str | None, rehearse: bool, keep: bool) -> bool:
+    """A multi-node profile (or --ray) deploys through doctor.cli.deploy_fleet; some options do not apply there."""
+    from doctor.deploy.fleet import is_multinode
+
+    if not is_multinode(profile):
+        if ray is not None:
+            raise DoctorError(f"--ray deploys a multi-node profile; {profile.name} runs on one machine")
+        return False
+    for name, given in (("--rehearse", rehearse), ("--keep", keep)):
+        if given:
+            raise DoctorError(f"{name} is not available for the multi-node profile {profile.name}")
+    return True
+
+
+def _go_fleet(run: "_Run", profile: Any, model: str | None, variables: tuple[str, ...], flag_items: tuple[str, ...],
+              port: int | None, host: str | None, python: str | None, ray: str | None, dry_run: bool, force: bool,
+              timeout: float, log_path: str | None, burst: int, burst_tokens: int, slo: dict[str, float]) -> None:
+    from doctor.cli import deploy_fleet
+    from doctor.deploy import overrides, prepare
+
+    flag_overrides = overrides.parse(flag_items)
+    profile = overrides.apply(profile, flag_overrides)
+    args = deploy_fleet.FleetArgs(prepare.overrides_of(profile, port, host, model, _variables(variables)), python,
+                                  ray, dry_run, force, timeout, log_path, burst, burst_tokens, slo)
+    deploy_fleet.go(run, profile, args)
 
 
 def _raise_terminated(signum: int, frame: object) -> None:

@@ -24,9 +24,20 @@ def load(profile_name: str) -> Any:
 
 def render(profile: Any, port: int | None = None, host: str | None = None, model: str | None = None,
            variables: dict[str, str] | None = None) -> LaunchSpec:
-    """Render the profile into a LaunchSpec. `model` also fills a `model_dir` variable when the profile has one."""
+    """Render the profile into a LaunchSpec (see `overrides_of`)."""
     from profiles import ProfileError
 
+    overrides = overrides_of(profile, port, host, model, variables)
+    try:
+        rendered = profile.render(overrides)
+    except ProfileError as exc:
+        raise DoctorError(str(exc)) from None
+    return from_argv(rendered.argv, rendered.env, rendered.backend, profile.name, profile.flags)
+
+
+def overrides_of(profile: Any, port: int | None = None, host: str | None = None, model: str | None = None,
+                 variables: dict[str, str] | None = None) -> dict[str, Any]:
+    """The render overrides from the command line. `model` also fills a `model_dir` variable when the profile has one."""
     overrides: dict[str, Any] = dict(variables or {})
     if port is not None:
         overrides["port"] = port
@@ -36,11 +47,7 @@ def render(profile: Any, port: int | None = None, host: str | None = None, model
         overrides["model"] = model
         if "model_dir" in profile.variables and "model_dir" not in overrides:
             overrides["model_dir"] = model
-    try:
-        rendered = profile.render(overrides)
-    except ProfileError as exc:
-        raise DoctorError(str(exc)) from None
-    return from_argv(rendered.argv, rendered.env, rendered.backend, profile.name, profile.flags)
+    return overrides
 
 
 def with_interpreter(spec: LaunchSpec, python: str | None) -> LaunchSpec:

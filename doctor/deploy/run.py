@@ -48,6 +48,7 @@ class DeployRequest:
     burst_tokens: int = 32
     facts: Facts | None = None
     slo: dict[str, float] = field(default_factory=dict)
+    check_port: bool = True  # off when the API is served by another machine (deploy --ray)
 
 
 @dataclass
@@ -167,7 +168,8 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None,
     reads its phase and last line). Ctrl-C or SIGTERM stop the server and end the
     run early: the outcome then says so (`interrupted`) and carries what was known."""
     spec = req.spec
-    _check_port(spec)
+    if req.check_port:
+        _check_port(spec)
     follower = LogFollower(spec.backend, progress=progress)
     if watch is not None:
         watch(follower)

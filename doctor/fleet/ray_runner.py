@@ -18,6 +18,7 @@ from doctor.fleet.node_task import DELAY_ENV, ray_node_task
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 KEPT_RESOURCES = ("CPU", "GPU", "memory", "object_store_memory")
+HEAD_RESOURCE = "node:__internal_head__"  # ray._private.ray_constants.HEAD_NODE_RESOURCE_NAME
 
 
 def gather(address: str, node_timeout_s: float, probe_timeout_s: float, delay_s: float = 0.0) -> dict[str, Any]:
@@ -45,6 +46,7 @@ def gather(address: str, node_timeout_s: float, probe_timeout_s: float, delay_s:
     for info in ray.nodes():
         node = {"node_id": info["NodeID"], "hostname": info.get("NodeManagerHostname"),
                 "ip": info.get("NodeManagerAddress"), "resources": _resources(info.get("Resources") or {}),
+                "head": HEAD_RESOURCE in (info.get("Resources") or {}),
                 "status": "dead", "error": "the GCS marks this node dead", "facts": None, "seconds": None}
         fleet["nodes"].append(node)
         if info.get("Alive"):
