@@ -86,7 +86,8 @@ def is_loopback(endpoint: str) -> bool:
     return (mapped or ip).is_loopback
 
 
-def _node(args: list[str], temp_dir: str, log: Path) -> tuple[subprocess.Popen[bytes], int]:
+def _node(args: list[str], temp_dir: str, log: Path, extra_env: dict[str, str] | None = None
+          ) -> tuple[subprocess.Popen[bytes], int]:
     (gcs, nm, om, client, agent, agent_grpc, metrics, rt_env, low) = free_ports(9)
     ray = [RAY] if "--head" in args else [sys.executable, "-c", RAY_START_MULTINODE]
     cmd = [*ray, "start", "--block", "--disable-usage-stats", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
@@ -97,7 +98,7 @@ def _node(args: list[str], temp_dir: str, log: Path) -> tuple[subprocess.Popen[b
            *args]
     if "--head" in args:
         cmd += ["--port", str(gcs), "--ray-client-server-port", str(client), "--include-dashboard", "false"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **RAY_ENV}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **RAY_ENV, **(extra_env or {})}
     with log.open("ab") as out:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
                                 start_new_session=True)
@@ -144,15 +145,17 @@ def _wait_nodes(address: str, n: int, timeout_s: float) -> None:
 
 
 @contextmanager
-def two_node_cluster(head_gpus: int = 1, worker_gpus: int = 2, start_timeout_s: float = 150) -> Iterator[Cluster]:
+def two_node_cluster(head_gpus: int = 1, worker_gpus: int = 2, start_timeout_s: float = 150,
+                     env: dict[str, str] | None = None) -> Iterator[Cluster]:
+    """`env` is added to both nodes' environment (their tasks and workers inherit it)."""
     temp_dir = tempfile.mkdtemp(prefix="qdr", dir="/tmp")
     log = Path(temp_dir) / "nodes.log"
-    head, port = _node(["--head", "--num-gpus", str(head_gpus)], temp_dir, log)
+    head, port = _node(["--head", "--num-gpus", str(head_gpus)], temp_dir, log, env)
     address = f"127.0.0.1:{port}"
     worker = None
     try:
         _wait_nodes(address, 1, start_timeout_s)
-        worker, _ = _node(["--address", address, "--num-gpus", str(worker_gpus)], temp_dir, log)
+        worker, _ = _node(["--address", address, "--num-gpus", str(worker_gpus)], temp_dir, log, env)
         _wait_nodes(address, 2, start_timeout_s)
         yield Cluster(address, head, worker, temp_dir)
     finally:

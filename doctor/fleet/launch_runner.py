@@ -163,12 +163,18 @@ def run(plan: dict[str, Any], out: Path) -> int:
 
     runtime_env = {"env_vars": {"PYTHONPATH": PACKAGE_ROOT + os.pathsep + "${PYTHONPATH}"}}
     launcher = Launcher(plan)
-    signal.signal(signal.SIGTERM, lambda *_: launcher.stop.set())
-    signal.signal(signal.SIGINT, lambda *_: launcher.stop.set())
+
+    def on_signal(*_: Any) -> None:
+        launcher.stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     summary: dict[str, Any] = {"address": plan["address"], "status": "ok", "error": None}
     code = 0
     try:
         ray.init(address=plan["address"], runtime_env=runtime_env, logging_level="ERROR", log_to_driver=False)
+        for signum in (signal.SIGTERM, signal.SIGINT):  # ray.init installs its own (sys.exit) handlers
+            signal.signal(signum, on_signal)
         launcher.start()
         while not launcher.stop.wait(0.2):
             pass

@@ -21,6 +21,11 @@ answered; FAKE_SERVER_NO_METRICS=1 answers 404 there instead.
 FAKE_SERVER_CHILD=1 also starts a grandchild process (as vLLM starts EngineCore) to test group cleanup;
 FAKE_SERVER_IGNORE_TERM=1 makes the server ignore SIGTERM (to test the SIGKILL fallback).
 FAKE_SERVER_SAY=LINE logs LINE at start (to plant text, a secret say, in the server log).
+With `--nnodes N` (N > 1) it is one node of a multi-node SGLang launch, as torch.distributed's TCP rendezvous
+behaves: rank 0 listens on `--dist-init-addr HOST:PORT` and serves HTTP only after the N-1 other ranks connected;
+a rank N > 0 (`--node-rank`) connects there (retrying for a minute), serves no HTTP and runs until stopped
+(FAKE_SERVER_MODE=die makes it exit 1 instead).
+Every process it starts carries CHILD_MARKER on its command line, so a test can find what is left of it.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -264,6 +270,45 @@ def serve(port: int, model: str, mode: str = "ok", reasoning: bool = False,
     return httpd
 
 
+CHILD_MARKER = "qwen-doctor-fake-server-child"
+
+
+def _dist_addr(argv: list[str]) -> tuple[str, int]:
+    host, _, port = (arg(argv, "--dist-init-addr") or "127.0.0.1:20000").rpartition(":")
+    return host, int(port)
+
+
+def _rendezvous(argv: list[str], nnodes: int) -> socket.socket:
+    """Rank 0: accept the other ranks on the dist-init address before serving."""
+    server = socket.create_server(_dist_addr(argv))
+    print(f"fake rank 0: waiting for {nnodes - 1} rank(s) on {arg(argv, '--dist-init-addr')}", flush=True)
+    for _ in range(nnodes - 1):
+        conn, peer = server.accept()
+        print(f"fake rank 0: rank {conn.recv(16).decode().strip()} joined from {peer[0]}", flush=True)
+    return server
+
+
+def _worker_node(argv: list[str], rank: str, mode: str) -> int:
+    print(f"[{time.strftime('%Y-%m-%d %H:%M:%S')} TP{rank}] Init torch distributed begin (fake node rank {rank}).",
+          flush=True)
+    if mode == "die":
+        print("RuntimeError: fake node failed to join the distributed group", flush=True)
+        return 1
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            conn = socket.create_connection(_dist_addr(argv), timeout=5)
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    conn.sendall(f"{rank}\n".encode())
+    print(f"fake node rank {rank}: joined {arg(argv, '--dist-init-addr')}", flush=True)
+    while True:
+        time.sleep(1)
+
+
 def main(argv: list[str]) -> int:
     mode = os.environ.get("FAKE_SERVER_MODE", "ok")
     module = arg(argv, "-m", "")
@@ -275,7 +320,9 @@ def main(argv: list[str]) -> int:
     if mode == "shutdown-noise":
         signal.signal(signal.SIGTERM, lambda *_: (print(ENGINE_DEAD, flush=True), os._exit(0)))
     if os.environ.get("FAKE_SERVER_CHILD"):
-        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", CHILD_MARKER])
+    if arg(argv, "--node-rank", "0") != "0":
+        return _worker_node(argv, arg(argv, "--node-rank", "0") or "", mode)
     lines = SGLANG_LINES if backend == "sglang" else VLLM_LINES
     if os.environ.get("FAKE_SERVER_SAY"):
         print(os.environ["FAKE_SERVER_SAY"], flush=True)
@@ -297,6 +344,8 @@ def main(argv: list[str]) -> int:
         for i in range(10**6):
             print(f"Loading safetensors checkpoint shards: {i % 100}% Completed | {i}/1000", flush=True)
             time.sleep(0.3)
+    nnodes = int(arg(argv, "--nnodes", "1") or 1)
+    rendezvous = _rendezvous(argv, nnodes) if nnodes > 1 else None  # noqa: F841 (kept open while serving)
     httpd = serve(port, model, mode, reasoning=arg(argv, "--reasoning-parser") is not None,
                   api_key=arg(argv, "--api-key"), backend=backend)
     for line in lines[3:]:
