@@ -28,6 +28,7 @@ BUILTIN_MODULES = (
     "checks.hf",
     "checks.fleet",
     "checks.fleet_network",
+    "checks.fleet_reach",
 )
 CATEGORY_ORDER = ("plugins", "driver", "versions", "gpu", "memory", "plan", "topology", "host", "network", "hf", "fleet")
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")

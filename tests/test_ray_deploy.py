@@ -120,6 +120,8 @@ def test_sglang_starts_one_process_per_node_with_its_rank_and_stops_them_all(tmp
     results = by_id(report)
     assert done.returncode == 0, (done.stderr[-3000:], log[-3000:])
     assert results["QD-FLEET-001"]["status"] == "ok"
+    reach = results["QD-FLEET-011"]  # each node listened on NCCL's address (lo here), the other connected
+    assert reach["status"] == "ok" and reach["evidence"]["pairs"] == 2, reach
     for check_id in ("QD-DEPLOY-START", "QD-DEPLOY-CHAT", "QD-DEPLOY-STREAM", "QD-DEPLOY-FLEET-STOP"):
         assert results[check_id]["status"] == "ok", results[check_id]
     nodes = report["sections"]["deployment"]["nodes_summary"]

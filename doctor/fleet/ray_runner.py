@@ -18,6 +18,7 @@ from doctor.fleet.node_task import DELAY_ENV, ray_node_task
 
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 KEPT_RESOURCES = ("CPU", "GPU", "memory", "object_store_memory")
+REACH_TIMEOUT_S = 5.0
 HEAD_RESOURCE = "node:__internal_head__"  # ray._private.ray_constants.HEAD_NODE_RESOURCE_NAME
 
 
@@ -71,8 +72,20 @@ def gather(address: str, node_timeout_s: float, probe_timeout_s: float, delay_s:
             ray.cancel(ref, force=True)
         except Exception:
             pass
+    if sum(1 for n in fleet["nodes"] if n["status"] == "ok") > 1:
+        fleet["reachability"] = _reachability(ray, fleet["nodes"], probe_timeout_s)
     fleet["seconds"] = round(time.monotonic() - t0, 3)
     return fleet
+
+
+def _reachability(ray: Any, node_list: list[dict[str, Any]], timeout_s: float) -> dict[str, Any]:
+    """TCP between the nodes on NCCL's addresses (doctor.fleet.reach); a failure of the probe itself is recorded."""
+    from doctor.fleet.reach import probe
+
+    try:
+        return probe(ray, node_list, min(timeout_s, REACH_TIMEOUT_S))
+    except Exception as exc:
+        return {"error": _one_line(exc), "pairs": [], "targets": {}, "skipped": {}}
 
 
 def _resources(res: dict[str, Any]) -> dict[str, float]:
