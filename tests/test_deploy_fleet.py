@@ -133,3 +133,18 @@ def test_the_stop_verdict_names_what_outlived_a_node_and_a_missing_summary_fails
 def test_dry_run_text_is_the_profiles_per_node_rendering() -> None:
     text = fleet.dry_run_text(load_profile("sglang-multinode"), {"head_address": "10.9.9.9"}, start_ray=True)
     assert text.count("--dist-init-addr 10.9.9.9:20000") == 2 and "# node 1: worker" in text
+
+
+def test_every_catalogue_sample_matches_the_same_remedies_behind_a_node_prefix() -> None:
+    """The launcher prefixes each node's log line with its rank and address; remedy matching must not care."""
+    from doctor.fleet.launch_runner import _Node
+    from remedies import Matcher
+    from remedies.loader import load_catalogue
+
+    prefix = _Node({"rank": 1, "ip": "10.0.0.2", "node_id": "n-b", "argv": []}).prefix
+    assert prefix == "(node 1 10.0.0.2) "
+    lines = [s.splitlines()[0] for r in load_catalogue() for s in r.samples if isinstance(s, str) and s.strip()]
+    assert len(lines) > 50
+    for line in lines:
+        plain = {m.remedy.id for m in Matcher().feed(line, 1)}
+        assert plain and {m.remedy.id for m in Matcher().feed(prefix + line, 1)} == plain, line
