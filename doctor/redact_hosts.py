@@ -37,10 +37,17 @@ _PORT = re.compile(r":\d{1,5}\Z")
 _IP_SHAPE = re.compile(r"[0-9.]{7,15}|[0-9A-Fa-f:.]{2,45}")
 
 
-class HostHider:
-    """Learn host names from host-carrying keys, then hide hosts in any text."""
+# Every host any hider learnt in this process, for a `shared` hider (stderr) that hides what reports hid.
+_LEARNT: list[str] = []
 
-    def __init__(self, known: tuple[str, ...] = ()) -> None:
+
+class HostHider:
+    """Learn host names from host-carrying keys, then hide hosts in any text; a `shared` hider also hides the
+    hosts that the other hiders of this process learnt."""
+
+    def __init__(self, known: tuple[str, ...] = (), shared: bool = False) -> None:
+        self.shared = shared
+        self._synced = 0
         self.pseudonyms: dict[str, str] = {}
         self._counts: dict[str, int] = {"IP": 0, "HOST": 0}
         self._known: dict[str, str] = {}
@@ -76,6 +83,8 @@ class HostHider:
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}", host) or _is_public(host):
             return
         self._known.setdefault(host.lower(), host.lower())
+        if not self.shared:
+            _LEARNT.append(host)
         first = host.split(".")[0].lower()
         if "." in host and len(first) >= 4:
             self._known.setdefault(first, host.lower())
@@ -83,6 +92,10 @@ class HostHider:
 
     def hide(self, text: str) -> str:
         """`text` with known hosts, URL hosts, IP addresses and dotted host names replaced by pseudonyms."""
+        if self.shared and self._synced < len(_LEARNT):
+            for host in _LEARNT[self._synced:]:
+                self.add(host)
+            self._synced = len(_LEARNT)
         text = _SCHEME.sub(self._url, text) if "://" in text else text
         text = _WORD.sub(self._word, text)
         if "." in text:
