@@ -202,7 +202,7 @@ _PASSES: list[tuple[re.Pattern[str], Callable[[_Scan], Callable[[str, re.Match[s
 ]
 # A word cut by a line-length limit (`… hf_AbC …`): its prefix is a secret too when it starts like a token.
 _TOKEN_PREFIXES = ("hf_", "sk-", "rk-", "sk_", "rk_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
-                   "xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "akia", "asia", "aiza", "eyj")
+                   "xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "AKIA", "ASIA", "AIza", "eyJ")
 _LAST_WORD = re.compile(r"[A-Za-z0-9_.+/=-]*\Z")
 
 
@@ -226,16 +226,23 @@ def _rewrite(pattern: re.Pattern[str], text: str, handler: Callable[[str, re.Mat
 
 
 def _cut_tail(text: str, known: Iterable[str], scan: _Scan) -> str:
-    """Redact the last word of a text cut at a line-length limit when it is the start of a secret."""
+    """Redact the last word of a text when it is the start of a secret cut by a length limit: after a
+    truncation mark, a word that starts like a token or starts a known secret; at the very end of a text cut
+    without a mark (`text[:60]`), a word that starts like a token and looks random (a digit or capital)."""
     core = text.rstrip()
-    if not core.endswith(TRUNCATION_MARK):
-        return text
-    head = core[:-len(TRUNCATION_MARK)].rstrip(" \t")
+    marked = core.endswith(TRUNCATION_MARK)
+    head = core[:-len(TRUNCATION_MARK)].rstrip(" \t") if marked else text
     m = _LAST_WORD.search(head, max(0, len(head) - 256))
     word = m.group() if m else ""
-    lowered = word.lower()
-    if not word or word.endswith(REDACTED) or not (
-            lowered.startswith(_TOKEN_PREFIXES) or (len(word) >= 3 and any(s.startswith(word) for s in known))):
+    prefix = next((p for p in _TOKEN_PREFIXES if word.startswith(p)), None)
+    if not word or word.endswith(REDACTED):
+        return text
+    if marked:
+        secret = prefix is not None or (len(word) >= 3 and any(s.startswith(word) for s in known))
+    else:
+        rest = word[len(prefix):] if prefix else ""
+        secret = len(rest) >= 4 and any(c.isdigit() or c.isupper() for c in rest)
+    if not secret:
         return text
     scan.hide(word)
     return head[:m.start()] + REDACTED + text[len(head):]
@@ -248,7 +255,7 @@ def scan_text(text: str, found: set[str] | None = None, known: Iterable[str] = (
     for pattern, method, needles in _PASSES:
         if any(n in lowered for n in needles):
             text = _rewrite(pattern, text, method(scan))
-    return _cut_tail(text, known, scan) if TRUNCATION_MARK in text else text
+    return _cut_tail(text, known, scan)
 
 
 def redact_text(text: str) -> str:

@@ -29,11 +29,12 @@ _TLDS = frozenset("com net org io ai dev cloud internal lan corp intra intranet 
                   "site app tech xyz me us uk de fr cn jp kr eu ca au nl se ch sg hk tw ru br co".split())
 _IPV4 = re.compile(r"(?<![\w.=])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\d)")
 _IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
-_WORD = re.compile(r"(?<![A-Za-z0-9.-])[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){0,16}")
+_WORD = re.compile(r"(?<![A-Za-z0-9-])[A-Za-z0-9][A-Za-z0-9-]{0,62}(?:\.[A-Za-z0-9-]{1,63}){0,16}")
 _SCHEME = re.compile(r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{0,30}://")
 _AUTHORITY = re.compile(r"[^\s/?#\"'`<>\\]*")
 _ITEM_SPLIT = re.compile(r"[\s,;]+")
 _PORT = re.compile(r":\d{1,5}\Z")
+_PSEUDONYM = re.compile(r"(?:HOST|IP)-\d{1,9}")
 _IP_SHAPE = re.compile(r"[0-9.]{7,15}|[0-9A-Fa-f:.]{2,45}")
 
 
@@ -72,7 +73,7 @@ class HostHider:
     def add(self, host: str) -> None:
         """Hide `host` from now on (and, for a dotted name, its first label on its own)."""
         host = host.strip().rstrip(".")
-        if host in self._added:
+        if host in self._added or _PSEUDONYM.fullmatch(host):
             return
         self._added.add(host)
         if not host or host.lower() in _KEEP_HOSTS or _is_local(host) or host.startswith("["):
