@@ -17,13 +17,13 @@ _ANSI = re.compile(r"\x1b\[[0-?]{0,64}[ -/]{0,8}[@-~]|\x9b[0-?]{0,64}[ -/]{0,8}[
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufffe\uffff]")
 
 
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group(0))
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+_ESCAPES = {code: (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+            for code in [*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0), *range(0x202a, 0x202f),
+                         *range(0x2066, 0x206a), 0xfffe, 0xffff]}
 
 
 def visible(text: str) -> str:
     """`text` without colour escape sequences and with every other control character shown as an escape."""
     if _CONTROL.search(text) is None:
         return text
-    return _CONTROL.sub(_escape, _ANSI.sub("", text))
+    return _ANSI.sub("", text).translate(_ESCAPES)
