@@ -14,7 +14,9 @@ values are measured by code, not by backtracking (bench/redact_speed.py, tests/t
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Optional, Protocol
+
+from doctor.secret_book import SecretBook
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_LEN = 6
@@ -94,10 +96,14 @@ def _value(text: str, i: int, unquoted: re.Pattern[str]) -> tuple[int, int, str]
     return i, unquoted.match(text, i).end(), ""
 
 
+class Sink(Protocol):
+    def add(self, value: str) -> None: ...
+
+
 class _Scan:
     """One pass of `redact_text`; `found` collects every secret value it replaced."""
 
-    def __init__(self, found: set[str] | None = None) -> None:
+    def __init__(self, found: Sink | None = None) -> None:
         self.found = found
 
     def hide(self, value: str) -> str:
@@ -225,7 +231,7 @@ def _rewrite(pattern: re.Pattern[str], text: str, handler: Callable[[str, re.Mat
     return "".join(out)
 
 
-def _cut_tail(text: str, known: Iterable[str], scan: _Scan) -> str:
+def _cut_tail(text: str, known: Callable[[str], bool], scan: _Scan) -> str:
     """Redact the last word of a text when it is the start of a secret cut by a length limit: after a
     truncation mark, a word that starts like a token or starts a known secret; at the very end of a text cut
     without a mark (`text[:60]`), a word that starts like a token and looks random (a digit or capital)."""
@@ -238,7 +244,7 @@ def _cut_tail(text: str, known: Iterable[str], scan: _Scan) -> str:
     if not word or word.endswith(REDACTED):
         return text
     if marked:
-        secret = prefix is not None or (len(word) >= 3 and any(s.startswith(word) for s in known))
+        secret = prefix is not None or known(word)
     else:
         rest = word[len(prefix):] if prefix else ""
         secret = len(rest) >= 4 and any(c.isdigit() or c.isupper() for c in rest)
@@ -248,8 +254,13 @@ def _cut_tail(text: str, known: Iterable[str], scan: _Scan) -> str:
     return head[:m.start()] + REDACTED + text[len(head):]
 
 
-def scan_text(text: str, found: set[str] | None = None, known: Iterable[str] = ()) -> str:
-    """`redact_text`, adding each secret value it replaced to `found`; `known` secrets' cut prefixes go too."""
+def _no_secret(word: str) -> bool:
+    return False
+
+
+def scan_text(text: str, found: Sink | None = None, known: Callable[[str], bool] = _no_secret) -> str:
+    """`redact_text`, adding each secret value it replaced to `found`; a word cut by a length limit goes too
+    when `known(word)` says it starts a known secret."""
     scan = _Scan(found)
     lowered = text.lower()
     for pattern, method, needles in _PASSES:
@@ -294,11 +305,10 @@ class Redactor:
     def __init__(self, hosts: bool = False, visible: bool = False) -> None:
         from doctor.redact_hosts import HostHider
 
-        self.secrets: set[str] = set()
-        self.found: set[str] = set()
+        self.book = SecretBook()
+        self.late = SecretBook()
         self.hider = HostHider() if hosts else None
         self.visible = visible
-        self._secrets_longest_first: list[str] = []
 
     @property
     def hosts(self) -> bool:
@@ -310,13 +320,8 @@ class Redactor:
 
     def __call__(self, doc: Any) -> Any:
         self._harvest(doc, None)
-        self._secrets_longest_first = sorted(self.secrets, key=len, reverse=True)
         out = self._walk(doc, None)
-        late = sorted(self.found - self.secrets, key=len, reverse=True)
-        if late:
-            self._secrets_longest_first = late
-            out = self._replace_known(out)
-        return out
+        return self._replace_known(out) if len(self.late) else out
 
     def _harvest(self, node: Any, key: str | None) -> None:
         """First look: remember secret values (to hide them wherever else they appear) and host names."""
@@ -336,7 +341,7 @@ class Redactor:
 
     def _remember_secret(self, value: str) -> None:
         if len(value) >= MIN_SECRET_LEN and value != REDACTED:
-            self.secrets.add(value)
+            self.book.add(value)
 
     def _walk(self, node: Any, key: str | None) -> Any:
         if isinstance(node, dict):
@@ -371,18 +376,18 @@ class Redactor:
 
     def _replace_known(self, node: Any) -> Any:
         if isinstance(node, dict):
-            return {self._replace_literals(str(k)): self._replace_known(v) for k, v in node.items()}
+            return {self.late.replace(str(k), REDACTED): self._replace_known(v) for k, v in node.items()}
         if isinstance(node, list):
             return [self._replace_known(item) for item in node]
         if isinstance(node, str):
-            return self._replace_literals(node)
+            return self.late.replace(node, REDACTED)
         return node
 
-    def _replace_literals(self, text: str) -> str:
-        for secret in self._secrets_longest_first:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
-        return text
+    def add(self, value: str) -> None:
+        """A secret found in text during the walk: hidden in later strings now, in earlier ones afterwards."""
+        if value not in self.book.values:
+            self.book.add(value)
+            self.late.add(value)
 
     def _string(self, text: str, hosts: bool = True) -> str:
         if not text.isascii():
@@ -391,8 +396,8 @@ class Redactor:
             from doctor.textsafe import visible
 
             text = visible(text)
-        text = self._replace_literals(text)
-        text = scan_text(text, self.found, self.secrets | self.found if TRUNCATION_MARK in text else ())
+        text = self.book.replace(text, REDACTED)
+        text = scan_text(text, self, self.book.starts_one)
         if hosts and self.hider is not None:
             text = self.hider.hide(text)
         return text
