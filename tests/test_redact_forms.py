@@ -164,3 +164,10 @@ def test_hosts_keep_files_modules_and_versions():
 ])
 def test_control_characters_are_stripped_when_colour_and_escaped_otherwise(raw: str, shown: str):
     assert visible(raw) == shown
+
+
+def test_many_distinct_secrets_are_each_hidden_wherever_they_reappear():
+    tokens = [f"tok{i:04d}Value" for i in range(500)]
+    doc = {"log": [f"again {t}!" for t in tokens] + [f"Authorization: Bearer {t}" for t in tokens]}
+    out = str(redact_document(doc))
+    assert [t for t in tokens if t in out] == []
