@@ -128,3 +128,31 @@ def test_errors_on_stderr_are_redacted(hosts: bool):
     assert done.returncode == 2 and done.stderr.startswith("qwen-doctor: error:")
     assert leaks(done.stderr, hosts) == [] and "[REDACTED]" in done.stderr
     assert (HOSTS["fqdn"] in done.stderr) is not hosts
+
+
+@pytest.mark.parametrize("hosts", [False, True], ids=["secrets", "hosts"])
+def test_deploy_progress_report_and_files_hold_no_secret_from_the_profile(tmp_path: Path, hosts: bool):
+    from doctor.deploy.ports import free_port
+    from tests.support.deploy_helpers import python_shim
+
+    profile = tmp_path / "planted.yaml"
+    profile.write_text(json.dumps({
+        "name": "planted", "description": "cpu-tiny with secrets in its flags and env", "backend": "vllm",
+        "backend_version": ">=0.17.0", "model": str(tmp_path), "launcher": "vllm-api-server",
+        "sources": ["https://docs.vllm.ai/en/latest/cli/serve.html"],
+        "hardware": {"gpu_count": 0, "min_gpu_memory_gib": 0, "min_compute_capability": "0.0", "nvlink": "no",
+                     "device": "cpu"},
+        "host": "127.0.0.1", "port": 8000,
+        "env": {"HF_TOKEN": S["hf"], "VLLM_CPU_KVCACHE_SPACE": "1", "MASTER_ADDR": HOSTS["fqdn"],
+                "HF_ENDPOINT": f"https://bot:{S['url_user']}@{HOSTS['fqdn']}/hf"},
+        "flags": {"served-model-name": "tiny", "max-model-len": 256, "api-key": S["flag"]}}))
+    report = tmp_path / "r.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "doctor", "deploy", "--profile", str(profile), "--python", str(python_shim(tmp_path)),
+         "--port", str(free_port()), "--log", str(tmp_path / "server.log"), "--burst", "2", "--force",
+         "-o", str(report), "-o", str(tmp_path / "r.html"), *(["--redact-hosts"] if hosts else [])],
+        capture_output=True, text=True, timeout=180, env={**__import__("os").environ, "FAKE_SERVER_MODE": "ok"})
+    assert "starting:" in done.stderr, done.stderr
+    for text in (done.stdout, done.stderr, report.read_text(), (tmp_path / "r.html").read_text()):
+        assert leaks(text, hosts, (HOSTS["fqdn"],)) == []
+    assert "--max-model-len 256" in done.stderr
