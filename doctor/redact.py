@@ -81,7 +81,7 @@ _WORD = re.compile(r"[^\s\"'`]*")
 _PLAIN = re.compile(r"[^\s\"'`,;<>(){}\[\]]*")
 _QUERY = re.compile(r"[^\s\"'`&#<>]*")
 _LINE_REST = re.compile(r"[^\r\n\"'`]*")
-_SPACES = re.compile(r"[ \t]{0,8}")
+_BLANKS = re.compile(r"[ \t]*")
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "apikey", "key", "aws4-hmac-sha256"})
 
 Hit = Optional[tuple[str, int]]
@@ -114,7 +114,7 @@ class _Scan:
     def flag(self, text: str, m: re.Match[str]) -> Hit:
         if not is_secret_flag(m.group(1)):
             return None
-        i = m.end()
+        i = m.end() if m.group(2) == "=" else _BLANKS.match(text, m.end()).end()
         if m.group(2) != "=" and (i >= len(text) or text[i] in "-\r\n"):
             return None
         start, end, q = _value(text, i, _WORD)
@@ -127,7 +127,7 @@ class _Scan:
         norm = _normal(m.group(1))
         if not _secret_normal(norm) or (norm == "KEY" and "=" not in m.group(2)):
             return None
-        i = m.end()
+        i = _BLANKS.match(text, m.end()).end()
         if norm.endswith("AUTHORIZATION"):
             return self._authorization(text, m.start(), i)
         in_query = m.start() > 0 and text[m.start() - 1] in "?&;"
@@ -143,7 +143,7 @@ class _Scan:
         value = text[start:end]
         scheme, _, cred = value.partition(" ") if q else (value, "", "")
         if not q and scheme.lower() in _AUTH_SCHEMES:
-            gap = _SPACES.match(text, end).end()
+            gap = _BLANKS.match(text, end).end()
             cred_end = _PLAIN.match(text, gap).end()
             cred = text[gap:cred_end]
             if gap > end and cred and cred != REDACTED:
