@@ -74,6 +74,11 @@ def _kept_value(value: str, norm: str) -> bool:
     return _NUMBER.fullmatch(value) is not None and _PASSWORDISH.search(norm) is None
 
 
+def _random_looking(value: str) -> bool:
+    """A bare `key=` outside a URL is a secret only when its value looks generated (not `key=lambda p: ...`)."""
+    return len(value) >= 20 or (len(value) >= 8 and any(c.isdigit() for c in value))
+
+
 # ---- values: measured by code from where they start --------------------------------------------------------
 _DQ = re.compile(r'(?:[^"\\\n]|\\.)*')
 _SQ = re.compile(r"(?:[^'\\\n]|\\.)*")
@@ -134,7 +139,7 @@ class _Scan:
         run = _LINE_REST if norm.endswith("COOKIE") else _QUERY if in_query else _PLAIN
         start, end, _q = _value(text, i, run)
         value = text[start:end]
-        if _kept_value(value.strip(), norm):
+        if _kept_value(value.strip(), norm) or (norm == "KEY" and not in_query and not _random_looking(value)):
             return None
         return text[m.start():start] + self.hide(value), end
 

@@ -53,6 +53,7 @@ class HostHider:
         self._counts: dict[str, int] = {"IP": 0, "HOST": 0}
         self._known: dict[str, str] = {}
         self._added: set[str] = set()
+        self._places: set[str] = set()
         for host in known:
             self.add(host)
 
@@ -109,11 +110,12 @@ class HostHider:
     def _url(self, m: re.Match[str]) -> str:
         # Only the scheme is consumed: the authority that follows is plain text to the word pass, which hides
         # any host name; here an unknown one-label host (http://gpu7:8000) is learnt first.
-        authority = _AUTHORITY.match(m.string, m.end()).group()
-        host = authority.rpartition("@")[2]
-        host = host[1:host.find("]")] if host.startswith("[") else _PORT.sub("", host)
-        if host and (_is_ip(host) or not authority.rpartition("@")[2].startswith("[")) and not _is_public(host):
-            self.add(host)
+        place = _AUTHORITY.match(m.string, m.end()).group().rpartition("@")[2]
+        if place not in self._places:
+            self._places.add(place)
+            host = place[1:place.find("]")] if place.startswith("[") else _PORT.sub("", place)
+            if host and (_is_ip(host) or not place.startswith("[")) and not _is_public(host):
+                self.add(host)
         return m.group(0)
 
     def _word(self, m: re.Match[str]) -> str:
