@@ -54,6 +54,7 @@ class HostHider:
         self._known: dict[str, str] = {}
         self._added: set[str] = set()
         self._places: set[str] = set()
+        self._kept: set[str] = set()
         for host in known:
             self.add(host)
 
@@ -103,9 +104,14 @@ class HostHider:
         if "." in text:
             text = _IPV4.sub(lambda m: self.pseudonym(m.group(0)) if _is_ip(m.group(0)) else m.group(0), text)
         if ":" in text:
-            text = _IPV6.sub(lambda m: self.pseudonym(m.group(0)) if "::" in m.group(0) or m.group(0).count(":") == 7
-                             else m.group(0), text)
+            text = _IPV6.sub(self._ipv6, text)
         return text
+
+    def _ipv6(self, m: re.Match[str]) -> str:
+        addr = m.group(0)
+        if addr in self.pseudonyms or addr in self._kept:
+            return self.pseudonym(addr)
+        return self.pseudonym(addr) if ("::" in addr or addr.count(":") == 7) and _is_ip(addr) else addr
 
     def _url(self, m: re.Match[str]) -> str:
         # Only the scheme is consumed: the authority that follows is plain text to the word pass, which hides
@@ -132,13 +138,15 @@ class HostHider:
 
     def pseudonym(self, host: str) -> str:
         """A stable stand-in per host or address; loopback, wildcard and already hidden values stay as they are."""
-        if host.lower() in _KEEP_HOSTS or host.startswith("[") or _is_local(host):
-            return host
         key = host.lower()
-        if key not in self.pseudonyms:
-            kind = "IP" if _is_ip(host) else "HOST"
-            self._counts[kind] += 1
-            self.pseudonyms[key] = f"[{kind}-{self._counts[kind]}]"
+        if key in self.pseudonyms:
+            return self.pseudonyms[key]
+        if key in self._kept or key in _KEEP_HOSTS or host.startswith("[") or _is_local(host):
+            self._kept.add(key)
+            return host
+        kind = "IP" if _is_ip(host) else "HOST"
+        self._counts[kind] += 1
+        self.pseudonyms[key] = f"[{kind}-{self._counts[kind]}]"
         return self.pseudonyms[key]
 
 
