@@ -3,7 +3,8 @@
 Each input repeats the starts of the redaction patterns (flags, assignments, URLs, tokens, PEM headers,
 escape sequences, host names) so that a backtracking pattern would rescan it from every start. Prints, per
 input, redact_text and the report pass (--redact-hosts, control characters) in ms, their ratio to one
-str.replace over the same text, and the growth from 1/4 of the size to the full size (4 means linear).
+str.replace over the same text, and the growth from 1/4 of the size to the full size (4 means linear,
+16 quadratic). Times are the best of --repeat runs (the machine may be shared).
 Usage: python bench/redact_speed.py [--size 1048576] [--repeat 3] [--json]
 """
 
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -23,21 +23,21 @@ from doctor.redact import redact_document, redact_text  # noqa: E402
 from tests.support.redact_inputs import PIECES, adversarial  # noqa: E402
 
 
-def median_s(fn: Callable[[], object], repeat: int) -> float:
+def best_s(fn: Callable[[], object], repeat: int) -> float:
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return min(times)
 
 
 def measure(piece: str, size: int, repeat: int) -> dict[str, float]:
     text, quarter = adversarial(piece, size), adversarial(piece, size // 4)
-    base = median_s(lambda: text.replace("hf_", "[REDACTED]"), repeat)
-    red = median_s(lambda: redact_text(text), repeat)
-    doc = median_s(lambda: redact_document({"log": [text]}, hosts=True, visible=True), repeat)
-    doc_quarter = median_s(lambda: redact_document({"log": [quarter]}, hosts=True, visible=True), repeat)
+    base = best_s(lambda: text.replace("hf_", "[REDACTED]"), repeat)
+    red = best_s(lambda: redact_text(text), repeat)
+    doc = best_s(lambda: redact_document({"log": [text]}, hosts=True, visible=True), repeat)
+    doc_quarter = best_s(lambda: redact_document({"log": [quarter]}, hosts=True, visible=True), repeat)
     return {"baseline_ms": round(base * 1000, 2), "redact_text_ms": round(red * 1000, 1),
             "report_pass_ms": round(doc * 1000, 1), "text_ratio": round(red / base, 1),
             "report_ratio": round(doc / base, 1), "growth_x4": round(doc / doc_quarter, 2)}
