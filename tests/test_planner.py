@@ -8,7 +8,7 @@ from doctor.errors import DoctorError
 from doctor.models import get_model
 from doctor.planner import ServeConfig, check_divisibility, parse_gpus, plan, valid_tensor_parallel_sizes
 from doctor.planner.hardware import GIB, MIB
-from doctor.planner.sglang_kv import default_mem_fraction_static, sglang_capacity
+from doctor.planner.sglang_kv import default_mem_fraction_static, prefill_capture_sizes, sglang_capacity
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.weights import pp_partition, rank_weights
@@ -108,11 +108,37 @@ def test_sglang_pool_sizes_follow_the_0_5_9_formula():
     assert cap.max_running_requests == min(max(int(tokens / 262144 * 512), 2048), 4096, slots // 3)
 
 
-def test_sglang_default_mem_fraction_static():
-    # H100 (81559 MiB): reserved = max(512 + 8192*1.5 + 256*2 + 1/8*1024, 10240) = 13440 MiB;
-    # then the VLM factor 0.95 * (1 - 0.1 * (1152^2/1024^2 - 1))
-    expected = round((81559 - 13440) / 81559, 3) * 0.95 * (1 - 0.1 * (1152 ** 2 / 1024 ** 2 - 1))
-    assert default_mem_fraction_static(81559 * MIB, ServeConfig(backend="sglang"), BF16) == pytest.approx(expected)
+VLM = 0.95 * (1 - 0.1 * (1152 ** 2 / 1024 ** 2 - 1))   # adjust_mem_fraction_for_vlm for Qwen3.5's ViT
+
+
+def sglang_fraction(version: str, mib: int, **flags) -> float:
+    return default_mem_fraction_static(mib * MIB, ServeConfig(backend="sglang", backend_version=version, **flags), BF16)
+
+
+def test_sglang_default_mem_fraction_static_of_0_5_9_and_0_5_14():
+    # H100 (81559 MiB): reserved = max(512 + 8192*1.5 + 256*2 + 1/8*1024, 10240) = 13440 MiB
+    for version in ("0.5.9", "0.5.14"):
+        assert sglang_fraction(version, 81559) == pytest.approx(round((81559 - 13440) / 81559, 3) * VLM)
+    # 0.5.9: MTP (EAGLE) adds 2 GiB after the floor; 0.5.14 dropped that term
+    assert sglang_fraction("0.5.9", 81559, mtp_tokens=3) == pytest.approx(round((81559 - 15488) / 81559, 3) * VLM)
+    assert sglang_fraction("0.5.14", 81559, mtp_tokens=3) == sglang_fraction("0.5.14", 81559)
+
+
+def test_sglang_0_5_18_reserves_8_mb_per_prefill_graph_of_qwen3_5():
+    # 58 prefill capture sizes up to chunked_prefill_size 8192: 4..32/4, 48..256/16, 288..512/32, 576..1024/64,
+    # 1280..4096/256, 4608..8192/512
+    assert len(prefill_capture_sizes(8192)) == 8 + 14 + 8 + 8 + 12 + 8
+    assert sglang_fraction("0.5.18", 81559) == pytest.approx(round((81559 - 13440 - 58 * 8) / 81559, 3) * VLM)
+    assert sglang_fraction("0.5.18", 81559, enforce_eager=True, language_model_only=True) == \
+        round((81559 - 12928) / 81559, 3)
+
+
+def test_sglang_0_5_20_gives_24_to_35_gib_gpus_a_larger_chunk_and_graph_batch():
+    # RTX 4090 (24564 MiB), TP 1: 0.5.19 chunk 2048 / bs 24; 0.5.20 chunk 4096 / bs 48
+    old = 512 + 2048 * 1.5 + 24 * 2 + 1024 / 8 + len(prefill_capture_sizes(2048)) * 8
+    new = 512 + 4096 * 1.5 + 48 * 2 + 1024 / 8 + len(prefill_capture_sizes(4096)) * 8
+    assert sglang_fraction("0.5.19", 24564, language_model_only=True) == round((24564 - old) / 24564, 3)
+    assert sglang_fraction("0.5.20", 24564, language_model_only=True) == round((24564 - new) / 24564, 3)
 
 
 def test_valid_tensor_parallel_sizes():
