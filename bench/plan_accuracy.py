@@ -5,7 +5,8 @@
                                              # (doctor/planner/calibration.yaml)
 
 Entries marked `predict: true` (model, GPUs, vLLM version and flags all known) are predicted end to end;
-`predict: overhead` entries are planned with their logged weights. In-sample: the coefficients fitted on
+`predict: overhead` entries are planned with their logged weights; `predict: weights` entries check the
+weights only. In-sample: the coefficients fitted on
 every boot; leave-one-out: each boot planned with coefficients fitted on the others (doctor/planner/fit.py).
 The printed band is the leave-one-out figure. The KV residual is of tokens where the log names them, else of
 the KV memory ("Available KV cache memory" / "Current kv cache memory in use").
@@ -51,7 +52,7 @@ def table(title: str, rows: list[Residual]) -> tuple[list[float], list[float]]:
         lw = f"{r.logged_weights_gib:.2f}" if r.logged_weights_gib is not None else "-"
         print(f"{r.id:<26} {r.mode:<8} {lt:>16} {r.planned_tokens:>10,} {la:>13} {r.planned_available_gib:>8.2f} "
               f"{pct(r.kv_error):>8}   {lw:>14} {r.planned_weights_gib:>8.2f} {pct(r.weights_error):>7}")
-    kv = [abs(r.kv_error) for r in rows]
+    kv = [abs(r.kv_error) for r in rows if r.kv_error is not None]
     wts = [abs(r.weights_error) for r in rows if r.weights_error is not None]
     print(f"KV capacity: mean abs error {sum(kv) / len(kv):.2%}, max {max(kv):.2%} over {len(kv)} boots")
     if wts:
@@ -64,7 +65,7 @@ def region(entries: list[dict]) -> dict:
     from doctor.models import get_model
     from doctor.planner.hardware import GIB, parse_gpus
 
-    predicted = [e for e in entries if e.get("predict")]
+    predicted = [e for e in entries if e.get("predict") and e["predict"] != "weights"]
     gpus = [parse_gpus(e["gpus"]).gpu.usable_bytes / GIB for e in predicted]
     quant = {get_model(e["model"]).quantization.method for e in predicted}
     return {"min_gpu_gib": int(min(gpus)), "max_tp": max(int(e["flags"].get("tp", 1)) for e in predicted),

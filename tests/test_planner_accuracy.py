@@ -36,8 +36,9 @@ def test_the_shipped_coefficients_are_the_fit_of_the_shipped_boots():
 def test_the_shipped_band_covers_every_leave_one_out_residual():
     rows = residuals(ENTRIES, leave_one_out=True)
     cal = calibration()
-    assert cal["boots"] == len(rows)
-    assert max(abs(r.kv_error) for r in rows) <= cal["kv_tokens_max_abs_error"]
+    kv = [abs(r.kv_error) for r in rows if r.kv_error is not None]
+    assert cal["boots"] == len(kv)
+    assert max(kv) <= cal["kv_tokens_max_abs_error"]
     assert max(abs(r.weights_error) for r in rows if r.weights_error is not None) <= cal["weights_max_abs_error"]
 
 

@@ -3,7 +3,8 @@
 An entry of tests/data/published_kv/*.yaml with `predict: true` names everything a full prediction needs
 (model, GPUs, vLLM version, flags); its log lines give the logged weights, available KV memory and tokens.
 `predict: overhead` entries are planned with their logged weights (the checkpoint is not one the registry
-describes, e.g. a merged fine-tune): they test the overhead terms alone.
+describes, e.g. a merged fine-tune): they test the overhead terms alone. `predict: weights` entries (a boot
+that stopped after loading) test the weights alone.
 `band()` is the largest leave-one-out residual of KV capacity over those boots (calibration.yaml, written
 by bench/plan_accuracy.py and checked against the data by tests/test_planner_accuracy.py): each boot is
 planned with coefficients fitted without it (doctor/planner/fit.py).
@@ -31,7 +32,7 @@ class Residual:
     """Planned vs logged for one boot (relative errors: planned / logged - 1)."""
 
     id: str
-    mode: str                       # "plan" (end to end) or "overhead" (logged weights)
+    mode: str                       # "plan" (end to end), "overhead" (logged weights) or "weights" (only)
     logged_tokens: int | None
     planned_tokens: int
     logged_weights_gib: float | None
@@ -50,8 +51,11 @@ class Residual:
         return self.planned_available_gib / self.logged_available_gib - 1
 
     @property
-    def kv_error(self) -> float:
-        """The KV-capacity residual: of tokens where the log names them, else of the KV memory."""
+    def kv_error(self) -> float | None:
+        """The KV-capacity residual: of tokens where the log names them, else of the KV memory (None in
+        "weights" mode)."""
+        if self.mode == "weights":
+            return None
         error = self.tokens_error if self.tokens_error is not None else self.available_error
         if error is None:
             raise ValueError(f"entry {self.id}: neither 'GPU KV cache size' nor the KV memory is logged")
@@ -76,7 +80,7 @@ def residual(entry: dict[str, Any]) -> Residual:
     from doctor.planner.plan import Measured, plan
 
     weights = _find(_WEIGHTS, entry["log"])
-    mode = "overhead" if entry["predict"] == "overhead" else "plan"
+    mode = entry["predict"] if entry["predict"] in ("overhead", "weights") else "plan"
     if mode == "overhead" and weights is None:
         raise ValueError(f"entry {entry['id']}: predict: overhead needs a 'Model loading took' line")
     measured = Measured(weights_bytes=int(float(weights) * GIB)) if mode == "overhead" else None
