@@ -223,3 +223,14 @@ def test_the_sampler_peak_scales_with_max_num_seqs_and_the_forward_with_batched_
     few = vllm_overhead_terms(BF16, ServeConfig(max_num_seqs=1, backend_version="0.26.0"), h200)
     assert few.peak_activation >= activation_bytes(BF16, ServeConfig(), 8192)
     assert few.graphs == 2 * 2      # capture sizes 1 and 2 (2 x max_num_seqs), FULL and PIECEWISE
+
+
+def test_an_sglang_plan_says_whether_its_version_s_formula_was_read():
+    from doctor.planner.plan import plan
+    from doctor.planner.render import band_text
+
+    hw = parse_gpus("1xH200")
+    read = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.21")))
+    unread = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.40")))
+    assert "error not measured" in read and "as read in its wheel" in read
+    assert "SGLang 0.5.40 not read" in unread
