@@ -234,3 +234,27 @@ def test_an_sglang_plan_says_whether_its_version_s_formula_was_read():
     unread = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.40")))
     assert "error not measured" in read and "as read in its wheel" in read
     assert "SGLang 0.5.40 not read" in unread
+
+
+def test_sglang_mtp_intermediate_mamba_states_per_version():
+    from doctor.planner.state import gdn_state_bytes_per_layer
+
+    def capacity(version: str, mtp: int):
+        cfg = ServeConfig(backend="sglang", backend_version=version, mtp_tokens=mtp, mem_fraction_static=0.85)
+        return sglang_capacity(BF16, cfg, 140 * GIB, 70 * GIB, 10, 30, 262144)
+
+    per_req = gdn_state_bytes_per_layer(BF16, ServeConfig(backend="sglang")) * 30
+    cell = capacity("0.5.9", 0).cell_size
+    # 0.5.9: per_req x 48 running requests x (3 + 1) draft tokens leave the rest before the 0.9 split
+    old, old_mtp = capacity("0.5.9", 0), capacity("0.5.9", 3)
+    assert old_mtp.max_running_requests == min(48, old_mtp.mamba_slots // 3)
+    lost = (old.max_total_num_tokens - old_mtp.max_total_num_tokens) * cell
+    assert lost == pytest.approx(per_req * 48 * 4 / 1.9, rel=0.01)
+    # 0.5.21: K solves (K + 1) per_req + (K / 3 + 1) x 4 x per_req = rest x 0.9 / 1.9, but only the states
+    # of min(48, K // 3) + 1 requests are taken off: the KV pool gets the rest
+    new, new_mtp = capacity("0.5.21", 0), capacity("0.5.21", 3)
+    rest = 140 * GIB * 0.85 - 70 * GIB
+    k = int((rest * 0.9 / 1.9 - per_req * 5) // (per_req * (1 + 4 / 3)))
+    assert new_mtp.mamba_slots == k < new.mamba_slots
+    kv = rest - k * per_req - (min(48, k // 3) + 1) * 4 * per_req
+    assert new_mtp.max_total_num_tokens == pytest.approx(kv / cell, rel=1e-4)

@@ -10,7 +10,10 @@ Mirrors python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py (0.5.9):
   and, for hybrid models, min(that, mamba slots // 3) with the radix cache on.
 and server_args.py `_handle_gpu_memory_settings` (0.5.9-0.5.18; arg_groups/memory_hook.py from 0.5.19) for
 the default --mem-fraction-static, per version (versions.sglang_rules).
-With PP > 1 the planner counts each stage's own GDN layers; 0.5.9 computes `mamba_cache_per_req`
+MTP keeps D = tokens + 1 intermediate mamba states per running request (48 unless --max-running-requests):
+0.5.9 takes them off the rest before the split, 0.5.14+ solves for them inside the mamba budget with 3 state
+slots per request; the extra_buffer radix strategy's 2 more slots (0.5.18+, overlap scheduler) are not
+modelled. With PP > 1 the planner counts each stage's own GDN layers; 0.5.9 computes `mamba_cache_per_req`
 from the config's full `linear_layer_ids`, so its per-stage figure may differ (unverified).
 This is the real meaning of the article's invented "radix table sizing" (`radix_size=`).
 """
@@ -26,6 +29,7 @@ from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_p
 from doctor.planner.versions import SGLANG_READ, sglang_rules
 
 MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3
+SPEC_MAX_RUNNING_REQUESTS = 48     # server_args.py (0.5.9) / arg_groups/speculative_hook.py (0.5.21) default
 
 
 def prefill_capture_sizes(max_bs: int) -> list[int]:
@@ -90,15 +94,27 @@ def sglang_capacity(spec: ModelSpec, cfg: ServeConfig, total_bytes: int, used_be
     cell = kv_bytes_per_token_per_layer(spec, cfg) * full_layers
     per_req = gdn_state_bytes_per_layer(spec, cfg) * linear_layers
     slots = 0
+    draft = cfg.mtp_tokens + 1 if cfg.mtp_tokens else 0      # speculative_num_draft_tokens (topk 1)
+    spec_running = cfg.max_num_seqs or SPEC_MAX_RUNNING_REQUESTS
+    rules = sglang_rules(cfg.backend_version or SGLANG_READ[-1])
     if per_req:
+        if draft and rules.spec_states_before_split:
+            rest_gib -= per_req * spec_running * draft / GIB
         if cfg.max_mamba_cache_size is not None:
             slots = cfg.max_mamba_cache_size // cfg.dp
+        elif draft and not rules.spec_states_before_split:
+            # joint solve (kv_cache_configurator.py): (K + 1) x per_req + (K / ratio + 1) x D x per_req = budget
+            ratio = MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
+            budget = rest_gib * cfg.mamba_full_memory_ratio / (1 + cfg.mamba_full_memory_ratio) * GIB
+            slots = max(int((budget - per_req * (1 + draft)) // (per_req * (1 + draft / ratio))), 0)
+            rest_gib -= per_req * (min(spec_running, slots // ratio) + 1) * draft / GIB
         else:
             ratio = cfg.mamba_full_memory_ratio
             slots = int(rest_gib * ratio / (1 + ratio) * GIB // per_req)
         rest_gib -= slots * per_req / GIB
     tokens = int(rest_gib * GIB) // cell if cell else 0
-    max_running = cfg.max_num_seqs or min(max(int(tokens / context_len * 512), 2048), 4096)
+    max_running = cfg.max_num_seqs or (SPEC_MAX_RUNNING_REQUESTS if draft else
+                                       min(max(int(tokens / context_len * 512), 2048), 4096))
     if per_req:
         max_running = min(max_running, slots // MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO)
     return SglangCapacity(mfs, cell, per_req, slots, max(tokens, 0), max_running)

@@ -95,6 +95,7 @@ class SglangRules:
     small_gpu_defaults: tuple[int, int, int]   # 20-35 GiB: chunked_prefill_size, decode graph max bs (TP < 4, >= 4)
     prefill_graph_reserve: bool      # the reserve counts len(prefill capture sizes) x 8 MB
     speculative_reserve: bool        # EAGLE / MTP add 2 GiB after the 10 GiB floor
+    spec_states_before_split: bool   # MTP's intermediate mamba states come off the rest before the split
     formula_checked: bool            # False: outside the versions read, the nearest read formula applies
 
 
@@ -117,6 +118,11 @@ def sglang_rules(version: str) -> SglangRules:
       (reserve_for_graph_mb).
     - 0.5.20: 20-35 GiB GPUs (4090, 5090) default to chunked_prefill_size 4096 and decode max bs 48 / 160
       (was 2048 and 24 / 80).
+    Speculative decoding (MTP = NEXTN, run as EAGLE with topk 1: speculative_num_draft_tokens = steps + 1,
+    max_running_requests 48 unless set) keeps D intermediate mamba states per request: 0.5.9
+    (model_runner_kv_cache_mixin.py handle_max_mamba_cache) takes per_req x max_running_requests x D off the
+    rest before the mamba / full-attention split; from 0.5.14 (same file, then
+    mem_cache/kv_cache_configurator.py _handle_max_mamba_cache) the mamba budget holds them (joint solve).
     """
     v = Version(version)
     read = [Version(r) for r in SGLANG_READ]
@@ -125,4 +131,5 @@ def sglang_rules(version: str) -> SglangRules:
         small_gpu_defaults=(4096, 48, 160) if v >= Version("0.5.20") else (2048, 24, 80),
         prefill_graph_reserve=v >= Version("0.5.18"),
         speculative_reserve=v < Version("0.5.14"),
+        spec_states_before_split=v < Version("0.5.14"),
         formula_checked=read[0] <= v <= read[-1])
