@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from doctor.errors import BadBundle
+from doctor.facts import schema
 
 SCHEMA_NAME = "qwen-doctor.facts"
 SCHEMA_VERSION = 1
@@ -89,9 +90,10 @@ class Facts:
         except OSError as exc:
             raise BadBundle(f"cannot read bundle {p}: {exc.strerror or exc}") from None
         try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
             raise BadBundle(f"{p} is not a qwen-doctor facts bundle: invalid JSON ({exc})") from None
+        data = schema.parse_json(text, str(p))
         return cls.from_dict(data, source=str(p))
 
     @classmethod
@@ -107,14 +109,9 @@ class Facts:
             raise BadBundle(
                 f"{source} has facts schema {version}, newer than this qwen-doctor reads ({SCHEMA_VERSION}): upgrade qwen-doctor"
             )
-        for section in SECTIONS:
-            if section in data and not isinstance(data[section], dict):
-                raise BadBundle(f"{source}: section '{section}' must be an object")
-        gpus = (data.get("nvml") or {}).get("gpus", [])
-        if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
-            raise BadBundle(f"{source}: 'nvml.gpus' must be a list of objects")
+        schema.validate(data, source)
         if "fleet" in data:
-            from doctor.fleet.model import validate
+            from doctor.fleet.model import checked
 
-            validate(data["fleet"], source)
+            data = {**data, "fleet": checked(data["fleet"], source)}
         return cls(data)
