@@ -69,7 +69,7 @@ def test_signalling_check_kills_the_runner_and_its_children(tmp_path: Path, sign
     proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == code
-    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1
+    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) <= 1
     assert _wait_gone(runner_pids) == []
 
 
