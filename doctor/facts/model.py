@@ -19,6 +19,7 @@ class Facts:
 
     def __init__(self, data: dict[str, Any]) -> None:
         self._data = data
+        self._pairs: dict[tuple[Any, Any], dict[str, Any]] | None = None
 
     @property
     def data(self) -> dict[str, Any]:
@@ -39,6 +40,14 @@ class Facts:
     @property
     def topology(self) -> list[dict[str, Any]]:
         return list(self.nvml.get("topology") or [])
+
+    def topology_pair(self, a: int, b: int) -> dict[str, Any] | None:
+        """The recorded topology entry of GPUs a and b (either order), found in constant time."""
+        if self._pairs is None:
+            self._pairs = {}
+            for p in self.topology:
+                self._pairs.setdefault((p.get("a"), p.get("b")), p)
+        return self._pairs.get((min(a, b), max(a, b)))
 
     @property
     def packages(self) -> dict[str, Any]:
@@ -94,10 +103,11 @@ class Facts:
         except UnicodeDecodeError as exc:
             raise BadBundle(f"{p} is not a qwen-doctor facts bundle: invalid JSON ({exc})") from None
         data = schema.parse_json(text, str(p))
-        return cls.from_dict(data, source=str(p))
+        return cls.from_dict(data, source=str(p), parsed=True)
 
     @classmethod
-    def from_dict(cls, data: Any, source: str = "bundle") -> "Facts":
+    def from_dict(cls, data: Any, source: str = "bundle", parsed: bool = False) -> "Facts":
+        """Validate a facts document; `parsed` when it comes from schema.parse_json (depth and numbers screened)."""
         if not isinstance(data, dict):
             raise BadBundle(f"{source} is not a qwen-doctor facts bundle: top level is not an object")
         if data.get("schema") != SCHEMA_NAME:
@@ -109,9 +119,9 @@ class Facts:
             raise BadBundle(
                 f"{source} has facts schema {version}, newer than this qwen-doctor reads ({SCHEMA_VERSION}): upgrade qwen-doctor"
             )
-        schema.validate(data, source)
+        schema.validate(data, source, parsed=parsed)
         if "fleet" in data:
             from doctor.fleet.model import checked
 
-            data = {**data, "fleet": checked(data["fleet"], source)}
+            data = {**data, "fleet": checked(data["fleet"], source, parsed=parsed)}
         return cls(data)

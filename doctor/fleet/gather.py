@@ -81,7 +81,7 @@ def _read(out: Path, engine: str, target: str | None) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError):
         return None
     try:
-        return checked(schema.parse_json(text, "fleet"), f"{engine} runner output")
+        return checked(schema.parse_json(text, "fleet"), f"{engine} runner output", parsed=True)
     except BadBundle as exc:
         return _failed(engine, target, "error", f"the {engine} runner returned an unreadable fleet: {exc}"[:300])
 

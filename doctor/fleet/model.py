@@ -56,7 +56,7 @@ def nodes(fleet: dict[str, Any]) -> list[Node]:
     return out
 
 
-def checked(fleet: Any, source: str) -> dict[str, Any]:
+def checked(fleet: Any, source: str, parsed: bool = False) -> dict[str, Any]:
     """The fleet section with every node's facts validated on its own.
 
     A section the checks could not read at all is a one-line BadBundle; a node whose facts do not validate (garbage
@@ -64,18 +64,18 @@ def checked(fleet: Any, source: str) -> dict[str, Any]:
     """
     from doctor.facts import schema
 
-    schema.validate(fleet, source, part="fleet", root=("fleet",))
+    schema.validate(fleet, source, part="fleet", root=("fleet",), parsed=parsed)
     out = dict(fleet)
-    out["nodes"] = [_checked_node(n) for n in fleet.get("nodes") or []]
+    out["nodes"] = [_checked_node(n, parsed) for n in fleet.get("nodes") or []]
     return out
 
 
-def _checked_node(node: dict[str, Any]) -> dict[str, Any]:
+def _checked_node(node: dict[str, Any], parsed: bool) -> dict[str, Any]:
     data = node.get("facts")
     if not data:
         return node
     try:
-        Facts.from_dict(data, source="facts")
+        Facts.from_dict(data, source="facts", parsed=parsed)
     except BadBundle as exc:
         return {**node, "status": "error", "facts": None,
                 "error": f"the node returned facts that do not validate: {exc}"[:300]}
