@@ -24,6 +24,42 @@ ROOT = Path(__file__).resolve().parents[1]
 BUNDLES = {p.stem: json.loads(p.read_text()) for p in sorted(FIXTURES.glob("*.json"))}
 
 
+def _layer(ok: bool, error: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"ok": ok, "error": error, "seconds": 0.02, **extra}
+
+
+# The `network` and `hf` sections as `collect --ray ADDRESS --hf` writes them (shapes of doctor/net/*.py).
+NET_SECTIONS = {
+    "network": {"ray_gcs": {"source": "--ray", "address": {"raw": "head:6379", "kind": "gcs", "host": "head",
+                                                           "port": 6379, "error": None},
+                            "tcp": {"host": "head", "port": 6379, **_layer(False, "TCP connect to head:6379 refused "
+                                                                                    "(nothing listens there)")},
+                            "resolved_from": None}},
+    "hf": {"model": "Qwen/Qwen3.5-35B-A3B", "revision": "main", "offline": False, "token_set": True,
+           "endpoint_env": "https://hf-mirror.example",
+           "endpoints": [
+               {"role": "mirror", "url": "https://hf-mirror.example", "host": "hf-mirror.example", "port": 443,
+                "dns": _layer(True, addresses=["10.0.0.9"]), "tcp": _layer(True),
+                "api": _layer(True, status=200, error_code=None, error_message=None),
+                "file": _layer(True, status=302, error_code=None, error_message=None),
+                "redirect": {"host": "cdn.example", "port": 443, "dns": _layer(True, addresses=["10.0.0.10"]),
+                             "tcp": _layer(False, "TCP connect to cdn.example:443 timed out after 2 s")},
+                "proxy": None, "seconds": 0.5},
+               {"role": "default", "url": "https://huggingface.co", "host": "huggingface.co", "port": 443,
+                "dns": _layer(False, "DNS failure: [Errno -2] Name or service not known", addresses=[]),
+                "tcp": None, "api": None, "file": None, "redirect": None, "proxy": None, "seconds": 2.0}],
+           "cache": {"cache_dir": "/data/hf/hub", "repo_dir": "/data/hf/hub/models--Qwen--Qwen3.5-35B-A3B",
+                     "cached": True, "commit": "0123abcd", "snapshot": "/data/hf/hub/snapshots/0123abcd",
+                     "incomplete_downloads": ["abc.incomplete"], "config": True,
+                     "index": {"ok": True, "shard_count": 2},
+                     "shards": [{"name": "model-00001-of-00002.safetensors", "present": True, "size": 100,
+                                 "expected_size": 100, "complete": True, "error": None},
+                                {"name": "model-00002-of-00002.safetensors", "present": True, "size": 50,
+                                 "expected_size": 100, "complete": False, "error": "truncated"}]}},
+}
+BUNDLES["h200-with-network-and-hf"] = {**copy.deepcopy(BUNDLES["h200"]), **copy.deepcopy(NET_SECTIONS)}
+
+
 def fleet_bundle(engine: str) -> dict[str, Any]:
     """A two-node fleet as `collect --ray/--spark` writes it, nodes carrying real recorded facts."""
     base = copy.deepcopy(BUNDLES["a100-8x-nvlink"])
