@@ -104,13 +104,13 @@ def test_a_bad_field_is_one_line_naming_its_path(tmp_path: Path, mutate: Callabl
 
 
 @pytest.mark.parametrize("raw,message", [
-    ('{"a": NaN}', "a: number out of range (NaN)"),
-    ('{"a": [1, {"b": -Infinity}]}', "a[1].b: number out of range (-Infinity)"),
-    ('{"a": 1e400}', "a: number out of range (Infinity)"),
-    ('{"a": ' + str(10**400) + "}", "a: number out of range"),
-    ('{"a": ' + "9" * 5000 + "}", "an integer with thousands of digits: out of range"),
-    ('{"a": ' + "[" * 100 + "]" * 100 + "}", "nested more than 64 levels deep"),
-    ("[" * 100_000 + "]" * 100_000, "nested more than 64 levels deep"),
+    ('{"a": NaN}', "NaN is not a JSON number"),
+    ('{"a": [1, {"b": -Infinity}]}', "-Infinity is not a JSON number"),
+    ('{"a": 1e400}', "number 1e400 is out of range"),
+    ('{"a": [1, {"b": ' + str(10**30) + "}]}", "extra.a[1].b: number out of range (10000"),
+    ('{"a": ' + str(10**400) + "}", "an integer with more than 100 digits"),
+    ('{"a": ' + "[" * 100 + "]" * 100 + "}", "nested deeper than 64 levels"),
+    ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
 ])
 def test_numbers_and_nesting_no_collector_writes_are_refused(tmp_path: Path, raw: str, message: str):
     path = tmp_path / "b.json"

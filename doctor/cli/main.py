@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "profiles": "doctor.cli.profiles:profiles",
     "explain": "doctor.cli.explain:explain",
     "plan": "doctor.cli.plan:plan",
+    "probe": "doctor.cli.probe:probe",
     "remedies": "doctor.cli.remedies:remedies",
 }
 

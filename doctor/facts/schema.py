@@ -60,7 +60,7 @@ def parse_json(text: str, source: str) -> Any:
     try:
         data = json.loads(text)
     except RecursionError:
-        raise BadBundle(f"{source}: JSON nested more than {MAX_DEPTH} levels deep") from None
+        raise BadBundle(f"{source}: JSON nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as exc:
         if "integer string conversion" in str(exc):  # Python's own limit on integer digits (4300)
             raise BadBundle(f"{source}: an integer with thousands of digits: out of range") from None
@@ -77,7 +77,7 @@ def check_tree(data: Any, source: str, root: tuple[str | int, ...] = ()) -> None
     while stack:
         value, path = stack.pop()
         if len(path) - len(root) > MAX_DEPTH:
-            raise BadBundle(f"{source}: {path_text(path[:len(root) + 8])}...: nested more than {MAX_DEPTH} levels deep")
+            raise BadBundle(f"{source}: {path_text(path[:len(root) + 8])}...: nested deeper than {MAX_DEPTH} levels")
         if isinstance(value, dict):
             stack.extend((v, path + (str(k),)) for k, v in value.items())
         elif isinstance(value, list):
