@@ -50,6 +50,13 @@ def cli() -> None:
     """
 
 
+def _usage_line(exc: click.ClickException) -> str:
+    """Click's usage error as the one line the CLI promises, pointing at the command's --help."""
+    text = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    return f"{text} (see '{ctx.command_path} --help')" if ctx is not None else text
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: every DoctorError is one line on stderr with exit 2, never a traceback; everything on
     stderr is redacted (`doctor.cli.stderr`)."""
@@ -70,7 +77,7 @@ def _run(argv: list[str] | None) -> Any:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"qwen-doctor: error: {_usage_line(exc)}", err=True)
         sys.exit(2)
     except click.exceptions.Abort:
         click.echo("qwen-doctor: aborted", err=True)
