@@ -25,13 +25,35 @@ def _model(ctx: CheckContext) -> Any:
     return get_model(str(name))
 
 
-def _serve_config(ctx: CheckContext) -> Any:
-    from doctor.planner import ServeConfig
+def _installed_version(ctx: CheckContext, backend: str) -> str | None:
+    """The backend version in the facts (the one that will run), when it is one the planner can read."""
+    from packaging.version import InvalidVersion, Version
 
-    values = {k: ctx.option(k) for k in _SERVE_OPTIONS if ctx.option(k) is not None}
+    entry = ctx.facts.package(backend) if hasattr(ctx.facts, "package") else None
+    version = str((entry or {}).get("version") or "") if isinstance(entry, dict) else ""
+    try:
+        return Version(version).public if version else None
+    except InvalidVersion:
+        return None
+
+
+def _serve_config(ctx: CheckContext) -> Any:
+    """Every memory flag the profile sets (its rendered command line), then explicit options, and the
+    installed backend version."""
+    from doctor.planner import ServeConfig
+    from doctor.planner.flags import config_kwargs
+
+    backend = ctx.backend or "vllm"
+    values: dict[str, Any] = {}
+    if ctx.profile is not None:
+        values.update(config_kwargs(ctx.profile.render().backend_args))
+    values.update({k: v for k in _SERVE_OPTIONS if (v := ctx.options.get(k)) is not None})
     if "tp" not in values and ctx.option("tensor_parallel_size"):
         values["tp"] = ctx.option("tensor_parallel_size")
-    return ServeConfig(backend=ctx.backend or "vllm", **values)
+    version = _installed_version(ctx, backend)
+    if version:
+        values.setdefault("backend_version", version)
+    return ServeConfig(backend=backend, **values)
 
 
 @check("QD-PLAN-001", "Parallel sizes divide the model", category="plan", severity="critical")

@@ -60,8 +60,13 @@ def deploy(profile_name, model, variables, port, host, python, dry_run, keep, fo
     started = now()
     if report_path:
         report_out = dataclasses.replace(report_out, outputs=(*report_out.outputs, report_path))
-    report_out.check()
     profile = prepare.load(profile_name)
+    report_out = report_out.reading(profile.path, log_path)
+    report_out.check()
+    if log_path:
+        from doctor.outfile import check_outputs
+
+        check_outputs([log_path], [profile.path], what="server log")
     spec = prepare.render(profile, port=port, host=host, model=model, variables=_variables(variables))
     python = python or find_backend_python(spec.backend)
     spec = prepare.with_interpreter(spec, python)
