@@ -167,3 +167,12 @@ def verify(user, key, derived, allow):
         (derived + " Make sure the value is correct and within the model context size.", "log:warning"),
         (derived + " To allow overriding this maximum, set VLLM_ALLOW_LONG_MAX_MODEL_LEN=1", "raise:ValueError"),
     }
+
+
+@pytest.mark.parametrize("needle", ["User-specified max_model_len", "Support for Transformers v4 is deprecated"])
+def test_warnings_of_a_deliberate_override_or_a_deprecation_are_not_reported_as_errors(needle):
+    warnings = [t["template"] for t in mined("vllm")["templates"]
+                if t["kind"] == "log:warning" and t["template"].startswith(needle)]
+    assert warnings
+    errors = [r for r in load_catalogue() if r.severity == "error"]
+    assert {w: mine_signatures.covering(w, errors) for w in warnings} == {w: [] for w in warnings}
