@@ -190,6 +190,6 @@ def _wordings(value: Any, bad: Any) -> list[Wording]:
         try:
             SpecifierSet(item["releases"])
         except InvalidSpecifier:
-            raise bad(f"'versions' releases is not a version range like '>=0.8.5,<0.10': {item['releases']!r}") from None
+            raise bad(f"'versions' releases is not a range like '>=0.8.5,<0.10': {item['releases']!r}") from None
         wordings.append(Wording(item["package"], item["releases"], item["template"]))
     return wordings

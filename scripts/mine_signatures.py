@@ -189,7 +189,8 @@ def newest_patch_per_minor(versions: Iterable[Version], since: Version) -> list[
 def wheel_sources(package: str, version: str, max_files: int | None) -> dict[str, str]:
     """{path: source} of the serving modules of one release, read by range requests from PyPI."""
     prefix = f"{package.replace('-', '_')}-{version}-"
-    wheels = [f for f in _index(package) if str(f["filename"]).startswith(prefix) and str(f["filename"]).endswith(".whl")]
+    names = [(str(f["filename"]), f) for f in _index(package)]
+    wheels = [f for name, f in names if name.startswith(prefix) and name.endswith(".whl")]
     wheels.sort(key=lambda f: (not any(tag in str(f["filename"]) for tag in ("manylinux", "none-any")),
                                "x86_64" not in str(f["filename"]) and "none-any" not in str(f["filename"])))
     if not wheels:
