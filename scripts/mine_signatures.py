@@ -21,6 +21,7 @@ Usage:
     python scripts/mine_signatures.py vllm --versions 0.8.5 0.34.0 --max-files 40
     python scripts/mine_signatures.py vllm --all-minors     # newest patch of every vLLM minor from 0.8
     python scripts/mine_signatures.py --coverage-only       # report coverage of the committed JSON
+    python scripts/mine_signatures.py --write-versions      # refresh the catalogue's `versions:` claims
 """
 
 from __future__ import annotations
@@ -439,6 +440,40 @@ def claims(package: str, data: dict[str, object]) -> dict[str, list[dict[str, st
     return found
 
 
+VERSIONS_BLOCK = re.compile(r"    versions:\n(?:      - .*\n|        .*\n)+")
+
+
+def write_versions(catalogue_dir: Path, found: dict[str, list[dict[str, str]]]) -> int:
+    """Rewrite every entry's `versions:` block from `found` (a YAML text edit; the rest of each file is kept).
+
+    Returns the number of wordings written; review the diff before committing it.
+    """
+    written = 0
+    for path in sorted(catalogue_dir.glob("*.yaml")):
+        lines = VERSIONS_BLOCK.sub("", path.read_text(encoding="utf-8")).split("\n")
+        starts = [i for i, line in enumerate(lines) if line.startswith("  - id: ")]
+        if not starts:
+            continue
+        out = lines[:starts[0]]
+        for begin, end in zip(starts, [*starts[1:], len(lines)]):
+            block = lines[begin:end]
+            trailing = 0
+            while block and not block[-1]:
+                block.pop()
+                trailing += 1
+            remedy_id = block[0].split(":", 1)[1].strip()
+            items = sorted(found.get(remedy_id, []), key=lambda w: (w["package"], w["releases"], w["template"]))
+            if items:
+                block.append("    versions:")
+                for item in items:
+                    block += [f"      - package: {item['package']}", f"        releases: '{item['releases']}'",
+                              f"        template: {json.dumps(item['template'], ensure_ascii=False)}"]
+                written += len(items)
+            out += block + [""] * trailing
+        path.write_text("\n".join(out), encoding="utf-8")
+    return written
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -476,12 +511,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--coverage-only", action="store_true", help="only report coverage of the JSON in --out")
     parser.add_argument("--suggest", action="store_true",
                         help="print, per remedy, the `versions:` items its pattern earns (for catalogue review)")
+    parser.add_argument("--write-versions", action="store_true",
+                        help="rewrite the catalogue's `versions:` blocks from the mined data of all packages")
     args = parser.parse_args(argv)
     unknown = sorted(set(args.packages) - set(MODULES))
     if unknown:
         parser.error(f"unknown package(s): {', '.join(unknown)}")
     args.packages = args.packages or list(MODULES)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.write_versions:
+        found: dict[str, list[dict[str, str]]] = {}
+        for package in MODULES:
+            data = json.loads((args.out / f"{package}.json").read_text(encoding="utf-8"))
+            for remedy_id, items in claims(package, data).items():
+                found.setdefault(remedy_id, []).extend(items)
+        from remedies.loader import CATALOGUE_DIR
+
+        print(f"wrote {write_versions(CATALOGUE_DIR, found)} wordings; review `git diff remedies/catalogue`")
+        return 0
     for package in args.packages:
         target = args.out / f"{package}.json"
         if not (args.coverage_only or args.suggest):

@@ -176,3 +176,15 @@ def test_warnings_of_a_deliberate_override_or_a_deprecation_are_not_reported_as_
     assert warnings
     errors = [r for r in load_catalogue() if r.severity == "error"]
     assert {w: mine_signatures.covering(w, errors) for w in warnings} == {w: [] for w in warnings}
+
+
+def test_writing_versions_replaces_only_the_versions_blocks(tmp_path):
+    text = ("component: vllm\nentries:\n  - id: QD-R-VLLM-A\n    title: A\n    versions:\n      - package: vllm\n"
+            "        releases: '>=0.1'\n        template: \"old {}\"\n\n  - id: QD-R-VLLM-B\n    title: B\n")
+    (tmp_path / "vllm.yaml").write_text(text)
+    found = {"QD-R-VLLM-B": [{"package": "vllm", "releases": ">=0.9.2", "template": "new \"quoted\" {}"}]}
+    assert mine_signatures.write_versions(tmp_path, found) == 1
+    assert (tmp_path / "vllm.yaml").read_text() == (
+        "component: vllm\nentries:\n  - id: QD-R-VLLM-A\n    title: A\n\n  - id: QD-R-VLLM-B\n    title: B\n"
+        "    versions:\n      - package: vllm\n        releases: '>=0.9.2'\n"
+        "        template: \"new \\\"quoted\\\" {}\"\n")
