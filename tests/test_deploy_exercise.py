@@ -62,3 +62,25 @@ def test_asking_for_a_model_the_server_does_not_serve_fails_the_listing() -> Non
 @pytest.mark.parametrize("burst", [1, 16])
 def test_burst_size_is_respected(burst: int) -> None:
     assert exercise(burst=burst)["burst"].data["completed"] == burst
+
+
+@pytest.mark.parametrize("reasoning, sent", [(True, {"enable_thinking": False}), (False, None)])
+def test_structured_output_switches_thinking_off_only_with_a_reasoning_parser(reasoning: bool, sent) -> None:
+    import json as _json
+
+    import httpx
+
+    from doctor.deploy.exercise import structured
+
+    bodies: list[dict] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        bodies.append(_json.loads(request.content))
+        return httpx.Response(200, json={"choices": [{"message": {"content": '{"answer": true, "colour": "red"}'}}]})
+
+    async def go():
+        async with httpx.AsyncClient(base_url="http://x", transport=httpx.MockTransport(answer)) as client:
+            return await structured(client, ExerciseConfig(model="m", reasoning=reasoning))
+
+    assert asyncio.run(go()).status == "ok"
+    assert bodies[0].get("chat_template_kwargs") == (None if sent is None else sent)

@@ -33,6 +33,9 @@ def _variables(values: tuple[str, ...]) -> dict[str, str]:
               help="The backend's interpreter (default: $QWEN_DOCTOR_VLLM_PYTHON / $QWEN_DOCTOR_SGLANG_PYTHON, "
                    "else this one if it has the backend).")
 @click.option("--dry-run", is_flag=True, help="Run the checks and print the command; start nothing.")
+@click.option("--rehearse", is_flag=True,
+              help="Serve the real architecture with random weights (--load-format dummy) from a generated "
+                   "checkpoint folder in the user cache: memory, kernels, CUDA graphs, KV and API are real.")
 @click.option("--keep", is_flag=True, help="Leave the server running after a healthy deploy.")
 @click.option("--force", is_flag=True, help="Start even when a check fails.")
 @click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
@@ -47,7 +50,7 @@ def _variables(values: tuple[str, ...]) -> dict[str, str]:
 @options.report_outputs
 @options.fail_on
 @options.verbose
-def deploy(profile_name, model, variables, port, host, python, dry_run, keep, force, timeout, log_path, burst,
+def deploy(profile_name, model, variables, port, host, python, dry_run, rehearse, keep, force, timeout, log_path, burst,
            burst_tokens, report_path, report_out, fail_on, verbose) -> None:
     """Run the profile's checks, start its server, follow its log, exercise its API, stop it."""
     from doctor.deploy import prepare
@@ -68,6 +71,11 @@ def deploy(profile_name, model, variables, port, host, python, dry_run, keep, fo
 
         check_outputs([log_path], [profile.path], what="server log")
     spec = prepare.render(profile, port=port, host=host, model=model, variables=_variables(variables))
+    rehearsal = None
+    if rehearse:
+        from doctor.rehearse import rehearse_spec
+
+        spec, rehearsal = rehearse_spec(spec, model or prepare.model_of(spec), build=not dry_run)
     python = python or find_backend_python(spec.backend)
     spec = prepare.with_interpreter(spec, python)
     served_model = prepare.model_of(spec)
@@ -81,11 +89,16 @@ def deploy(profile_name, model, variables, port, host, python, dry_run, keep, fo
     results.append(prepare.flag_check(spec, facts.package_version(spec.backend)))
     report = Report(command=f"deploy --profile {profile.name}", results=results,
                     facts_summary=summarize(facts, "live"), argv=sys.argv[1:], created_at=started)
+    if rehearsal:
+        report.results.insert(0, rehearsal.result())
+        report.sections["rehearsal"] = rehearsal.section()
     stop_hint = ""
     if dry_run:
         shell = redact_text(spec.shell())
         report.sections["deployment"] = {"profile": profile.name, "command": shell, "dry_run": True}
         click.echo(f"would run:\n  {shell}", err=True)
+        if rehearsal:
+            click.echo(f"rehearsal checkpoint folder: {rehearsal.folder}", err=True)
     elif blocking(results) and not force:
         ids = ", ".join(r.check_id for r in blocking(results))
         click.echo(f"refusing to start: failing checks {ids} (fix them, or --force)", err=True)
