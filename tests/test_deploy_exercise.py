@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from doctor.deploy.exercise import ExerciseConfig, run_all
+from doctor.deploy.exercise import ExerciseConfig
+from doctor.deploy.probe import exercise_server
 from doctor.deploy.ports import free_port
 from tests.support.fake_server import serve
 
@@ -17,7 +18,7 @@ def exercise(mode: str = "ok", reasoning: bool = False, model: str = "tiny", bur
     try:
         cfg = ExerciseConfig(model=model, reasoning=reasoning, burst=burst, burst_tokens=8, max_tokens=8,
                              request_timeout=10)
-        return {e.name: e for e in asyncio.run(run_all(f"http://127.0.0.1:{port}", cfg))}
+        return {e.name: e for e in asyncio.run(exercise_server(f"http://127.0.0.1:{port}", cfg)).exercises}
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -59,7 +60,7 @@ def test_asking_for_a_model_the_server_does_not_serve_fails_the_listing() -> Non
     assert ex["models"].status == "fail" and "'other' is not served" in ex["models"].summary
 
 
-@pytest.mark.parametrize("burst", [1, 16])
+@pytest.mark.parametrize("burst", [1, 16, 256])
 def test_burst_size_is_respected(burst: int) -> None:
     assert exercise(burst=burst)["burst"].data["completed"] == burst
 
