@@ -57,7 +57,18 @@ NET_SECTIONS = {
                                 {"name": "model-00002-of-00002.safetensors", "present": True, "size": 50,
                                  "expected_size": 100, "complete": False, "error": "truncated"}]}},
 }
-BUNDLES["h200-with-network-and-hf"] = {**copy.deepcopy(BUNDLES["h200"]), **copy.deepcopy(NET_SECTIONS)}
+# The `netif` section as doctor/facts/probes/netif.py writes it: interfaces, a RoCE device with GIDs, GPUDirect.
+NETIF = {"interfaces": [{"name": "lo", "up": True, "mtu": 65536, "speed_mbps": None, "ipv4": ["127.0.0.1/8"],
+                         "ipv6": ["::1"]},
+                        {"name": "ens1f0np0", "up": True, "mtu": 9000, "speed_mbps": 200000,
+                         "ipv4": ["10.0.0.1/24"], "ipv6": []}],
+         "rdma": [{"name": "mlx5_0", "ports": [{"port": 1, "state": "4: ACTIVE", "link_layer": "Ethernet",
+                                                "rate": "200 Gb/sec (4X HDR)",
+                                                "gids": [{"index": 3, "gid": "0000:0000:0000:0000:0000:ffff:0a00:0001",
+                                                          "type": "RoCE v2"}]}]}],
+         "hostname_ips": ["10.0.0.1"], "gpudirect": {"nvidia_peermem": True, "nv_peer_mem": False}}
+BUNDLES["h200-with-network-and-hf"] = {**copy.deepcopy(BUNDLES["h200"]), **copy.deepcopy(NET_SECTIONS),
+                                       "netif": copy.deepcopy(NETIF)}
 
 
 def fleet_bundle(engine: str) -> dict[str, Any]:
@@ -67,7 +78,7 @@ def fleet_bundle(engine: str) -> dict[str, Any]:
     for i, name in enumerate(("h200", "pcie-4x-l40s-docker")):
         nodes.append({"node_id": f"node-{i}-0123456789", "hostname": f"node{i}", "ip": f"10.0.0.{i + 1}",
                       "status": "ok", "error": None, "seconds": 1.5, "resources": {"GPU": 8.0, "CPU": 64.0},
-                      "facts": copy.deepcopy(BUNDLES[name])})
+                      "facts": {**copy.deepcopy(BUNDLES[name]), "netif": copy.deepcopy(NETIF)}})
     nodes.append({"node_id": "node-2-dead", "hostname": "node2", "ip": "10.0.0.3", "status": "timeout",
                   "error": "no answer within 60 s", "resources": {}, "facts": None})
     cluster = ({"ray_version": "2.52.0", "driver_node_id": nodes[0]["node_id"], "resources": {"GPU": 16.0}}

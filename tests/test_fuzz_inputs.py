@@ -28,20 +28,7 @@ SAMPLES = sorted({line for f in sorted((ROOT / "remedies" / "catalogue").glob("*
 BUNDLE = str(FIXTURES / "a100-8x-nvlink.json")
 
 # (owner, reproducer, predicate over the case): known defects outside this work's area, see the module docstring.
-REGISTRY_MODELS = ("Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-35B-A3B-FP8", "Qwen/Qwen3.5-35B-A3B-GPTQ-Int4")
-KNOWN_ELSEWHERE: list[tuple[str, str, Callable[[Any], bool]]] = [
-    ("redaction (stderr)", "a profile field holding hf_... fails validation: `profiles show p.yaml` prints the token "
-     "in its one-line error", lambda c: c[0] == "profile" and any(s in c[1] for s in SECRETS)),
-    ("io-safety (YAML loader)", "a profile with a NUL byte: 'malformed YAML: unacceptable character #x0000 ...' "
-     "spans two lines on stderr", lambda c: c[0] == "profile" and "\x00" in c[1]),
-    ("planner (checks/planner.py)", "`check --profile cpu-tiny --from tests/fixtures/a100-8x-nvlink.json`: QD-PLAN-001/002 "
-     "'check crashed: ModelConfigError: unknown model {model_dir}' (also any profile model outside the registry)",
-     lambda c: c[0] == "profile" and c[2][0] == "check" and c[3].get("model") not in REGISTRY_MODELS),
-    ("planner / redaction", "`plan --gpus 1xH200 --model https://user:hf_...@example.com/model` echoes the password in "
-     "'unknown model ...'", lambda c: c[0] == "plan" and any(s in a for a in c[1] for s in SECRETS)),
-    ("redaction (control bytes)", "`explain server.log` where the log holds '\\x1b[31m   assert num_cache_lines >= "
-     "batch': the raw ESC byte reaches the text report", lambda c: c[0] == "explain-control"),
-]
+KNOWN_ELSEWHERE: list[tuple[str, str, Callable[[Any], bool]]] = []
 
 
 def known_elsewhere(case: Any) -> bool:

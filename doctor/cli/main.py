@@ -57,6 +57,11 @@ def _usage_line(exc: click.ClickException) -> str:
     return f"{text} (see '{ctx.command_path} --help')" if ctx is not None else text
 
 
+def _one_line(message: str) -> str:
+    """An error message as the one line the CLI promises (a parser's multi-line message joined)."""
+    return " ".join(part.strip() for part in message.splitlines() if part.strip())
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: every DoctorError is one line on stderr with exit 2, never a traceback; everything on
     stderr is redacted (`doctor.cli.stderr`)."""
@@ -83,7 +88,7 @@ def _run(argv: list[str] | None) -> Any:
         click.echo("qwen-doctor: aborted", err=True)
         sys.exit(130)
     except DoctorError as exc:
-        click.echo(f"qwen-doctor: error: {exc}", err=True)
+        click.echo(f"qwen-doctor: error: {_one_line(str(exc))}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         click.echo("qwen-doctor: interrupted", err=True)
@@ -93,6 +98,6 @@ def _run(argv: list[str] | None) -> Any:
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise
-        click.echo(f"qwen-doctor: internal error: {type(exc).__name__}: {exc} "
+        click.echo(f"qwen-doctor: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
                    f"(set {DEBUG_ENV}=1 for the traceback)", err=True)
         sys.exit(2)
