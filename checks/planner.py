@@ -59,9 +59,18 @@ def _serve_config(ctx: CheckContext) -> Any:
 @check("QD-PLAN-001", "Parallel sizes divide the model", category="plan", severity="critical")
 def divisibility(ctx: CheckContext) -> Outcome:
     """Attention / KV / Gated DeltaNet heads vs TP, experts vs EP, FP8 128-blocks vs moe_intermediate_size / TP."""
+    from doctor.models.errors import ModelConfigError
     from doctor.planner import check_divisibility, valid_tensor_parallel_sizes
 
-    spec, cfg = _model(ctx), _serve_config(ctx)
+    try:
+        spec = _model(ctx)
+    except ModelConfigError as exc:
+        if "{" in str(ctx.option("model") or ""):
+            return skip(f"the model is a profile variable ({ctx.option('model')}): pass --model to plan it")
+        return fail(f"the model cannot be read: {exc}",
+                    fix=["Point --model at a checkpoint directory that holds config.json (the same path the "
+                         "engine gets), or give a registry name such as Qwen/Qwen3.5-35B-A3B-FP8."])
+    cfg = _serve_config(ctx)
     results = check_divisibility(spec, cfg)
     hard = [r for r in results if not r.ok and r.severity == "fail"]
     soft = [r for r in results if not r.ok and r.severity == "warn"]
@@ -79,7 +88,7 @@ def divisibility(ctx: CheckContext) -> Outcome:
 @check("QD-PLAN-002", "Weights and KV cache fit the GPUs", category="plan", severity="high")
 def fits(ctx: CheckContext) -> Outcome:
     """Plan per-GPU memory on the deployment's real GPUs: weights, overhead, KV capacity at max-model-len."""
-    from doctor.planner import GPU, Hardware, check_divisibility, plan
+    from doctor.planner import Hardware, check_divisibility, plan
 
     if not ctx.facts.nvml_available:
         return skip("no NVIDIA driver (see QD-DRV-001)")
@@ -87,9 +96,15 @@ def fits(ctx: CheckContext) -> Outcome:
     if not used:
         return skip("no GPU memory facts")
     smallest = min(used, key=lambda g: g["memory"]["total"])
-    gpu = GPU(str(smallest.get("name") or "GPU"), int(smallest["memory"]["total"]),
-              str(smallest.get("compute_capability") or "0.0"))
-    spec, cfg = _model(ctx), _serve_config(ctx)
+    from doctor.models.errors import ModelConfigError
+    from doctor.planner.hardware import gpu_from_facts
+
+    gpu = gpu_from_facts(smallest.get("name"), int(smallest["memory"]["total"]), smallest.get("compute_capability"))
+    try:
+        spec = _model(ctx)
+    except ModelConfigError:
+        return skip("the model cannot be read (see QD-PLAN-001)")
+    cfg = _serve_config(ctx)
     if any(not r.ok and r.severity == "fail" for r in check_divisibility(spec, cfg)):
         return skip(f"TP={cfg.tp} cannot split {spec.name} (see QD-PLAN-001)")
     if cfg.world_size > len(used):

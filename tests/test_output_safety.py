@@ -238,3 +238,12 @@ def test_a_failed_or_interrupted_write_leaves_the_old_file_and_no_temp(tmp_path:
         write_file(out, "new")
     assert out.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["r.txt"]
+
+
+def test_report_files_are_written_even_when_stdout_is_closed_early(tmp_path: Path) -> None:
+    """`qwen-doctor plan ... -o plan.json | head -1`: the pipe closes after one line, the file still lands."""
+    out = tmp_path / "plan.json"
+    done = subprocess.run(f"{sys.executable} -m doctor plan --gpus 1xH200 -o {out} -o - | head -c 1",
+                          shell=True, capture_output=True, text=True, timeout=120)
+    assert out.is_file() and json.loads(out.read_text())["command"].startswith("plan")
+    assert "Traceback" not in done.stderr

@@ -128,3 +128,12 @@ def parse_gpus(text: str) -> Hardware:
     if not 1 <= count <= MAX_GPU_COUNT:
         raise PlanInputError(f"--gpus {text!r}: the GPU count must be between 1 and {MAX_GPU_COUNT}")
     return Hardware(get_gpu(m.group(2)), count)
+
+
+def gpu_from_facts(name: str | None, nvml_total: int, compute_capability: str | None) -> GPU:
+    """The planner's GPU for one GPU of a facts bundle: the catalogue entry when NVML's name is known (it carries
+    the total torch reports, which vLLM sizes from), else NVML's figures."""
+    for candidate in (name or "", (name or "").removeprefix("NVIDIA ")):
+        if candidate and _norm(candidate) in catalogue():
+            return catalogue()[_norm(candidate)]
+    return GPU(name or "GPU", int(nvml_total), str(compute_capability or "0.0"))

@@ -107,11 +107,23 @@ def write_outputs(report: Report, outputs: list[str] | tuple[str, ...] = (), fmt
         else:
             rendered.append((t, render(safe, t.fmt, fail_on=fail_on, verbose=verbose,
                                        color=color and t.path == STDOUT)))
-    for t, text in rendered:
-        if t.path == STDOUT:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
+    for t, text in rendered:  # files first: a closed pipe on stdout (`| head`) must not cost them
+        if t.path != STDOUT:
             replaced = write_file(t.path, text, inputs, what="report")
             print(f"wrote {t.path} ({t.fmt}{', replaced the existing file' if replaced else ''})", file=sys.stderr)
+    for t, text in rendered:
+        if t.path == STDOUT:
+            _write_stdout(text)
     return [t.path for t in targets if t.path != STDOUT]
+
+
+def _write_stdout(text: str) -> None:
+    """Write to stdout; a reader that closed the pipe early (`| head`) ends the output quietly."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
