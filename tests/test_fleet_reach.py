@@ -93,3 +93,18 @@ def test_a_node_that_could_not_be_probed_warns_and_no_probe_skips() -> None:
     assert status_of(results, "QD-FLEET-011") == ["warn"] and results["QD-FLEET-011"][0].subject == "alpha"
     assert status_of(run(_facts(None), only=("QD-FLEET-011",)), "QD-FLEET-011") == ["skip"]
     assert status_of(run(Facts(fixture_data("h200")), only=("QD-FLEET-011",)), "QD-FLEET-011") == ["skip"]
+
+
+def test_the_facts_schema_accepts_a_recorded_probe_and_rejects_a_malformed_pair() -> None:
+    import pytest
+
+    from doctor.errors import DoctorError
+    from doctor.facts.schema import validate
+
+    facts = _facts({"timeout_s": 5.0, "seconds": 0.4, "targets": {"a" * 8: "10.0.0.5:41000", "b" * 8: None},
+                    "skipped": {"b" * 8: "its listener did not start within 10 s"}, "pairs": [_pair("a", "b", True)]})
+    facts.data["fleet"]["nodes"][0]["head"] = True
+    validate(facts.data, "bundle.json")
+    facts.data["fleet"]["reachability"]["pairs"][0]["ok"] = "yes"
+    with pytest.raises(DoctorError, match="ok"):
+        validate(facts.data, "bundle.json")
