@@ -148,3 +148,11 @@ def test_every_catalogue_sample_matches_the_same_remedies_behind_a_node_prefix()
     for line in lines:
         plain = {m.remedy.id for m in Matcher().feed(line, 1)}
         assert plain and {m.remedy.id for m in Matcher().feed(prefix + line, 1)} == plain, line
+
+
+def test_the_launcher_finds_this_checkout_first_on_its_path_once(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), "/opt/extra"]))
+    profile = load_profile("sglang-multinode")
+    head_ip, plans = fleet.plan_nodes(profile, {}, FLEET, None, "10.0.0.1:6379")
+    spec = fleet.launcher_spec(fleet.head_spec(profile, plans, head_ip), plans, "10.0.0.1:6379", tmp_path, 7)
+    assert spec.env["PYTHONPATH"].split(os.pathsep) == [str(ROOT), "/opt/extra"]

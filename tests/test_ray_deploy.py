@@ -124,7 +124,10 @@ def test_sglang_starts_one_process_per_node_with_its_rank_and_stops_them_all(tmp
     assert reach["status"] == "ok" and reach["evidence"]["pairs"] == 2, reach
     for check_id in ("QD-DEPLOY-START", "QD-DEPLOY-CHAT", "QD-DEPLOY-STREAM", "QD-DEPLOY-FLEET-STOP"):
         assert results[check_id]["status"] == "ok", results[check_id]
-    nodes = report["sections"]["deployment"]["nodes_summary"]
+    deployment = report["sections"]["deployment"]
+    assert deployment["head_address"] == "127.0.0.1" and deployment["nodes"].count("--node-rank") == 2
+    assert json.loads((Path(deployment["fleet_run"]) / "fleet-plan.json").read_text())["address"] == cluster.address
+    nodes = deployment["nodes_summary"]
     assert [n["rank"] for n in nodes] == [0, 1] and len({n["node_id"] for n in nodes}) == 2
     for node in nodes:
         argv = node["argv"]
@@ -178,3 +181,13 @@ def test_sigterm_during_the_start_stops_every_node(tmp_path: Path, cluster: Clus
     _, stderr = proc.communicate(timeout=90)
     assert proc.returncode == 143, stderr[-2000:]
     assert leftovers(run) == []
+
+
+def test_a_failing_fleet_check_refuses_before_any_node_starts(tmp_path: Path, cluster: Cluster):
+    run = uuid.uuid4().hex
+    text = SGLANG_PROFILE.format(port=free_port(), dist_port=free_port(), mode="ok", run=run)
+    done, report, log = deploy(tmp_path, cluster, text.replace("tp-size: 2", "tp-size: 4"))
+    results = by_id(report)
+    assert done.returncode == 1 and results["QD-FLEET-003"]["status"] == "fail"  # TP 4 on 2 GPUs
+    assert results["QD-DEPLOY-OUTCOME"]["summary"].startswith("refused to start: failing checks QD-FLEET-003")
+    assert log == "" and leftovers(run, timeout=0) == []

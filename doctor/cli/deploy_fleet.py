@@ -142,11 +142,15 @@ def _launch(run: Any, profile: Any, args: FleetArgs, spec: Any, plans: list[Any]
     with progress_display() as display:
         outcome = run_deploy(req, progress=display.event, watch=display.watch)
     summary = fleet.summary_of(run_dir)
-    run.report.results.extend(outcome.results)
-    run.report.results.append(fleet.stop_result(summary))
+    results = list(outcome.results)
+    at = next((i + 1 for i, r in enumerate(results) if r.check_id == "QD-DEPLOY-STOP"), len(results))
+    results.insert(at, fleet.stop_result(summary))  # next to the launcher's own stop
+    run.report.results.extend(results)
+    planned = run.report.sections.get("deployment") or {}
     run.report.sections.update(outcome.sections)
     deployment = run.report.sections.setdefault("deployment", {})
-    deployment.update({"fleet_run": str(run_dir), "head_url": spec.base_url,
+    deployment.update({"nodes": planned.get("nodes"), "head_address": planned.get("head_address"),
+                       "fleet_run": str(run_dir), "head_url": spec.base_url,
                        "nodes_summary": (summary or {}).get("nodes")})
     status, text = summarize_deploy(outcome)
     run.outcome(status, f"{text} ({len(plans)} node process(es) through Ray)")

@@ -122,7 +122,8 @@ def launcher_spec(spec: LaunchSpec, plans: list[NodePlan], ray_address: str, run
     plan_file.write_text(json.dumps({"address": ray_address, "grace": grace,
                                      "nodes": [p.to_dict() for p in plans]}), encoding="utf-8")
     root = str(Path(__file__).resolve().parents[2])
-    env = {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+    paths = [root, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != root)]
+    env = {"PYTHONPATH": os.pathsep.join(paths)}
     argv = [sys.executable, "-m", "doctor.fleet.launch_runner", "--plan", str(plan_file), "--out", str(summary)]
     return replace(spec, argv=argv, env=env)
 
