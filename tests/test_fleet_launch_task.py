@@ -32,7 +32,17 @@ def test_an_engine_that_exits_streams_its_lines_then_its_code() -> None:
     started = items[0]["started"]
     assert started["pid"] == started["pgid"] and started["node_pid"] == os.getpid()
     assert [line for item in items for line in item.get("lines", [])] == ["hello", "world"]
-    assert items[-1] == {"exit": 3, "how": "exited by itself"}
+    assert items[-1] == {"exit": 3, "how": "exited by itself", "left_behind": "already exited"}
+
+
+def test_an_engine_whose_child_keeps_the_log_open_is_seen_to_exit_and_its_child_is_stopped() -> None:
+    code = ("import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)']); "
+            "print('bye', flush=True); sys.exit(1)")
+    t0 = time.monotonic()
+    items = list(run_engine([sys.executable, "-c", code], {}, grace=2))
+    assert time.monotonic() - t0 < 30
+    assert items[-1]["exit"] == 1 and items[-1]["left_behind"] == "stopped by SIGTERM"
+    assert [line for item in items for line in item.get("lines", [])] == ["bye"]
 
 
 def test_closing_the_task_stops_the_engine_and_its_children() -> None:

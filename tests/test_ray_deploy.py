@@ -147,6 +147,9 @@ def test_a_node_that_dies_fails_the_start_with_its_log_and_leaves_nothing(tmp_pa
     assert results["QD-DEPLOY-START"]["status"] == "fail"
     assert "fake node failed to join" in log
     assert results["QD-DEPLOY-FLEET-STOP"]["status"] == "ok"
+    summary = json.loads((Path(report["sections"]["deployment"]["fleet_run"]) / "fleet-summary.json").read_text())
+    assert summary["ended_by"].endswith("exited by itself")  # the launcher saw the node die and stopped the rest
+    assert results["QD-DEPLOY-START"]["evidence"]["state"] == "died"
     assert leftovers(run) == []
 
 

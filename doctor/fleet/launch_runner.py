@@ -96,9 +96,11 @@ class Launcher:
                     node.exit = item["exit"]
                     node.error = item.get("error")
                     node.how = item.get("how") or "could not start"
+                    left = item.get("left_behind")
                     self.say(f"{node.prefix}qwen-doctor: the engine {node.how}"
                              f"{f' with code {node.exit}' if node.exit is not None else ''}"
-                             f"{f': {node.error}' if node.error else ''}")
+                             f"{f': {node.error}' if node.error else ''}"
+                             f"{f'; what it left behind was {left}' if left and left != 'already exited' else ''}")
         except Exception as exc:  # cancelled, the node died, the worker crashed
             if not self.stop.is_set():
                 node.error = _one_line(exc)

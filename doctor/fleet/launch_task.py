@@ -21,6 +21,7 @@ from typing import Any, Iterator
 
 BATCH_S = 0.2
 MAX_BATCH = 200
+EXIT_DRAIN_S = 1.0
 
 
 def _read_lines(stream: Any, out: "queue.Queue[str | None]") -> None:
@@ -73,7 +74,7 @@ def run_engine(argv: list[str], env: dict[str, str], grace: float = 10.0) -> Ite
     how = ""
     try:
         yield {"started": {"pid": proc.pid, "pgid": proc.pid, "guard_pid": guard.pid, "node_pid": os.getpid()}}
-        done = False
+        done, exited_at = False, None
         while not done:
             batch: list[str] = []
             deadline = time.monotonic() + BATCH_S
@@ -88,8 +89,12 @@ def run_engine(argv: list[str], env: dict[str, str], grace: float = 10.0) -> Ite
                 batch.append(item)
             if batch:
                 yield {"lines": batch}
+            if proc.poll() is not None:  # a child that inherited stdout can keep the pipe open: stop reading soon
+                exited_at = exited_at or time.monotonic()
+                done = done or time.monotonic() - exited_at > EXIT_DRAIN_S
         how = "exited by itself"
-        yield {"exit": proc.wait(), "how": how}
+        code = proc.wait()
+        yield {"exit": code, "how": how, "left_behind": stop_group(proc.pid, grace)}
     finally:
         if not how:
             stop_group(proc.pid, grace)
