@@ -93,3 +93,44 @@ def test_nvfp4_and_autoround_checkpoints_are_planned_from_a_checkpoint_directory
 def test_an_unknown_quant_method_is_one_clear_error():
     with pytest.raises(DoctorError, match="unsupported quant_method 'bitsandbytes'"):
         with_quant({"quant_method": "bitsandbytes"})
+
+
+MIXED = {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+         "quantized_layers": {"model.language_model.layers.0.mlp.experts": {"quant_algo": "W4A16_NVFP4", "group_size": 16},
+                              "model.language_model.layers.0.mlp.shared_expert.down_proj": {"quant_algo": "NVFP4"},
+                              "lm_head": {"quant_algo": "W4A16_NVFP4"},
+                              "model.language_model.layers.0.linear_attn.out_proj": {"quant_algo": "FP8"},
+                              "model.language_model.layers.3.self_attn.o_proj": {"quant_algo": "FP8"}}}
+
+
+def test_modelopt_mixed_precision_stores_each_listed_class_in_its_own_format():
+    spec = with_quant(MIXED)
+    q = spec.quantization
+    assert (q.method, q.group_size) == ("nvfp4", 16)
+    assert set(q.modules) == {"experts", "shared_experts", "lm_head"}
+    assert set(q.fp8_modules) == {"linear_attention", "attention"}
+    mixed = rank_weights(spec, ServeConfig(language_model_only=True))
+    bf16 = rank_weights(get_model(BASE), ServeConfig(language_model_only=True))
+    assert mixed["experts"] / GIB == pytest.approx(BF16_EXPERTS * (0.5 + 1 / 16) / 2, rel=1e-6)
+    # FP8 with per-tensor scales: half the BF16 bytes; lm_head NVFP4 beside a BF16 embedding
+    assert mixed["attention"] == pytest.approx(bf16["attention"] / 2, rel=1e-4)
+    assert mixed["embeddings"] == pytest.approx(bf16["embeddings"] / 2 * (1 + (0.5 + 1 / 16) / 2), rel=1e-4)
+
+
+def test_modelopt_mixed_precision_without_nvfp4_layers_is_fp8_and_unknown_algos_fail_clearly():
+    fp8_only = {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+                "quantized_layers": {"model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"}}}
+    q = with_quant(fp8_only).quantization
+    assert (q.method, q.modules, q.fp8_modules) == ("fp8", ("attention",), ())
+    with pytest.raises(DoctorError, match="quant_algo 'INT4_AWQ'"):
+        with_quant({**fp8_only, "quantized_layers": {"model.layers.0.mlp.experts": {"quant_algo": "INT4_AWQ"}}})
+    with pytest.raises(DoctorError, match="no quantized_layers"):
+        with_quant({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"})
+
+
+def test_nvidias_nvfp4_export_loads_about_twenty_gib_without_its_mtp_head():
+    """nvidia/Qwen3.6-35B-A3B-NVFP4: 23.4 GB (21.8 GiB) on disk, of which the BF16 MTP head (~1.6 GiB) loads
+    only with MTP on."""
+    spec = get_model("nvidia/Qwen3.6-35B-A3B-NVFP4")
+    total = rank_weights(spec, ServeConfig())["total"] / GIB
+    assert 19.5 < total < 21.0

@@ -38,6 +38,9 @@ def pp_partition(num_layers: int, pp: int) -> list[tuple[int, int]]:
 def bytes_per_param(spec: ModelSpec, tensor: Tensor) -> float:
     """Storage cost of one parameter of `tensor`, scales and zero points included."""
     q = spec.quantization
+    if tensor.linear and tensor.group in q.fp8_modules:
+        # modelopt MIXED_PRECISION FP8 layers: one float32 weight scale per tensor (ModelOptFp8Config)
+        return 1 + 4 / (tensor.rows * tensor.cols)
     if not tensor.linear or q.method == "none" or tensor.group not in q.modules:
         return dtype_bytes(spec.dtype)
     if q.method == "fp8":
