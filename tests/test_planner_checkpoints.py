@@ -134,3 +134,7 @@ def test_nvidias_nvfp4_export_loads_about_twenty_gib_without_its_mtp_head():
     spec = get_model("nvidia/Qwen3.6-35B-A3B-NVFP4")
     total = rank_weights(spec, ServeConfig())["total"] / GIB
     assert 19.5 < total < 21.0
+    # no mtp layer in its quantized_layers map: the MTP head loads in BF16, as the BF16 checkpoint's does
+    mtp = rank_weights(spec, ServeConfig(mtp_tokens=1))["mtp"]
+    assert mtp == rank_weights(get_model(BASE), ServeConfig(mtp_tokens=1))["mtp"]
+    assert 21.0 < (total * GIB + mtp) / GIB < 22.0

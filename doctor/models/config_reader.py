@@ -100,7 +100,8 @@ def _layer_group(name: str) -> str | None:
 def _modelopt_mixed(qcfg: dict[str, Any]) -> Quantization:
     """modelopt MIXED_PRECISION (vllm/model_executor/layers/quantization/modelopt.py ModelOptMixedPrecisionConfig):
     `quantized_layers` names each layer's quant_algo; NVFP4 / W4A16_NVFP4 layers store NVFP4 (group_size of the
-    first such entry, else 16), FP8 layers FP8 with per-tensor scales, layers not listed stay unquantized."""
+    first such entry, else 16), FP8 layers FP8 with per-tensor scales, layers not listed stay unquantized (the
+    MTP head too, when no mtp layer is listed)."""
     layers = qcfg.get("quantized_layers") or (qcfg.get("quantization") or {}).get("quantized_layers") or {}
     if not isinstance(layers, dict) or not layers:
         raise ModelConfigError("modelopt MIXED_PRECISION quantization_config has no quantized_layers")
@@ -122,9 +123,11 @@ def _modelopt_mixed(qcfg: dict[str, Any]) -> Quantization:
                                    "the planner knows (NVFP4, W4A16_NVFP4, FP8)")
     nvfp4_groups = tuple(dict.fromkeys(nvfp4))
     fp8_groups = tuple(g for g in dict.fromkeys(fp8) if g not in nvfp4_groups)
+    no_mtp = not any("mtp" in str(name).split(".") for name in layers)
     if not nvfp4_groups:
-        return Quantization("fp8", 8, 0, None, fp8_groups)
-    return Quantization("nvfp4", 4, group_size or 16, None, nvfp4_groups, fp8_modules=fp8_groups)
+        return Quantization("fp8", 8, 0, None, fp8_groups, mtp_unquantized=no_mtp)
+    return Quantization("nvfp4", 4, group_size or 16, None, nvfp4_groups, fp8_modules=fp8_groups,
+                        mtp_unquantized=no_mtp)
 
 
 def read_quantization(qcfg: dict[str, Any] | None) -> Quantization:

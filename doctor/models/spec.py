@@ -93,6 +93,7 @@ class Quantization:
     shared_experts, dense_mlp, lm_head); everything else stays in the checkpoint dtype.
     fp8_modules: module classes a mixed-precision checkpoint (modelopt MIXED_PRECISION) stores in FP8 with
     per-tensor scales instead of `method`.
+    mtp_unquantized: the MTP head stays in the checkpoint dtype (a MIXED_PRECISION map that lists no mtp layer).
     """
 
     method: str = "none"
@@ -103,6 +104,7 @@ class Quantization:
     symmetric: bool = True
     per_channel: bool = False
     fp8_modules: tuple[str, ...] = ()
+    mtp_unquantized: bool = False
 
 
 @dataclass(frozen=True)

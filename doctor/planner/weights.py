@@ -104,7 +104,9 @@ def rank_weights(spec: ModelSpec, cfg: ServeConfig, pp_rank: int = 0) -> dict[st
     out: dict[str, float] = defaultdict(float)
     mtp_names = {t.name for t in mtp_tensors(spec)} if cfg.mtp_tokens and last else set()
     for t in tensors:
-        size = _rank_numel(spec, cfg, t, vision_tp) * bytes_per_param(spec, t)
+        unquantized_mtp = t.name in mtp_names and spec.quantization.mtp_unquantized
+        per_param = dtype_bytes(spec.dtype) if unquantized_mtp else bytes_per_param(spec, t)
+        size = _rank_numel(spec, cfg, t, vision_tp) * per_param
         out["mtp" if t.name in mtp_names else _label(t)] += size
     result = {k: int(v) for k, v in out.items()}
     result["total"] = sum(result.values())
