@@ -138,3 +138,19 @@ def test_nvidias_nvfp4_export_loads_about_twenty_gib_without_its_mtp_head():
     mtp = rank_weights(spec, ServeConfig(mtp_tokens=1))["mtp"]
     assert mtp == rank_weights(get_model(BASE), ServeConfig(mtp_tokens=1))["mtp"]
     assert 21.0 < (total * GIB + mtp) / GIB < 22.0
+
+
+def test_autoround_extra_config_keeps_16_bit_classes_and_unlisted_blocks_unquantized():
+    """The recipe of community AutoRound exports (e.g. nchapman/Qwen3.6-35B-A3B-int4-AutoRound's card): shared
+    experts, GDN a/b projections and the MTP block in BF16, every other expert and attention projection int4."""
+    qcfg = {**AUTOROUND, "block_name_to_quantize": "model.language_model.layers",
+            "extra_config": {"model.language_model.layers.0.mlp.shared_expert.gate_proj": {"bits": 16, "data_type": "fp"},
+                             "model.language_model.layers.0.linear_attn.in_proj_a": {"bits": 16, "data_type": "fp"},
+                             "model.language_model.layers.0.linear_attn.in_proj_ba": {"bits": 16},
+                             "model.language_model.layers.0.mlp.shared_expert_gate": {"bits": 16}}}
+    q = with_quant(qcfg).quantization
+    assert "shared_experts" not in q.modules
+    assert {"experts", "linear_attention", "attention"} <= set(q.modules)
+    assert q.mtp_unquantized
+    assert not with_quant(AUTOROUND).quantization.mtp_unquantized
+    assert experts_gib(qcfg) == pytest.approx(experts_gib(AUTOROUND), rel=1e-9)

@@ -8,6 +8,7 @@ configuration_qwen3_moe.py and configuration_qwen3.py. Vision-language checkpoin
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -130,6 +131,35 @@ def _modelopt_mixed(qcfg: dict[str, Any]) -> Quantization:
                         mtp_unquantized=no_mtp)
 
 
+# Tensors of a class that a per-layer override may keep in 16 bits without the class itself staying so:
+# the GDN a/b projections (their own class, never quantized), routers and the shared-expert gate.
+_NOT_A_CLASS = ("in_proj_a", "in_proj_b", "in_proj_ba", "gate", "shared_expert_gate")
+
+
+def _auto_round_overrides(qcfg: dict[str, Any], scheme: Quantization) -> Quantization:
+    """AutoRound's per-layer `extra_config` and `block_name_to_quantize` (vllm/model_executor/layers/
+    quantization/inc.py INCConfig.get_quant_method: a layer whose extra_config entry has bits >= 16 loads
+    unquantized; blocks outside block_name_to_quantize stay unquantized). A class whose projections an entry
+    keeps in 16 bits is planned unquantized in every layer; the MTP head stays BF16 when the quantized blocks
+    do not name it."""
+    extra = qcfg.get("extra_config") or {}
+    keep16 = set()
+    if isinstance(extra, dict):
+        for name, cfg in extra.items():
+            bits = cfg.get("bits", 16) if isinstance(cfg, dict) else 16
+            if not isinstance(bits, int) or bits < 16 or str(name).split(".")[-1] in _NOT_A_CLASS:
+                continue
+            group = _layer_group(str(name))
+            if group is not None:
+                keep16.add(group)
+    blocks = qcfg.get("block_name_to_quantize") or qcfg.get("to_quant_block_names")
+    names = [blocks] if isinstance(blocks, str) else [str(b) for b in blocks or []]
+    names = [n for part in names for n in part.split(",")]
+    no_mtp = bool(names) and not any("mtp" in n for n in names)
+    return dataclasses.replace(scheme, modules=tuple(m for m in scheme.modules if m not in keep16),
+                               mtp_unquantized=no_mtp)
+
+
 def read_quantization(qcfg: dict[str, Any] | None) -> Quantization:
     """Map a `quantization_config` block to the byte model the planner uses.
 
@@ -147,9 +177,11 @@ def read_quantization(qcfg: dict[str, Any] | None) -> Quantization:
     if method == "fp8":
         block = qcfg.get("weight_block_size")
         return Quantization("fp8", 8, 0, tuple(block) if block else None, modules)
-    if method in ("gptq", "gptq_marlin", "awq", "awq_marlin", "auto-round", "auto_round", "intel/auto-round"):
+    if method in ("gptq", "gptq_marlin", "awq", "awq_marlin", "auto-round", "auto_round", "intel/auto-round", "inc"):
         symmetric = bool(qcfg.get("sym", not qcfg.get("zero_point", False)))
-        return _int_scheme(_int(qcfg, "bits", 4), _int(qcfg, "group_size", 128), symmetric, modules, method)
+        scheme = _int_scheme(_int(qcfg, "bits", 4), _int(qcfg, "group_size", 128), symmetric, modules, method)
+        return _auto_round_overrides(qcfg, scheme) if method in ("auto-round", "auto_round", "intel/auto-round",
+                                                                  "inc") else scheme
     if method in ("modelopt", "modelopt_fp4", "modelopt_fp8", "modelopt_mixed"):
         algo = str(qcfg.get("quant_algo") or (qcfg.get("quantization") or {}).get("quant_algo") or "").upper()
         if algo == "MIXED_PRECISION" or method == "modelopt_mixed":
