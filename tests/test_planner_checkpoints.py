@@ -93,3 +93,64 @@ def test_nvfp4_and_autoround_checkpoints_are_planned_from_a_checkpoint_directory
 def test_an_unknown_quant_method_is_one_clear_error():
     with pytest.raises(DoctorError, match="unsupported quant_method 'bitsandbytes'"):
         with_quant({"quant_method": "bitsandbytes"})
+
+
+MIXED = {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+         "quantized_layers": {"model.language_model.layers.0.mlp.experts": {"quant_algo": "W4A16_NVFP4", "group_size": 16},
+                              "model.language_model.layers.0.mlp.shared_expert.down_proj": {"quant_algo": "NVFP4"},
+                              "lm_head": {"quant_algo": "W4A16_NVFP4"},
+                              "model.language_model.layers.0.linear_attn.out_proj": {"quant_algo": "FP8"},
+                              "model.language_model.layers.3.self_attn.o_proj": {"quant_algo": "FP8"}}}
+
+
+def test_modelopt_mixed_precision_stores_each_listed_class_in_its_own_format():
+    spec = with_quant(MIXED)
+    q = spec.quantization
+    assert (q.method, q.group_size) == ("nvfp4", 16)
+    assert set(q.modules) == {"experts", "shared_experts", "lm_head"}
+    assert set(q.fp8_modules) == {"linear_attention", "attention"}
+    mixed = rank_weights(spec, ServeConfig(language_model_only=True))
+    bf16 = rank_weights(get_model(BASE), ServeConfig(language_model_only=True))
+    assert mixed["experts"] / GIB == pytest.approx(BF16_EXPERTS * (0.5 + 1 / 16) / 2, rel=1e-6)
+    # FP8 with per-tensor scales: half the BF16 bytes; lm_head NVFP4 beside a BF16 embedding
+    assert mixed["attention"] == pytest.approx(bf16["attention"] / 2, rel=1e-4)
+    assert mixed["embeddings"] == pytest.approx(bf16["embeddings"] / 2 * (1 + (0.5 + 1 / 16) / 2), rel=1e-4)
+
+
+def test_modelopt_mixed_precision_without_nvfp4_layers_is_fp8_and_unknown_algos_fail_clearly():
+    fp8_only = {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+                "quantized_layers": {"model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"}}}
+    q = with_quant(fp8_only).quantization
+    assert (q.method, q.modules, q.fp8_modules) == ("fp8", ("attention",), ())
+    with pytest.raises(DoctorError, match="quant_algo 'INT4_AWQ'"):
+        with_quant({**fp8_only, "quantized_layers": {"model.layers.0.mlp.experts": {"quant_algo": "INT4_AWQ"}}})
+    with pytest.raises(DoctorError, match="no quantized_layers"):
+        with_quant({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"})
+
+
+def test_nvidias_nvfp4_export_loads_about_twenty_gib_without_its_mtp_head():
+    """nvidia/Qwen3.6-35B-A3B-NVFP4: 23.4 GB (21.8 GiB) on disk, of which the BF16 MTP head (~1.6 GiB) loads
+    only with MTP on."""
+    spec = get_model("nvidia/Qwen3.6-35B-A3B-NVFP4")
+    total = rank_weights(spec, ServeConfig())["total"] / GIB
+    assert 19.5 < total < 21.0
+    # no mtp layer in its quantized_layers map: the MTP head loads in BF16, as the BF16 checkpoint's does
+    mtp = rank_weights(spec, ServeConfig(mtp_tokens=1))["mtp"]
+    assert mtp == rank_weights(get_model(BASE), ServeConfig(mtp_tokens=1))["mtp"]
+    assert 21.0 < (total * GIB + mtp) / GIB < 22.0
+
+
+def test_autoround_extra_config_keeps_16_bit_classes_and_unlisted_blocks_unquantized():
+    """The recipe of community AutoRound exports (e.g. nchapman/Qwen3.6-35B-A3B-int4-AutoRound's card): shared
+    experts, GDN a/b projections and the MTP block in BF16, every other expert and attention projection int4."""
+    qcfg = {**AUTOROUND, "block_name_to_quantize": "model.language_model.layers",
+            "extra_config": {"model.language_model.layers.0.mlp.shared_expert.gate_proj": {"bits": 16, "data_type": "fp"},
+                             "model.language_model.layers.0.linear_attn.in_proj_a": {"bits": 16, "data_type": "fp"},
+                             "model.language_model.layers.0.linear_attn.in_proj_ba": {"bits": 16},
+                             "model.language_model.layers.0.mlp.shared_expert_gate": {"bits": 16}}}
+    q = with_quant(qcfg).quantization
+    assert "shared_experts" not in q.modules
+    assert {"experts", "linear_attention", "attention"} <= set(q.modules)
+    assert q.mtp_unquantized
+    assert not with_quant(AUTOROUND).quantization.mtp_unquantized
+    assert experts_gib(qcfg) == pytest.approx(experts_gib(AUTOROUND), rel=1e-9)

@@ -8,6 +8,7 @@ configuration_qwen3_moe.py and configuration_qwen3.py. Vision-language checkpoin
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -86,12 +87,85 @@ def _compressed_tensors(qcfg: dict[str, Any], modules: tuple[str, ...]) -> Quant
     return _int_scheme(bits, group, bool(weights.get("symmetric", True)), modules, "compressed-tensors")
 
 
+def _layer_group(name: str) -> str | None:
+    """The module class of one checkpoint layer name ("model.language_model.layers.3.linear_attn.out_proj")."""
+    if name.split(".")[-1] == "lm_head":
+        return "lm_head"
+    parts = name.split(".")
+    for suffix, group in _MODULE_SUFFIXES:
+        if suffix in parts:
+            return group
+    return None
+
+
+def _modelopt_mixed(qcfg: dict[str, Any]) -> Quantization:
+    """modelopt MIXED_PRECISION (vllm/model_executor/layers/quantization/modelopt.py ModelOptMixedPrecisionConfig):
+    `quantized_layers` names each layer's quant_algo; NVFP4 / W4A16_NVFP4 layers store NVFP4 (group_size of the
+    first such entry, else 16), FP8 layers FP8 with per-tensor scales, layers not listed stay unquantized (the
+    MTP head too, when no mtp layer is listed)."""
+    layers = qcfg.get("quantized_layers") or (qcfg.get("quantization") or {}).get("quantized_layers") or {}
+    if not isinstance(layers, dict) or not layers:
+        raise ModelConfigError("modelopt MIXED_PRECISION quantization_config has no quantized_layers")
+    nvfp4: list[str] = []
+    fp8: list[str] = []
+    group_size = None
+    for name, info in layers.items():
+        algo = str((info or {}).get("quant_algo", "")).upper() if isinstance(info, dict) else ""
+        group = _layer_group(str(name))
+        if group is None:
+            continue
+        if algo in ("NVFP4", "W4A16_NVFP4"):
+            group_size = group_size or int(info.get("group_size") or 16)
+            nvfp4.append(group)
+        elif algo == "FP8":
+            fp8.append(group)
+        else:
+            raise ModelConfigError(f"modelopt MIXED_PRECISION layer {name!r}: quant_algo {algo!r} is not one "
+                                   "the planner knows (NVFP4, W4A16_NVFP4, FP8)")
+    nvfp4_groups = tuple(dict.fromkeys(nvfp4))
+    fp8_groups = tuple(g for g in dict.fromkeys(fp8) if g not in nvfp4_groups)
+    no_mtp = not any("mtp" in str(name).split(".") for name in layers)
+    if not nvfp4_groups:
+        return Quantization("fp8", 8, 0, None, fp8_groups, mtp_unquantized=no_mtp)
+    return Quantization("nvfp4", 4, group_size or 16, None, nvfp4_groups, fp8_modules=fp8_groups,
+                        mtp_unquantized=no_mtp)
+
+
+# Tensors of a class that a per-layer override may keep in 16 bits without the class itself staying so:
+# the GDN a/b projections (their own class, never quantized), routers and the shared-expert gate.
+_NOT_A_CLASS = ("in_proj_a", "in_proj_b", "in_proj_ba", "gate", "shared_expert_gate")
+
+
+def _auto_round_overrides(qcfg: dict[str, Any], scheme: Quantization) -> Quantization:
+    """AutoRound's per-layer `extra_config` and `block_name_to_quantize` (vllm/model_executor/layers/
+    quantization/inc.py INCConfig.get_quant_method: a layer whose extra_config entry has bits >= 16 loads
+    unquantized; blocks outside block_name_to_quantize stay unquantized). A class whose projections an entry
+    keeps in 16 bits is planned unquantized in every layer; the MTP head stays BF16 when the quantized blocks
+    do not name it."""
+    extra = qcfg.get("extra_config") or {}
+    keep16 = set()
+    if isinstance(extra, dict):
+        for name, cfg in extra.items():
+            bits = cfg.get("bits", 16) if isinstance(cfg, dict) else 16
+            if not isinstance(bits, int) or bits < 16 or str(name).split(".")[-1] in _NOT_A_CLASS:
+                continue
+            group = _layer_group(str(name))
+            if group is not None:
+                keep16.add(group)
+    blocks = qcfg.get("block_name_to_quantize") or qcfg.get("to_quant_block_names")
+    names = [blocks] if isinstance(blocks, str) else [str(b) for b in blocks or []]
+    names = [n for part in names for n in part.split(",")]
+    no_mtp = bool(names) and not any("mtp" in n for n in names)
+    return dataclasses.replace(scheme, modules=tuple(m for m in scheme.modules if m not in keep16),
+                               mtp_unquantized=no_mtp)
+
+
 def read_quantization(qcfg: dict[str, Any] | None) -> Quantization:
     """Map a `quantization_config` block to the byte model the planner uses.
 
     fp8 (block or per-tensor scales), gptq / awq / auto-round (int bits + one fp16 scale, and a packed
     zero point when asymmetric, per group; group_size -1 = per output channel), modelopt (NVFP4: 4 bits +
-    one FP8 scale per 16; FP8), compressed-tensors (see _compressed_tensors).
+    one FP8 scale per 16; FP8; MIXED_PRECISION, see _modelopt_mixed), compressed-tensors (see _compressed_tensors).
     """
     if not qcfg:
         return Quantization()
@@ -103,11 +177,15 @@ def read_quantization(qcfg: dict[str, Any] | None) -> Quantization:
     if method == "fp8":
         block = qcfg.get("weight_block_size")
         return Quantization("fp8", 8, 0, tuple(block) if block else None, modules)
-    if method in ("gptq", "gptq_marlin", "awq", "awq_marlin", "auto-round", "auto_round", "intel/auto-round"):
+    if method in ("gptq", "gptq_marlin", "awq", "awq_marlin", "auto-round", "auto_round", "intel/auto-round", "inc"):
         symmetric = bool(qcfg.get("sym", not qcfg.get("zero_point", False)))
-        return _int_scheme(_int(qcfg, "bits", 4), _int(qcfg, "group_size", 128), symmetric, modules, method)
-    if method in ("modelopt", "modelopt_fp4", "modelopt_fp8"):
+        scheme = _int_scheme(_int(qcfg, "bits", 4), _int(qcfg, "group_size", 128), symmetric, modules, method)
+        return _auto_round_overrides(qcfg, scheme) if method in ("auto-round", "auto_round", "intel/auto-round",
+                                                                  "inc") else scheme
+    if method in ("modelopt", "modelopt_fp4", "modelopt_fp8", "modelopt_mixed"):
         algo = str(qcfg.get("quant_algo") or (qcfg.get("quantization") or {}).get("quant_algo") or "").upper()
+        if algo == "MIXED_PRECISION" or method == "modelopt_mixed":
+            return _modelopt_mixed(qcfg)
         if "FP4" in algo or method == "modelopt_fp4":
             return Quantization("nvfp4", 4, int(qcfg.get("group_size") or 16), None, modules)
         if "FP8" in algo or method == "modelopt_fp8":

@@ -101,7 +101,7 @@ def text_tensors(spec: ModelSpec) -> tuple[Tensor, ...]:
     last = spec.num_layers - 1
     out.append(Tensor("norm", "norm", REPLICATED, h, layer=last))
     if not spec.tie_word_embeddings:
-        out.append(Tensor("lm_head", "lm_head", VOCAB, spec.vocab_size, h, layer=last))
+        out.append(Tensor("lm_head", "lm_head", VOCAB, spec.vocab_size, h, layer=last, linear=True))
     return tuple(out)
 
 

@@ -90,7 +90,10 @@ class Quantization:
     AutoRound / compressed-tensors int: bits, group_size, -1 = per channel) or "nvfp4" (4 bits, FP8 scale
     per group_size=16 elements).
     modules: which module classes are quantized (attention, linear_attention, experts,
-    shared_experts, dense_mlp); everything else stays in the checkpoint dtype.
+    shared_experts, dense_mlp, lm_head); everything else stays in the checkpoint dtype.
+    fp8_modules: module classes a mixed-precision checkpoint (modelopt MIXED_PRECISION) stores in FP8 with
+    per-tensor scales instead of `method`.
+    mtp_unquantized: the MTP head stays in the checkpoint dtype (a MIXED_PRECISION map that lists no mtp layer).
     """
 
     method: str = "none"
@@ -100,6 +103,8 @@ class Quantization:
     modules: tuple[str, ...] = ()
     symmetric: bool = True
     per_channel: bool = False
+    fp8_modules: tuple[str, ...] = ()
+    mtp_unquantized: bool = False
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,9 @@ def pp_partition(num_layers: int, pp: int) -> list[tuple[int, int]]:
 def bytes_per_param(spec: ModelSpec, tensor: Tensor) -> float:
     """Storage cost of one parameter of `tensor`, scales and zero points included."""
     q = spec.quantization
+    if tensor.linear and tensor.group in q.fp8_modules:
+        # modelopt MIXED_PRECISION FP8 layers: one float32 weight scale per tensor (ModelOptFp8Config)
+        return 1 + 4 / (tensor.rows * tensor.cols)
     if not tensor.linear or q.method == "none" or tensor.group not in q.modules:
         return dtype_bytes(spec.dtype)
     if q.method == "fp8":
@@ -101,7 +104,9 @@ def rank_weights(spec: ModelSpec, cfg: ServeConfig, pp_rank: int = 0) -> dict[st
     out: dict[str, float] = defaultdict(float)
     mtp_names = {t.name for t in mtp_tensors(spec)} if cfg.mtp_tokens and last else set()
     for t in tensors:
-        size = _rank_numel(spec, cfg, t, vision_tp) * bytes_per_param(spec, t)
+        unquantized_mtp = t.name in mtp_names and spec.quantization.mtp_unquantized
+        per_param = dtype_bytes(spec.dtype) if unquantized_mtp else bytes_per_param(spec, t)
+        size = _rank_numel(spec, cfg, t, vision_tp) * per_param
         out["mtp" if t.name in mtp_names else _label(t)] += size
     result = {k: int(v) for k, v in out.items()}
     result["total"] = sum(result.values())
