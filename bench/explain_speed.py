@@ -110,13 +110,13 @@ def time_explain(log: Path) -> tuple[float, float, int, int]:
     """
     matcher = Matcher()
     cpu, start = time.process_time() + _children_cpu(), time.perf_counter()
-    split = scan_parallel(matcher, log)
+    split = scan_parallel(matcher, log, crashes=True)
     if split is None:
         with open_log(log) as stream:
-            matches, workers = list(matcher.scan(stream)), 1
+            matches, workers = list(matcher.scan(stream, crashes=True)), 1
     else:
         matches, workers = split
-    lines = len({m.lineno for m in matches})
+    lines = len({m.lineno for m in matches if m.crash is None})
     return time.perf_counter() - start, time.process_time() + _children_cpu() - cpu, lines, workers
 
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
+
+from remedies.figures import derive
 
 COMPONENTS = ("vllm", "sglang", "ray", "nccl", "torch", "cuda", "hf", "spark")
 SEVERITIES = ("error", "warning", "info")
@@ -15,10 +18,29 @@ WRAPPER_RANK = 90
 
 @dataclass(frozen=True)
 class FixStep:
-    """One ordered fix step; `applies` narrows it to a version range, e.g. ``sglang>=0.5.23``."""
+    """One ordered fix step; `applies` narrows it to a version range, e.g. ``sglang>=0.5.23``.
+
+    A step with `otherwise` is a template: `text` names figures of the message as ``{group}`` (the pattern's
+    named groups, or values derived from them by `remedies.figures`) and `otherwise` is the generic step
+    used when one of them is missing.
+    """
 
     text: str
     applies: str | None = None
+    otherwise: str | None = None
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The figures the text names (only a step with a generic `otherwise` is a template)."""
+        return template_fields(self.text) if self.otherwise else ()
+
+    def with_values(self, values: Mapping[str, str]) -> FixStep:
+        """This step with the message's figures filled in (the generic text when one is missing)."""
+        if not self.fields:
+            return self
+        if all(values.get(name) for name in self.fields):
+            return FixStep(self.text.format_map(values), self.applies)
+        return FixStep(self.otherwise or self.text, self.applies)
 
     def to_dict(self) -> dict[str, Any]:
         return {"text": self.text, "applies": self.applies}
@@ -47,6 +69,13 @@ class Remedy:
     regex: re.Pattern[str] = field(compare=False, repr=False, default=re.compile(""))
     origin: str = field(compare=False, default="")
 
+    def render_fix(self, values: Mapping[str, str]) -> tuple[FixStep, ...]:
+        """The fix steps with the message's figures (named groups and what `remedies.figures` derives)."""
+        if not any(step.fields for step in self.fix):
+            return self.fix
+        known = derive(values)
+        return tuple(step.with_values(known) for step in self.fix)
+
     @property
     def rank(self) -> int:
         """Lower ranks are closer to the root cause; wrappers come last unless ranked explicitly."""
@@ -69,3 +98,26 @@ class Remedy:
             "wrapper": self.wrapper,
             "article_claim": self.article_claim,
         }
+
+
+def template_fields(text: str) -> tuple[str, ...]:
+    """The ``{name}`` fields of a fix template, in order."""
+    return tuple(name for _, name, _, _ in string.Formatter().parse(text) if name)
+
+
+UNKNOWN_ID = "QD-R-UNKNOWN"
+UNKNOWN = Remedy(
+    id=UNKNOWN_ID,
+    component="unknown",
+    severity="error",
+    title="Unrecognised crash: the log ends in an error no catalogue entry names",
+    literal="Traceback",
+    pattern="",
+    why="The process died or raised an exception that no catalogue entry recognises.",
+    fix=(FixStep("Start from the root exception shown above (the innermost cause of the chain) and the frame "
+                 "that raised it; search the backend's issue tracker for that exact message."),
+         FixStep("Run `qwen-doctor check` on this machine: a failed check often explains an unknown crash.")),
+    source=("qwen-doctor: traceback and process-death recognition (remedies/crash.py)",),
+    samples=(),
+    root_cause_rank=95,
+)
