@@ -10,7 +10,7 @@ from remedies.crash import Crash
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
-from remedies.reader import open_log
+from remedies.reader import STDIN, open_log
 
 
 @dataclass(frozen=True)
@@ -83,15 +83,17 @@ class Collector:
 
     def __init__(self) -> None:
         self._findings: dict[str, Finding] = {}
-        self._crashes: list[tuple[Match, Location, str | None]] = []
+        self._crashes: dict[tuple[str, int], Match] = {}
+        self._sources: dict[str, int] = {}
+        self.lines: set[tuple[str, int]] = set()
 
     def add(self, match: Match, source: str) -> None:
         here = Location(source, match.lineno)
+        self._sources.setdefault(source, len(self._sources))
         if match.crash is not None:
-            warned = [f for f in self._findings.values() if f.remedy.severity == "warning" and f.first.source == source]
-            precursor = f"{warned[-1].remedy.id} at {warned[-1].first}" if warned else None
-            self._crashes.append((match, here, precursor))
+            self._crashes.setdefault((source, match.lineno), match)
             return
+        self.lines.add((source, match.lineno))
         found = self._findings.get(match.remedy.id)
         if found is None:
             self._findings[match.remedy.id] = Finding(
@@ -102,19 +104,34 @@ class Collector:
             found.count += 1
             found.last = here
 
+    def wants_crashes(self) -> bool:
+        """No entry other than a wrapper named an error: an unrecognised crash must be looked for."""
+        return not any(f.remedy.severity == "error" and not f.remedy.wrapper for f in self._findings.values())
+
+    def _precursor(self, source: str, line: int) -> str | None:
+        """The last warning an entry named in this source before this line."""
+        warned = [f for f in self._findings.values() if f.remedy.severity == "warning"
+                  and f.first.source == source and f.first.line < line]
+        if not warned:
+            return None
+        nearest = max(warned, key=lambda f: f.first.line)
+        return f"{nearest.remedy.id} ({nearest.remedy.title}) at {nearest.first}"
+
     def _unknown(self) -> Finding | None:
         """QD-R-UNKNOWN for the first fatal event, unless an entry other than a wrapper named an error."""
-        if not self._crashes or any(f.remedy.severity == "error" and not f.remedy.wrapper
-                                    for f in self._findings.values()):
+        if not self._crashes or not self.wants_crashes():
             return None
-        match, here, precursor = self._crashes[0]
-        last = self._crashes[-1][1]
+        ordered = sorted(self._crashes.items(), key=lambda item: (self._sources[item[0][0]], item[0][1]))
+        (source, line), match = ordered[0]
+        (last_source, last_line), last_match = ordered[-1]
+        here, last = Location(source, line), Location(last_source, last_line)
+        precursor = self._precursor(source, line)
         assert match.crash is not None
         crash = match.crash
-        final = self._crashes[-1][0].crash
+        final = last_match.crash
         if final is not None and final is not crash:
             crash = Crash(crash.lineno, crash.exception, final.final, crash.frame, crash.component, crash.kind)
-        return Finding(replace(UNKNOWN, component=crash.component), len(self._crashes), here, last, match.line, match.before, match.after,
+        return Finding(replace(UNKNOWN, component=crash.component), len(ordered), here, last, match.line, match.before, match.after,
                        len(self._findings), crash=crash, precursor=precursor)
 
     def findings(self) -> list[Finding]:
@@ -126,28 +143,44 @@ class Collector:
         )
 
 
+def _scan(matcher: Matcher, collector: Collector, source: str | Path, parallel_min_bytes: int | None,
+          workers: int | None, crashes: bool, catalogue: bool) -> None:
+    split = scan_parallel(matcher, source, parallel_min_bytes, workers, crashes=crashes, catalogue=catalogue)
+    if split is not None:
+        matches: Iterable[Match] = split[0]
+        for match in matches:
+            collector.add(match, str(source))
+        return
+    with open_log(source) as stream:
+        for match in matcher.scan(stream, crashes=crashes, catalogue=catalogue):
+            collector.add(match, str(source))
+
+
 def explain_sources(
     sources: Iterable[str | Path],
     matcher: Matcher | None = None,
     *,
     parallel_min_bytes: int | None = None,
     workers: int | None = None,
+    collector: Collector | None = None,
 ) -> list[Finding]:
     """Scan each source (path, gzip path or '-') and return the ranked findings.
 
     A regular, uncompressed file of at least two shares of `parallel_min_bytes` (default
     $QWEN_DOCTOR_EXPLAIN_PARALLEL_MIN_BYTES or 64 MiB) is scanned by several processes
-    (`remedies.parallel`), with the same findings.
+    (`remedies.parallel`), with the same findings. Fatal events no entry names (`remedies.crash`) matter
+    only when no entry named an error, so files are scanned for them in a second pass, only then;
+    standard input, which cannot be read twice, is scanned for both at once.
     """
     matcher = matcher or Matcher()
-    collector = Collector()
+    collector = collector or Collector()
+    files: list[str | Path] = []
     for source in sources:
-        split = scan_parallel(matcher, source, parallel_min_bytes, workers, crashes=True)
-        if split is not None:
-            for match in split[0]:
-                collector.add(match, str(source))
-            continue
-        with open_log(source) as stream:
-            for match in matcher.scan(stream, crashes=True):
-                collector.add(match, str(source))
+        again = str(source) != STDIN
+        _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=not again, catalogue=True)
+        if again:
+            files.append(source)
+    if collector.wants_crashes():
+        for source in files:
+            _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=True, catalogue=False)
     return collector.findings()

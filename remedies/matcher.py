@@ -19,7 +19,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import BinaryIO, Generator, Iterable, Iterator
 
-from remedies import crash as crashes
+from remedies import crash as crash_rules
 from remedies.crash import Crash
 from remedies.loader import Catalogue, load_catalogue
 from remedies.model import UNKNOWN, FixStep, Remedy
@@ -144,13 +144,12 @@ class Matcher:
         self._anchors = [
             _Anchor(text.encode(), text, members) for text, members in plan_anchors(self.catalogue)
         ]
-        literals = {r.literal for r in self.catalogue} | set(crashes.LITERALS)
-        self._needles = [n.encode() for n in cached_prefilter(tuple(sorted(literals)))]
+        self._needles = [n.encode() for n in cached_prefilter(tuple(sorted({r.literal for r in self.catalogue})))]
         self._needle_anchors = [
-            frozenset({i for i, a in enumerate(self._anchors) if any(n in r.literal.encode() for r in a.remedies)}
-                      | ({CRASH} if any(n.decode() in lit for lit in crashes.LITERALS) else set()))
+            frozenset(i for i, a in enumerate(self._anchors) if any(n in r.literal.encode() for r in a.remedies))
             for n in self._needles
         ]
+        self._crash_needles = [n.encode() for n in cached_prefilter(tuple(sorted(crash_rules.LITERALS)))]
         self._recent: deque[str] = deque(maxlen=context)
         self._pieces: list[Line] = []
         self._last_len = 0
@@ -216,13 +215,14 @@ class Matcher:
                 found.append(Match(remedy, lineno, shown, before, (), values))
         return found
 
-    def scan(self, stream: BinaryIO, crashes: bool = False) -> Iterator[Match]:
+    def scan(self, stream: BinaryIO, crashes: bool = False, catalogue: bool = True) -> Iterator[Match]:
         """Every match in a binary stream, in line order; lines are numbered from 1. With `crashes`, fatal
-        events (tracebacks, deaths; see `remedies.crash`) come too, as matches whose `crash` is set."""
-        yield from self.scan_range(stream, crashes=crashes)
+        events (tracebacks, deaths; see `remedies.crash`) come too, as matches whose `crash` is set; without
+        `catalogue`, only they come (their needles are planned apart, so a scan for both costs their sum)."""
+        yield from self.scan_range(stream, crashes=crashes, catalogue=catalogue)
 
     def scan_range(self, stream: BinaryIO, head: bytes = b"", stop: int | None = None,
-                   crashes: bool = False) -> Generator[Match, None, int]:
+                   crashes: bool = False, catalogue: bool = True) -> Generator[Match, None, int]:
         """Matches in a stream, in line order, numbered from 1; returns the number of newlines scanned.
 
         The stream is read CHUNK bytes at a time into one reused buffer: a partial last line moves to its
@@ -239,7 +239,7 @@ class Matcher:
             filled += got or 0
             if not got:
                 if filled:
-                    lineno = yield from self._scan_chunk(buf, filled, lineno, crashes)
+                    lineno = yield from self._scan_chunk(buf, filled, lineno, crashes, catalogue)
                     done += filled
                 break
             cut = buf.rfind(b"\n", 0, filled) + 1
@@ -247,7 +247,7 @@ class Matcher:
                 continue
             if cut == 0:
                 cut = filled
-            lineno = yield from self._scan_chunk(buf, cut, lineno, crashes)
+            lineno = yield from self._scan_chunk(buf, cut, lineno, crashes, catalogue)
             done += cut
             buf[:filled - cut] = buf[cut:filled]
             filled -= cut
@@ -255,18 +255,17 @@ class Matcher:
             raise ValueError(f"scan ended at byte {done}, not at the chunk boundary {stop}")
         return lineno - 1
 
-    def _scan_chunk(self, chunk: bytearray, limit: int, lineno: int, crashes: bool = False) -> Generator[Match, None, int]:
+    def _scan_chunk(self, chunk: bytearray, limit: int, lineno: int, crashes: bool = False,
+                    catalogue: bool = True) -> Generator[Match, None, int]:
         """Matches in chunk[:limit] (whole lines) numbered from `lineno`; returns the next line's number.
 
         Each line holding a needle is read with the lines of its record (continuations before and after it,
         at most JOIN_LINES each way, within the chunk), normalised; the record is matched once.
         """
         starts: dict[int, set[int]] = {}
-        for needle, anchors in zip(self._needles, self._needle_anchors):
-            if not crashes:
-                anchors = anchors - {CRASH}
-                if not anchors:
-                    continue
+        plan = list(zip(self._needles, self._needle_anchors)) if catalogue else []
+        plan += [(needle, frozenset({CRASH})) for needle in self._crash_needles] if crashes else []
+        for needle, anchors in plan:
             pos = chunk.find(needle, 0, limit)
             while pos >= 0:
                 starts.setdefault(chunk.rfind(b"\n", 0, pos) + 1, set()).update(anchors)
@@ -374,13 +373,13 @@ class Matcher:
                pieces: list[Line]) -> tuple[Crash | None, int]:
         """A fatal event starting at this record, and the byte up to which its lines were read."""
         head = pieces[0]
-        if not head.text.strip().startswith(crashes.HEADER):
+        if not head.text.strip().startswith(crash_rules.HEADER):
             text = join([p.text for p in pieces]).strip()
-            fatal = crashes.death(Line(text, head.level, True))
+            fatal = crash_rules.death(Line(text, head.level, True))
             if fatal is None:
                 return None, first
-            kind = "exception" if crashes.exception_line(fatal) else "died"
-            return Crash(lineno, fatal, fatal, None, crashes.component_of((), fatal), kind), first
+            kind = "exception" if crash_rules.exception_line(fatal) else "died"
+            return Crash(lineno, fatal, fatal, None, crash_rules.component_of((), fatal), kind), first
         level = head.level
         if level is None and first > 0:
             level = self._read(chunk, chunk.rfind(b"\n", 0, first - 1) + 1, first - 1)[1].level
@@ -395,7 +394,7 @@ class Matcher:
                 yield number, line
                 pos = end
 
-        event, last = crashes.parse_traceback(following(), level)
+        event, last = crash_rules.parse_traceback(following(), level)
         return event, ends.get(last, ends[lineno])
 
     def _context(self, chunk: bytearray, start: int, end: int, limit: int) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -68,14 +68,15 @@ def plan_ranges(path: Path, parts: int) -> list[Range]:
     return [Range(start, grid, end) for (start, grid), (end, _) in zip(bounds, bounds[1:])]
 
 
-def _scan_range(task: tuple[str, Range, bool]) -> tuple[list[_Found], int]:
+def _scan_range(task: tuple[str, Range, bool, bool]) -> tuple[list[_Found], int]:
     """In a worker: the matches of one range (line numbers from 1) and its newline count."""
-    path, part, crashes = task
+    path, part, crashes, catalogue = task
     assert _worker_matcher is not None
     with open(path, "rb", buffering=0) as stream:
         head = os.pread(stream.fileno(), part.grid - part.start, part.start)
         stream.seek(part.grid)
-        scan = _worker_matcher.scan_range(stream, head, part.end - part.start, crashes=crashes)  # type: ignore[arg-type]
+        scan = _worker_matcher.scan_range(stream, head, part.end - part.start, crashes=crashes,  # type: ignore[arg-type]
+                                           catalogue=catalogue)
         found: list[_Found] = []
         while True:
             try:
@@ -101,10 +102,10 @@ def splittable(source: str | Path, threshold: int) -> bool:
 
 def scan_parallel(
     matcher: Matcher, source: str | Path, threshold: int | None = None, workers: int | None = None,
-    crashes: bool = False,
+    crashes: bool = False, catalogue: bool = True,
 ) -> tuple[list[Match], int] | None:
     """All matches of a big file in line order and the worker count, or None to scan in one process.
-    `crashes` as for `Matcher.scan`."""
+    `crashes` and `catalogue` as for `Matcher.scan`."""
     global _worker_matcher
     threshold = threshold or min_bytes()
     if not splittable(source, threshold):
@@ -123,7 +124,7 @@ def scan_parallel(
             return None
         _worker_matcher = matcher
         with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
-            results = list(pool.map(_scan_range, [(str(path), part, crashes) for part in ranges]))
+            results = list(pool.map(_scan_range, [(str(path), part, crashes, catalogue) for part in ranges]))
     except Exception:  # noqa: BLE001 - a failed or killed worker: the caller scans in one process, which reports errors
         return None
     finally:
