@@ -43,7 +43,10 @@ class FixStep:
         return FixStep(self.otherwise or self.text, self.applies)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "applies": self.applies}
+        out: dict[str, Any] = {"text": self.text, "applies": self.applies}
+        if self.otherwise:
+            out["otherwise"] = self.otherwise
+        return out
 
     def render(self) -> str:
         return f"{self.text} [{self.applies}]" if self.applies else self.text
