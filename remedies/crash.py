@@ -6,7 +6,8 @@ one `Crash` whose root is the innermost cause (the first exception printed) and 
 outermost one (the last printed). `death(line)` recognises a fatal line outside a traceback: a process that
 exited non-zero, was killed or crashed natively, or an exception line printed at error level.
 
-A traceback or exception line logged at WARNING / INFO / DEBUG level is not fatal (a handled error).
+A traceback or exception line logged at WARNING / INFO / DEBUG level is not fatal (a handled error); so is
+a traceback without a level of its own right after a WARNING record (`logger.warning(..., exc_info=True)`).
 """
 
 from __future__ import annotations

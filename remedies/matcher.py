@@ -33,6 +33,7 @@ CONTEXT = 2
 MIN_SHARED = 8
 JOIN_LINES = 12
 MIN_WRAP = 40
+WRAP_SCAN_BYTES = 1 << 20
 CRASH = -1
 
 
@@ -144,16 +145,20 @@ class Matcher:
         self._anchors = [
             _Anchor(text.encode(), text, members) for text, members in plan_anchors(self.catalogue)
         ]
-        self._needles = [n.encode() for n in cached_prefilter(tuple(sorted({r.literal for r in self.catalogue})))]
-        self._needle_anchors = [
-            frozenset(i for i, a in enumerate(self._anchors) if any(n in r.literal.encode() for r in a.remedies))
-            for n in self._needles
-        ]
+        literals = tuple(sorted({r.literal for r in self.catalogue}))
+        self._needles = [n.encode() for n in cached_prefilter(literals)]
+        self._plan = self._plan_for(self._needles)
+        self._wrap_plan = self._plan_for([n.encode() for n in cached_prefilter(literals, wrap_tolerant=True)])
         self._crash_needles = [n.encode() for n in cached_prefilter(tuple(sorted(crash_rules.LITERALS)))]
         self._recent: deque[str] = deque(maxlen=context)
         self._pieces: list[Line] = []
         self._last_len = 0
         self._record_hits: set[str] = set()
+
+    def _plan_for(self, needles: list[bytes]) -> list[tuple[bytes, frozenset[int]]]:
+        """Each needle with the anchors whose literals contain it."""
+        return [(n, frozenset(i for i, a in enumerate(self._anchors) if any(n in r.literal.encode() for r in a.remedies)))
+                for n in needles]
 
     @property
     def needles(self) -> list[str]:
@@ -173,16 +178,18 @@ class Matcher:
         found: list[tuple[Remedy, tuple[tuple[str, str], ...]]] = []
         seen: set[str] = set()
         for anchor in map(self._anchors.__getitem__, sorted(a for a in anchors if a != CRASH)):
-            for text in texts:
-                if anchor.text not in text:
-                    continue
-                for remedy in anchor.remedies:
-                    if remedy.id in seen or remedy.literal not in text:
+            for remedy in anchor.remedies:
+                best: tuple[tuple[str, str], ...] | None = None
+                for text in texts:
+                    if remedy.id in seen or anchor.text not in text or remedy.literal not in text:
                         continue
                     hit = remedy.regex.search(text)
                     if hit:
-                        seen.add(remedy.id)
-                        found.append((remedy, tuple((k, v) for k, v in hit.groupdict().items() if v is not None)))
+                        values = tuple((k, v) for k, v in hit.groupdict().items() if v is not None)
+                        best = values if best is None or len(values) > len(best) else best
+                if best is not None:
+                    seen.add(remedy.id)
+                    found.append((remedy, best))
         return found
 
     def feed(self, line: str | bytes, lineno: int) -> list[Match]:
@@ -229,14 +236,28 @@ class Matcher:
         front and the next read fills in behind it, so no chunk is copied or reallocated. `head` is data
         already read (it starts the buffer, as a partial line would); `stop` ends the scan once that many
         bytes (counting `head`) are scanned, which must be where a chunk ends (see `remedies.parallel`).
+
+        A whole stream of at most WRAP_SCAN_BYTES (a pasted excerpt, a short log) is scanned with the
+        wrap-tolerant needles (`remedies.prefilter.plan_wrap_tolerant`), so a message a terminal or a web
+        page wrapped over two lines is found; bigger logs are machine-written and keep the cheaper set.
         """
         buf = bytearray(CHUNK + max(CHUNK, MAX_LINE))
         view = memoryview(buf)
         buf[:len(head)] = head
         lineno, filled, done = 1, len(head), 0
+        if stop is None and not head:
+            while filled < CHUNK:
+                got = stream.readinto(view[filled:CHUNK])
+                if not got:
+                    small = filled <= WRAP_SCAN_BYTES
+                    lineno = yield from self._scan_chunk(buf, filled, lineno, crashes, catalogue, small)
+                    return lineno - 1
+                filled += got
+        first = filled > 0 and not head
         while stop is None or done < stop:
-            got = stream.readinto(view[filled:filled + CHUNK])
-            filled += got or 0
+            got = filled if first else stream.readinto(view[filled:filled + CHUNK])
+            filled += 0 if first else (got or 0)
+            first = False
             if not got:
                 if filled:
                     lineno = yield from self._scan_chunk(buf, filled, lineno, crashes, catalogue)
@@ -256,14 +277,14 @@ class Matcher:
         return lineno - 1
 
     def _scan_chunk(self, chunk: bytearray, limit: int, lineno: int, crashes: bool = False,
-                    catalogue: bool = True) -> Generator[Match, None, int]:
+                    catalogue: bool = True, small: bool = False) -> Generator[Match, None, int]:
         """Matches in chunk[:limit] (whole lines) numbered from `lineno`; returns the next line's number.
 
         Each line holding a needle is read with the lines of its record (continuations before and after it,
         at most JOIN_LINES each way, within the chunk), normalised; the record is matched once.
         """
         starts: dict[int, set[int]] = {}
-        plan = list(zip(self._needles, self._needle_anchors)) if catalogue else []
+        plan = (self._wrap_plan if small else self._plan) if catalogue else []
         plan += [(needle, frozenset({CRASH})) for needle in self._crash_needles] if crashes else []
         for needle, anchors in plan:
             pos = chunk.find(needle, 0, limit)
@@ -382,7 +403,8 @@ class Matcher:
             return Crash(lineno, fatal, fatal, None, crash_rules.component_of((), fatal), kind), first
         level = head.level
         if level is None and first > 0:
-            level = self._read(chunk, chunk.rfind(b"\n", 0, first - 1) + 1, first - 1)[1].level
+            previous = self._read(chunk, chunk.rfind(b"\n", 0, first - 1) + 1, first - 1)[1].level
+            level = previous if previous == "WARNING" else None
         ends = {lineno: self._line_end(chunk, first, limit)}
 
         def following() -> Iterator[tuple[int, Line]]:

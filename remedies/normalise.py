@@ -7,7 +7,8 @@ of a message, and returns the message with the record's log level when one was p
 
 becomes ``Line(text="msg", level="ERROR", record=True)``. ANSI escapes, CR / CRLF, Markdown quote markers
 (``> ``) and Windows path separators are normalised too. `record` says the line starts a new log record
-(it carried a logger/timestamp prefix, or it is a traceback line or an exception line); a line that does
+(it carried a logger/timestamp prefix, or it is a traceback line, indented by two spaces or a tab, or an
+exception line); a line that does
 not is a continuation of the record before it (a message wrapped by a terminal or a web page, or the
 rest of a multi-line message), and `join` glues such pieces back together.
 
@@ -60,7 +61,7 @@ _RECORD = re.compile(
 _GLOG_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
 # A line that starts a record although it has no logger prefix: traceback structure, an exception line.
 _STARTS_RECORD = re.compile(
-    r"^(?:[ \t]|$|Traceback \(most recent call last\)|During handling of the above exception"
+    r"^(?:[ \t]{2}|\t|$|Traceback \(most recent call last\)|During handling of the above exception"
     r"|The above exception was the direct cause"
     r"|(?:[A-Za-z_][\w.]{0,128})?(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)\b"
     r"|\[[\w./ -]{1,64}\]"
@@ -131,7 +132,7 @@ def normalise(line: str) -> Line:
     if ":\\" in text:
         text = _WINDOWS_PATH.sub(lambda m: m.group(0).replace("\\", "/"), text)
     record = logged or bool(_STARTS_RECORD.match(text)) or (prefixed and not text.strip())
-    return Line(text.rstrip(), level, record)
+    return Line(text, level, record)
 
 
 def starts_record(line: str) -> bool:
@@ -140,5 +141,9 @@ def starts_record(line: str) -> bool:
 
 
 def join(pieces: list[str], separator: str = " ") -> str:
-    """Glue a record's normalised pieces: a wrapped message reads as one line again."""
+    """Glue a record's normalised pieces: a wrapped message reads as one line again. With a separator the
+    pieces are trimmed (a web page turned a space into the break); without, they are kept as they are (a
+    terminal cut the line at its width, spaces included)."""
+    if not separator:
+        return "".join(pieces)
     return separator.join(p.strip() if i else p.rstrip() for i, p in enumerate(pieces))
