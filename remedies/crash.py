@@ -76,11 +76,12 @@ class Crash:
 
 
 def component_of(frames: Iterable[Frame], text: str) -> str:
-    """The package a crash came from: the innermost frame in a known package, else the message's words."""
+    """The package a crash came from: the innermost frame in a known package (the last package directory in
+    its path, so `/opt/torch/.venv/.../transformers/x.py` is transformers), else the message's words."""
     for frame in reversed(list(frames)):
-        found = _COMPONENT_IN_PATH.search(frame.path.replace("\\", "/"))
+        found = _COMPONENT_IN_PATH.findall(frame.path.replace("\\", "/"))
         if found:
-            return dict(_COMPONENTS)[found.group(1)]
+            return dict(_COMPONENTS)[found[-1]]
     lowered = text.lower()
     if "nccl" in lowered:
         return "nccl"

@@ -118,11 +118,13 @@ class Collector:
         return f"{nearest.remedy.id} ({nearest.remedy.title}) at {nearest.first}"
 
     def _unknown(self) -> Finding | None:
-        """QD-R-UNKNOWN for the first fatal event, unless an entry other than a wrapper named an error."""
+        """QD-R-UNKNOWN for the first fatal event (the first traceback when there is one: its root exception
+        says more than a death notice), unless an entry other than a wrapper named an error."""
         if not self._crashes or not self.wants_crashes():
             return None
         ordered = sorted(self._crashes.items(), key=lambda item: (self._sources[item[0][0]], item[0][1]))
-        (source, line), match = ordered[0]
+        tracebacks = [item for item in ordered if item[1].crash is not None and item[1].crash.kind == "traceback"]
+        (source, line), match = (tracebacks or ordered)[0]
         (last_source, last_line), last_match = ordered[-1]
         here, last = Location(source, line), Location(last_source, last_line)
         precursor = self._precursor(source, line)

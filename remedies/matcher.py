@@ -315,7 +315,7 @@ class Matcher:
                 yield Match(remedy, number, shown, *self._context(chunk, *span, limit), values)
             if crashes and CRASH in anchors and first >= parsed_until:
                 event, parsed_until = self._crash(chunk, first, limit, lineno - chunk.count(b"\n", first, start), pieces)
-                if event is not None:
+                if event is not None and not self.match_line(event.exception):
                     yield Match(UNKNOWN, event.lineno, _shorten(event.exception), crash=event)
         return lineno + chunk.count(b"\n", counted, limit)
 

@@ -109,6 +109,8 @@ def template_fields(text: str) -> tuple[str, ...]:
 
 
 UNKNOWN_ID = "QD-R-UNKNOWN"
+# The finding for a crash no entry names (see remedies.crash). It ranks after every named root cause and
+# before the wrappers, whose "root cause above" it is.
 UNKNOWN = Remedy(
     id=UNKNOWN_ID,
     component="unknown",
@@ -122,5 +124,5 @@ UNKNOWN = Remedy(
          FixStep("Run `qwen-doctor check` on this machine: a failed check often explains an unknown crash.")),
     source=("qwen-doctor: traceback and process-death recognition (remedies/crash.py)",),
     samples=(),
-    root_cause_rank=95,
+    root_cause_rank=85,
 )

@@ -103,7 +103,13 @@ def test_a_named_error_leaves_no_room_for_unknown_but_a_wrapper_alone_does(tmp_p
         ["QD-R-TORCH-CUDA-OOM"]
     wrapper = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n"
     ids = [f.remedy.id for f in explain(tmp_path, TRACEBACK + wrapper, "two.log")]
-    assert ids == ["QD-R-VLLM-ENGINE-CORE-INIT-FAILED", "QD-R-UNKNOWN"]
+    assert ids == ["QD-R-UNKNOWN", "QD-R-VLLM-ENGINE-CORE-INIT-FAILED"]
+
+
+def test_a_traceback_whose_root_an_entry_names_is_not_unknown(tmp_path):
+    wrapper = "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}"
+    text = TRACEBACK.replace("KeyError: 'Qwen3_5MoeMTP'", wrapper)
+    assert [f.remedy.id for f in explain(tmp_path, text)] == ["QD-R-VLLM-ENGINE-CORE-INIT-FAILED"]
 
 
 def test_the_nearest_known_warning_before_the_crash_is_named_as_its_precursor(tmp_path):
