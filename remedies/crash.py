@@ -13,7 +13,7 @@ a traceback without a level of its own right after a WARNING record (`logger.war
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from remedies.normalise import Line
@@ -69,6 +69,12 @@ class Crash:
     frame: Frame | None
     component: str
     kind: str
+    tight: str = field(default="", compare=False)
+
+    @property
+    def readings(self) -> tuple[str, ...]:
+        """The root exception as read: pieces joined with spaces (a web page's wrap) and without (a terminal's)."""
+        return (self.exception, self.tight) if self.tight else (self.exception,)
 
     def to_dict(self) -> dict[str, object]:
         return {"line": self.lineno, "exception": self.exception, "final": self.final, "kind": self.kind,
@@ -118,6 +124,7 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
     a handled one (logged below error level) or has no exception line before the input ends.
     """
     chain: list[tuple[str, list[Frame], int]] = []
+    tight: list[str] = []
     frames: list[Frame] = []
     state, last, message, used = "frames", 0, 0, 0
     harmless = header_level in HARMLESS_LEVELS
@@ -135,6 +142,7 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
                 pass
             elif exception_line(stripped):
                 chain.append((stripped, frames, lineno))
+                tight.append(text.strip())
                 state, message = "message", 0
             elif line.level in HARMLESS_LEVELS:
                 pass
@@ -151,6 +159,7 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
             else:
                 text_, f, n = chain[-1]
                 chain[-1] = (f"{text_} {stripped}".strip(), f, n)
+                tight[-1] += text
                 message += 1
             last = lineno
         elif state == "chained":
@@ -164,4 +173,4 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
     root, root_frames, root_line = chain[0]
     every = [f for _, fs, _ in chain for f in fs]
     return Crash(root_line, root, chain[-1][0], root_frames[-1] if root_frames else None,
-                 component_of(root_frames or every, root), "traceback"), last
+                 component_of(root_frames or every, root), "traceback", tight[0] if tight[0] != root else ""), last

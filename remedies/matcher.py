@@ -315,7 +315,7 @@ class Matcher:
                 yield Match(remedy, number, shown, *self._context(chunk, *span, limit), values)
             if crashes and CRASH in anchors and first >= parsed_until:
                 event, parsed_until = self._crash(chunk, first, limit, lineno - chunk.count(b"\n", first, start), pieces)
-                if event is not None and not self.match_line(event.exception):
+                if event is not None and not any(self.match_line(text) for text in event.readings):
                     yield Match(UNKNOWN, event.lineno, _shorten(event.exception), crash=event)
         return lineno + chunk.count(b"\n", counted, limit)
 
@@ -400,7 +400,8 @@ class Matcher:
             if fatal is None:
                 return None, first
             kind = "exception" if crash_rules.exception_line(fatal) else "died"
-            return Crash(lineno, fatal, fatal, None, crash_rules.component_of((), fatal), kind), first
+            tight = join([p.text for p in pieces], "").strip() if len(pieces) > 1 else ""
+            return Crash(lineno, fatal, fatal, None, crash_rules.component_of((), fatal), kind, tight), first
         level = head.level
         if level is None and first > 0:
             previous = self._read(chunk, chunk.rfind(b"\n", 0, first - 1) + 1, first - 1)[1].level

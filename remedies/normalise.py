@@ -6,7 +6,8 @@ of a message, and returns the message with the record's log level when one was p
     vllm-1  | 2026-12-03T10:00:00.123Z (EngineCore_DP0 pid=7) [rank3]: ERROR 12-03 10:00:00 [core.py:12] msg
 
 becomes ``Line(text="msg", level="ERROR", record=True)``. ANSI escapes, CR / CRLF, Markdown quote markers
-(``> ``) and Windows path separators are normalised too. `record` says the line starts a new log record
+(``> ``), Windows path separators and quotes escaped in a JSON or repr'd string (``model\\'s``) are
+normalised too. `record` says the line starts a new log record
 (it carried a logger/timestamp prefix, or it is a traceback line, indented by two spaces or a tab, or an
 exception line); a line that does
 not is a continuation of the record before it (a message wrapped by a terminal or a web page, or the
@@ -131,6 +132,8 @@ def normalise(line: str) -> Line:
             text = text[again.end():]
     if ":\\" in text:
         text = _WINDOWS_PATH.sub(lambda m: m.group(0).replace("\\", "/"), text)
+    if "\\'" in text or '\\"' in text:
+        text = text.replace("\\'", "'").replace('\\"', '"')
     record = logged or bool(_STARTS_RECORD.match(text)) or (prefixed and not text.strip())
     return Line(text, level, record)
 

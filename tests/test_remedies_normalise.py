@@ -36,6 +36,8 @@ KV_ID = "QD-R-VLLM-KV-MAX-LEN-TOO-LARGE"
     ('  File "C:\\envs\\py\\Lib\\site-packages\\vllm\\engine.py", line 3, in run',
      '  File "C:/envs/py/Lib/site-packages/vllm/engine.py", line 3, in run', None),
     ("progress 10%\rprogress 100%\r\n", "progress 100%", None),
+    ('{"message":"The input (61709 tokens) is longer than the model' + "\\'" + 's context length"}',
+     '{"message":"The input (61709 tokens) is longer than the model' + "'" + 's context length"}', None),
 ])
 def test_prefixes_escapes_and_quotes_are_removed_and_the_level_kept(raw, text, level):
     line = normalise(raw)
