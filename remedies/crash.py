@@ -24,9 +24,8 @@ CHAINS = ("The above exception was the direct cause of the following exception",
 # Substrings of every line `death` or `parse_traceback` can start from: the file scan's prefilter needles
 # are planned to cover them (with the catalogue's literals), so a fatal line is never skipped.
 LITERALS = (
-    HEADER, "Error: ", "Exception: ", "Segmentation fault", "core dumped", "Killed", "exited with code",
+    HEADER, "Error: ", "Exception: ", "Segmentation fault", "core dumped", "Killed", "exited with",
     "exit code", "exitcode", "Fatal Python error", "terminate called after throwing", "died with",
-    "EngineCore failed", "SIGSEGV", "SIGABRT", "SIGBUS", "CRITICAL", "FATAL",
 )
 HARMLESS_LEVELS = ("WARNING", "INFO", "DEBUG", "TRACE")
 MAX_FRAMES_LINES = 4000
@@ -38,7 +37,7 @@ _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Failure|Fault|T
 _DEATH = re.compile(
     r"Segmentation fault|core dumped|Fatal Python error|terminate called after throwing"
     r"|(?:^|[\s:])Killed(?:[\s:]|$)|exited with (?:exit )?code[ =:]{0,3}-?[1-9]|exit ?code[ =:]{1,3}-?[1-9]"
-    r"|died with <Signals\.SIG|\bSIG(?:SEGV|ABRT|BUS)\b|EngineCore failed"
+    r"|died with <Signals\.SIG"
 )
 _COMPONENTS = (
     ("vllm", "vllm"), ("sglang", "sglang"), ("ray", "ray"), ("transformers", "transformers"),
