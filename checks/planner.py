@@ -25,21 +25,50 @@ def _model(ctx: CheckContext) -> Any:
     return get_model(str(name))
 
 
-def _serve_config(ctx: CheckContext) -> Any:
-    from doctor.planner import ServeConfig
+def _installed_version(ctx: CheckContext, backend: str) -> str | None:
+    """The backend version in the facts (the one that will run), when it is one the planner can read."""
+    from packaging.version import InvalidVersion, Version
 
-    values = {k: ctx.option(k) for k in _SERVE_OPTIONS if ctx.option(k) is not None}
+    entry = ctx.facts.package(backend) if hasattr(ctx.facts, "package") else None
+    version = str((entry or {}).get("version") or "") if isinstance(entry, dict) else ""
+    try:
+        return Version(version).public if version else None
+    except InvalidVersion:
+        return None
+
+
+def _serve_config(ctx: CheckContext) -> Any:
+    """Every memory flag the profile sets (its rendered command line), then explicit options, and the
+    installed backend version."""
+    from doctor.planner import ServeConfig
+    from doctor.planner.flags import config_kwargs
+
+    backend = ctx.backend or "vllm"
+    values: dict[str, Any] = {}
+    if ctx.profile is not None:
+        values.update(config_kwargs(ctx.profile.render().backend_args))
+    values.update({k: v for k in _SERVE_OPTIONS if (v := ctx.options.get(k)) is not None})
     if "tp" not in values and ctx.option("tensor_parallel_size"):
         values["tp"] = ctx.option("tensor_parallel_size")
-    return ServeConfig(backend=ctx.backend or "vllm", **values)
+    version = _installed_version(ctx, backend)
+    if version:
+        values.setdefault("backend_version", version)
+    return ServeConfig(backend=backend, **values)
 
 
 @check("QD-PLAN-001", "Parallel sizes divide the model", category="plan", severity="critical")
 def divisibility(ctx: CheckContext) -> Outcome:
     """Attention / KV / Gated DeltaNet heads vs TP, experts vs EP, FP8 128-blocks vs moe_intermediate_size / TP."""
+    from doctor.models.errors import ModelConfigError
     from doctor.planner import check_divisibility, valid_tensor_parallel_sizes
 
-    spec, cfg = _model(ctx), _serve_config(ctx)
+    try:
+        spec = _model(ctx)
+    except ModelConfigError as exc:
+        return fail(f"the model cannot be read: {exc}",
+                    fix=["Point --model at a checkpoint directory that holds config.json (the same path the "
+                         "engine gets), or give a registry name such as Qwen/Qwen3.5-35B-A3B-FP8."])
+    cfg = _serve_config(ctx)
     results = check_divisibility(spec, cfg)
     hard = [r for r in results if not r.ok and r.severity == "fail"]
     soft = [r for r in results if not r.ok and r.severity == "warn"]
@@ -57,7 +86,7 @@ def divisibility(ctx: CheckContext) -> Outcome:
 @check("QD-PLAN-002", "Weights and KV cache fit the GPUs", category="plan", severity="high")
 def fits(ctx: CheckContext) -> Outcome:
     """Plan per-GPU memory on the deployment's real GPUs: weights, overhead, KV capacity at max-model-len."""
-    from doctor.planner import GPU, Hardware, check_divisibility, plan
+    from doctor.planner import Hardware, check_divisibility, plan
 
     if not ctx.facts.nvml_available:
         return skip("no NVIDIA driver (see QD-DRV-001)")
@@ -65,9 +94,15 @@ def fits(ctx: CheckContext) -> Outcome:
     if not used:
         return skip("no GPU memory facts")
     smallest = min(used, key=lambda g: g["memory"]["total"])
-    gpu = GPU(str(smallest.get("name") or "GPU"), int(smallest["memory"]["total"]),
-              str(smallest.get("compute_capability") or "0.0"))
-    spec, cfg = _model(ctx), _serve_config(ctx)
+    from doctor.models.errors import ModelConfigError
+    from doctor.planner.hardware import gpu_from_facts
+
+    gpu = gpu_from_facts(smallest.get("name"), int(smallest["memory"]["total"]), smallest.get("compute_capability"))
+    try:
+        spec = _model(ctx)
+    except ModelConfigError:
+        return skip("the model cannot be read (see QD-PLAN-001)")
+    cfg = _serve_config(ctx)
     if any(not r.ok and r.severity == "fail" for r in check_divisibility(spec, cfg)):
         return skip(f"TP={cfg.tp} cannot split {spec.name} (see QD-PLAN-001)")
     if cfg.world_size > len(used):

@@ -2,77 +2,288 @@
 
 `redact_document` is the one pass every report goes through before any renderer sees it: it walks every
 string of a JSON-like document, replaces values of secret-named keys, values that follow a secret flag in an
-argv list, token-shaped substrings and headers in free text, and every other occurrence of a secret value it
-found that way. With `hosts=True` it also replaces hostnames and IP addresses by stable pseudonyms
-(`[HOST-1]`, `[IP-1]`), keeping loopback and wildcard addresses, which identify nobody.
+argv list, secrets in free text (see `redact_text`), and every other occurrence of a secret value it found that
+way. With `hosts=True` it also replaces hostnames and IP addresses by stable pseudonyms (`[HOST-1]`, `[IP-1]`),
+keeping loopback and wildcard addresses, which identify nobody (see `doctor.redact_hosts`).
+
+Every pattern here runs in time linear in its input: each one starts at a literal or at the first character
+of a run (a look-behind excludes starts inside the run), its quantifiers are bounded or end the pattern, and
+values are measured by code, not by backtracking (bench/redact_speed.py, tests/test_redact_speed.py).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import re
-from typing import Any
+from typing import Any, Callable, Optional, Protocol
+
+from doctor.secret_book import SecretBook
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_LEN = 6
+TRUNCATION_MARK = "…"
 
-# Names of env vars / keys whose value is a secret: *_TOKEN, *_KEY, *SECRET*, passwords, credentials, auth headers.
+# ---- names -----------------------------------------------------------------------------------------------
+# On an upper-case snake name: *_TOKEN, *_KEY, *SECRET*, passwords, credentials, auth headers, cookies, signatures.
 _SECRET_NAME = re.compile(
-    r"(^|_)(TOKEN|KEY|APIKEY|SECRET\w*|PASSWORD|PASSWD|CREDENTIALS?|AUTHORIZATION|COOKIE)$|SECRET|PASSWORD|PASSWD"
-)
-_SECRET_FLAG = re.compile(r"^--?[A-Za-z0-9-]*(token|api-?key|secret|password|passwd)$", re.I)
-_WORDS = ("token", "key", "secret", "passw")
-# (pattern, replacement, lower-case needles: the pattern can only match a text that contains one of them).
-_TOKEN_PATTERNS: list[tuple[re.Pattern[str], str, tuple[str, ...]]] = [
-    (re.compile(r"(?<![A-Za-z0-9])hf_[A-Za-z0-9]{16,}"), REDACTED, ("hf_",)),
-    (re.compile(r"(?<![A-Za-z0-9])(?:sk|rk|pk)-[A-Za-z0-9_-]{16,}"), REDACTED, ("sk-", "rk-", "pk-")),
-    (re.compile(r"(?<![A-Za-z0-9])(?:ghp|gho|ghs|github_pat|glpat|xox[abp])[_-][A-Za-z0-9_-]{16,}"), REDACTED,
-     ("ghp", "gho", "ghs", "github_pat", "glpat", "xox")),
-    (re.compile(r"(?i)(\bauthorization[\"']?\s*[:=]\s*[\"']?)(?:(?:bearer|basic|token|digest)\s+)?[^\s\"',;}]+"),
-     r"\1" + REDACTED, ("authorization",)),
-    (re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/=-]{6,}"), r"\1" + REDACTED, ("bearer",)),
-    (re.compile(r"(?i)(--[A-Za-z0-9-]*(?:token|api-?key|secret|password|passwd)(?:=|\s+)[\"']?)[^\s\"']+"),
-     r"\1" + REDACTED, _WORDS),
-    (re.compile(r"((?:_TOKEN|_KEY|SECRET[A-Z0-9_]*|PASSWORD|PASSWD)\s*=\s*[\"']?)[^\s\"']+"),
-     r"\1" + REDACTED, _WORDS),
-    (re.compile(r"(?i)((?:token|api_?key|secret|password|passwd)[\"']?\s*[:=]\s*[\"']?)"
-                r"(?![\"']?(?:None|null|true|false|\[REDACTED\])(?![\w-]))(?!\d+(?:\.\d+)?(?![\w.-]))"
-                r"[^\s\"',;}]+"), r"\1" + REDACTED, _WORDS),
-    (re.compile(r"(://[^/\s:@]+:)[^@\s/]+@"), r"\1" + REDACTED + "@", ("://",)),
-]
-_HOST_KEYS = frozenset({"hostname", "host", "node", "node_name", "node_ip", "node_ip_address", "ip", "address",
-                        "head_address", "gcs_address", "driver_host", "master", "master_addr", "fqdn"})
-_IPV4 = re.compile(r"(?<![\w.=])(?:\d{1,3}\.){3}\d{1,3}(?!\w|\.\d)")
-_IPV6 = re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])")
-_URL_HOST = re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://(?:[^/\s@]+@)?)([A-Za-z0-9.-]+)")
-_KEEP_HOSTS = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", ""})
-# Public sites that sources and remedies link to: naming them identifies no customer.
-_PUBLIC_DOMAINS = ("huggingface.co", "hf.co", "github.com", "githubusercontent.com", "pypi.org",
-                   "pythonhosted.org", "pytorch.org", "nvidia.com", "vllm.ai", "sglang.ai", "ray.io",
-                   "apache.org", "docker.com", "docker.io", "nvcr.io", "python.org", "example.com")
+    r"(?:^|_)(?:TOKEN|KEY|APIKEY|ACCESSKEY|SECRETKEY|PRIVATEKEY|PASS|PASSPHRASE|PWD|CREDENTIALS?|AUTH|"
+    r"AUTHORIZATION|COOKIE|SIG|SIGNATURE)$|SECRET|PASSWORD|PASSWD")
+_PASSWORDISH = re.compile(r"SECRET|PASSWORD|PASSWD|PASS$|PASSPHRASE|PWD$|CREDENTIAL|COOKIE|AUTH")
+# Roles of tokenizer special tokens (`eos_token: <|im_end|>`): not secrets.
+_TOKEN_ROLES = frozenset({"BOS", "EOS", "PAD", "UNK", "MASK", "CLS", "SEP", "IMAGE", "VIDEO", "AUDIO", "VISION",
+                          "START", "END", "STOP", "THINK", "SPECIAL", "PREFIX", "SUFFIX", "MIDDLE", "TOOL", "CALL",
+                          "NEXT", "FIRST", "LAST", "MAX", "MIN", "NUM", "TOTAL", "PER", "ANSWER", "DEFAULT"})
+# Boolean switches whose name ends in a secret word (--allow-credentials): they take no value.
+_SWITCH_PREFIXES = ("ALLOW_", "ENABLE_", "DISABLE_", "NO_", "USE_", "SKIP_", "RETURN_", "REQUIRE_")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_NON_ALNUM = re.compile(r"[^A-Za-z0-9]+")
+_FLAG_NAME = re.compile(r"-{1,2}[A-Za-z][\w.-]{0,80}")
+_NUMBER = re.compile(r"[+-]?\d{1,40}(?:\.\d{1,40})?")
+_ENV_REF = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]{0,80}\}?")
+_PLACEHOLDERS = frozenset({"", "none", "null", "nil", "true", "false", "yes", "no", "undefined", "***", "...",
+                           "<redacted>", "redacted", REDACTED.lower()})
+
+
+def _normal(name: str) -> str:
+    return _NON_ALNUM.sub("_", _CAMEL.sub(r"\1_\2", name)).strip("_").upper()
+
+
+def _secret_normal(norm: str) -> bool:
+    if not norm or norm == "PWD" or _SECRET_NAME.search(norm) is None:
+        return False
+    head, _, last = norm.rpartition("_")
+    return not (last == "TOKEN" and head.rpartition("_")[2] in _TOKEN_ROLES)
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether an env var or key name says its value is a secret (HF_TOKEN, *_KEY, *SECRET*, api_key...)."""
-    return bool(_SECRET_NAME.search(re.sub(r"[-.]", "_", name.upper())))
+    """Whether an env var or key name says its value is a secret (HF_TOKEN, *_KEY, *SECRET*, apiKey...)."""
+    return _secret_normal(_normal(name))
 
 
 def is_secret_flag(arg: str) -> bool:
-    """Whether a command-line flag takes a secret value (--api-key, --hf-token, --password...)."""
-    return bool(_SECRET_FLAG.match(arg))
+    """Whether a command-line flag takes a secret value (--api-key, --api_key, --hf-token, --password...)."""
+    if _FLAG_NAME.fullmatch(arg) is None:
+        return False
+    norm = _normal(arg)
+    return not norm.startswith(_SWITCH_PREFIXES) and _secret_normal(norm)
+
+
+def _kept_value(value: str, norm: str) -> bool:
+    """Values that are no secret whatever their name: placeholders, env references, counts, special tokens."""
+    if value.lower() in _PLACEHOLDERS or value.startswith("<") or _ENV_REF.fullmatch(value):
+        return True
+    return _NUMBER.fullmatch(value) is not None and _PASSWORDISH.search(norm) is None
+
+
+def _random_looking(value: str) -> bool:
+    """A bare `key=` outside a URL is a secret only when its value looks generated (not `key=lambda p: ...`)."""
+    return len(value) >= 20 or (len(value) >= 8 and any(c.isdigit() for c in value))
+
+
+# ---- values: measured by code from where they start --------------------------------------------------------
+_DQ = re.compile(r'(?:[^"\\\n]|\\.)*')
+_SQ = re.compile(r"(?:[^'\\\n]|\\.)*")
+_WORD = re.compile(r"[^\s\"'`]*")
+_PLAIN = re.compile(r"[^\s\"'`,;<>(){}\[\]]*")
+_QUERY = re.compile(r"[^\s\"'`&#<>]*")
+_LINE_REST = re.compile(r"[^\r\n\"'`]*")
+_BLANKS = re.compile(r"[ \t]*")
+_AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "apikey", "key", "aws4-hmac-sha256"})
+
+Hit = Optional[tuple[str, int]]
+
+
+def _value(text: str, i: int, unquoted: re.Pattern[str]) -> tuple[int, int, str]:
+    """(start, end, quote) of the value at `i`: a quoted string (escapes honoured) or an unquoted run."""
+    if i < len(text) and text[i] in "\"'":
+        q = text[i]
+        end = (_DQ if q == '"' else _SQ).match(text, i + 1).end()
+        return i + 1, end, q
+    return i, unquoted.match(text, i).end(), ""
+
+
+class Sink(Protocol):
+    def add(self, value: str) -> None: ...
+
+
+class _Scan:
+    """One pass of `redact_text`; `found` collects every secret value it replaced."""
+
+    def __init__(self, found: Sink | None = None) -> None:
+        self.found = found
+
+    def hide(self, value: str) -> str:
+        if self.found is not None and len(value) >= MIN_SECRET_LEN:
+            self.found.add(value)
+        return REDACTED
+
+    def flag(self, text: str, m: re.Match[str]) -> Hit:
+        if not is_secret_flag(m.group(1)):
+            return None
+        i = m.end() if m.group(2) == "=" else _BLANKS.match(text, m.end()).end()
+        if m.group(2) != "=" and (i >= len(text) or text[i] in "-\r\n"):
+            return None
+        start, end, q = _value(text, i, _WORD)
+        value = text[start:end]
+        if not value or value == REDACTED or _ENV_REF.fullmatch(value):
+            return None
+        return text[m.start():start] + self.hide(value), end
+
+    def assignment(self, text: str, m: re.Match[str]) -> Hit:
+        norm = _normal(m.group(1))
+        if not _secret_normal(norm) or (norm == "KEY" and "=" not in m.group(2)):
+            return None
+        i = _BLANKS.match(text, m.end()).end()
+        if norm.endswith("AUTHORIZATION"):
+            return self._authorization(text, m.start(), i)
+        in_query = m.start() > 0 and text[m.start() - 1] in "?&;"
+        run = _LINE_REST if norm.endswith("COOKIE") else _QUERY if in_query else _PLAIN
+        start, end, _q = _value(text, i, run)
+        value = text[start:end]
+        if _kept_value(value.strip(), norm) or (norm == "KEY" and not in_query and not _random_looking(value)):
+            return None
+        return text[m.start():start] + self.hide(value), end
+
+    def _authorization(self, text: str, begin: int, i: int) -> Hit:
+        start, end, q = _value(text, i, _PLAIN)
+        value = text[start:end]
+        scheme, _, cred = value.partition(" ") if q else (value, "", "")
+        if not q and scheme.lower() in _AUTH_SCHEMES:
+            gap = _BLANKS.match(text, end).end()
+            cred_end = _PLAIN.match(text, gap).end()
+            cred = text[gap:cred_end]
+            if gap > end and cred and cred != REDACTED:
+                return text[begin:gap] + self.hide(cred), cred_end
+            return None
+        if q and scheme.lower() in _AUTH_SCHEMES and cred.strip():
+            if cred.strip() == REDACTED:
+                return None
+            return text[begin:start] + scheme + " " + self.hide(cred.strip()), end
+        if _kept_value(value, "AUTHORIZATION"):
+            return None
+        return text[begin:start] + self.hide(value), end
+
+    def bearer(self, text: str, m: re.Match[str]) -> Hit:
+        cred = m.group(2)
+        if len(cred) < 16 and not any(c.isdigit() for c in cred):
+            return None
+        return m.group(1) + self.hide(cred), m.end()
+
+    def url_password(self, text: str, m: re.Match[str]) -> Hit:
+        i = m.end()
+        authority = _AUTHORITY.match(text, i).group()
+        at = authority.rfind("@")
+        colon = authority.find(":", 0, at) if at > 0 else -1
+        if colon < 0 or authority[colon + 1:at] in ("", REDACTED):
+            return None
+        return "://" + authority[:colon + 1] + self.hide(authority[colon + 1:at]) + "@", i + at + 1
+
+    def token(self, text: str, m: re.Match[str]) -> Hit:
+        return self.hide(m.group()), m.end()
+
+    def pem(self, text: str, m: re.Match[str]) -> Hit:
+        body_end = text.find("-----END", m.end())
+        if body_end < 0:
+            body_end = len(text)
+            tail_end = len(text)
+        else:
+            close = text.find("-----", body_end + 8)
+            tail_end = close + 5 if close >= 0 else len(text)
+        if text[m.end():body_end].strip() == REDACTED:
+            return None
+        return m.group() + REDACTED + text[body_end:tail_end], tail_end
+
+
+_AUTHORITY = re.compile(r"[^\s/?#\"'`<>\\]*")
+# (pattern, method of _Scan, lower-case needles: the pattern can only match a text holding one of them).
+_PASSES: list[tuple[re.Pattern[str], Callable[[_Scan], Callable[[str, re.Match[str]], Hit]], tuple[str, ...]]] = [
+    (re.compile(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)?-----"), lambda s: s.pem,
+     ("private key",)),
+    (re.compile(r"://"), lambda s: s.url_password, ("://",)),
+    (re.compile(r"(?<![\w-])(-{1,2}[A-Za-z][\w.-]{0,80})(=|[ \t]{1,8})"), lambda s: s.flag,
+     ("token", "key", "secret", "pass", "pwd", "cred", "auth", "cookie", "sig")),
+    (re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]{0,80})([\"']?[ \t]{0,8}[:=][ \t]{0,8})"), lambda s: s.assignment,
+     ("token", "key", "secret", "pass", "pwd", "cred", "auth", "cookie", "sig")),
+    (re.compile(r"(?<![\w-])((?i:bearer)[ \t]{1,8})([A-Za-z0-9._~+/=-]{6,})"), lambda s: s.bearer, ("bearer",)),
+    (re.compile(r"(?<![A-Za-z0-9_-])(?:hf_[A-Za-z0-9]{16,}|(?:sk|rk|pk)-[A-Za-z0-9_-]{16,}|(?:sk|rk)_(?:live|test)_"
+                r"[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}|glpat-[A-Za-z0-9_-]{16,}"
+                r"|xox[abposr]-[A-Za-z0-9-]{10,}|(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+                r"|AIza[A-Za-z0-9_-]{30,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)"),
+     lambda s: s.token, ("hf_", "sk-", "rk-", "pk-", "sk_", "rk_", "gh", "glpat", "xox", "akia", "asia", "abia",
+                         "acca", "aiza", "eyj")),
+]
+# A word cut by a line-length limit (`… hf_AbC …`): its prefix is a secret too when it starts like a token.
+_TOKEN_PREFIXES = ("hf_", "sk-", "rk-", "sk_", "rk_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-",
+                   "xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-", "AKIA", "ASIA", "AIza", "eyJ")
+_LAST_WORD = re.compile(r"[A-Za-z0-9_.+/=-]*\Z")
+
+
+def _rewrite(pattern: re.Pattern[str], text: str, handler: Callable[[str, re.Match[str]], Hit]) -> str:
+    """Apply `handler` to each match; it returns (replacement, end) for text[match.start():end], or None."""
+    out: list[str] = []
+    pos = 0
+    for m in pattern.finditer(text):
+        if m.start() < pos:
+            continue
+        hit = handler(text, m)
+        if hit is None:
+            continue
+        out.append(text[pos:m.start()])
+        out.append(hit[0])
+        pos = hit[1]
+    if not out:
+        return text
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _cut_tail(text: str, known: Callable[[str], bool], scan: _Scan) -> str:
+    """Redact the last word of a text when it is the start of a secret cut by a length limit: after a
+    truncation mark, a word that starts like a token or starts a known secret; at the very end of a text cut
+    without a mark (`text[:60]`), a word that starts like a token and looks random (a digit or capital)."""
+    core = text.rstrip()
+    marked = core.endswith(TRUNCATION_MARK)
+    head = core[:-len(TRUNCATION_MARK)].rstrip(" \t") if marked else text
+    m = _LAST_WORD.search(head, max(0, len(head) - 256))
+    word = m.group() if m else ""
+    prefix = next((p for p in _TOKEN_PREFIXES if word.startswith(p)), None)
+    if not word or word.endswith(REDACTED):
+        return text
+    if marked:
+        secret = prefix is not None or known(word)
+    else:
+        rest = word[len(prefix):] if prefix else ""
+        secret = len(rest) >= 4 and any(c.isdigit() or c.isupper() for c in rest)
+    if not secret:
+        return text
+    scan.hide(word)
+    return head[:m.start()] + REDACTED + text[len(head):]
+
+
+def _no_secret(word: str) -> bool:
+    return False
+
+
+def scan_text(text: str, found: Sink | None = None, known: Callable[[str], bool] = _no_secret) -> str:
+    """`redact_text`, adding each secret value it replaced to `found`; a word cut by a length limit goes too
+    when `known(word)` says it starts a known secret."""
+    scan = _Scan(found)
+    lowered = text.lower()
+    for pattern, method, needles in _PASSES:
+        if any(n in lowered for n in needles):
+            text = _rewrite(pattern, text, method(scan))
+    return _cut_tail(text, known, scan)
 
 
 def redact_text(text: str) -> str:
-    """Replace token-shaped substrings and the values of secret-carrying arguments, headers and assignments."""
-    lowered = text.lower()
-    for pattern, replacement, needles in _TOKEN_PATTERNS:
-        if any(n in lowered for n in needles):
-            text = pattern.sub(replacement, text)
-    return text
+    """Replace secrets in free text: values of secret flags (`--api-key V`, `--api_key=V`), of secret-named
+    assignments, JSON/YAML keys, headers and URL parameters (`X-Api-Key: V`, `aws_secret_access_key = V`,
+    `?access_token=V`), Authorization / Cookie headers, URL passwords (`redis://:PW@host`), PEM private keys,
+    token-shaped words (hf_, sk-, ghp_, github_pat_, AKIA, JWT...) and a token's prefix cut by a length limit."""
+    return scan_text(text)
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
-    """Env values with secret names replaced, others scrubbed of token-shaped substrings."""
+    """Env values with secret names replaced, others scrubbed of secrets in their text."""
     return {k: (REDACTED if is_secret_name(k) and v else redact_text(v)) for k, v in env.items()}
 
 
@@ -81,30 +292,41 @@ def redact_argv(argv: list[str]) -> list[str]:
     out: list[str] = []
     hide_next = False
     for arg in argv:
-        out.append(REDACTED if hide_next and arg else redact_text(arg))
+        out.append(REDACTED if hide_next and arg and not arg.startswith("-") else redact_text(arg))
         hide_next = is_secret_flag(arg)
     return out
 
 
-class Redactor:
-    """One redaction pass over a JSON-like document; `hosts` also pseudonymises hostnames and IPs."""
+def opens_private_key(text: str) -> bool:
+    """Whether a line starts a PEM private key block that it does not end (the next lines are its body)."""
+    begin = text.rfind("-----BEGIN ")
+    return begin >= 0 and "PRIVATE KEY" in text[begin:begin + 80] and text.find("-----END", begin) < 0
 
-    def __init__(self, hosts: bool = False) -> None:
-        self.hosts = hosts
-        self.secrets: set[str] = set()
-        self.pseudonyms: dict[str, str] = {}
-        self._known_hosts: re.Pattern[str] | None = None
-        self._secrets_longest_first: list[str] = []
+
+class Redactor:
+    """One redaction pass over a JSON-like document; `hosts` also pseudonymises hostnames and IPs; `visible`
+    also shows control characters as escapes (`doctor.textsafe.visible`)."""
+
+    def __init__(self, hosts: bool = False, visible: bool = False) -> None:
+        from doctor.redact_hosts import HostHider
+
+        self.book = SecretBook()
+        self.late = SecretBook()
+        self.hider = HostHider() if hosts else None
+        self.visible = visible
+
+    @property
+    def hosts(self) -> bool:
+        return self.hider is not None
+
+    @property
+    def pseudonyms(self) -> dict[str, str]:
+        return self.hider.pseudonyms if self.hider else {}
 
     def __call__(self, doc: Any) -> Any:
         self._harvest(doc, None)
-        self._secrets_longest_first = sorted(self.secrets, key=len, reverse=True)
-        if self.hosts:
-            names = sorted((h for h in self.pseudonyms if not _is_ip(h)), key=len, reverse=True)
-            if names:
-                self._known_hosts = re.compile(
-                    r"(?<![\w-])(" + "|".join(re.escape(n) for n in names) + r")(?:\.[A-Za-z0-9-]+)*(?![\w-])", re.I)
-        return self._walk(doc, None)
+        out = self._walk(doc, None)
+        return self._replace_known(out) if len(self.late) else out
 
     def _harvest(self, node: Any, key: str | None) -> None:
         """First look: remember secret values (to hide them wherever else they appear) and host names."""
@@ -119,79 +341,73 @@ class Redactor:
         elif isinstance(node, str) and key is not None:
             if is_secret_name(key):
                 self._remember_secret(node)
-            elif self.hosts and key.lower() in _HOST_KEYS:
-                host = node.split(":")[0] if node.count(":") == 1 else node
-                self._pseudonym(host)
+            elif self.hider is not None:
+                self.hider.learn(key, node)
 
     def _remember_secret(self, value: str) -> None:
         if len(value) >= MIN_SECRET_LEN and value != REDACTED:
-            self.secrets.add(value)
+            self.book.add(value)
 
     def _walk(self, node: Any, key: str | None) -> Any:
         if isinstance(node, dict):
             return {self._string(str(k)): self._walk(v, str(k)) for k, v in node.items()}
         if isinstance(node, list):
-            return [REDACTED if i and isinstance(item, str) and item and isinstance(node[i - 1], str)
-                    and is_secret_flag(node[i - 1]) else self._walk(item, key) for i, item in enumerate(node)]
+            return self._walk_list(node, key)
         if isinstance(node, str):
             if key is not None and node and is_secret_name(key):
                 return REDACTED
-            return self._string(node, hosts=self.hosts and not (key and "version" in key.lower()))
+            return self._string(node, hosts=not (key and "version" in key.lower()))
         return node
 
-    def _string(self, text: str, hosts: bool | None = None) -> str:
+    def _walk_list(self, node: list[Any], key: str | None) -> list[Any]:
+        out: list[Any] = []
+        in_key_block = False
+        for i, item in enumerate(node):
+            if i and isinstance(item, str) and item and isinstance(node[i - 1], str) and is_secret_flag(node[i - 1]) \
+                    and not item.startswith("-"):
+                out.append(REDACTED)
+                continue
+            if in_key_block and isinstance(item, str):
+                end = item.find("-----END")
+                if end < 0:
+                    out.append(REDACTED)
+                    continue
+                item = REDACTED + item[end:]
+                in_key_block = False
+            if isinstance(item, str) and opens_private_key(item):
+                in_key_block = True
+            out.append(self._walk(item, key))
+        return out
+
+    def _replace_known(self, node: Any) -> Any:
+        if isinstance(node, dict):
+            return {self.late.replace(str(k), REDACTED): self._replace_known(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [self._replace_known(item) for item in node]
+        if isinstance(node, str):
+            return self.late.replace(node, REDACTED)
+        return node
+
+    def add(self, value: str) -> None:
+        """A secret found in text during the walk: hidden in later strings now, in earlier ones afterwards."""
+        if value not in self.book.values:
+            self.book.add(value)
+            self.late.add(value)
+
+    def _string(self, text: str, hosts: bool = True) -> str:
         if not text.isascii():
             text = text.encode("utf-8", "replace").decode("utf-8")
-        for secret in self._secrets_longest_first:
-            if secret in text:
-                text = text.replace(secret, REDACTED)
-        text = redact_text(text)
-        if self.hosts if hosts is None else hosts:
-            text = self._hide_hosts(text)
+        if self.visible:
+            from doctor.textsafe import visible
+
+            text = visible(text)
+        text = self.book.replace(text, REDACTED)
+        text = scan_text(text, self, self.book.starts_one)
+        if hosts and self.hider is not None:
+            text = self.hider.hide(text)
         return text
 
-    def _hide_hosts(self, text: str) -> str:
-        if self._known_hosts is not None:
-            text = self._known_hosts.sub(lambda m: self._pseudonym(m.group(1)), text)
-        text = _URL_HOST.sub(lambda m: m.group(1) + (m.group(2) if _is_public(m.group(2))
-                                                     else self._pseudonym(m.group(2))), text)
-        text = _IPV4.sub(lambda m: self._pseudonym(m.group(0)) if _is_ip(m.group(0)) else m.group(0), text)
-        return _IPV6.sub(lambda m: self._pseudonym(m.group(0)) if "::" in m.group(0) or m.group(0).count(":") == 7
-                         else m.group(0), text)
 
-    def _pseudonym(self, host: str) -> str:
-        """A stable stand-in per host or address; loopback, wildcard and already hidden values stay as they are."""
-        if host.lower() in _KEEP_HOSTS or host.startswith("[") or _is_local(host):
-            return host
-        key = host.lower()
-        if key not in self.pseudonyms:
-            kind = "IP" if _is_ip(host) else "HOST"
-            n = sum(1 for v in self.pseudonyms.values() if v.startswith(f"[{kind}-")) + 1
-            self.pseudonyms[key] = f"[{kind}-{n}]"
-        return self.pseudonyms[key]
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_public(host: str) -> bool:
-    host = host.lower().rstrip(".")
-    return any(host == d or host.endswith("." + d) for d in _PUBLIC_DOMAINS)
-
-
-def _is_local(text: str) -> bool:
-    try:
-        addr = ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return addr.is_loopback or addr.is_unspecified
-
-
-def redact_document(doc: Any, hosts: bool = False) -> Any:
+def redact_document(doc: Any, hosts: bool = False, visible: bool = False) -> Any:
     """A redacted copy of a JSON-like document (the input is left untouched)."""
-    return Redactor(hosts=hosts)(doc)
+    return Redactor(hosts=hosts, visible=visible)(doc)

@@ -27,6 +27,7 @@ BUILTIN_MODULES = (
     "checks.network",
     "checks.hf",
     "checks.fleet",
+    "checks.fleet_network",
 )
 CATEGORY_ORDER = ("plugins", "driver", "versions", "gpu", "memory", "plan", "topology", "host", "network", "hf", "fleet")
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")

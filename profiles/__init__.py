@@ -30,18 +30,20 @@ def list_profiles() -> list[Profile]:
 
 def load_profile(name_or_path: str | Path) -> Profile:
     """Load a shipped profile by name, or any profile file by path."""
-    text = str(name_or_path)
-    candidate = Path(text)
-    if text.endswith((".yaml", ".yml")) or candidate.is_file() or "/" in text:
-        if not candidate.is_file():
-            raise ProfileError(f"{candidate}: no such profile file")
-        return load_file(candidate)
-    path = PROFILE_DIR / f"{text}.yaml"
-    if not path.is_file():
+    import os
 
-        hint = difflib.get_close_matches(text, profile_names(), n=1)
+    from profiles.values import NAME, show
+
+    text = str(name_or_path)
+    if text.endswith((".yaml", ".yml")) or "/" in text or os.path.lexists(text):
+        if not os.path.lexists(text):
+            raise ProfileError(f"{show(text)}: no such profile file")
+        return load_file(Path(text))
+    path = PROFILE_DIR / f"{text}.yaml"
+    if not NAME.match(text) or not path.is_file():
+        hint = difflib.get_close_matches(text[:64], profile_names(), n=1)
         more = f"; did you mean {hint[0]!r}?" if hint else f"; known: {', '.join(profile_names())}"
-        raise ProfileError(f"unknown profile {text!r}{more}")
+        raise ProfileError(f"unknown profile {show(text)}{more}")
     profile = load_file(path)
     if profile.name != text:
         raise ProfileError(f"{path}: field 'name': {profile.name!r} does not match the file name {text!r}")

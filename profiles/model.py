@@ -7,12 +7,11 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, NoReturn
 
-import yaml
-
-from doctor.errors import DataError
+from doctor.errors import DataError, DoctorError
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from profiles import values
 
 BACKENDS = ("vllm", "sglang")
 NVLINK_VALUES = ("required", "wanted", "no")
@@ -82,7 +81,9 @@ class RenderedCommand:
 
 @dataclass(frozen=True)
 class Profile:
-    """A known-good deployment: backend, version range, model, hardware, env and flags."""
+    """A known-good deployment: backend, version range, model, hardware (per node), env and flags.
+
+    `nodes` > 1 spans several machines: profiles.multinode renders one command per node."""
 
     name: str
     description: str
@@ -98,6 +99,7 @@ class Profile:
     flags: Mapping[str, Any] = field(default_factory=dict)
     variables: Mapping[str, str | None] = field(default_factory=dict)
     path: Path | None = None
+    nodes: int = 1
 
     def flag(self, *names: str) -> Any:
         """Value of the first of `names` (flag names without --) set in the profile, else None."""
@@ -150,11 +152,7 @@ class Profile:
         Booleans render as a bare flag (true) or `--no-FLAG` (false); dicts as compact JSON;
         lists as repeated values after one flag. Raises ProfileError on unknown keys or missing variables.
         """
-        overrides = dict(overrides or {})
-        unknown = sorted(set(overrides) - set(OVERRIDE_KEYS) - set(self.variables))
-        if unknown:
-            allowed = ", ".join(list(OVERRIDE_KEYS) + sorted(self.variables))
-            raise ProfileError(f"profile {self.name}: unknown override {unknown[0]!r} (allowed: {allowed})")
+        overrides = self._checked_overrides(overrides or {})
         values = {k: v for k, v in self.variables.items() if v is not None}
         values.update({k: str(v) for k, v in overrides.items() if k in self.variables})
         model = str(overrides.get("model", self.model))
@@ -171,6 +169,22 @@ class Profile:
         rendered = [self._substitute(a, values) for a in argv]
         env = {k: self._substitute(v, values) for k, v in self.env.items()}
         return RenderedCommand(argv=rendered, env=env, backend=self.backend, launcher_len=len(LAUNCHERS[self.launcher]))
+
+    def _checked_overrides(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """Known keys only, each value of the right type: a port number, a host, non-empty one-line text."""
+        unknown = sorted(set(map(str, overrides)) - set(OVERRIDE_KEYS) - set(self.variables))
+        if unknown:
+            allowed = ", ".join(list(OVERRIDE_KEYS) + sorted(self.variables))
+            raise ProfileError(f"profile {self.name}: unknown override {unknown[0][:64]!r} (allowed: {allowed})")
+        rules = {"port": values.port, "host": values.host}
+        checked: dict[str, Any] = {}
+        for key, value in overrides.items():
+            rule = rules.get(key, lambda x: values.text(str(x) if isinstance(x, (int, float)) else x))
+            try:
+                checked[key] = rule(value)
+            except values.ValueRuleError as exc:
+                raise ProfileError(f"profile {self.name}: override {key}: {exc}") from None
+        return checked
 
     def _substitute(self, text: str, values: Mapping[str, str]) -> str:
         def repl(match: re.Match[str]) -> str:
@@ -202,15 +216,17 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
     if not isinstance(data, dict):
         raise ProfileError(f"{origin}: a profile must be a YAML mapping, got {type(data).__name__}")
     known = {"name", "description", "backend", "backend_version", "model", "hardware", "sources", "launcher",
-             "host", "port", "env", "flags", "variables"}
+             "host", "port", "env", "flags", "variables", "nodes"}
     for key in data:
         if key not in known:
-            v.fail(str(key), f"unknown field (known: {', '.join(sorted(known))})")
+            v.fail(str(key)[:64], f"unknown field (known: {', '.join(sorted(known))})")
+    name = v.check("name", data.get("name"), _name)
     backend = v.choice(data, "backend", BACKENDS)
     launcher = data.get("launcher", DEFAULT_LAUNCHER[backend])
-    if launcher not in LAUNCHERS or not launcher.startswith(backend):
-        v.fail("launcher", f"must be one of {[k for k in LAUNCHERS if k.startswith(backend)]}, got {launcher!r}")
-    spec_text = v.string(data, "backend_version")
+    if not isinstance(launcher, str) or launcher not in LAUNCHERS or not launcher.startswith(backend):
+        allowed = [k for k in LAUNCHERS if k.startswith(backend)]
+        v.fail("launcher", f"must be one of {allowed}, got {values.show(launcher)}")
+    spec_text = v.check("backend_version", data.get("backend_version"), lambda x: values.text(x, limit=200))
     try:
         spec = SpecifierSet(spec_text)
     except InvalidSpecifier:
@@ -219,55 +235,67 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
     if not isinstance(hw, dict):
         v.fail("hardware", "must be a mapping with gpu_count, min_gpu_memory_gib, min_compute_capability")
     hardware = Hardware(
-        gpu_count=v.number(hw, "hardware.gpu_count", int, minimum=0),
-        min_gpu_memory_gib=float(v.number(hw, "hardware.min_gpu_memory_gib", (int, float), minimum=0)),
+        gpu_count=v.check("hardware.gpu_count", hw.get("gpu_count"), lambda x: values.integer(x, 0, values.MAX_GPUS)),
+        min_gpu_memory_gib=float(v.check("hardware.min_gpu_memory_gib", hw.get("min_gpu_memory_gib"),
+                                         lambda x: values.number(x, 0, 1e6))),
         min_compute_capability=v.cc(hw),
         nvlink=v.choice(hw, "hardware.nvlink", NVLINK_VALUES, default="wanted"),
         device=v.choice(hw, "hardware.device", ("cuda", "cpu"), default="cuda"),
     )
     sources = data.get("sources")
-    if not isinstance(sources, list) or not sources or not all(isinstance(s, str) and s for s in sources):
+    if not isinstance(sources, list) or not sources or len(sources) > values.MAX_LIST \
+            or not all(isinstance(s, str) and s and len(s) <= values.MAX_TEXT for s in sources):
         v.fail("sources", "must be a non-empty list of citations (URL or repo path)")
     flags = data.get("flags") or {}
-    if not isinstance(flags, dict):
+    if not isinstance(flags, dict) or len(flags) > values.MAX_LIST:
         v.fail("flags", "must be a mapping of flag name (without --) to value")
     for flag, value in flags.items():
-        if not isinstance(flag, str) or not _FLAG_NAME.match(flag):
-            v.fail(f"flags.{flag}", "flag names are lower-case, dash-separated, without the leading --")
+        if not isinstance(flag, str) or not _FLAG_NAME.match(flag) or len(flag) > 128:
+            v.fail(f"flags.{str(flag)[:64]}", "flag names are lower-case, dash-separated, without the leading --")
         if flag in ("model", "model-path", "host", "port"):
             v.fail(f"flags.{flag}", "set this with the top-level model/host/port fields")
-        if value is None or (isinstance(value, list) and not value):
-            v.fail(f"flags.{flag}", "has no value")
+        v.check(f"flags.{flag}", value, lambda x, f=flag: values.flag_value(f, x))
     env = data.get("env") or {}
-    if not isinstance(env, dict):
+    if not isinstance(env, dict) or len(env) > values.MAX_LIST:
         v.fail("env", "must be a mapping of NAME: value")
     for key, value in env.items():
-        if not isinstance(key, str) or not _ENV_NAME.match(key):
-            v.fail(f"env.{key}", "environment variable names are UPPER_CASE")
-        if isinstance(value, (dict, list)) or value is None:
-            v.fail(f"env.{key}", "must be a scalar")
+        if not isinstance(key, str) or not _ENV_NAME.match(key) or len(key) > 128:
+            v.fail(f"env.{str(key)[:64]}", "environment variable names are UPPER_CASE")
+        v.check(f"env.{key}", value, values.scalar)
     variables = data.get("variables") or {}
-    if not isinstance(variables, dict):
+    if not isinstance(variables, dict) or len(variables) > values.MAX_LIST:
         v.fail("variables", "must be a mapping of name: default (null = required)")
-    port = v.number(data, "port", int, minimum=1, default=8000 if backend == "vllm" else 30000)
-    if port > 65535:
-        v.fail("port", f"must be <= 65535, got {port}")
+    for key, value in variables.items():
+        if not isinstance(key, str) or not values.VARIABLE_NAME.match(key):
+            v.fail(f"variables.{str(key)[:64]}", "variable names are lower_case words (referenced as {name})")
+        if value is not None:
+            v.check(f"variables.{key}", value, values.scalar)
+    nodes = v.check("nodes", data.get("nodes", 1), lambda x: values.integer(x, 1, 1024))
+    port = v.check("port", data.get("port", 8000 if backend == "vllm" else 30000), values.port)
     return Profile(
-        name=v.string(data, "name"),
-        description=v.string(data, "description"),
+        name=name,
+        description=v.check("description", data.get("description"), lambda x: values.text(x, single_line=False)),
         backend=backend,
         backend_version=spec,
-        model=v.string(data, "model"),
+        model=v.check("model", data.get("model"), values.text),
         hardware=hardware,
         sources=tuple(sources),
         launcher=launcher,
-        host=str(data.get("host", "127.0.0.1")),
+        host=v.check("host", data.get("host", "127.0.0.1"), values.host),
         port=port,
         env={str(k): _scalar(val) for k, val in env.items()},
         flags=dict(flags),
-        variables={str(k): (None if val is None else str(val)) for k, val in variables.items()},
+        variables={str(k): (None if val is None else _scalar(val)) for k, val in variables.items()},
         path=path,
+        nodes=nodes,
     )
+
+
+def _name(value: Any) -> str:
+    if not isinstance(value, str) or not values.NAME.match(value):
+        raise values.ValueRuleError(f"must be 1-{values.MAX_NAME} letters, digits, '.', '_' or '-', starting with "
+                                    f"a letter or digit; got {values.show(value)}")
+    return value
 
 
 def _scalar(value: Any) -> str:
@@ -282,44 +310,39 @@ class _Validator:
     def __init__(self, origin: str) -> None:
         self.origin = origin
 
-    def fail(self, field_name: str, why: str) -> None:
+    def fail(self, field_name: str, why: str) -> NoReturn:
         raise ProfileError(f"{self.origin}: field '{field_name}': {why}")
 
-    def string(self, data: dict, key: str) -> str:
-        value = data.get(key)
-        if not isinstance(value, str) or not value.strip():
-            self.fail(key, "is required and must be a non-empty string")
-        return value
+    def check(self, field_name: str, value: Any, rule: Callable[[Any], Any]) -> Any:
+        """`rule(value)`, with its ValueRuleError turned into a ProfileError naming the field."""
+        try:
+            return rule(value)
+        except values.ValueRuleError as exc:
+            self.fail(field_name, str(exc))
 
     def choice(self, data: dict, key: str, choices: tuple[str, ...], default: str | None = None) -> str:
         value = data.get(key.split(".")[-1], default)
-        if value not in choices:
-            self.fail(key, f"must be one of {', '.join(choices)}; got {value!r}")
-        return value
-
-    def number(self, data: dict, key: str, kind: Any, minimum: float, default: Any = None) -> Any:
-        value = data.get(key.split(".")[-1], default)
-        if isinstance(value, bool) or not isinstance(value, kind) or value < minimum:
-            self.fail(key, f"must be a number >= {minimum}; got {value!r}")
+        if not isinstance(value, str) or value not in choices:
+            self.fail(key, f"must be one of {', '.join(choices)}; got {values.show(value)}")
         return value
 
     def cc(self, hw: dict) -> str:
-        value = str(hw.get("min_compute_capability", ""))
-        if not re.fullmatch(r"\d+\.\d+", value):
-            self.fail("hardware.min_compute_capability", f"must look like '8.0' or '8.9'; got {value!r}")
-        return value
+        value = hw.get("min_compute_capability", "")
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool) \
+                or not re.fullmatch(r"\d{1,2}\.\d{1,2}", str(value)):
+            self.fail("hardware.min_compute_capability", f"must look like '8.0' or '8.9'; got {values.show(value)}")
+        return str(value)
 
 
 def load_file(path: Path) -> Profile:
-    """Read and validate one profile YAML file."""
+    """Read (regular file, at most PROFILE_MAX_BYTES) and validate one profile YAML file, without alias bombs."""
+    from doctor.safeio import PROFILE_MAX_BYTES, read_text
+    from doctor.safeyaml import load_yaml
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ProfileError(f"{path}: cannot read profile: {exc}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark else ""
-        raise ProfileError(f"{path}: malformed YAML{where}: {getattr(exc, 'problem', exc)}") from exc
+        data = load_yaml(read_text(path, "profile", PROFILE_MAX_BYTES), str(path))
+    except ProfileError:
+        raise
+    except DoctorError as exc:
+        raise ProfileError(str(exc)) from None
     return parse_profile(data, str(path), path)

@@ -1,11 +1,15 @@
-"""Open a log source as a binary stream: a path (plain or gzip, detected by magic bytes) or '-' for stdin."""
+"""Open a log source as a binary stream: a path (plain or gzip, detected by magic bytes), a pipe or FIFO
+(`explain <(zcat a.log)`), or '-' for stdin. Directories, sockets and block devices are refused; a source
+whose first bytes are mostly binary (an image, /dev/zero) is refused, streams included."""
 
 from __future__ import annotations
 
 import gzip
 import io
 import os
+import stat
 import sys
+import time
 import zlib
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,19 +23,30 @@ STDIN = "-"
 
 @contextmanager
 def open_log(source: str | Path) -> Iterator[BinaryIO]:
-    """Yield a binary stream of the log's (decompressed) bytes; read errors become `LogReadError`."""
+    """Yield a binary stream of the log's (decompressed) bytes; read errors become `LogReadError`.
+
+    A source may be a regular file or a stream (stdin '-', a pipe such as `<(zcat log)`, a FIFO, a character
+    device); a stream's first bytes are sniffed here, as `check_readable` cannot read them without consuming.
+    """
     name = str(source)
+    first = b""
     try:
         if name == STDIN:
-            raw: BinaryIO = _peekable(sys.stdin.buffer)
+            kind = "stream"
+            raw: BinaryIO = sys.stdin.buffer
         else:
-            path = Path(name)
-            if path.is_dir():
-                raise LogReadError(f"{name}: is a directory, not a log file")
-            raw = open(path, "rb")  # noqa: SIM115 - closed below
+            kind = _kind(name)
+            if kind == "fifo":
+                raw, first = _open_fifo(name)
+            else:
+                raw = open(name, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise LogReadError(f"{name}: cannot open: {exc.strerror or exc}") from None
     try:
+        if kind == "file":
+            raw = _peekable(raw)
+        else:
+            raw = _sniffed(raw, name, first)
         head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
         stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if head == GZIP_MAGIC else raw  # type: ignore[assignment]
         yield _Guarded(stream, name)  # type: ignore[misc]
@@ -41,18 +56,119 @@ def open_log(source: str | Path) -> Iterator[BinaryIO]:
 
 
 def check_readable(source: str | Path) -> None:
-    """Raise `LogReadError` now for a source that cannot be opened, before any other is scanned."""
+    """Raise `LogReadError` now for a source that cannot be opened, before any other is scanned.
+
+    Regular files are sniffed for binary content here; streams (FIFOs, pipes, character devices) are only
+    checked for their kind, since reading them would consume what the scan needs.
+    """
     name = str(source)
-    if name == STDIN:
+    if name == STDIN or _kind(name) != "file":
         return
-    path = Path(name)
-    if path.is_dir():
+    if not os.access(name, os.R_OK):
+        raise LogReadError(f"{name}: cannot open: permission denied")
+    _refuse_binary(name, _head(Path(name)))
+
+
+def _kind(name: str) -> str:
+    """'file' for a regular file, 'fifo' for a FIFO or pipe, 'device' for a character device; LogReadError
+    for anything else."""
+    try:
+        mode = os.stat(name).st_mode
+    except FileNotFoundError:
+        raise LogReadError(f"{name}: cannot open: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise LogReadError(f"{name}: cannot open: {getattr(exc, 'strerror', None) or exc}") from None
+    if stat.S_ISDIR(mode):
         raise LogReadError(f"{name}: is a directory, not a log file")
-    if not path.is_file() or not os.access(path, os.R_OK):
-        raise LogReadError(f"{name}: cannot open: {'permission denied' if path.exists() else 'no such file'}")
-    share = binary_share(_head(path))
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISCHR(mode):
+        return "device"
+    from doctor.outfile import kind_of
+
+    raise LogReadError(f"{name}: is {kind_of(mode)}, not a log file or stream")
+
+
+FIFO_WRITER_WAIT_S = 10.0
+
+
+def _open_fifo(name: str) -> tuple[BinaryIO, bytes]:
+    """Open a FIFO or pipe without blocking and wait at most FIFO_WRITER_WAIT_S for a writer.
+
+    A pipe from `<(cmd)` has its writer already; a named FIFO that nobody writes to is refused instead of
+    blocking forever. Returns the stream (blocking from then on) and the bytes already read.
+    """
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    deadline = time.monotonic() + FIFO_WRITER_WAIT_S
+    first = b""
+    try:
+        while True:
+            try:
+                first = os.read(fd, SNIFF_BYTES)
+            except BlockingIOError:
+                break
+            if first:
+                break
+            if time.monotonic() >= deadline:
+                raise LogReadError(f"{name}: a FIFO that nobody writes to (waited {FIFO_WRITER_WAIT_S:g} s)")
+            time.sleep(0.05)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return open(fd, "rb"), first
+
+
+def _refuse_binary(name: str, head: bytes) -> None:
+    share = binary_share(head)
     if share > BINARY_LIMIT:
         raise LogReadError(f"{name}: not a text log ({share:.0%} of its first bytes are binary)")
+
+
+def _sniffed(raw: BinaryIO, name: str, first: bytes = b"") -> BinaryIO:
+    """A stream that replays its first SNIFF_BYTES (after `first`, read already) after refusing them when
+    they are mostly binary."""
+    head = bytearray(first)
+    try:
+        while len(head) < SNIFF_BYTES:
+            piece = raw.read(SNIFF_BYTES - len(head))
+            if not piece:
+                break
+            head += piece
+    except OSError as exc:
+        raise LogReadError(f"{name}: read failed: {exc.strerror or exc}") from None
+    if head[:2] != GZIP_MAGIC:
+        _refuse_binary(name, bytes(head))
+    return io.BufferedReader(_Replay(bytes(head), raw, owns=name != STDIN))  # type: ignore[arg-type]
+
+
+class _Replay(io.RawIOBase):
+    """Bytes already read from a stream, then the rest of the stream."""
+
+    def __init__(self, head: bytes, rest: BinaryIO, owns: bool) -> None:
+        self._head = memoryview(head)
+        self._rest = rest
+        self._owns = owns
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._rest.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if self._owns:
+            self._rest.close()
+        super().close()
 
 
 SNIFF_BYTES = 64 * 1024

@@ -35,6 +35,12 @@ def run(facts: Facts, backend: str | None = None, only: tuple[str, ...] = (), **
     return by_id
 
 
+@pytest.fixture(autouse=True)
+def _private_run_directory(tmp_path_factory, monkeypatch) -> None:
+    """Servers a test starts are recorded in a run directory of its own, never the user's."""
+    monkeypatch.setenv("QWEN_DOCTOR_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+
+
 @pytest.fixture
 def h200() -> Facts:
     return load_fixture("h200")

@@ -55,7 +55,7 @@ def schema_errors(doc: dict) -> list[str]:
 def test_force_deploys_exercises_and_writes_every_report_format_in_one_run(tmp_path) -> None:
     html, xml, js, md = (tmp_path / f"report.{ext}" for ext in ("html", "xml", "json", "md"))
     r = qd(*tiny_args(tmp_path, "--force", "--report", str(html), "-o", str(xml), "-o", str(js), "-o", str(md)))
-    assert "phase: ready" in r.stderr and "stopped: exited on SIGTERM" in r.stderr
+    assert "phase: ready" in r.stderr and "stopped: stopped by qwen-doctor: exited on SIGTERM" in r.stderr
     data = json.loads(js.read_text())
     assert schema_errors(data) == []
     ids = {res["check_id"]: res["status"] for res in data["results"]}
@@ -114,16 +114,34 @@ def test_a_report_path_of_unknown_format_is_exit_2_before_anything_starts(tmp_pa
     assert not (tmp_path / "server.log").exists()
 
 
-def test_keep_prints_how_to_stop_the_server(tmp_path) -> None:
-    r = qd(*tiny_args(tmp_path, "--force", "--keep"))
-    line = next(x for x in r.stderr.splitlines() if x.startswith("server left running: pid "))
+def test_a_kept_server_is_recorded_recognised_on_its_port_and_stopped_by_id(tmp_path) -> None:
+    args = tiny_args(tmp_path, "--force", "--keep")
+    r = qd(*args)
+    line = next(x for x in r.stderr.splitlines() if x.startswith("server left running: id "))
+    run_id = line.split("id ")[1].split(",")[0]
     pid = int(line.split("pid ")[1].split(",")[0])
+    proc = psutil.Process(pid)
     try:
-        assert psutil.pid_exists(pid) and f"kill -TERM -- -{pid}" in r.stderr
-    finally:
-        proc = psutil.Process(pid)
-        os.killpg(pid, signal.SIGTERM)
+        assert f"qwen-doctor deploy --stop {run_id}" in r.stderr
+        status = qd("--status")
+        assert status.returncode == 0 and f"{run_id}  alive" in status.stdout and "cpu-tiny" in status.stdout
+        again = qd(*args, "-o", str(tmp_path / "busy.json"))
+        assert again.returncode == 2 and "held by a server qwen-doctor started earlier" in again.stderr
+        assert f"qwen-doctor deploy --stop {run_id}" in again.stderr and "Traceback" not in again.stderr
+        busy = json.loads((tmp_path / "busy.json").read_text())
+        assert busy["results"][0]["check_id"] == "QD-DEPLOY-OUTCOME" and busy["results"][0]["status"] == "fail"
+        assert "held by a server qwen-doctor started earlier" in busy["results"][0]["summary"]
+        stop = qd("--stop", run_id)
+        assert stop.returncode == 0 and f"{run_id}: stopped with SIGTERM" in stop.stderr
         assert wait_gone([proc], 10) == []
+        assert "no server started by qwen-doctor is recorded" in qd("--status").stdout
+    finally:
+        kill_all([proc])
+
+
+def test_stop_of_an_unknown_id_is_exit_2() -> None:
+    r = qd("--stop", "424242")
+    assert r.returncode == 2 and "no server with id '424242'" in r.stderr
 
 
 def test_a_busy_port_is_one_clear_line_and_exit_2(tmp_path) -> None:

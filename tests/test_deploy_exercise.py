@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from doctor.deploy.exercise import ExerciseConfig, run_all
+from doctor.deploy.exercise import ExerciseConfig
+from doctor.deploy.probe import exercise_server
 from doctor.deploy.ports import free_port
 from tests.support.fake_server import serve
 
@@ -17,7 +18,7 @@ def exercise(mode: str = "ok", reasoning: bool = False, model: str = "tiny", bur
     try:
         cfg = ExerciseConfig(model=model, reasoning=reasoning, burst=burst, burst_tokens=8, max_tokens=8,
                              request_timeout=10)
-        return {e.name: e for e in asyncio.run(run_all(f"http://127.0.0.1:{port}", cfg))}
+        return {e.name: e for e in asyncio.run(exercise_server(f"http://127.0.0.1:{port}", cfg)).exercises}
     finally:
         httpd.shutdown()
         httpd.server_close()
@@ -59,6 +60,28 @@ def test_asking_for_a_model_the_server_does_not_serve_fails_the_listing() -> Non
     assert ex["models"].status == "fail" and "'other' is not served" in ex["models"].summary
 
 
-@pytest.mark.parametrize("burst", [1, 16])
+@pytest.mark.parametrize("burst", [1, 16, 256])
 def test_burst_size_is_respected(burst: int) -> None:
     assert exercise(burst=burst)["burst"].data["completed"] == burst
+
+
+@pytest.mark.parametrize("reasoning, sent", [(True, {"enable_thinking": False}), (False, None)])
+def test_structured_output_switches_thinking_off_only_with_a_reasoning_parser(reasoning: bool, sent) -> None:
+    import json as _json
+
+    import httpx
+
+    from doctor.deploy.exercise import structured
+
+    bodies: list[dict] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        bodies.append(_json.loads(request.content))
+        return httpx.Response(200, json={"choices": [{"message": {"content": '{"answer": true, "colour": "red"}'}}]})
+
+    async def go():
+        async with httpx.AsyncClient(base_url="http://x", transport=httpx.MockTransport(answer)) as client:
+            return await structured(client, ExerciseConfig(model="m", reasoning=reasoning))
+
+    assert asyncio.run(go()).status == "ok"
+    assert bodies[0].get("chat_template_kwargs") == (None if sent is None else sent)

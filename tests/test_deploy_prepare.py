@@ -69,7 +69,7 @@ def test_check_options_carry_the_command_lines_serving_flags() -> None:
 def test_kv_prediction_on_gpus_comes_from_the_plan_for_the_recorded_h200() -> None:
     spec = prepare.render(prepare.load("vllm-fp8"))
     prediction = kv.predict(spec, prepare.model_of(spec), load_fixture("h200"))
-    assert prediction.tokens and prediction.tokens > 1_000_000 and "1x NVIDIA H200" in prediction.basis
+    assert prediction.tokens and prediction.tokens > 1_000_000 and "1x H200" in prediction.basis
     assert kv.predict(spec, prepare.model_of(spec), None).tokens is None
 
 

@@ -39,7 +39,7 @@ def test_stop_takes_down_the_server_and_its_grandchildren(tmp_path) -> None:
         assert len(family) == 2
         assert os.getpgid(server.pid) == server.pid != os.getpgid(0)
         how = server.stop(grace=10)
-        assert how.startswith("exited on SIGTERM")
+        assert how.startswith("stopped by qwen-doctor: exited on SIGTERM")
         assert wait_gone(family, 5) == []
         assert server.survivors() == []
         assert lines == ["child up"]
@@ -65,8 +65,8 @@ def test_stop_is_idempotent_and_harmless_before_start(tmp_path) -> None:
     assert server.stop() == "not running"
     server.start()
     server.proc.wait(10)
-    server.stop(grace=2)
-    assert server.stop() == "not running"
+    assert server.stop(grace=2) == "exited by itself with code 0"
+    assert server.stop() == "exited by itself with code 0"  # a second stop changes nothing
 
 
 def test_a_missing_interpreter_is_a_clear_launch_error(tmp_path) -> None:
@@ -107,4 +107,18 @@ def test_a_port_in_use_is_refused_before_anything_starts() -> None:
         s.listen()
         with pytest.raises(PortInUse, match=f"port {port} on 127.0.0.1 is already in use"):
             ensure_port_free("127.0.0.1", port)
+    ensure_port_free("127.0.0.1", port)
+
+
+def test_a_port_whose_last_connections_are_in_time_wait_is_free() -> None:
+    """A redeploy on the same port right after a stop must not be refused (uvicorn binds with SO_REUSEADDR)."""
+    port = free_port()
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        client = socket.create_connection(("127.0.0.1", port))
+        conn, _ = server.accept()
+        conn.close()  # the server side closes first: its end goes to TIME_WAIT
+        client.close()
     ensure_port_free("127.0.0.1", port)

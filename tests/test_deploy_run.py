@@ -24,7 +24,11 @@ def test_a_healthy_vllm_server_is_started_exercised_and_stopped(tmp_path) -> Non
     assert {k: r.status.value for k, r in by_id.items()} == {
         "QD-DEPLOY-START": "ok", "QD-DEPLOY-MODELS": "ok", "QD-DEPLOY-CHAT": "ok", "QD-DEPLOY-STREAM": "ok",
         "QD-DEPLOY-JSON": "ok", "QD-DEPLOY-REASONING": "skip", "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok",
-        "QD-DEPLOY-KV": "skip", "QD-DEPLOY-STOP": "ok"}
+        "QD-DEPLOY-KV": "skip", "QD-DEPLOY-STOP": "ok", "QD-SERVER-METRICS": "ok", "QD-SERVER-KV": "ok",
+        "QD-SERVER-PREEMPT": "ok", "QD-SERVER-QUEUE": "ok", "QD-SERVER-ERRORS": "ok"}
+    server = out.sections["server"]
+    assert server["backend"] == "vllm" and server["requests"] >= 4 and server["preemptions"] == 0
+    assert set(server["latency"]) == {"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "queue_ms"}
     d, m = out.sections["deployment"], out.sections["metrics"]
     assert m["kv_cache"]["reported_tokens"] == 2_097_152 and d["start"]["state"] == "ready"
     assert m["requests"] == 4 and m["errors"] == 0 and m["concurrency"] == 4
@@ -57,6 +61,8 @@ def test_a_server_dying_during_start_yields_the_matched_remedy_not_a_timeout(tmp
     assert remedy["first_line"] == {"source": str(tmp_path / "server.log"), "line": remedy["first_line"]["line"]}
     assert remedy["why"] and remedy["component"] == "vllm" and "metrics" not in out.sections
     assert "QD-DEPLOY-CHAT" not in by_id and by_id["QD-DEPLOY-STOP"].status.value == "ok"
+    assert by_id["QD-DEPLOY-STOP"].summary == "exited by itself with code 1", "not 'exited on SIGTERM'"
+    assert "exited by itself with code 1 during start" in start.details[0]
 
 
 def test_a_fatal_line_stops_the_wait_even_if_the_server_lingers(tmp_path) -> None:
@@ -92,7 +98,8 @@ def test_a_server_that_dies_on_its_first_request_fails_even_though_health_passed
     out, by_id, _, _ = run(tmp_path, mode="crash")
     assert by_id["QD-DEPLOY-START"].status.value == "ok"
     alive = by_id["QD-DEPLOY-ALIVE"]
-    assert alive.status.value == "fail" and "exited with code 1" in alive.summary
+    assert alive.status.value == "fail" and "exited by itself with code 1" in alive.summary
+    assert by_id["QD-DEPLOY-STOP"].summary == "exited by itself with code 1"
     assert alive.remedy_ids == ["QD-R-VLLM-ENGINE-DEAD"]
     assert by_id["QD-DEPLOY-CHAT"].status.value == "fail"
 

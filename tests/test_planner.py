@@ -133,7 +133,7 @@ def test_divisibility_failures_carry_the_backends_own_text():
 
 
 def test_plan_bf16_on_one_h100_does_not_fit_full_context_and_says_what_would():
-    p = plan(BF16, parse_gpus("1xH100"), ServeConfig())
+    p = plan(BF16, parse_gpus("1xH100"), ServeConfig(backend_version="0.26.0"))
     assert not p.fits
     assert any("max seq len (262144)" in problem for problem in p.problems)
     assert "use the FP8 checkpoint Qwen/Qwen3.5-35B-A3B-FP8" in p.suggestions
@@ -171,13 +171,29 @@ def test_gpu_notation():
     assert parse_gpus("MYGPU:96:9.0").gpu.memory_bytes == 96 * GIB
 
 
-def test_vllm_overhead_is_the_larger_of_forward_and_sampler_peaks_plus_fixed_terms():
-    from doctor.planner.overhead import activation_bytes, vllm_overhead
+def test_vllm_overhead_terms_reproduce_the_h200_boot_of_vllm_0_26():
+    from doctor.planner.overhead import vllm_overhead, vllm_overhead_terms
 
-    h100 = parse_gpus("1xH100").gpu
-    # H100 defaults (arg_utils.get_batch_defaults): 8192 batched tokens, 1024 sequences
-    forward = activation_bytes(BF16, ServeConfig(), 8192)
-    logits = 1024 * 248320 * 4 * 2
-    assert vllm_overhead(BF16, ServeConfig(), h100) == int(GIB // 2 + GIB // 2 + max(forward, logits))
-    assert vllm_overhead(BF16, ServeConfig(enforce_eager=True), h100) == int(GIB // 2 + max(forward, logits))
-    assert vllm_overhead(BF16, ServeConfig(overhead_gib=3), h100) == 3 * GIB
+    h200 = parse_gpus("1xH200").gpu
+    cfg = ServeConfig(language_model_only=True, backend_version="0.26.0")
+    terms = vllm_overhead_terms(BF16, cfg, h200)
+    # logged: peak activation 4.01 GiB, non-torch 0.24 GiB, CUDA-graph estimate 0.64 GiB over 51 + 51 graphs
+    assert (terms.max_num_batched_tokens, terms.max_num_seqs, terms.graphs) == (8192, 1024, 102)
+    assert abs(terms.peak_activation / GIB - 4.01) < 0.01
+    assert abs(terms.non_torch / GIB - 0.24) < 0.01
+    assert abs(terms.cudagraph_estimate / GIB - 0.64) < 0.01
+    assert abs(vllm_overhead_terms(FP8, cfg, h200).cudagraph_estimate / GIB - 0.74) < 0.01
+    eager = vllm_overhead_terms(BF16, cfg.with_(enforce_eager=True), h200)
+    assert eager.cudagraph_estimate == 0 and eager.peak_activation == terms.peak_activation
+    # before 0.21 the estimate was measured but not subtracted
+    assert vllm_overhead_terms(BF16, cfg.with_(backend_version="0.20.1"), h200).cudagraph_estimate == 0
+    assert vllm_overhead(BF16, ServeConfig(overhead_gib=3), h200) == 3 * GIB
+
+
+def test_the_sampler_peak_scales_with_max_num_seqs_and_the_forward_with_batched_tokens():
+    from doctor.planner.overhead import activation_bytes, vllm_overhead_terms
+
+    h200 = parse_gpus("1xH200").gpu
+    few = vllm_overhead_terms(BF16, ServeConfig(max_num_seqs=1, backend_version="0.26.0"), h200)
+    assert few.peak_activation >= activation_bytes(BF16, ServeConfig(), 8192)
+    assert few.graphs == 2 * 2      # capture sizes 1 and 2 (2 x max_num_seqs), FULL and PIECEWISE

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from doctor.results import Status
-from tests.conftest import facts_with, load_fixture, run
+from tests.conftest import facts_with, load_fixture, run, status_of
 
 
 def status(results, check_id):
@@ -56,3 +56,9 @@ def test_sglang_backend_plans_the_sglang_pools():
     results = run(facts_with("h200"), backend="sglang", only=("QD-PLAN-002",), mem_fraction_static=0.85)
     r = results["QD-PLAN-002"][0]
     assert r.status == Status.OK and r.evidence["kv_tokens"] > 0
+
+
+def test_a_model_directory_without_config_json_is_a_failure_not_a_crash(tmp_path) -> None:
+    results = run(load_fixture("h200"), backend="vllm", only=("QD-PLAN",), model=str(tmp_path))
+    assert status_of(results, "QD-PLAN-001") == ["fail"] and "config.json" in results["QD-PLAN-001"][0].summary
+    assert status_of(results, "QD-PLAN-002") == ["skip"]

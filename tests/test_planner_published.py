@@ -13,6 +13,7 @@ from packaging.version import Version
 from doctor.models import get_model
 from doctor.planner import ServeConfig
 from doctor.planner.hardware import GIB
+from doctor.planner.plan import resolve_config
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 
 DATA = Path(__file__).parent / "data" / "published_kv" / "vllm.yaml"
@@ -34,9 +35,10 @@ def logged_figure(entry, capacity) -> int:
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
 def test_kv_tokens_from_logged_available_memory(entry):
-    assert entry["source"].startswith("https://github.com/")
+    assert entry["source"].startswith(("https://github.com/", "qwen-doctor H200 rehearsal"))
     spec = get_model(entry["model"])
-    cfg = ServeConfig(**entry["flags"])
+    cfg = resolve_config(spec, ServeConfig(backend_version=entry["vllm"], **entry["flags"]))
+    cfg = cfg.with_(max_model_len=cfg.max_model_len or spec.max_position_embeddings)
     available_gib = float(find(AVAILABLE, entry["log"]).group(1))
     logged_tokens = int(find(TOKENS, entry["log"]).group(1).replace(",", ""))
     full = len(spec.full_attention_layers) + (spec.mtp_layers if cfg.mtp_tokens else 0)

@@ -136,5 +136,5 @@ def test_live_collect_on_this_machine_is_a_valid_bundle():
 
     facts = collect_mod.collect()
     again = Facts.from_dict(facts.data)
-    assert set(again.probes) == {"nvml", "packages", "host", "env"}
+    assert set(again.probes) == {"nvml", "packages", "host", "env", "netif"}
     assert facts.host["cpu_count"] >= 1

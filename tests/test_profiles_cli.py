@@ -39,6 +39,7 @@ def test_malformed_profile_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]
 def test_check_against_a_bundle(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "profiles", "check", "vllm-fp8", "--from", str(FIXTURES / "a100-8x-nvlink.json"))
     assert code == 1 and "needs >= 8.9" in out
+    assert out.splitlines()[0].startswith("profile vllm-fp8 (vllm) on bundle ") and "not met" in out.splitlines()[0]
 
 
 def test_render_is_judged_against_the_chosen_backend_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,3 +50,14 @@ def test_docs_have_every_section_for_every_entry():
         section = doc.split(f"### {remedy.id}:")[1].split("\n### ")[0]
         for heading in ("**Looks like**", "**Why it happens**", "**Fix**", "**Source**"):
             assert heading in section, (remedy.id, heading)
+
+
+def test_show_in_the_terminal_prints_no_raw_markdown():
+    from remedies.terminal import render_entry_terminal
+
+    for remedy in load_catalogue():
+        shown = [line for line in render_entry_terminal(remedy).splitlines()
+                 if not line.lstrip().startswith(("Matches:", "- ")) and line not in remedy.samples
+                 and line.strip() not in remedy.samples]
+        text = "\n".join(shown)
+        assert "###" not in text and "**" not in text and "```" not in text and "`" not in text, remedy.id

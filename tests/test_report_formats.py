@@ -137,10 +137,10 @@ def test_junit_fails_warnings_with_fail_on_warn():
 
 def test_junit_stays_well_formed_with_control_characters_from_logs():
     report = full_report()
-    report.results[0].details.append("raw \x1b[31m\x00\x07 bytes")
+    report.results[0].details.append("raw \x1b[31mred\x1b[0m \x00\x07\x1b bytes")
     text = render(report, "junit")
     root = ET.fromstring(text)
-    assert "\\x1b[31m\\x00\\x07" in "".join(root.itertext())
+    assert "raw red \\x00\\x07\\x1b bytes" in "".join(root.itertext()), "colour dropped, other bytes shown"
 
 
 def test_an_exercise_or_remedy_that_is_also_a_result_is_counted_once():

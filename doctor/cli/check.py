@@ -65,6 +65,8 @@ def check(backend, bundle, profile_name, logs, only, skip_ids, tp, pp, model, qu
             raise DoctorError(f"--backend {backend} contradicts profile {profile.name} (backend {profile.backend})")
         backend = profile.backend
         model = model or profile.model
+    report_out = report_out.reading(bundle, getattr(profile, "path", None), *logs)
+    report_out.check()
     if logs:
         from remedies.reader import check_readable
 

@@ -29,6 +29,8 @@ def explain(sources, context_lines, report_out, fail_on, verbose) -> None:
     from remedies.results import to_results
 
     started = now()
+    report_out = report_out.reading(*sources)
+    report_out.check()
     for source in sources:
         check_readable(source)
     findings = explain_sources(sources, Matcher(context=context_lines))

@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "profiles": "doctor.cli.profiles:profiles",
     "explain": "doctor.cli.explain:explain",
     "plan": "doctor.cli.plan:plan",
+    "probe": "doctor.cli.probe:probe",
     "remedies": "doctor.cli.remedies:remedies",
 }
 
@@ -50,7 +51,18 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Entry point: every DoctorError is one line on stderr with exit 2, never a traceback."""
+    """Entry point: every DoctorError is one line on stderr with exit 2, never a traceback; everything on
+    stderr is redacted (`doctor.cli.stderr`)."""
+    from doctor.cli import stderr
+
+    stream = stderr.install(sys.argv[1:] if argv is None else argv)
+    try:
+        return _run(argv)
+    finally:
+        stream.flush()
+
+
+def _run(argv: list[str] | None) -> Any:
     from doctor.errors import DoctorError
 
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -21,17 +22,26 @@ verbose = click.option("-v", "--verbose", is_flag=True, help="Show details of pa
 
 @dataclass(frozen=True)
 class ReportOutputs:
-    """What the user asked for with --format / --output / --redact-hosts; `write` renders a report accordingly."""
+    """What the user asked for with --format / --output / --redact-hosts; `write` renders a report accordingly.
+
+    `inputs` are the files the command reads (bundle, profile, logs, config.json): no output may be one of them.
+    """
 
     fmt: str | None
     outputs: tuple[str, ...]
     redact_hosts: bool
+    inputs: tuple[str, ...] = ()
+
+    def reading(self, *inputs: Any) -> "ReportOutputs":
+        """The same request, knowing more input files of the command (None and '-' are ignored)."""
+        more = tuple(str(i) for i in inputs if i is not None and str(i) not in ("", "-"))
+        return dataclasses.replace(self, inputs=(*self.inputs, *more))
 
     def check(self) -> None:
-        """Fail now (DoctorError) on a bad format or an unwritable path, before a long run."""
+        """Fail now (DoctorError) on a bad format or an unsafe path, before a long run."""
         from doctor.report.outputs import check_targets
 
-        check_targets(self.outputs, self.fmt)
+        check_targets(self.outputs, self.fmt, self.inputs)
 
     def write(self, report: Any, fail_on: str = "fail", verbose: bool = False,
               terminal: Callable[[Any, bool], str] | None = None) -> list[str]:
@@ -39,7 +49,7 @@ class ReportOutputs:
         from doctor.report.outputs import write_outputs
 
         return write_outputs(report, self.outputs, self.fmt, redact_hosts=self.redact_hosts, fail_on=fail_on,
-                             verbose=verbose, terminal=terminal)
+                             verbose=verbose, terminal=terminal, inputs=self.inputs)
 
 
 def report_outputs(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -10,63 +13,146 @@ from doctor.cli import options
 
 
 @click.command()
-@click.option("--gpus", required=True, metavar="NxGPU", help="GPUs to plan for, e.g. 8xA100-80G, 2xH200, 1xMYGPU:96:9.0.")
-@click.option("--model", default="Qwen/Qwen3.5-35B-A3B", show_default=True,
-              help="Registry name (…-FP8, …-GPTQ-Int4) or a local checkpoint directory with config.json.")
-@click.option("--backend", type=click.Choice(["vllm", "sglang"]), default="vllm", show_default=True)
-@click.option("--tp", "--tensor-parallel-size", "tp", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--pp", "--pipeline-parallel-size", "pp", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--dp", "--data-parallel-size", "dp", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--enable-expert-parallel", is_flag=True, help="Spread routed experts over TP x DP ranks.")
+@click.option("--gpus", default=None, metavar="NxGPU",
+              help="GPUs to plan for, e.g. 8xA100-80G, 2xH200, 1xGB10, 1xMYGPU:96:9.0 (GiB as torch reports it).")
+@click.option("--profile", "profile_name", default=None, metavar="P",
+              help="Plan this deployment profile's flags (name or YAML path); options given here override it.")
+@click.option("--from-log", "from_log", default=None, metavar="FILE",
+              help="A vLLM boot log: reuse its measured weights / activation / graph figures and re-plan.")
+@click.option("--model", default=None, help="Registry name (…-FP8, …-GPTQ-Int4) or a local checkpoint directory "
+              "with config.json. Default: the profile's model, else Qwen/Qwen3.5-35B-A3B.")
+@click.option("--backend", type=click.Choice(["vllm", "sglang"]), default=None, help="Default: vllm.")
+@click.option("--backend-version", default=None, metavar="X",
+              help="Engine version whose defaults and accounting apply. Default: installed, else newest known.")
+@click.option("--tp", "--tensor-parallel-size", "tp", type=int, default=None,
+              help="Default: plan every layout that fits the GPUs, best first.")
+@click.option("--pp", "--pipeline-parallel-size", "pp", type=int, default=None)
+@click.option("--dp", "--data-parallel-size", "dp", type=int, default=None)
+@click.option("--enable-expert-parallel", is_flag=True, default=None, help="Spread routed experts over TP x DP ranks.")
 @click.option("--kv-cache-dtype", type=click.Choice(["auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"]),
-              default="auto", show_default=True)
-@click.option("--max-model-len", "--context-length", "max_model_len", type=click.IntRange(min=1), default=None,
-              help="Default: the model's max_position_embeddings.")
-@click.option("--max-num-seqs", "--max-running-requests", "max_num_seqs", type=click.IntRange(min=1), default=None)
-@click.option("--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True), default=0.9, show_default=True)
-@click.option("--mem-fraction-static", type=click.FloatRange(0, 1, min_open=True), default=None,
+              default=None, help="Default: auto.")
+@click.option("--max-model-len", "--context-length", "max_model_len", type=int,
+              default=None, help="Default: the model's max_position_embeddings.")
+@click.option("--max-num-seqs", "--max-running-requests", "max_num_seqs", type=int,
+              default=None)
+@click.option("--gpu-memory-utilization", type=float, default=None,
+              help="Default: the default of the vLLM version (0.92 since 0.20).")
+@click.option("--kv-cache-memory", "kv_cache_memory", default=None, metavar="BYTES",
+              help="vLLM --kv-cache-memory (bytes, or 58GiB): the KV budget as given, no utilisation budget.")
+@click.option("--mem-fraction-static", type=float, default=None,
               help="SGLang; default: SGLang's own heuristic for this GPU.")
 @click.option("--max-num-batched-tokens", "--chunked-prefill-size", "max_num_batched_tokens",
-              type=click.IntRange(min=1), default=None)
-@click.option("--language-model-only", "--language-only", "language_model_only", is_flag=True,
-              help="Do not load the vision tower.")
-@click.option("--mm-encoder-tp-mode", type=click.Choice(["weights", "data"]), default="weights", show_default=True)
-@click.option("--mtp", "mtp_tokens", type=click.IntRange(min=0), default=0, show_default=True,
+              type=int, default=None)
+@click.option("--language-model-only", "--language-only", "language_model_only", is_flag=True, default=None,
+              help="Do not load (or profile) the vision tower.")
+@click.option("--mm-encoder-tp-mode", type=click.Choice(["weights", "data"]), default=None)
+@click.option("--mtp", "mtp_tokens", type=int, default=None,
               help="MTP speculative tokens (loads the MTP layer).")
-@click.option("--no-prefix-caching", is_flag=True, help="vLLM --no-enable-prefix-caching.")
-@click.option("--enforce-eager", is_flag=True, help="No CUDA graphs.")
-@click.option("--block-size", type=click.IntRange(min=1), default=None)
-@click.option("--overhead-gib", type=click.FloatRange(min=0), default=None,
-              help="Override the estimated activations + CUDA graphs + context per GPU.")
+@click.option("--no-prefix-caching", is_flag=True, default=None, help="vLLM --no-enable-prefix-caching.")
+@click.option("--enable-prefix-caching", is_flag=True, default=None, help="vLLM --enable-prefix-caching.")
+@click.option("--enforce-eager", is_flag=True, default=None, help="No CUDA graphs.")
+@click.option("--block-size", type=int, default=None)
+@click.option("--overhead-gib", type=float, default=None,
+              help="Override the estimated activations + CUDA graphs + non-torch memory per GPU.")
 @options.report_outputs
-def plan(gpus, model, backend, tp, pp, dp, enable_expert_parallel, kv_cache_dtype, max_model_len, max_num_seqs,
-         gpu_memory_utilization, mem_fraction_static, max_num_batched_tokens, language_model_only,
-         mm_encoder_tp_mode, mtp_tokens, no_prefix_caching, enforce_eager, block_size, overhead_gib,
-         report_out) -> None:
+def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, dp, enable_expert_parallel,
+         kv_cache_dtype, max_model_len, max_num_seqs, gpu_memory_utilization, kv_cache_memory, mem_fraction_static,
+         max_num_batched_tokens, language_model_only, mm_encoder_tp_mode, mtp_tokens, no_prefix_caching,
+         enable_prefix_caching, enforce_eager, block_size, overhead_gib, report_out) -> None:
     """Print a per-GPU memory plan and whether it fits; exit 1 when it does not, with the smallest fix.
 
-    The report (--format / --output) holds the plan as `sections.plan` and its verdicts as QD-PLAN results.
+    Without --tp (and no profile or log that sets it) every layout that fits the GPUs is listed, best first,
+    and the best is planned in full. The report (--format / --output) holds the plan as `sections.plan`
+    and its verdicts as QD-PLAN results.
     """
+    from doctor.planner.errors import PlanInputError
+    from doctor.planner.flags import _bytes, config_kwargs
+
+    flags: dict[str, Any] = {
+        "tp": tp, "pp": pp, "dp": dp, "expert_parallel": enable_expert_parallel, "kv_cache_dtype": kv_cache_dtype,
+        "max_model_len": max_model_len, "max_num_seqs": max_num_seqs,
+        "gpu_memory_utilization": gpu_memory_utilization, "mem_fraction_static": mem_fraction_static,
+        "max_num_batched_tokens": max_num_batched_tokens, "language_model_only": language_model_only,
+        "mm_encoder_tp_mode": mm_encoder_tp_mode, "mtp_tokens": mtp_tokens, "enforce_eager": enforce_eager,
+        "block_size": block_size, "overhead_gib": overhead_gib, "backend_version": backend_version,
+        "prefix_caching": False if no_prefix_caching else (True if enable_prefix_caching else None),
+    }
+    if kv_cache_memory is not None:
+        try:
+            flags["kv_cache_memory_gib"] = _bytes(str(kv_cache_memory)) / (1 << 30)
+        except (ValueError, IndexError, OverflowError):
+            raise PlanInputError(f"--kv-cache-memory {kv_cache_memory!r} is not a size in bytes") from None
+    given = {k: v for k, v in flags.items() if v is not None}
+    base: dict[str, Any] = {}
+    if profile_name:
+        from profiles import load_profile
+
+        profile = load_profile(profile_name)
+        report_out = report_out.reading(profile.path)
+        if backend and backend != profile.backend:
+            raise PlanInputError(f"--backend {backend} contradicts profile {profile.name} (backend {profile.backend})")
+        backend = profile.backend
+        model = model or profile.model
+        base = config_kwargs(profile.render().backend_args)
+        if gpus is None and profile.hardware.gpu_count:
+            raise PlanInputError(f"plan --profile {profile.name} needs --gpus (the profile wants "
+                                 f"{profile.hardware.gpu_count} GPUs of at least {profile.hardware.min_gpu_memory_gib} GiB)")
+    _run(gpus, model or "Qwen/Qwen3.5-35B-A3B", backend or "vllm", {**base, **given}, from_log, report_out)
+
+
+def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], from_log: str | None,
+         report_out: Any) -> None:
     from doctor.models import get_model
     from doctor.planner import ServeConfig, parse_gpus
-    from doctor.planner import plan as make_plan
-    from doctor.planner.render import plan_to_dict, render_text
+    from doctor.planner.errors import PlanInputError
+    from doctor.planner.render import plan_to_dict, render_layouts, render_text
     from doctor.planner.results import plan_results
     from doctor.report.model import Report, now
 
     started = now()
+    report_out = report_out.reading(_config_file(model), from_log)
+    report_out.check()
+    spec = get_model(model)
+    if from_log:
+        from doctor.planner.bootlog import read_boot_log
+        from doctor.planner.replan import logged_config, logged_gpu, replan
 
-    cfg = ServeConfig(
-        backend=backend, tp=tp, pp=pp, dp=dp, expert_parallel=enable_expert_parallel, kv_cache_dtype=kv_cache_dtype,
-        max_model_len=max_model_len, max_num_seqs=max_num_seqs, gpu_memory_utilization=gpu_memory_utilization,
-        mem_fraction_static=mem_fraction_static, max_num_batched_tokens=max_num_batched_tokens,
-        language_model_only=language_model_only, mm_encoder_tp_mode=mm_encoder_tp_mode, mtp_tokens=mtp_tokens,
-        prefix_caching=not no_prefix_caching, enforce_eager=enforce_eager, block_size=block_size,
-        overhead_gib=overhead_gib)
-    result = make_plan(get_model(model), parse_gpus(gpus), cfg)
-    report = Report(command=f"plan --gpus {gpus} --model {model} --backend {backend}", results=plan_results(result),
-                    facts_summary={"source": "plan", "gpus": str(result.hardware)},
+        if backend != "vllm":
+            raise PlanInputError("--from-log reads vLLM boot logs; use --backend vllm")
+        boot = read_boot_log(from_log)
+        logged = logged_config(boot, ServeConfig())
+        wanted = logged.with_(**kwargs)
+        hardware = parse_gpus(gpus) if gpus else parse_gpus(f"{wanted.world_size}x{logged_gpu(boot).name}:"
+                                                            f"{boot.total_gib}")
+        result, layouts = replan(spec, boot, logged, wanted, hardware), []
+    else:
+        if gpus is None:
+            raise PlanInputError("plan needs --gpus (e.g. --gpus 2xH200), or --from-log with a vLLM boot log")
+        hardware = parse_gpus(gpus)
+        cfg = ServeConfig(backend=backend, **kwargs)
+        cfg.validate()
+        if "tp" in kwargs:
+            from doctor.planner import plan as make_plan
+
+            result, layouts = make_plan(spec, hardware, cfg), []
+        else:
+            from doctor.planner.layouts import plan_layouts
+
+            layouts = plan_layouts(spec, hardware, cfg)
+            if not layouts:
+                raise PlanInputError(f"no layout of {hardware} can split {spec.name}")
+            result = layouts[0]
+    text = (render_layouts(layouts) + "\n\n" if len(layouts) > 1 else "") + render_text(result)
+    report = Report(command=f"plan --gpus {result.hardware} --model {spec.name} --backend {backend}",
+                    results=plan_results(result), facts_summary={"source": "plan", "gpus": str(result.hardware)},
                     sections={"plan": plan_to_dict(result)}, argv=sys.argv[1:], created_at=started,
                     finished_at=now())
-    report_out.write(report, terminal=lambda _redacted, _color: render_text(result) + "\n")
+    report_out.write(report, terminal=lambda _redacted, _color: text + "\n")
     sys.exit(0 if result.fits else 1)
+
+
+def _config_file(model: str) -> Path | None:
+    """The config.json that `--model` names (a checkpoint directory or the file), None for a registry name."""
+    if os.path.isdir(model):
+        return Path(model) / "config.json"
+    return Path(model) if os.path.isfile(model) else None

@@ -49,12 +49,19 @@ def show(name: str, render: bool, sets: tuple[str, ...], method: str, backend_ve
         click.echo(f"{p.name}: {p.description}")
         click.echo(f"backend: {p.backend} {p.backend_version}   model: {p.model}")
         hw = p.hardware
-        click.echo(f"hardware: {hw.gpu_count} x GPU >= {hw.min_gpu_memory_gib:g} GiB, cc >= {hw.min_compute_capability}, NVLink {hw.nvlink}")
+        nodes = f"{p.nodes} nodes, each " if p.nodes > 1 else ""
+        click.echo(f"hardware: {nodes}{hw.gpu_count} x GPU >= {hw.min_gpu_memory_gib:g} GiB, "
+                   f"cc >= {hw.min_compute_capability}, NVLink {hw.nvlink}")
         for source in p.sources:
             click.echo(f"source: {source}")
         return
     cmd = p.render(_overrides(sets))
-    click.echo(cmd.shell())
+    if p.nodes > 1:
+        from profiles.multinode import render_nodes, render_text
+
+        click.echo(render_text(render_nodes(p, _overrides(sets))))
+    else:
+        click.echo(cmd.shell())
     if backend_version and backend_version not in p.backend_version:
         click.echo(f"# warning: {p.backend} {backend_version} is outside the profile's range {p.backend_version}", err=True)
     if method != "none":
@@ -90,9 +97,15 @@ def check_cmd(name: str, bundle: str | None) -> None:
         facts = collect(builtin_probes(), timeout_s=10.0)
     ctx = CheckContext(facts=facts, backend=p.backend, profile=p)
     outcomes = [backend_version(ctx), *requirements(ctx)]
+    where = f"bundle {bundle}" if bundle else "this machine"
+    bad = [o for o in outcomes if o.status in (Status.FAIL, Status.ERROR)]
+    unchecked = sum(o.status == Status.SKIP for o in outcomes)
+    verdict = f"{len(bad)} requirement(s) not met" if bad else "no requirement fails"
+    verdict += f", {unchecked} could not be checked" if unchecked else ""
+    click.echo(f"profile {p.name} ({p.backend}) on {where}: {verdict}")
     for outcome in outcomes:
         click.echo(f"{outcome.status.symbol} {outcome.summary}")
         for fix in getattr(outcome, "fix", None) or []:
             click.echo(f"    fix: {fix}")
-    if any(o.status in (Status.FAIL, Status.ERROR) for o in outcomes):
+    if bad:
         raise SystemExit(1)

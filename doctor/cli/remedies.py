@@ -38,7 +38,7 @@ def show(remedy_ids, fmt) -> None:
     """Everything about one or more entries: samples, why, fix steps per version, sources."""
     from doctor.errors import DoctorError
     from remedies import load_catalogue
-    from remedies.docs import render_entry
+    from remedies.terminal import render_entry_terminal
 
     catalogue = load_catalogue()
     found = [catalogue.get(i) for i in remedy_ids]
@@ -48,4 +48,4 @@ def show(remedy_ids, fmt) -> None:
     if fmt == "json":
         click.echo(json.dumps([r.to_dict() for r in found], indent=2))
     else:
-        click.echo("\n".join(render_entry(r) for r in found), nl=False)
+        click.echo("\n".join(render_entry_terminal(r) for r in found), nl=False)

@@ -27,6 +27,12 @@ VERDICT_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 PROMPT = "Say hello in five words."
+# `continuous_usage_stats` makes vLLM and SGLang put the running completion_tokens into every chunk, so
+# inter-token latency is measured per token even when one chunk carries several.
+STREAM_OPTIONS = {"include_usage": True, "continuous_usage_stats": True}
+# Arrivals this close together were delivered together: no server emits separate decode steps 1 ms apart
+# without batching them, while one socket read of several HTTP chunks yields them microseconds apart.
+COALESCE_S = 0.001
 
 
 @dataclass
@@ -55,6 +61,7 @@ class ExerciseConfig:
     max_tokens: int = 32
     request_timeout: float = 120.0
     headers: tuple[tuple[str, str], ...] = ()
+    warmup: int = 2
 
 
 def _message(body: dict[str, Any]) -> dict[str, Any]:
@@ -105,44 +112,60 @@ async def chat(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
                     {"completion_tokens": tokens, "finish_reason": finish, "content": text[:200]})
 
 
+def _event_tokens(event: dict[str, Any], seen: int) -> tuple[int, int]:
+    """(new tokens in this SSE event, completion tokens so far): from the running usage the server reports
+    with `continuous_usage_stats`, else one token per content delta."""
+    usage = event.get("usage") or {}
+    if usage.get("completion_tokens") is not None and event.get("choices"):
+        total = int(usage["completion_tokens"])
+        return max(0, total - seen), max(seen, total)
+    for choice in event.get("choices") or []:
+        delta = choice.get("delta") or {}
+        if delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning"):
+            return 1, seen + 1
+    return 0, seen
+
+
 async def _stream(client: httpx.AsyncClient, payload: dict[str, Any]) -> RequestTiming:
-    """Send one streamed chat request and time it the way `vllm bench serve` does."""
+    """Send one streamed chat request and time it from token counts, not event arrival (`token_timing`):
+    several SSE events often arrive together; timing each would report ~0 ms inter-token latencies."""
     timing = RequestTiming(ok=False)
     t0 = time.perf_counter()
-    last = t0
-    chunks = 0
+    arrivals: list[tuple[float, int]] = []
+    tokens = 0
     done = False
+    buffer = b""
     try:
         async with client.stream("POST", "/v1/chat/completions", json=payload) as r:
             if r.status_code != 200:
                 await r.aread()
                 timing.error = _http_error(r)
                 return timing
-            async for line in r.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    done = True
-                    break
-                event = json.loads(data)
-                if event.get("error"):
-                    timing.error = f"stream error: {str(event['error'])[:300]}"
-                    return timing
-                usage = event.get("usage") or {}
-                if usage:
-                    timing.output_tokens = int(usage.get("completion_tokens") or 0)
-                    timing.prompt_tokens = int(usage.get("prompt_tokens") or 0)
-                for choice in event.get("choices") or []:
-                    delta = choice.get("delta") or {}
-                    if delta.get("content") or delta.get("reasoning_content") or delta.get("reasoning"):
-                        now = time.perf_counter()
-                        if chunks == 0:
-                            timing.ttft = now - t0
-                        else:
-                            timing.itl.append(now - last)
-                        last = now
-                        chunks += 1
+            async for data in r.aiter_bytes():
+                now = time.perf_counter()
+                buffer += data
+                *lines, buffer = buffer.split(b"\n")
+                fresh = 0
+                for raw in lines:
+                    line = raw.decode("utf-8", errors="replace").strip()
+                    if not line.startswith("data:"):
+                        continue
+                    body = line[5:].strip()
+                    if body == "[DONE]":
+                        done = True
+                        continue
+                    event = json.loads(body)
+                    if event.get("error"):
+                        timing.error = f"stream error: {str(event['error'])[:300]}"
+                        return timing
+                    usage = event.get("usage") or {}
+                    if usage:
+                        timing.output_tokens = int(usage.get("completion_tokens") or 0)
+                        timing.prompt_tokens = int(usage.get("prompt_tokens") or 0)
+                    new, tokens = _event_tokens(event, tokens)
+                    fresh += new
+                if fresh:
+                    arrivals.append((now, fresh))
     except (httpx.HTTPError, ValueError) as exc:
         timing.error = f"{type(exc).__name__}: {exc}"
         return timing
@@ -150,19 +173,40 @@ async def _stream(client: httpx.AsyncClient, payload: dict[str, Any]) -> Request
     if not done:
         timing.error = "the stream ended without [DONE]"
         return timing
-    if chunks == 0:
+    if tokens == 0:
         timing.error = "the stream carried no content"
         return timing
-    timing.output_tokens = timing.output_tokens or chunks
+    timing.output_tokens = timing.output_tokens or tokens
+    timing.ttft, timing.itl = token_timing(arrivals, t0)
     timing.ok = True
     return timing
+
+
+def token_timing(arrivals: list[tuple[float, int]], t0: float) -> tuple[float, list[float]]:
+    """(TTFT, inter-token latencies) from (arrival time, tokens) pairs. Arrivals closer than COALESCE_S to the
+    previous one are one delivery (HTTP chunks of one socket read, or a client that fell behind); a delivery of
+    k tokens after a gap g counts k latencies of g / k. Tokens delivered with the first have no gap to time."""
+    groups: list[list[float]] = []
+    for at, k in arrivals:
+        if groups and at - groups[-1][2] < COALESCE_S:
+            groups[-1][1] += k
+            groups[-1][2] = at
+        else:
+            groups.append([at, k, at])
+    if not groups:
+        return 0.0, []
+    itl: list[float] = []
+    for previous, group in zip(groups, groups[1:]):
+        gap = group[0] - previous[2]
+        itl.extend([gap / group[1]] * int(group[1]))
+    return groups[0][0] - t0, itl
 
 
 async def stream(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     """A streamed chat completion arrives as SSE chunks and ends with [DONE]; reports TTFT and ITL."""
     t = await _stream(client, {
         "model": cfg.model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": cfg.max_tokens,
-        "temperature": 0, "stream": True, "stream_options": {"include_usage": True}, "ignore_eos": True})
+        "temperature": 0, "stream": True, "stream_options": STREAM_OPTIONS, "ignore_eos": True})
     if not t.ok:
         return Exercise("stream", "fail", t.error, t.latency)
     itl_ms = sum(t.itl) / len(t.itl) * 1000 if t.itl else 0.0
@@ -172,13 +216,17 @@ async def stream(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
 
 
 async def structured(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
-    """A json_schema response_format yields JSON that validates against the schema."""
+    """A json_schema response_format yields JSON that validates against the schema. With a reasoning parser
+    on, thinking is switched off for this request: the grammar applies only after the reasoning ends
+    (vllm/parser/qwen3.py is_reasoning_end), which 64 tokens of thinking would never reach."""
     t0 = time.perf_counter()
+    thinking_off = {"chat_template_kwargs": {"enable_thinking": False}} if cfg.reasoning else {}
     r = await client.post("/v1/chat/completions", json={
         "model": cfg.model, "temperature": 0, "max_tokens": 64,
         "messages": [{"role": "user", "content": "Is the sky blue? Answer as JSON with answer and colour."}],
         "response_format": {"type": "json_schema",
-                            "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA, "strict": True}}})
+                            "json_schema": {"name": "verdict", "schema": VERDICT_SCHEMA, "strict": True}},
+        **thinking_off})
     dt = time.perf_counter() - t0
     if r.status_code != 200:
         return Exercise("structured", "fail", _http_error(r), dt)
@@ -217,11 +265,23 @@ async def reasoning(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     return Exercise("reasoning", "ok", f"{len(thought)} characters of reasoning, separate from the answer", dt)
 
 
+def burst_payload(cfg: ExerciseConfig, max_tokens: int | None = None) -> dict[str, Any]:
+    """One burst request: a streamed chat that produces exactly `max_tokens` tokens (ignore_eos)."""
+    return {"model": cfg.model, "messages": [{"role": "user", "content": PROMPT}],
+            "max_tokens": max_tokens or cfg.burst_tokens, "temperature": 0, "stream": True,
+            "stream_options": STREAM_OPTIONS, "ignore_eos": True}
+
+
+async def warm_up(client: httpx.AsyncClient, cfg: ExerciseConfig) -> None:
+    """A few short requests before the measured burst: first requests pay one-time costs (graph capture,
+    grammar compilation, allocator growth) that are not the server's steady-state latency."""
+    if cfg.warmup:
+        await asyncio.gather(*(_stream(client, burst_payload(cfg, 2)) for _ in range(cfg.warmup)))
+
+
 async def burst(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     """N parallel streams; latency percentiles and throughput in `vllm bench serve` metric names."""
-    payload = {"model": cfg.model, "messages": [{"role": "user", "content": PROMPT}],
-               "max_tokens": cfg.burst_tokens, "temperature": 0, "stream": True,
-               "stream_options": {"include_usage": True}, "ignore_eos": True}
+    payload = burst_payload(cfg)
     t0 = time.perf_counter()
     timings = await asyncio.gather(*(_stream(client, payload) for _ in range(cfg.burst)))
     duration = time.perf_counter() - t0
@@ -236,20 +296,3 @@ async def burst(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
 
 
 EXERCISES = (list_models, chat, stream, structured, reasoning, burst)
-
-
-async def run_all(base_url: str, cfg: ExerciseConfig) -> list[Exercise]:
-    """Run every exercise in order; an exception in one becomes its failure, the others still run."""
-    results: list[Exercise] = []
-    limits = httpx.Limits(max_connections=max(cfg.burst, 4) + 2)
-    timeout = httpx.Timeout(cfg.request_timeout, connect=5.0)
-    async with httpx.AsyncClient(base_url=base_url, timeout=timeout, limits=limits, trust_env=False,
-                                 headers=dict(cfg.headers)) as client:
-        for fn in EXERCISES:
-            name = fn.__name__.replace("list_", "")
-            t0 = time.perf_counter()
-            try:
-                results.append(await fn(client, cfg))
-            except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
-                results.append(Exercise(name, "fail", f"{type(exc).__name__}: {exc}", time.perf_counter() - t0))
-    return results

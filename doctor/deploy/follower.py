@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import deque
@@ -11,6 +12,9 @@ from doctor.deploy.phases import PhaseTable, phase_table
 from doctor.deploy.remedy import RemedyHit, RemedyWatch
 
 ProgressSink = Callable[[str], None]
+# Lines that say nothing about progress: uvicorn access lines (qwen-doctor's own /health polls) and
+# periodic throughput stats.
+_CHATTER = re.compile(r'"(GET|POST) /|HTTP/1\.[01]" \d{3}|Avg prompt throughput|Engine \d+: Avg')
 
 
 class LogFollower:
@@ -33,11 +37,29 @@ class LogFollower:
         self._fatal = threading.Event()
         self._stopping = False
         self._started = time.monotonic()
+        self.last_line: str = ""
+        self.last_line_at: float | None = None
+        self.shutdown_line: int | None = None
+        self.before_shutdown: list[str] = []
 
     def mark_shutdown(self) -> None:
         """From now on the server is being stopped on purpose: its lines are kept, not matched
-        (vLLM 0.32 prints an EngineDeadError during a clean SIGTERM shutdown)."""
-        self._stopping = True
+        (vLLM 0.32 prints an EngineDeadError during a clean SIGTERM shutdown), and the tail logged so
+        far is kept as the evidence of how far the server got."""
+        with self._lock:
+            if self._stopping:
+                return
+            self._stopping = True
+            self.shutdown_line = self.lines
+            self.before_shutdown = [*self.head, *self.tail][-15:]
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    def quiet_for(self) -> float | None:
+        """Seconds since the last meaningful log line (None before any)."""
+        return None if self.last_line_at is None else time.monotonic() - self.last_line_at
 
     @property
     def phase(self) -> str:
@@ -56,6 +78,8 @@ class LogFollower:
         """Consume one log line."""
         with self._lock:
             self.lines = lineno
+            if not self._stopping and not _CHATTER.search(line):
+                self.last_line, self.last_line_at = line.strip(), time.monotonic()
             if len(self.head) < self._head_size:
                 self.head.append(line)
             else:

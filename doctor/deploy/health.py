@@ -15,6 +15,12 @@ from doctor.deploy.process import ServerProcess
 FATAL_GRACE_S = 10.0
 
 
+def progress_window(timeout: float) -> float:
+    """A server whose last meaningful log line is this recent when the timeout hits was still progressing
+    (loading shards or compiling can log nothing for a while, so the window grows with the timeout)."""
+    return max(30.0, timeout * 0.1)
+
+
 @dataclass
 class StartOutcome:
     """How the start ended: `state` is ready, died, fatal or timeout."""
@@ -24,14 +30,23 @@ class StartOutcome:
     detail: str = ""
     models: list[str] = field(default_factory=list)
     returncode: int | None = None
+    phase: str = ""
+    progressing: bool = False
+    quiet_s: float | None = None
+    timeout: float = 0.0
 
     @property
     def ready(self) -> bool:
         return self.state == "ready"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"state": self.state, "seconds": round(self.seconds, 1), "detail": self.detail,
-                "models": self.models, "returncode": self.returncode}
+        out = {"state": self.state, "seconds": round(self.seconds, 1), "detail": self.detail,
+               "models": self.models, "returncode": self.returncode}
+        if self.phase:
+            out["phase"] = self.phase
+        if self.state == "timeout":
+            out["still_progressing"] = self.progressing
+        return out
 
 
 def probe(client: httpx.Client, base_url: str) -> list[str] | None:
@@ -59,8 +74,9 @@ def wait_ready(base_url: str, server: ServerProcess, follower: LogFollower, time
             server.remember_descendants()
             if not server.alive:
                 server.wait_log_drained(5.0)
-                return StartOutcome("died", elapsed, f"the server exited with code {server.returncode} "
-                                    f"during start (phase: {follower.phase})", returncode=server.returncode)
+                return StartOutcome("died", elapsed, f"the server exited by itself with code {server.returncode} "
+                                    f"during start (phase: {follower.phase})", returncode=server.returncode,
+                                    phase=follower.phase)
             if follower.fatal_seen:
                 fatal_at = fatal_at if fatal_at is not None else time.monotonic()
                 if time.monotonic() - fatal_at >= FATAL_GRACE_S:
@@ -71,5 +87,8 @@ def wait_ready(base_url: str, server: ServerProcess, follower: LogFollower, time
             if models is not None:
                 return StartOutcome("ready", time.monotonic() - started, "health and /v1/models answer", models)
             if elapsed >= timeout:
-                return StartOutcome("timeout", elapsed, f"not healthy after {timeout:g} s (phase: {follower.phase})")
+                quiet = follower.quiet_for()
+                progressing = quiet is not None and quiet <= progress_window(timeout)
+                return StartOutcome("timeout", elapsed, f"not healthy after {timeout:g} s (phase: {follower.phase})",
+                                    phase=follower.phase, progressing=progressing, quiet_s=quiet, timeout=timeout)
             time.sleep(poll)

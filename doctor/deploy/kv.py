@@ -19,40 +19,23 @@ class KVPrediction:
     basis: str
 
 
-def _int(argv: list[str], *names: str) -> int | None:
-    value = flag_value(argv, *names)
-    return int(value) if value and value.isdigit() else None
+def serve_config(spec: LaunchSpec, backend_version: str | None = None):
+    """The planner's ServeConfig for this command line: every memory flag it sets (doctor/planner/flags.py,
+    --language-model-only and --kv-cache-memory included) under the rules of the backend version that runs."""
+    from doctor.planner.flags import serve_config_from_argv
+
+    return serve_config_from_argv(spec.backend, spec.argv, backend_version=backend_version)
 
 
-def _float(argv: list[str], *names: str) -> float | None:
-    value = flag_value(argv, *names)
-    try:
-        return float(value) if value else None
-    except ValueError:
+def _backend_version(spec: LaunchSpec, facts: Facts | None) -> str | None:
+    """The engine version the deploy runs (the backend interpreter's packages), when the facts know it."""
+    if facts is None:
         return None
-
-
-def serve_config(spec: LaunchSpec):
-    """The planner's ServeConfig for this command line (flags the planner sizes memory with)."""
-    from doctor.planner import ServeConfig
-
-    a = spec.argv
-    kwargs = dict(
-        backend=spec.backend,
-        tp=_int(a, "--tensor-parallel-size", "--tp-size", "--tp", "-tp") or 1,
-        pp=_int(a, "--pipeline-parallel-size", "--pp-size", "-pp") or 1,
-        dp=_int(a, "--data-parallel-size", "--dp-size", "-dp") or 1,
-        max_model_len=_int(a, "--max-model-len", "--context-length"),
-        max_num_seqs=_int(a, "--max-num-seqs", "--max-running-requests"),
-        block_size=_int(a, "--block-size"),
-        kv_cache_dtype=flag_value(a, "--kv-cache-dtype") or "auto",
-        enforce_eager="--enforce-eager" in a or "--disable-cuda-graph" in a,
-        mem_fraction_static=_float(a, "--mem-fraction-static"),
-    )
-    util = _float(a, "--gpu-memory-utilization")
-    if util is not None:
-        kwargs["gpu_memory_utilization"] = util
-    return ServeConfig(**kwargs)
+    for name in (spec.backend, f"{spec.backend}-cpu"):
+        version = facts.package_version(name)
+        if version:
+            return version.split("+")[0]
+    return None
 
 
 def check_options(spec: LaunchSpec) -> dict[str, object]:
@@ -66,14 +49,15 @@ def check_options(spec: LaunchSpec) -> dict[str, object]:
 def predict(spec: LaunchSpec, model: str, facts: Facts | None) -> KVPrediction:
     """Predict the logged KV tokens: vLLM-CPU from VLLM_CPU_KVCACHE_SPACE, GPUs through `plan()`."""
     from doctor.models import get_model
-    from doctor.planner import GPU, Hardware, plan
+    from doctor.planner import Hardware, plan
+    from doctor.planner.hardware import gpu_from_facts
     from doctor.planner.hardware import GIB
     from doctor.planner.state import layers_in_stage
     from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 
     try:
         model_spec = get_model(model)
-        cfg = serve_config(spec)
+        cfg = serve_config(spec, _backend_version(spec, facts))
     except Exception as exc:  # the planner refuses this model or flag set: no prediction, say why
         return KVPrediction(None, f"the planner cannot size {model!r}: {exc}")
     max_len = cfg.max_model_len or model_spec.max_position_embeddings
@@ -86,8 +70,7 @@ def predict(spec: LaunchSpec, model: str, facts: Facts | None) -> KVPrediction:
     if not gpus:
         return KVPrediction(None, "no GPU facts to plan with")
     g = gpus[0]
-    gpu = GPU(g.get("name") or "GPU", int((g.get("memory") or {}).get("total") or 0),
-              str(g.get("compute_capability") or "0.0"))
+    gpu = gpu_from_facts(g.get("name"), int((g.get("memory") or {}).get("total") or 0), g.get("compute_capability"))
     try:
         p = plan(model_spec, Hardware(gpu, cfg.world_size), cfg)
     except Exception as exc:

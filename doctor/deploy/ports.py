@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 
 from doctor.errors import DoctorError
@@ -12,13 +13,16 @@ class PortInUse(DoctorError):
 
 
 def port_is_free(host: str, port: int) -> bool:
-    """True when nothing listens on host:port and we could bind it."""
+    """True when nothing listens on host:port and we could bind it. The bind uses SO_REUSEADDR, as uvicorn
+    (vLLM, SGLang) does on Unix, so connections of an earlier server still in TIME_WAIT do not count as busy."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
         if s.connect_ex((host, port)) == 0:
             return False
     with socket.socket(family, socket.SOCK_STREAM) as s:
+        if os.name == "posix":
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:

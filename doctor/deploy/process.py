@@ -2,16 +2,20 @@
 
 Stopping is SIGTERM to the whole group, a grace period, then SIGKILL to whatever is left (the group
 and every descendant seen while it ran, in case one left the group). `supervised()` makes sure this
-happens on Ctrl-C, on SIGTERM to qwen-doctor, on any exception and at interpreter exit.
+happens on Ctrl-C, on SIGTERM to qwen-doctor, on any exception and at interpreter exit. When
+qwen-doctor dies without running any of that (SIGKILL), the leader gets a parent-death signal
+(Linux PR_SET_PDEATHSIG) and a guard process (`doctor.deploy.guard`) stops the rest of the group.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -32,11 +36,42 @@ class Terminated(KeyboardInterrupt):
     """qwen-doctor received SIGTERM; raised in the main thread so that every `finally` runs."""
 
 
-class ServerProcess:
-    """A server started in its own process group whose combined stdout/stderr is teed to `log_path`."""
+PR_SET_PDEATHSIG = 1
 
-    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, on_line: LineSink | None = None) -> None:
+
+def die_with_parent(parent: int) -> Callable[[], None]:
+    """A preexec function: the child gets SIGTERM when `parent` dies (Linux), and exits at once if the
+    parent is already gone. Elsewhere it does nothing (the guard process still covers the group)."""
+
+    def preexec() -> None:
+        if sys.platform.startswith("linux"):
+            with contextlib.suppress(OSError, AttributeError):
+                ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+class ServerProcess:
+    """A server started in its own process group whose combined stdout/stderr is teed to `log_path`.
+
+    `die_with_parent` sets the leader's parent-death signal; leave it off for a server that may be kept
+    (the signal cannot be withdrawn later); the guard process covers that case until `detach()`."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log_path: Path, on_line: LineSink | None = None,
+                 on_stop: Callable[[], None] | None = None, guard_grace: float | None = 15.0,
+                 on_started: Callable[[int], Path | None] | None = None, die_with_parent: bool = True) -> None:
         self.argv = argv
+        self.die_with_parent = die_with_parent
+        self.on_started = on_started
+        self.stop_how: str | None = None
+        self.stop_seconds = 0.0
+        self.on_stop = on_stop
+        self.guard_grace = guard_grace
+        self.guard: subprocess.Popen[bytes] | None = None
+        self.record_path: Path | None = None
+        self.exited_by_itself: int | None = None
         self.env = env
         self.log_path = Path(log_path)
         self.on_line = on_line
@@ -68,10 +103,15 @@ class ServerProcess:
             try:
                 self.proc = subprocess.Popen(
                     self.argv, env={**os.environ, **self.env}, stdin=subprocess.DEVNULL,
-                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                    stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                    preexec_fn=die_with_parent(os.getpid()) if self.die_with_parent else None)
             except OSError as exc:
                 raise LaunchFailed(f"cannot start {self.argv[0]}: {exc.strerror or exc}") from exc
         atexit.register(self.stop)
+        if self.on_started is not None:
+            self.record_path = self.on_started(self.proc.pid)
+        if self.guard_grace is not None:
+            self.start_guard()
         self._reader = threading.Thread(target=self._follow, name="server-log", daemon=True)
         self._reader.start()
 
@@ -110,8 +150,29 @@ class ServerProcess:
                 except Exception as exc:  # a bad sink must never stop the follower
                     self.sink_errors.append(f"{type(exc).__name__}: {exc}")
 
+    def start_guard(self, record: Path | None = None) -> None:
+        """(Re)start the guard process that stops the group if qwen-doctor dies; `record` is the run record
+        it removes once the group is gone."""
+        if self.proc is None or self.guard_grace is None:
+            return
+        self._end_guard()
+        self.record_path = record or self.record_path
+        self.guard = subprocess.Popen(
+            [sys.executable, "-m", "doctor.deploy.guard", str(os.getpid()), str(self.proc.pid),
+             str(self.guard_grace), str(self.record_path or "")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, cwd="/", env={**os.environ, "PYTHONPATH": _package_root()})
+
+    def _end_guard(self) -> None:
+        if self.guard is not None and self.guard.poll() is None:
+            self.guard.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.guard.wait(5)
+        self.guard = None
+
     def detach(self) -> None:
-        """Leave the server running: no stop at exit, stop following its log."""
+        """Leave the server running: no stop at exit, no guard, stop following its log."""
+        self._end_guard()
         self._stopped = True
         self._finished.set()
         with contextlib.suppress(Exception):
@@ -147,13 +208,25 @@ class ServerProcess:
         return list(found.values())
 
     def stop(self, grace: float = 15.0) -> str:
-        """SIGTERM the group, wait up to `grace` s, SIGKILL what is left; return what happened."""
+        """SIGTERM the group, wait up to `grace` s, SIGKILL what is left; return (and keep in `stop_how`)
+        what happened: "stopped by qwen-doctor: ..." or "exited by itself with code N"."""
         if self.proc is None or self._stopped:
-            return "not running"
+            return self.stop_how or "not running"
+        t0 = time.monotonic()
+        self.stop_how = self._stop(grace)
+        self.stop_seconds = time.monotonic() - t0
+        return self.stop_how
+
+    def _stop(self, grace: float) -> str:
+        assert self.proc is not None
         self._stopped = True
+        if self.on_stop is not None:
+            with contextlib.suppress(Exception):
+                self.on_stop()
         self.remember_descendants()
         started = time.monotonic()
-        if self.proc.poll() is None or self.survivors():
+        self.exited_by_itself = self.proc.poll()
+        if self.exited_by_itself is None or self.survivors():
             self._signal_all(signal.SIGTERM)
         how = "exited on SIGTERM"
         while time.monotonic() - started < grace:
@@ -171,9 +244,13 @@ class ServerProcess:
                 time.sleep(0.1)
         self._finished.set()
         self.wait_log_drained(2.0)
+        self._end_guard()
         with contextlib.suppress(Exception):
             atexit.unregister(self.stop)
-        return f"{how} in {time.monotonic() - started:.1f} s"
+        if self.exited_by_itself is not None:
+            left = "" if how == "exited on SIGTERM" else f"; its leftovers {how}"
+            return f"exited by itself with code {self.exited_by_itself}{left}"
+        return f"stopped by qwen-doctor: {how} in {time.monotonic() - started:.1f} s"
 
     def _signal_all(self, sig: signal.Signals) -> None:
         assert self.proc is not None
@@ -182,6 +259,11 @@ class ServerProcess:
         for p in self.survivors():
             with contextlib.suppress(psutil.Error):
                 p.send_signal(sig)
+
+
+def _package_root() -> str:
+    """The directory holding the `doctor` package, so the guard imports this very copy."""
+    return str(Path(__file__).resolve().parents[2])
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,12 +11,13 @@ from typing import Any, Callable
 
 import httpx
 
-from doctor.deploy import kv
-from doctor.deploy.exercise import Exercise, ExerciseConfig, run_all
+from doctor.deploy import kv, runs
+from doctor.deploy.exercise import Exercise, ExerciseConfig
+from doctor.deploy.probe import ProbeResult, exercise_server
 from doctor.deploy.follower import LogFollower
 from doctor.deploy.health import StartOutcome, wait_ready
-from doctor.deploy.ports import ensure_port_free
-from doctor.deploy.process import ServerProcess, supervised
+from doctor.deploy.ports import PortInUse, port_is_free
+from doctor.deploy.process import ServerProcess, Terminated, supervised
 from doctor.deploy.remedy import RemedyHit
 from doctor.deploy.spec import LaunchSpec
 from doctor.facts.model import Facts
@@ -45,6 +47,7 @@ class DeployRequest:
     burst: int = 8
     burst_tokens: int = 32
     facts: Facts | None = None
+    slo: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -55,6 +58,15 @@ class DeployOutcome:
     sections: dict[str, Any]
     kept_pid: int | None = None
     remedies: list[RemedyHit] = field(default_factory=list)
+    interrupted: str | None = None
+    kept_id: str | None = None
+
+    @property
+    def exit_code(self) -> int | None:
+        """130 after Ctrl-C, 143 after SIGTERM, None otherwise (the results decide)."""
+        if self.interrupted is None:
+            return None
+        return 143 if self.interrupted == "SIGTERM" else 130
 
 
 def _result(check_id: str, title: str, status: str, summary: str, severity: str = "high", **kw: Any) -> Result:
@@ -64,20 +76,27 @@ def _result(check_id: str, title: str, status: str, summary: str, severity: str 
 def _start_result(start: StartOutcome, remedies: list[RemedyHit], follower: LogFollower) -> Result:
     if start.ready:
         return _result("QD-DEPLOY-START", "Server starts and becomes healthy", "ok",
-                       f"healthy after {start.seconds:.0f} s", "critical", evidence={"phases": follower.phase_times})
+                       f"healthy after {start.seconds:.0f} s", "critical", evidence={"phases": follower.phase_times},
+                       seconds=round(start.seconds, 3))
     fatal = [h for h in remedies if h.fatal] or remedies
     fix = [step for h in fatal[:1] for step in h.fix]
     details = [start.detail] + [f"log line {h.lineno}: {h.line}" for h in fatal[:3]]
+    if start.state == "timeout" and not fatal and start.progressing:
+        details.append(f"the server was still progressing (phase {start.phase}, last log line "
+                       f"{start.quiet_s:.0f} s before the timeout): raise --timeout")
+        fix = [f"raise --timeout (it was {start.timeout:g} s; try {start.timeout * 2:g})"]
     if not fatal:
-        details += ["last log lines:", *follower.excerpt()[-5:]]
+        before = follower.before_shutdown or follower.excerpt()
+        details += ["last log lines before qwen-doctor stopped the server:" if follower.before_shutdown
+                    else "last log lines:", *before[-8:]]
     summary = (f"{fatal[0].id}: {fatal[0].title}" if fatal else start.detail)
     return _result("QD-DEPLOY-START", "Server starts and becomes healthy", "fail", summary, "critical",
                    details=details, fix=fix or ["Read the deployment log excerpt below; rerun with the same command "
                                                 "by hand to see the full output."],
-                   remedy_ids=[h.id for h in fatal[:3]], evidence=start.to_dict())
+                   remedy_ids=[h.id for h in fatal[:3]], evidence=start.to_dict(), seconds=round(start.seconds, 3))
 
 
-def _exercise_result(ex: Exercise) -> Result:
+def exercise_result(ex: Exercise) -> Result:
     return _result(EXERCISE_IDS[ex.name], EXERCISE_TITLES[ex.name], ex.status, ex.summary,
                    "medium" if ex.name == "reasoning" else "high",
                    evidence={k: v for k, v in ex.data.items() if not isinstance(v, list) or len(v) < 50},
@@ -88,7 +107,7 @@ def _state_after(spec: LaunchSpec, server: ServerProcess) -> str | None:
     """None when the server still runs and answers /health; otherwise what went wrong."""
     if not server.alive:
         server.wait_log_drained(5.0)
-        return f"exited with code {server.returncode}"
+        return f"exited by itself with code {server.returncode}"
     with httpx.Client(timeout=5.0, trust_env=False, headers=spec.headers) as client:
         try:
             code = client.get(f"{spec.base_url}/health").status_code
@@ -119,60 +138,121 @@ def _kv_result(follower: LogFollower, prediction: kv.KVPrediction) -> Result:
                              "basis": prediction.basis})
 
 
-def _stop_result(how: str, survivors: list[int]) -> Result:
+def _stop_result(how: str, survivors: list[int], seconds: float = 0.0) -> Result:
     if survivors:
         return _result("QD-DEPLOY-STOP", "Server stopped, nothing left behind", "fail",
                        f"{len(survivors)} process(es) survived the shutdown: {survivors}", "critical",
-                       fix=[f"kill -9 {' '.join(map(str, survivors))}"])
-    return _result("QD-DEPLOY-STOP", "Server stopped, nothing left behind", "ok", how, "critical")
+                       fix=[f"kill -9 {' '.join(map(str, survivors))}"], seconds=round(seconds, 3))
+    return _result("QD-DEPLOY-STOP", "Server stopped, nothing left behind", "ok", how, "critical",
+                   seconds=round(seconds, 3))
 
 
-def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None) -> DeployOutcome:
+def _check_port(spec: LaunchSpec) -> None:
+    """Refuse a busy port, naming our own earlier server (and how to stop it) when it holds the port."""
+    if port_is_free(spec.host, spec.port):
+        return
+    mine = runs.holder_of(spec.port)
+    if mine is not None:
+        raise PortInUse(f"port {spec.port} on {spec.host} is held by a server qwen-doctor started earlier "
+                        f"(id {mine.id}, profile {mine.profile}, started {mine.started_at}, log {mine.log}); "
+                        f"stop it with `{mine.stop_hint()}` or pass --port with a free port")
+    raise PortInUse(f"port {spec.port} on {spec.host} is already in use; stop what listens there "
+                    f"(ss -ltnp 'sport = :{spec.port}') or pass --port with a free port")
+
+
+def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None,
+           watch: Callable[[LogFollower], None] | None = None) -> DeployOutcome:
     """Run one deployment end to end. The server is always stopped unless `keep` and everything passed
-    far enough to be worth keeping (it became healthy)."""
+    far enough to be worth keeping (it became healthy). `watch` receives the log follower (a live display
+    reads its phase and last line). Ctrl-C or SIGTERM stop the server and end the
+    run early: the outcome then says so (`interrupted`) and carries what was known."""
     spec = req.spec
-    ensure_port_free(spec.host, spec.port)
+    _check_port(spec)
     follower = LogFollower(spec.backend, progress=progress)
-    server = ServerProcess(spec.argv, spec.env, req.log_path, on_line=follower.feed)
+    if watch is not None:
+        watch(follower)
+    started_at = now()
+    record: list[runs.RunRecord] = []
+
+    def on_started(pid: int):
+        rec = runs.record_for(pid, host=spec.host, port=spec.port, profile=spec.profile_name,
+                              backend=spec.backend, log=str(req.log_path), started_at=started_at,
+                              command=redact_text(spec.shell()))
+        record.append(rec)
+        return runs.save(rec)
+
+    server = ServerProcess(spec.argv, spec.env, req.log_path, on_line=follower.feed,
+                           on_stop=follower.mark_shutdown, guard_grace=req.grace, on_started=on_started,
+                           die_with_parent=not req.keep)
     exercises: list[Exercise] = []
+    probed: ProbeResult | None = None
     start = StartOutcome("timeout", 0.0, "not started")
     kept = False
     died_at: str | None = None
-    stop_how, survivors = "not started", []
+    interrupted: str | None = None
+    stage = "start"
     t0 = time.monotonic()
-    started_at = now()
-    with supervised(server, keep=lambda: kept, grace=req.grace):
-        progress(f"starting: {redact_text(spec.shell())}")
-        progress(f"log: {req.log_path}")
-        server.start()
-        start = wait_ready(spec.base_url, server, follower, req.timeout, headers=spec.headers)
-        progress(f"start: {start.state} after {start.seconds:.0f} s ({start.detail})")
-        if start.ready:
-            cfg = ExerciseConfig(model=spec.served_model_name, reasoning=bool(spec.reasoning_parser),
-                                 burst=req.burst, burst_tokens=req.burst_tokens,
-                                 headers=tuple(spec.headers.items()))
-            exercises = asyncio.run(run_all(spec.base_url, cfg))
-            for ex in exercises:
-                progress(f"{ex.name}: {ex.status}: {ex.summary}")
-            died_at = _state_after(spec, server)
-        kept = req.keep and start.ready and server.alive
-        if kept:
-            server.detach()
-        else:
-            follower.mark_shutdown()
-            stop_how = server.stop(req.grace)
-            survivors = [p.pid for p in server.survivors()]
-            progress(f"stopped: {stop_how}")
+    try:
+        with supervised(server, keep=lambda: kept, grace=req.grace):
+            progress(f"starting: {redact_text(spec.shell())}")
+            progress(f"log: {req.log_path}")
+            server.start()
+            start = wait_ready(spec.base_url, server, follower, req.timeout, headers=spec.headers)
+            progress(f"start: {start.state} after {start.seconds:.0f} s ({start.detail})")
+            if start.ready:
+                stage = "exercises"
+                cfg = ExerciseConfig(model=spec.served_model_name, reasoning=bool(spec.reasoning_parser),
+                                     burst=req.burst, burst_tokens=req.burst_tokens,
+                                     headers=tuple(spec.headers.items()))
+                probed = asyncio.run(exercise_server(spec.base_url, cfg, req.slo))
+                exercises = probed.exercises
+                for ex in exercises:
+                    progress(f"{ex.name}: {ex.status}: {ex.summary}")
+                died_at = _state_after(spec, server)
+            kept = req.keep and start.ready and server.alive
+            if kept:
+                server.detach()
+                if record:
+                    runs.save(dataclasses.replace(record[0], kept=True))
+            else:
+                server.stop(req.grace)
+    except KeyboardInterrupt as exc:  # Terminated too: supervised() has stopped the server already
+        interrupted = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+        if stage == "start" and server.pid is not None:
+            start = StartOutcome("interrupted", time.monotonic() - t0,
+                                 f"{interrupted} during start (phase: {follower.phase}); qwen-doctor stopped the "
+                                 "server", phase=follower.phase)
+        progress(f"interrupted by {interrupted}")
+    stop_how = server.stop_how or "not started"
+    survivors = [p.pid for p in server.survivors()] if server.pid is not None and not kept else []
+    if server.pid is not None and not kept:
+        progress(f"stopped: {stop_how}")
+        if record and not survivors:
+            runs.forget(record[0])
+    out = _outcome(req, server, follower, start, exercises, died_at, kept, stop_how, survivors, interrupted,
+                   started_at, t0)
+    if probed is not None:
+        out.results += probed.results
+        if probed.server is not None:
+            out.sections["server"] = probed.server
+    return out
+
+
+def _outcome(req: DeployRequest, server: ServerProcess, follower: LogFollower, start: StartOutcome,
+             exercises: list[Exercise], died_at: str | None, kept: bool, stop_how: str, survivors: list[int],
+             interrupted: str | None, started_at: str, t0: float) -> DeployOutcome:
+    """Results and report sections from what the deployment got to."""
+    spec = req.spec
     remedies = follower.remedies
-    results = [_start_result(start, remedies, follower)]
-    results += [_exercise_result(ex) for ex in exercises]
+    results = [_start_result(start, remedies, follower)] if server.pid is not None else []
+    results += [exercise_result(ex) for ex in exercises]
     prediction = kv.KVPrediction(None, "the server did not start")
-    if start.ready:
+    if start.ready and not interrupted:
         prediction = kv.predict(req.spec, req.model, req.facts) if req.model else kv.KVPrediction(None, "no model")
         results.append(_alive_result(died_at, remedies, follower))
         results.append(_kv_result(follower, prediction))
-    if not kept:
-        results.append(_stop_result(stop_how, survivors))
+    if not kept and server.pid is not None:
+        results.append(_stop_result(stop_how, survivors, server.stop_seconds))
     sections: dict[str, Any] = {"deployment": {
         "profile": spec.profile_name, "backend": spec.backend, "url": spec.base_url,
         "command": redact_text(" ".join(spec.argv)), "argv": redact_argv(spec.argv), "pid": server.pid,
@@ -182,25 +262,33 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None)
         "env": redact_env(spec.env), "start": start.to_dict(), "phases": follower.phase_times,
         "stop": stop_how if not kept else f"kept running (pid {server.pid})",
         "seconds": round(time.monotonic() - t0, 1),
-    }, "exercises": [_exercise_section(ex) for ex in exercises],
+    }, "exercises": [exercise_section(ex) for ex in exercises],
         "remedies": [h.to_section(str(req.log_path)) for h in remedies]}
-    if start.ready:
+    if interrupted:
+        sections["deployment"]["interrupted"] = interrupted
+    if start.ready and exercises:
         sections["metrics"] = _metrics(exercises, req, follower.kv_tokens, prediction.tokens)
-    return DeployOutcome(results, sections, server.pid if kept else None, remedies)
+    return DeployOutcome(results, sections, server.pid if kept else None, remedies, interrupted,
+                         str(server.pid) if kept else None)
 
 
-def _exercise_section(ex: Exercise) -> dict[str, Any]:
+def exercise_section(ex: Exercise) -> dict[str, Any]:
     """`sections.exercises[]`: the exercise's verdict, naming the result that reports it too."""
     return {"name": ex.name, "status": ex.status, "seconds": round(ex.seconds, 3), "summary": ex.summary,
             "check_id": EXERCISE_IDS[ex.name]}
+
+
+def metrics_section(burst: Exercise, concurrency: int) -> dict[str, Any]:
+    """`sections.metrics` of a burst: `vllm bench serve` figures as percentiles and throughput."""
+    out = metrics_from_bench(burst.data)
+    out["concurrency"] = concurrency
+    return out
 
 
 def _metrics(exercises: list[Exercise], req: DeployRequest, logged: int | None, predicted: int | None
              ) -> dict[str, Any]:
     """`sections.metrics`: the burst in `vllm bench serve` terms as percentiles/throughput, and KV capacity."""
     burst = next((e for e in exercises if e.name == "burst"), None)
-    out = metrics_from_bench(burst.data) if burst else {}
-    if burst:
-        out["concurrency"] = req.burst
+    out = metrics_section(burst, req.burst) if burst and burst.data else {}
     out["kv_cache"] = {"predicted_tokens": predicted, "reported_tokens": logged}
     return out

@@ -75,23 +75,23 @@ class Facts:
         return json.dumps(self._data, indent=1, sort_keys=False, default=str)
 
     def save(self, path: Path) -> None:
-        """Write atomically, so an interrupted write never leaves a half bundle behind."""
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(self.to_json() + "\n", encoding="utf-8")
-        tmp.replace(path)
+        """Write atomically (`doctor.outfile`), so an interrupted write never leaves a half bundle behind."""
+        from doctor.outfile import write_file
+
+        write_file(path, self.to_json() + "\n", what="bundle")
 
     @classmethod
     def load(cls, path: str | Path) -> "Facts":
         """Read a bundle; any problem becomes a one-line BadBundle."""
+        from doctor.safeio import BUNDLE_MAX_BYTES, BadJSON, InputError, load_json, read_bytes
+
         p = Path(path)
         try:
-            raw = p.read_bytes()
-        except OSError as exc:
-            raise BadBundle(f"cannot read bundle {p}: {exc.strerror or exc}") from None
-        try:
-            data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise BadBundle(f"{p} is not a qwen-doctor facts bundle: invalid JSON ({exc})") from None
+            data = load_json(read_bytes(p, "bundle", BUNDLE_MAX_BYTES), "bundle", str(p))
+        except BadJSON as exc:
+            raise BadBundle(f"{p} is not a qwen-doctor facts bundle: invalid JSON ({exc.detail})") from None
+        except InputError as exc:
+            raise BadBundle(str(exc)) from None
         return cls.from_dict(data, source=str(p))
 
     @classmethod

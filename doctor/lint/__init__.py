@@ -1,6 +1,6 @@
 """Article lint: catch the deployment article's invented or wrong configuration idioms and name the real ones.
 
-    lint_path(Path("deploy.py")) -> list[Finding]     # .py (ast, never executed), .yaml/.yml profile, shell
+    lint_path(Path("post.md")) -> list[Finding]   # any text: see doctor.lint.documents for the formats
     lint_python(text) / lint_shell(text) / lint_yaml(text)
 
 Rules are data (rules.yaml). Shell and YAML inputs also go through the backend flag schema, so an unknown
@@ -13,7 +13,7 @@ import ast
 import difflib
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,14 @@ _ENGINE_CALLS = {"LLM": "vllm", "LLMEngine": "vllm", "AsyncLLMEngine": "vllm", "
                  "AsyncEngineArgs": "vllm", "Runtime": "sglang", "Engine": "sglang", "ServerArgs": "sglang"}
 
 
+_SCHEMA_SOURCE = "the backend's argument parser, extracted from its published wheels (doctor/flags/schemas)"
+
+
 class LintError(DoctorError):
     """The input cannot be linted (unreadable, binary, not parseable)."""
+
+
+SEVERITIES = ("error", "warning")
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,7 @@ class Rule:
     fix: str
     did_you_mean: tuple[str, ...]
     source: str
+    severity: str = "error"
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,13 @@ class Finding:
     wrong: str
     fix: str
     did_you_mean: tuple[str, ...] = ()
+    severity: str = "error"
+    title: str = ""
+    source: str = ""
+
+    def moved(self, offset: int) -> "Finding":
+        """The same finding, `offset` lines further down (a snippet's line 1 is the document's line offset+1)."""
+        return replace(self, line=self.line + offset)
 
     def render(self, origin: str) -> str:
         """`file:line: ID found: wrong -> fix (did you mean ...?)`"""
@@ -75,13 +89,19 @@ def rules() -> tuple[Rule, ...]:
         missing = {"id", "idiom", "match", "wrong", "fix", "source"} - set(entry)
         if missing:
             raise LintError(f"{RULES_FILE}: rule {entry.get('id', '?')} lacks {sorted(missing)}")
+        severity = entry.get("severity", "error")
+        if severity not in SEVERITIES:
+            raise LintError(f"{RULES_FILE}: rule {entry['id']} has severity {severity!r} (choose from {SEVERITIES})")
+        if "text" in entry["match"]:
+            re.compile(entry["match"]["text"])
         out.append(Rule(entry["id"], entry["idiom"], entry["match"], entry["wrong"], entry["fix"],
-                        tuple(entry.get("did_you_mean", ())), entry["source"]))
+                        tuple(entry.get("did_you_mean", ())), entry["source"], severity))
     return tuple(out)
 
 
 def _finding(rule: Rule, line: int, found: str) -> Finding:
-    return Finding(rule.id, line, found, rule.wrong, rule.fix, rule.did_you_mean)
+    return Finding(rule.id, line, found, rule.wrong, rule.fix, rule.did_you_mean, rule.severity, rule.idiom,
+                   rule.source)
 
 
 def _kwarg_findings(name: str, value: Any, line: int, shown: str) -> list[Finding]:
@@ -112,16 +132,73 @@ def _call_name(node: ast.Call) -> str:
     return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
 
 
-def _parse_python(text: str) -> ast.Module:
-    try:
-        return ast.parse(text)
-    except SyntaxError:
-        pass
-    repaired = re.sub(r"\\[ \t]+#[^\n]*", "\\\\", text)  # the article's `\  # comment` continuations
-    try:
-        return ast.parse(repaired)
-    except SyntaxError as exc:
-        raise LintError(f"not valid Python (line {exc.lineno}): {exc.msg}") from exc
+# Repairs for the shapes pasted code takes: `\  # comment` after a line continuation, and `f(a=1, ...)` where
+# the author elided the other arguments (a positional Ellipsis after keywords is a SyntaxError).
+_REPAIRS = ((re.compile(r"\\[ \t]+#[^\n]*"), "\\\\"), (re.compile(r",[ \t]*\.\.\.[ \t]*\)"), ")"))
+
+
+def _repaired(text: str) -> str:
+    for pattern, replacement in _REPAIRS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _parse(text: str) -> ast.Module | None:
+    for candidate in (text, _repaired(text)):
+        try:
+            return ast.parse(candidate)
+        except (SyntaxError, ValueError):
+            continue
+    return None
+
+
+def parses(text: str) -> bool:
+    """Whether the whole text is Python (after the pasted-code repairs)."""
+    return _parse(text) is not None
+
+
+def _statement_groups(lines: list[str]) -> list[tuple[int, str]]:
+    """Top-level statements (with their continuation lines) as (first line index, text)."""
+    groups: list[tuple[int, list[str]]] = []
+    depth = 0
+    for index, line in enumerate(lines):
+        starts = depth == 0 and line[:1] not in ("", " ", "\t", ")", "]", "}") and not (
+            groups and groups[-1][1][-1].rstrip().endswith("\\"))
+        if starts or not groups:
+            groups.append((index, []))
+        groups[-1][1].append(line)
+        depth = max(0, depth + line.count("(") + line.count("[") + line.count("{")
+                    - line.count(")") - line.count("]") - line.count("}"))
+    return [(start, "\n".join(body)) for start, body in groups]
+
+
+def parse_python(text: str) -> list[tuple[ast.Module, int]]:
+    """The parse trees of a Python text with the line offset of each: the whole text when it parses (after
+    repairs), else every top-level statement that parses on its own (pasted code is often partly pseudo-code).
+
+    Raises LintError when nothing parses."""
+    whole = _parse(text)
+    if whole is not None:
+        return [(whole, 0)]
+    parts = [(tree, start) for start, chunk in _statement_groups(text.splitlines())
+             if chunk.strip() and (tree := _parse(chunk)) is not None]
+    if not parts:
+        try:
+            ast.parse(_repaired(text))
+        except SyntaxError as exc:
+            raise LintError(f"not valid Python (line {exc.lineno}): {exc.msg}") from exc
+        except ValueError as exc:
+            raise LintError(f"not valid Python: {exc}") from exc
+    return parts
+
+
+@dataclass
+class PythonScan:
+    """What the Python rules saw, kept across the snippets of one document for the rules that span them."""
+
+    findings: list[Finding]
+    spark_fraction: tuple[int, str] | None = None
+    max_tp: int = 0
 
 
 def lint_python(text: str, version: str | None = None) -> list[Finding]:
@@ -130,7 +207,33 @@ def lint_python(text: str, version: str | None = None) -> list[Finding]:
     Keyword arguments of engine constructors (LLM, EngineArgs, sglang Runtime/Engine...) are also checked
     against the backend's flag schema: unknown names get "did you mean", literal values get choice/type checks.
     """
-    tree = _parse_python(text)
+    return finish_python([scan_python(text, version)])
+
+
+def scan_python(text: str, version: str | None = None, offset: int = 0) -> PythonScan:
+    """One Python text's findings (lines moved by `offset`) and the facts the cross-snippet rules need."""
+    scan = PythonScan([])
+    for tree, start in parse_python(text):
+        part = _scan_tree(tree, version)
+        scan.findings += [f.moved(start + offset) for f in part.findings]
+        if part.spark_fraction and not scan.spark_fraction:
+            scan.spark_fraction = (part.spark_fraction[0] + start + offset, part.spark_fraction[1])
+        scan.max_tp = max(scan.max_tp, part.max_tp)
+    return scan
+
+
+def finish_python(scans: list[PythonScan]) -> list[Finding]:
+    """The findings of several scans of one document, with the rules that need all of them applied."""
+    findings = [f for scan in scans for f in scan.findings]
+    spark_fraction = next((s.spark_fraction for s in scans if s.spark_fraction), None)
+    max_tp = max((s.max_tp for s in scans), default=0)
+    if spark_fraction and max_tp > 1:
+        rule = next(r for r in rules() if r.match.get("spark_fractional_gpu_with_tp"))
+        findings.append(_finding(rule, spark_fraction[0], f"{spark_fraction[1]} with tensor_parallel_size={max_tp}"))
+    return _dedupe(findings)
+
+
+def _scan_tree(tree: ast.Module, version: str | None) -> PythonScan:
     findings: list[Finding] = []
     spark_fraction: tuple[int, str] | None = None
     max_tp = 0
@@ -156,11 +259,8 @@ def lint_python(text: str, version: str | None = None) -> list[Finding]:
         if name in ("config", "set") and len(node.args) >= 2:
             key, value = _literal(node.args[0]), _literal(node.args[1])
             if key == "spark.task.resource.gpu.amount" and _fraction(value):
-                spark_fraction = (node.lineno, f'{name}("{key}", "{value}")')
-    if spark_fraction and max_tp > 1:
-        rule = next(r for r in rules() if r.match.get("spark_fractional_gpu_with_tp"))
-        findings.append(_finding(rule, spark_fraction[0], f"{spark_fraction[1]} with tensor_parallel_size={max_tp}"))
-    return _dedupe(findings)
+                spark_fraction = (node.args[0].lineno, f'{name}("{key}", "{value}")')
+    return PythonScan(findings, spark_fraction, max_tp)
 
 
 def _engine_kwargs(node: ast.Call, backend: str, version: str | None) -> list[Finding]:
@@ -179,7 +279,8 @@ def _engine_kwargs(node: ast.Call, backend: str, version: str | None) -> list[Fi
             findings.append(Finding("FLAG-unknown_kwarg", kw.value.lineno, f"{kw.arg}={ast.unparse(kw.value)}",
                                     f"not a {backend} {schema.version} engine argument.",
                                     f"see `{backend} --help` for this version",
-                                    (close[0][2:].replace("-", "_"),) if close else ()))
+                                    (close[0][2:].replace("-", "_"),) if close else (),
+                                    title="unknown engine argument", source=_SCHEMA_SOURCE))
             continue
         if isinstance(value, bool) or value is None or isinstance(value, (dict, list, tuple)):
             continue
@@ -189,7 +290,8 @@ def _engine_kwargs(node: ast.Call, backend: str, version: str | None) -> list[Fi
             hint = (issue.suggestion,) if issue.suggestion else ()
             what = issue.message.replace(f"argument {flag}", f"{backend} {schema.version} argument {kw.arg}")
             findings.append(Finding(f"FLAG-{issue.kind}", kw.value.lineno, f"{kw.arg}={ast.unparse(kw.value)}",
-                                    what + ".", f"see `{backend} --help` (flag {flag})", hint))
+                                    what + ".", f"see `{backend} --help` (flag {flag})", hint,
+                                    title=f"engine argument: {issue.kind}", source=_SCHEMA_SOURCE))
     return findings
 
 
@@ -275,7 +377,8 @@ def lint_args(args: list[str], backend: str, line: int, version: str | None = No
             continue
         hint = (issue.suggestion,) if issue.suggestion else ()
         findings.append(Finding(f"FLAG-{issue.kind}", line, issue.flag, issue.message.split(" (did you mean")[0] + ".",
-                                f"check `{backend} --help` for this version", hint))
+                                f"check `{backend} --help` for this version", hint,
+                                title=f"command-line flag: {issue.kind}", source=_SCHEMA_SOURCE))
     return findings
 
 
@@ -291,10 +394,12 @@ def lint_yaml(text: str, version: str | None = None) -> list[Finding]:
     """Lint a profile YAML: its flags through the rules and the backend's flag schema."""
     from profiles.model import render_flag
 
+    from doctor.safeyaml import MalformedYAML, YAMLLimitError, load_yaml
+
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise LintError(f"malformed YAML: {getattr(exc, 'problem', exc)}") from exc
+        data = load_yaml(text, "profile")
+    except (MalformedYAML, YAMLLimitError) as exc:
+        raise LintError(str(exc).removeprefix("profile: ")) from None
     if not isinstance(data, dict) or not isinstance(data.get("flags", {}), dict):
         raise LintError("not a profile: expected a mapping with a 'flags' mapping")
     backend = data.get("backend", "vllm")
@@ -308,19 +413,7 @@ def lint_yaml(text: str, version: str | None = None) -> list[Finding]:
 
 
 def lint_path(path: Path, version: str | None = None) -> list[Finding]:
-    """Lint one file, choosing the parser by suffix (.py, .yaml/.yml, anything else as shell)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise LintError(f"cannot read: {exc.strerror or exc}") from exc
-    if b"\x00" in raw:
-        raise LintError("binary file, not a profile, shell script or Python file")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LintError(f"not UTF-8 text (byte {exc.start})") from exc
-    if path.suffix == ".py":
-        return lint_python(text, version)
-    if path.suffix in (".yaml", ".yml"):
-        return lint_yaml(text, version)
-    return lint_shell(text, version)
+    """Lint one file of any kind users paste (see doctor.lint.documents)."""
+    from doctor.lint.documents import lint_file
+
+    return lint_file(path, version)

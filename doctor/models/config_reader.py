@@ -8,7 +8,6 @@ configuration_qwen3_moe.py and configuration_qwen3.py. Vision-language checkpoin
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -47,25 +46,77 @@ def _layer_types(text: dict[str, Any], num_layers: int) -> tuple[str, ...]:
 
 def _excluded_modules(qcfg: dict[str, Any]) -> set[str]:
     names: list[str] = []
-    for key in ("modules_to_not_convert", "ignored_layers", "ignore"):
+    for key in ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modules"):
         names += [str(n) for n in (qcfg.get(key) or [])]
-    return {group for name in names for suffix, group in _MODULE_SUFFIXES
-            if name == suffix or name.endswith("." + suffix)}
+    out = set()
+    for raw in names:
+        name = raw.replace("re:", "").strip("*").rstrip(".*")
+        for suffix, group in _MODULE_SUFFIXES:
+            if name == suffix or name.endswith("." + suffix) or (raw.endswith("*") and name.endswith(suffix)):
+                out.add(group)
+                break
+    return out
+
+
+def _int_scheme(bits: int, group: int, symmetric: bool, modules: tuple[str, ...], method: str) -> Quantization:
+    if bits not in (2, 3, 4, 8) or group < -1 or group == 0:
+        raise ModelConfigError(f"{method}: unsupported bits {bits} / group_size {group}")
+    return Quantization("int", bits, group, None, modules, symmetric)
+
+
+def _compressed_tensors(qcfg: dict[str, Any], modules: tuple[str, ...]) -> Quantization:
+    """compressed-tensors (vllm/model_executor/layers/quantization/compressed_tensors): the first
+    config group's weight scheme: nvfp4-pack-quantized, float 8-bit (tensor / channel / block) or int
+    (w8a8 channel, w4a16 group)."""
+    groups = qcfg.get("config_groups") or {}
+    if not isinstance(groups, dict) or not groups:
+        raise ModelConfigError("compressed-tensors quantization_config has no config_groups")
+    weights = next(iter(groups.values())).get("weights") or {}
+    bits = int(weights.get("num_bits", 8))
+    kind = str(weights.get("type", "int"))
+    strategy = str(weights.get("strategy", "tensor"))
+    fmt = str(qcfg.get("format", ""))
+    if "nvfp4" in fmt or (kind == "float" and bits == 4):
+        return Quantization("nvfp4", 4, int(weights.get("group_size") or 16), None, modules)
+    if kind == "float" and bits == 8:
+        block = weights.get("block_structure")
+        return Quantization("fp8", 8, 0, tuple(block) if block else None, modules,
+                            per_channel=strategy == "channel")
+    group = int(weights.get("group_size") or -1) if strategy == "group" else -1
+    return _int_scheme(bits, group, bool(weights.get("symmetric", True)), modules, "compressed-tensors")
 
 
 def read_quantization(qcfg: dict[str, Any] | None) -> Quantization:
-    """Map a `quantization_config` block to the byte model the planner uses."""
+    """Map a `quantization_config` block to the byte model the planner uses.
+
+    fp8 (block or per-tensor scales), gptq / awq / auto-round (int bits + one fp16 scale, and a packed
+    zero point when asymmetric, per group; group_size -1 = per output channel), modelopt (NVFP4: 4 bits +
+    one FP8 scale per 16; FP8), compressed-tensors (see _compressed_tensors).
+    """
     if not qcfg:
         return Quantization()
+    if not isinstance(qcfg, dict):
+        raise ModelConfigError("quantization_config must be a JSON object")
     method = str(qcfg.get("quant_method", "")).lower()
     excluded = _excluded_modules(qcfg)
     modules = tuple(m for m in QUANTIZABLE if m not in excluded)
     if method == "fp8":
         block = qcfg.get("weight_block_size")
         return Quantization("fp8", 8, 0, tuple(block) if block else None, modules)
-    if method in ("gptq", "gptq_marlin", "awq"):
-        return Quantization("gptq", _int(qcfg, "bits", 4), _int(qcfg, "group_size", 128), None, modules)
-    raise ModelConfigError(f"unsupported quant_method {method!r} (the planner knows fp8 and gptq)")
+    if method in ("gptq", "gptq_marlin", "awq", "awq_marlin", "auto-round", "auto_round", "intel/auto-round"):
+        symmetric = bool(qcfg.get("sym", not qcfg.get("zero_point", False)))
+        return _int_scheme(_int(qcfg, "bits", 4), _int(qcfg, "group_size", 128), symmetric, modules, method)
+    if method in ("modelopt", "modelopt_fp4", "modelopt_fp8"):
+        algo = str(qcfg.get("quant_algo") or (qcfg.get("quantization") or {}).get("quant_algo") or "").upper()
+        if "FP4" in algo or method == "modelopt_fp4":
+            return Quantization("nvfp4", 4, int(qcfg.get("group_size") or 16), None, modules)
+        if "FP8" in algo or method == "modelopt_fp8":
+            return Quantization("fp8", 8, 0, None, modules)
+        raise ModelConfigError(f"modelopt quant_algo {algo!r} is not one the planner knows (NVFP4, FP8)")
+    if method == "compressed-tensors":
+        return _compressed_tensors(qcfg, modules)
+    raise ModelConfigError(f"unsupported quant_method {method!r} (the planner knows fp8, gptq, awq, auto-round, "
+                           "modelopt NVFP4/FP8 and compressed-tensors)")
 
 
 def _vision(cfg: dict[str, Any] | None) -> Vision | None:
@@ -137,12 +188,12 @@ def read_config_dir(path: str | Path) -> ModelSpec:
     """Read `<dir>/config.json` (or a config.json path) into a ModelSpec."""
     p = Path(path)
     cfg_path = p / "config.json" if p.is_dir() else p
+    from doctor.safeio import CONFIG_MAX_BYTES, BadJSON, InputError, load_json, read_bytes
+
     try:
-        raw = cfg_path.read_bytes()
-    except OSError as exc:
-        raise ModelConfigError(f"cannot read {cfg_path}: {exc.strerror or exc}") from None
-    try:
-        config = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelConfigError(f"{cfg_path} is not valid JSON: {exc}") from None
+        config = load_json(read_bytes(cfg_path, "model config", CONFIG_MAX_BYTES), "model config", str(cfg_path))
+    except BadJSON as exc:
+        raise ModelConfigError(f"{cfg_path} is not valid JSON: {exc.detail}") from None
+    except InputError as exc:
+        raise ModelConfigError(str(exc)) from None
     return spec_from_config(config, name=str(p if p.is_dir() else p.parent), source=str(cfg_path))

@@ -69,6 +69,12 @@ def registry() -> dict[str, ModelSpec]:
     return build_registry(text)
 
 
+def resolved_config(name: str) -> dict[str, Any]:
+    """The config.json content of a shipped registry entry (base config plus quantization_config)."""
+    text = resources.files("doctor.models").joinpath("registry.yaml").read_text(encoding="utf-8")
+    return _resolve(registry()[name.lower()].name, _load_entries(text))
+
+
 def known_models() -> list[str]:
     """Canonical names of the shipped models."""
     return sorted({spec.name for spec in registry().values()})

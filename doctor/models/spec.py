@@ -86,7 +86,9 @@ class Vision:
 class Quantization:
     """How the checkpoint stores its weights.
 
-    method: "none", "fp8" (block-wise, weight_block_size) or "gptq" (bits, group_size).
+    method: "none", "fp8" (weight_block_size blocks, per-channel, else per-tensor scales), "int" (GPTQ / AWQ /
+    AutoRound / compressed-tensors int: bits, group_size, -1 = per channel) or "nvfp4" (4 bits, FP8 scale
+    per group_size=16 elements).
     modules: which module classes are quantized (attention, linear_attention, experts,
     shared_experts, dense_mlp); everything else stays in the checkpoint dtype.
     """
@@ -96,6 +98,8 @@ class Quantization:
     group_size: int = 0
     weight_block_size: tuple[int, int] | None = None
     modules: tuple[str, ...] = ()
+    symmetric: bool = True
+    per_channel: bool = False
 
 
 @dataclass(frozen=True)
@@ -161,7 +165,7 @@ class ModelSpec:
             problems.append("either moe or dense_intermediate_size is required")
         if self.moe and self.moe.experts_per_token > self.moe.num_experts:
             problems.append("experts_per_token exceeds num_experts")
-        if self.quantization.method not in ("none", "fp8", "gptq"):
+        if self.quantization.method not in ("none", "fp8", "int", "nvfp4"):
             problems.append(f"unsupported quantization method {self.quantization.method!r}")
         dtype_bytes(self.dtype)
         if problems:

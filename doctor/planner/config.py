@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+from dataclasses import dataclass, fields, replace
 
 from doctor.planner.errors import PlanInputError
 
 BACKENDS = ("vllm", "sglang")
+MAX_PARALLEL = 4096
+MAX_TOKENS = 1 << 30
 KV_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
 
 
@@ -22,18 +25,21 @@ class ServeConfig:
     kv_cache_dtype: str = "auto"
     max_model_len: int | None = None          # vLLM --max-model-len / SGLang --context-length
     max_num_seqs: int | None = None           # vLLM --max-num-seqs / SGLang --max-running-requests
-    gpu_memory_utilization: float = 0.9       # vLLM
+    gpu_memory_utilization: float | None = None  # vLLM; None: the default of backend_version
     mem_fraction_static: float | None = None  # SGLang
     max_num_batched_tokens: int | None = None  # vLLM --max-num-batched-tokens / SGLang --chunked-prefill-size
     language_model_only: bool = False          # vLLM --language-model-only / SGLang --language-only
     mm_encoder_tp_mode: str = "weights"        # vLLM --mm-encoder-tp-mode (data = replicated vision tower)
     mtp_tokens: int = 0                        # MTP speculative tokens (0 = off)
-    prefix_caching: bool = True                # vLLM --enable-prefix-caching (hybrid: mamba "align" mode)
+    prefix_caching: bool | None = None         # vLLM --enable-prefix-caching (hybrid: mamba "align" mode);
+                                               # None: the default of backend_version (versions.py)
     enforce_eager: bool = False                # vLLM --enforce-eager / SGLang --disable-cuda-graph
     block_size: int | None = None              # vLLM --block-size
     mamba_full_memory_ratio: float = 0.9       # SGLang --mamba-full-memory-ratio
     max_mamba_cache_size: int | None = None    # SGLang --max-mamba-cache-size
     overhead_gib: float | None = None          # activations + CUDA graphs + non-torch memory per GPU
+    kv_cache_memory_gib: float | None = None   # vLLM --kv-cache-memory (bytes there): skips the budget
+    backend_version: str | None = None         # the engine version whose rules apply (None: newest known)
 
     @property
     def world_size(self) -> int:
@@ -44,22 +50,51 @@ class ServeConfig:
         """Ranks the routed experts are spread over (vLLM: TP x DP with --enable-expert-parallel)."""
         return self.tp * self.dp if self.expert_parallel else self.tp
 
+    @property
+    def prefix_caching_on(self) -> bool:
+        """Prefix caching as set, or on (plan() resolves None to the version's default first)."""
+        return self.prefix_caching is not False
+
+    @property
+    def utilization(self) -> float:
+        """--gpu-memory-utilization, or the default of this vLLM version (vllm/config/cache.py)."""
+        from doctor.planner.versions import vllm_rules
+
+        if self.gpu_memory_utilization is not None:
+            return self.gpu_memory_utilization
+        return vllm_rules(self.backend_version or "0.26.0").gpu_memory_utilization
+
     def with_(self, **changes: object) -> "ServeConfig":
         return replace(self, **changes)
 
     def validate(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise PlanInputError(f"--{f.name.replace('_', '-')} must be a finite number, got {value}")
+            if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 1 << 40:
+                raise PlanInputError(f"--{f.name.replace('_', '-')} {value} is out of range")
         if self.backend not in BACKENDS:
             raise PlanInputError(f"unknown backend {self.backend!r}; use one of {', '.join(BACKENDS)}")
         for name in ("tp", "pp", "dp"):
-            if getattr(self, name) < 1:
-                raise PlanInputError(f"--{name} must be at least 1")
+            if not 1 <= getattr(self, name) <= MAX_PARALLEL:
+                raise PlanInputError(f"--{name} must be between 1 and {MAX_PARALLEL}")
         if self.kv_cache_dtype not in KV_DTYPES:
             raise PlanInputError(f"unknown --kv-cache-dtype {self.kv_cache_dtype!r}; use one of {', '.join(KV_DTYPES)}")
-        if not 0 < self.gpu_memory_utilization <= 1:
+        if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
             raise PlanInputError("--gpu-memory-utilization must be in (0, 1]")
         if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static < 1:
             raise PlanInputError("--mem-fraction-static must be in (0, 1)")
-        if self.max_model_len is not None and self.max_model_len < 1:
-            raise PlanInputError("--max-model-len must be positive")
-        if self.max_num_seqs is not None and self.max_num_seqs < 1:
-            raise PlanInputError("--max-num-seqs must be positive")
+        for name in ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "max_mamba_cache_size"):
+            value = getattr(self, name)
+            if value is not None and not 1 <= value <= MAX_TOKENS:
+                raise PlanInputError(f"--{name.replace('_', '-')} must be between 1 and {MAX_TOKENS:,}")
+        if not 0 <= self.mtp_tokens <= 64:
+            raise PlanInputError("--mtp must be between 0 and 64")
+        if not 0 < self.mamba_full_memory_ratio <= 100:
+            raise PlanInputError("--mamba-full-memory-ratio must be in (0, 100]")
+        for name in ("overhead_gib", "kv_cache_memory_gib"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value <= 4096:
+                raise PlanInputError(f"--{name.replace('_', '-')} must be between 0 and 4096 GiB")
+

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -13,15 +14,30 @@ from doctor.planner.errors import PlanInputError
 
 MIB = 1 << 20
 GIB = 1 << 30
+# Share of NVML's total that torch reports as total memory when no vLLM log of that GPU was found:
+# measured on the H200 (vLLM 0.26.0 "Free memory on device (139.29/139.8 GiB)", NVML 143,771 MiB).
+TORCH_VISIBLE_FRACTION = 139.8 / (143771 / 1024)
+MAX_GPU_GIB = 4096          # a GPU with more than 4 TiB is a typo
+MAX_GPU_COUNT = 65536
 
 
 @dataclass(frozen=True)
 class GPU:
-    """One GPU model: total memory as the driver reports it, and its compute capability."""
+    """One GPU model: total memory as the driver (NVML) reports it, as torch reports it, and its compute capability.
+
+    `memory_bytes` is NVML's total; `torch_bytes` what vLLM sizes from (0 = derive from NVML's total).
+    """
 
     name: str
     memory_bytes: int
     compute_capability: str
+    torch_bytes: int = 0
+    unified: bool = False
+
+    @property
+    def usable_bytes(self) -> int:
+        """The total vLLM multiplies by --gpu-memory-utilization (torch's view)."""
+        return self.torch_bytes or int(self.memory_bytes * TORCH_VISIBLE_FRACTION)
 
     @property
     def capability(self) -> tuple[int, int]:
@@ -58,7 +74,8 @@ def build_catalogue(text: str) -> dict[str, GPU]:
         mem, cc = entry.get("memory_mib"), str(entry.get("compute_capability", ""))
         if not isinstance(mem, int) or mem <= 0 or not re.fullmatch(r"\d+\.\d+", cc):
             raise PlanInputError(f"GPU catalogue entry {name!r} needs memory_mib and compute_capability")
-        gpu = GPU(name, mem * MIB, cc)
+        torch_gib = entry.get("torch_total_gib")
+        gpu = GPU(name, mem * MIB, cc, int(float(torch_gib) * GIB) if torch_gib else 0, bool(entry.get("unified")))
         for key in [name, *(str(a) for a in entry.get("aliases") or [])]:
             if _norm(key) in out:
                 raise PlanInputError(f"GPU name or alias {key!r} is used twice")
@@ -78,14 +95,28 @@ def known_gpus() -> list[str]:
 
 def get_gpu(name: str) -> GPU:
     """Look a GPU up by name or alias, or accept a custom `NAME:MEMGiB[:CC]` such as `X:96:9.0`."""
-    custom = re.fullmatch(r"([\w.\-]+):(\d+(?:\.\d+)?)(?::(\d+\.\d+))?", name.strip())
+    custom = re.fullmatch(r"([\w.\-]+):([^:]*)(?::(.*))?", name.strip())
     if custom:
-        return GPU(custom.group(1), int(float(custom.group(2)) * GIB), custom.group(3) or "9.0")
+        return _custom_gpu(custom.group(1), custom.group(2), custom.group(3))
     gpu = catalogue().get(_norm(name))
     if gpu is None:
         raise PlanInputError(f"unknown GPU {name!r}; known: {', '.join(known_gpus())} "
                              "(or give NAME:MEMORY_GIB[:CC], e.g. MYGPU:96:9.0)")
     return gpu
+
+
+def _custom_gpu(name: str, gib_text: str, cc_text: str | None) -> GPU:
+    """`NAME:GiB[:CC]`: the GiB is torch's total (what vLLM sees); a bad number is one clear error."""
+    try:
+        gib = float(gib_text)
+    except ValueError:
+        gib = math.nan
+    if not math.isfinite(gib) or not 0 < gib <= MAX_GPU_GIB:
+        raise PlanInputError(f"--gpus {name}:{gib_text}: the memory must be a number of GiB in (0, {MAX_GPU_GIB}]")
+    cc = cc_text or "9.0"
+    if not re.fullmatch(r"\d{1,2}\.\d{1,2}", cc):
+        raise PlanInputError(f"--gpus {name}:{gib_text}:{cc}: the compute capability must look like 9.0")
+    return GPU(name, int(gib * GIB), cc, int(gib * GIB))
 
 
 def parse_gpus(text: str) -> Hardware:
@@ -94,6 +125,15 @@ def parse_gpus(text: str) -> Hardware:
     if not m or not m.group(2):
         raise PlanInputError(f"cannot read --gpus {text!r}; expected COUNTxNAME such as 8xA100-80G")
     count = int(m.group(1) or 1)
-    if count < 1:
-        raise PlanInputError(f"--gpus {text!r}: the GPU count must be at least 1")
+    if not 1 <= count <= MAX_GPU_COUNT:
+        raise PlanInputError(f"--gpus {text!r}: the GPU count must be between 1 and {MAX_GPU_COUNT}")
     return Hardware(get_gpu(m.group(2)), count)
+
+
+def gpu_from_facts(name: str | None, nvml_total: int, compute_capability: str | None) -> GPU:
+    """The planner's GPU for one GPU of a facts bundle: the catalogue entry when NVML's name is known (it carries
+    the total torch reports, which vLLM sizes from), else NVML's figures."""
+    for candidate in (name or "", (name or "").removeprefix("NVIDIA ")):
+        if candidate and _norm(candidate) in catalogue():
+            return catalogue()[_norm(candidate)]
+    return GPU(name or "GPU", int(nvml_total), str(compute_capability or "0.0"))

@@ -8,11 +8,21 @@ from doctor.models.spec import ModelSpec
 from doctor.planner.config import ServeConfig
 from doctor.planner.divisibility import RuleResult, check_divisibility, valid_tensor_parallel_sizes
 from doctor.planner.hardware import GIB, Hardware
-from doctor.planner.overhead import sglang_overhead, vllm_overhead
+from doctor.planner.errors import PlanInputError
+from doctor.planner.overhead import VllmOverhead, sglang_overhead, vllm_overhead_terms
 from doctor.planner.sglang_kv import sglang_capacity
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
+from doctor.planner.versions import resolve_version, vllm_rules
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.weights import pp_partition, rank_weights
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Figures a real boot logged, which replace the planner's estimates (plan --from-log)."""
+
+    weights_bytes: int | None = None     # weights of one rank
+    overhead_bytes: int | None = None    # peak activation + non-torch + CUDA-graph estimate of one rank
 
 
 @dataclass(frozen=True)
@@ -32,6 +42,7 @@ class RankPlan:
     block_size: int = 0        # vLLM
     mamba_slots: int = 0       # SGLang mamba pool (max_mamba_cache_size)
     max_running_requests: int = 0
+    terms: VllmOverhead | None = None   # vLLM: peak activation, non-torch, CUDA-graph estimate
 
 
 @dataclass
@@ -64,22 +75,37 @@ def _default_max_model_len(spec: ModelSpec, cfg: ServeConfig) -> int:
     return cfg.max_model_len or spec.max_position_embeddings
 
 
-def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len: int) -> RankPlan:
+def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len: int,
+          measured: Measured | None = None) -> RankPlan:
     start, end = pp_partition(spec.num_layers, cfg.pp)[pp_rank]
     full, linear = layers_in_stage(spec, start, end)
     if cfg.mtp_tokens and pp_rank == cfg.pp - 1:
         full += spec.mtp_layers          # the MTP drafter's attention layers share the KV pool
     weights = rank_weights(spec, cfg, pp_rank)
-    total = hw.gpu.memory_bytes
+    if measured is not None and measured.weights_bytes is not None:
+        weights = {"measured": measured.weights_bytes, "total": measured.weights_bytes}
     if cfg.backend == "vllm":
-        overhead = vllm_overhead(spec, cfg, hw.gpu)
-        budget = int(total * cfg.gpu_memory_utilization)
+        total = hw.gpu.usable_bytes
+        terms = vllm_overhead_terms(spec, cfg, hw.gpu)
+        overhead = int(cfg.overhead_gib * GIB) if cfg.overhead_gib is not None else terms.total
+        if measured is not None and measured.overhead_bytes is not None:
+            overhead = measured.overhead_bytes
+        budget = int(total * cfg.utilization)
         cache = budget - weights["total"] - overhead
+        if cfg.kv_cache_memory_gib is not None:
+            # --kv-cache-memory: vLLM takes the figure as given and skips the utilisation budget
+            # (gpu_worker.py determine_available_memory); it must still fit beside weights and activations.
+            budget = total
+            given = int(cfg.kv_cache_memory_gib * GIB)
+            cache = given if weights["total"] + overhead + given <= total else total - weights["total"] - overhead
         layout = vllm_layout(spec, cfg, full, linear)
         cap = vllm_capacity(layout, cache, max_len, cfg)
-        return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cache, cap.tokens,
+        tokens = cap.tokens if vllm_rules(cfg.backend_version or "0.26.0").tokens_from_concurrency \
+            else cap.legacy_tokens
+        return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cache, tokens,
                         cap.max_concurrency, block_size=layout.block_size,
-                        max_running_requests=cfg.max_num_seqs or 0)
+                        max_running_requests=cfg.max_num_seqs or terms.max_num_seqs, terms=terms)
+    total = hw.gpu.memory_bytes
     overhead = sglang_overhead(cfg)
     cap = sglang_capacity(spec, cfg, total, weights["total"] + overhead, full, linear, max_len)
     budget = int(total * cap.mem_fraction_static)
@@ -90,13 +116,15 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
                     max_running_requests=cap.max_running_requests)
 
 
-def _evaluate(spec: ModelSpec, hw: Hardware, cfg: ServeConfig) -> Plan:
+def _evaluate(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, measured: Measured | None = None) -> Plan:
     cfg.validate()
+    if cfg.pp > spec.num_layers:
+        raise PlanInputError(f"--pp {cfg.pp} exceeds the {spec.num_layers} decoder layers of {spec.name}")
     max_len = _default_max_model_len(spec, cfg)
     rules = check_divisibility(spec, cfg)
     kv_tok = kv_bytes_per_token_per_layer(spec, cfg) * len(spec.full_attention_layers)
     gdn = gdn_state_bytes_per_layer(spec, cfg) * len(spec.linear_attention_layers)
-    ranks = [_rank(spec, hw, cfg, r, max_len) for r in range(cfg.pp)]
+    ranks = [_rank(spec, hw, cfg, r, max_len, measured) for r in range(cfg.pp)]
     plan = Plan(spec, hw, cfg, max_len, ranks, rules, kv_tok, gdn)
     plan.problems = _problems(plan)
     return plan
@@ -147,7 +175,7 @@ def _suggest(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, plan: Plan) -> lis
         return [f"use TP x PP x DP <= {hw.count} (e.g. --tensor-parallel-size "
                 f"{max(t for t in valid_tensor_parallel_sizes(spec, hw.count) if t <= hw.count)})"]
     candidates: list[tuple[str, ServeConfig, ModelSpec]] = []
-    if cfg.backend == "vllm" and cfg.gpu_memory_utilization < 0.95:
+    if cfg.backend == "vllm" and cfg.kv_cache_memory_gib is None and cfg.utilization < 0.95:
         candidates.append(("raise --gpu-memory-utilization to 0.95", cfg.with_(gpu_memory_utilization=0.95), spec))
     if cfg.backend == "sglang":
         current = plan.ranks[0].budget_bytes / hw.gpu.memory_bytes
@@ -183,9 +211,22 @@ def _suggest(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, plan: Plan) -> lis
     return out
 
 
-def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig) -> Plan:
-    """Plan memory for serving `model` on `hardware` with `config`; suggestions when it does not fit."""
-    result = _evaluate(model, hardware, config)
-    if not result.fits:
+def resolve_config(model: ModelSpec, config: ServeConfig) -> ServeConfig:
+    """Fill what the user left to the engine: its version, and that version's prefix-caching default."""
+    config = config.with_(backend_version=resolve_version(config.backend, config.backend_version))
+    if config.prefix_caching is None:
+        on = config.backend != "vllm" or not model.is_hybrid or vllm_rules(config.backend_version).hybrid_prefix_caching
+        config = config.with_(prefix_caching=on)
+    return config
+
+
+def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Measured | None = None) -> Plan:
+    """Plan memory for serving `model` on `hardware` with `config`; suggestions when it does not fit.
+
+    `config.backend_version` None means the installed engine, else the newest version known.
+    """
+    config = resolve_config(model, config)
+    result = _evaluate(model, hardware, config, measured)
+    if not result.fits and measured is None:
         result.suggestions = _suggest(model, hardware, config, result)
     return result

@@ -17,10 +17,33 @@ def _weights_detail(w: dict[str, int]) -> str:
     return ", ".join(f"{k} {v / GIB:.2f}" for k, v in parts)
 
 
+def band_text(p: Plan) -> str:
+    """"± 0.2% (why)" or "error not measured (why)" for the plan's KV tokens."""
+    from doctor.planner.accuracy import band
+
+    if p.config.backend != "vllm":
+        return "SGLang: error not measured (no logged SGLang boot in the calibration set)"
+    rel, why = band(p.hardware.gpu.usable_bytes, p.config.tp, p.config.backend_version or "",
+                    p.model.quantization.method)
+    return f"± {rel:.1%} ({why})" if rel is not None else why
+
+
+def render_layouts(plans: list[Plan]) -> str:
+    """One line per layout, best first."""
+    lines = [f"layouts of {plans[0].hardware} (best first; the best is planned below):"]
+    for i, p in enumerate(plans, 1):
+        c = p.config
+        name = f"TP {c.tp} x PP {c.pp} x DP {c.dp}" + (" + EP" if c.expert_parallel else "")
+        verdict = (f"{p.kv_tokens:,} KV tokens/replica, {p.max_concurrency * c.dp:,.2f} requests at "
+                   f"{p.max_model_len:,} tokens" if p.fits else "does not fit: " + p.problems[0][:90])
+        lines.append(f"  {i:>2}. {name:<26} {verdict}")
+    return "\n".join(lines)
+
+
 def render_text(p: Plan) -> str:
     cfg, spec = p.config, p.model
     lines = [
-        f"qwen-doctor plan: {spec.name} on {p.hardware} with {cfg.backend} "
+        f"qwen-doctor plan: {spec.name} on {p.hardware} with {cfg.backend} {cfg.backend_version or ''} "
         f"(TP {cfg.tp}, PP {cfg.pp}, DP {cfg.dp}{', EP' if cfg.expert_parallel else ''})",
         f"  max model len {p.max_model_len:,} · KV cache {cfg.kv_cache_dtype}: "
         f"{p.kv_bytes_per_token / 1024:,.1f} KiB/token/GPU ({len(spec.full_attention_layers)} of "
@@ -31,15 +54,20 @@ def render_text(p: Plan) -> str:
     share = "gpu-memory-utilization" if cfg.backend == "vllm" else "mem-fraction-static"
     rows: list[tuple[str, list[str]]] = [
         ("layers", [f"{r.layers[0]}-{r.layers[1] - 1} ({r.full_layers} attn, {r.linear_layers} GDN)" for r in p.ranks]),
-        ("GPU memory", [_gib(p.hardware.gpu.memory_bytes)] * len(p.ranks)),
-        (f"budget ({share})", [f"{_gib(r.budget_bytes)} ({r.budget_bytes / p.hardware.gpu.memory_bytes:.3f})"
+        ("GPU memory (torch)" if cfg.backend == "vllm" else "GPU memory",
+         [_gib(p.hardware.gpu.usable_bytes if cfg.backend == "vllm" else p.hardware.gpu.memory_bytes)] * len(p.ranks)),
+        (f"budget ({share})", [f"{_gib(r.budget_bytes)} ({r.budget_bytes / (p.hardware.gpu.usable_bytes if cfg.backend == 'vllm' else p.hardware.gpu.memory_bytes):.3f})"
                                for r in p.ranks]),
         ("weights", [_gib(r.weights["total"]) for r in p.ranks]),
         ("  of which", [_weights_detail(r.weights) for r in p.ranks]),
         ("overhead (estimate)", [_gib(r.overhead_bytes) for r in p.ranks]),
+        *([("  of which", [f"activation {r.terms.peak_activation / GIB:.2f}, non-torch {r.terms.non_torch / GIB:.2f}, "
+                            f"CUDA graphs {r.terms.cudagraph_estimate / GIB:.2f}" for r in p.ranks])]
+          if cfg.backend == "vllm" and all(r.terms for r in p.ranks) and cfg.overhead_gib is None else []),
         ("KV cache" + (" + mamba pool" if cfg.backend == "sglang" and p.gdn_state_bytes_per_seq else ""),
          [_gib(r.cache_bytes) for r in p.ranks]),
         ("KV capacity", [f"{r.kv_tokens:,} tokens" for r in p.ranks]),
+        ("  error band", [band_text(p)] * len(p.ranks)),
         ("max concurrency", [f"{r.max_concurrency:,.2f} x {p.max_model_len:,} tokens" for r in p.ranks]),
     ]
     if cfg.backend == "vllm":
@@ -54,6 +82,11 @@ def render_text(p: Plan) -> str:
     for name, values in rows:
         lines.append("  " + name.ljust(width) + "  ".join(v.ljust(c) for v, c in zip(values, cols)))
     lines.append("")
+    if p.hardware.gpu.unified:
+        lines.append(f"  ! {p.hardware.gpu.name} shares one memory between CPU and GPU: vLLM sizes from the free "
+                     "memory cudaMemGetInfo reports, which page cache and host processes shrink; drop caches "
+                     "(sync; echo 3 > /proc/sys/vm/drop_caches) before starting and keep "
+                     "--gpu-memory-utilization low enough for the host")
     for r in p.rules:
         if not r.ok:
             mark = "✗" if r.severity == "fail" else "!"

@@ -46,7 +46,7 @@ class VllmKVLayout:
         return self.page_bytes * self.group_size
 
     def blocks_per_request(self, max_model_len: int, cfg: ServeConfig) -> int:
-        mamba_blocks = (2 if cfg.prefix_caching else 1) + cfg.mtp_tokens
+        mamba_blocks = (2 if cfg.prefix_caching_on else 1) + cfg.mtp_tokens
         return self.attention_groups * cdiv(max_model_len, self.block_size) + self.mamba_groups * mamba_blocks
 
 

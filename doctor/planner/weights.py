@@ -41,11 +41,17 @@ def bytes_per_param(spec: ModelSpec, tensor: Tensor) -> float:
     if not tensor.linear or q.method == "none" or tensor.group not in q.modules:
         return dtype_bytes(spec.dtype)
     if q.method == "fp8":
-        # one float32 scale_inv per weight block (Fp8LinearMethod, block-wise)
-        bn, bk = q.weight_block_size or (tensor.rows, tensor.cols)
+        # one float32 scale per weight block (Fp8LinearMethod block-wise), per output channel, or per tensor
+        bn, bk = q.weight_block_size or ((1, tensor.cols) if q.per_channel else (tensor.rows, tensor.cols))
         return 1 + 4 / (bn * bk)
-    # GPTQ: packed int weights + one fp16 scale and one packed zero point per group and column
-    return q.bits / 8 + 2 / q.group_size + (q.bits / 8) / q.group_size
+    if q.method == "nvfp4":
+        # packed 4-bit values + one FP8 (e4m3) scale per 16 (modelopt / compressed-tensors NVFP4)
+        return 0.5 + 1 / q.group_size
+    # int (GPTQ / AWQ / AutoRound / compressed-tensors): packed int weights + one fp16 scale per group and
+    # column, plus a packed zero point when asymmetric (GPTQ checkpoints store qzeros either way)
+    group = tensor.cols if q.group_size == -1 else q.group_size
+    zeros = q.bits / 8 / group if (not q.symmetric or q.group_size != -1) else 0
+    return q.bits / 8 + 2 / group + zeros
 
 
 def _rank_numel(spec: ModelSpec, cfg: ServeConfig, tensor: Tensor, vision_tp: int) -> float:

@@ -62,8 +62,42 @@ def render_junit(report: Report, fail_on: str = "fail") -> str:
                   0.0, Status.FAIL if m.get("severity") == "error" else Status.WARN, summary,
                   [m.get("line", ""), m.get("why", "")], [fix_text(s) for s in m.get("fix") or []], [], fail_on)
     _totals(root, root.findall("testsuite"))
+    _properties(root, report.sections)
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def flat_properties(sections: dict[str, Any]) -> list[tuple[str, str]]:
+    """The run's measurements as (name, value) pairs: `client.*` from sections.metrics, `server.*` from
+    sections.server, `deploy.*` from sections.deployment (numbers only, dotted paths)."""
+    out: list[tuple[str, str]] = []
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(f"{prefix}.{k}", v)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out.append((prefix, f"{value:g}" if isinstance(value, float) else str(value)))
+
+    deployment = sections.get("deployment") or {}
+    for key in ("ready_seconds", "seconds", "exit_code"):
+        walk(f"deploy.{key}", deployment.get(key))
+    walk("client", sections.get("metrics") or {})
+    walk("server", {k: v for k, v in (sections.get("server") or {}).items() if k != "families"})
+    return out
+
+
+def _properties(root: ET.Element, sections: dict[str, Any]) -> None:
+    """Measurements as <properties> of the deploy suite (else the first), where CI dashboards read them."""
+    pairs = flat_properties(sections)
+    suites = root.findall("testsuite")
+    if not pairs or not suites:
+        return
+    suite = next((s for s in suites if s.get("name") == "qwen-doctor.deploy"), suites[0])
+    props = ET.Element("properties")
+    for name, value in pairs:
+        ET.SubElement(props, "property", name=xml_text(name), value=xml_text(value))
+    suite.insert(0, props)
 
 
 def _suite(root: ET.Element, name: str, report: Report) -> ET.Element:

@@ -7,8 +7,9 @@ import re
 from typing import Any
 
 from doctor.report.model import Report
-from doctor.report.sections import PERCENTILE_METRICS, PERCENTILES, SECTION_ORDER, as_status, fix_text
-from doctor.report.view import PLAN_SKIP, grid, problems_first, section_rows
+from doctor.report.sections import PERCENTILES, SECTION_ORDER, as_status, fix_text
+from doctor.report.view import (PLAN_SKIP, code_spans, command_line, grid, latency_table, problems_first,
+                                section_rows, verdict_result)
 from doctor.results import Result, Status
 
 _SPECIAL = re.compile(r"([\\`*\[\]|])")
@@ -19,6 +20,19 @@ def md(text: Any) -> str:
     """Inline text that cannot open HTML tags or entities, tables, links or code spans ('>' stays readable)."""
     escaped = _ENTITY.sub(r"&amp;\1", _SPECIAL.sub(r"\\\1", str(text)))
     return escaped.replace("<", "&lt;").replace("\n", " ")
+
+
+def code(text: str) -> str:
+    """An inline code span that survives backticks inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    tick = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{tick}{pad}{text}{pad}{tick}"
+
+
+def rich(text: Any) -> str:
+    """Inline text whose Markdown `code` spans stay code spans; everything else escaped like `md`."""
+    return "".join(code(part) if is_code else md(part) for is_code, part in code_spans(str(text)))
 
 
 def fenced(text: str, lang: str = "") -> str:
@@ -32,9 +46,12 @@ def render_markdown(report: Report) -> str:
     report = report.redacted()
     s = report.facts_summary
     c = report.counts()
-    out = [f"## qwen-doctor report: {report.status.symbol} {report.status.value}", "",
-           f"`{md(report.command)}` · qwen-doctor {md(report.tool_version)} · {md(report.created_at)}"
-           + (f" · host {md(s['hostname'])}" if s.get("hostname") else ""), ""]
+    out = [f"## qwen-doctor report: {report.status.symbol} {report.status.value}", ""]
+    outcome = verdict_result(report.results)
+    if outcome is not None:
+        out += [f"**Deploy {outcome.status.value}: {rich(outcome.summary)}**", ""]
+    out += [f"{code(command_line(report))} · qwen-doctor {md(report.tool_version)} · {md(report.created_at)}"
+            + (f" · host {md(s['hostname'])}" if s.get("hostname") else ""), ""]
     if s.get("gpus"):
         out += [f"GPUs: {md(s.get('gpus', 'none'))} · driver {md(s.get('driver_version') or '-')} · "
                 + " · ".join(f"{md(k)} {md(v)}" for k, v in (s.get("packages") or {}).items()), ""]
@@ -68,10 +85,10 @@ def render_markdown(report: Report) -> str:
 
 def _problem(r: Result) -> list[str]:
     subject = f" [{md(r.subject)}]" if r.subject else ""
-    lines = [f"**{r.status.symbol} {md(r.check_id)}**{subject} {md(r.title)} ({md(r.severity)}): {md(r.summary)}"]
-    lines += [f"- {md(d)}" for d in r.details]
+    lines = [f"**{r.status.symbol} {md(r.check_id)}**{subject} {md(r.title)} ({md(r.severity)}): {rich(r.summary)}"]
+    lines += [f"- {rich(d)}" for d in r.details]
     if r.fix:
-        lines += ["", "Fix:"] + [f"1. {md(f)}" for f in r.fix]
+        lines += ["", "Fix:"] + [f"1. {rich(f)}" for f in r.fix]
     if r.remedy_ids:
         lines.append(f"\nSee `qwen-doctor remedies show {md(' '.join(r.remedy_ids))}`")
     return lines + [""]
@@ -102,17 +119,20 @@ def _sections(sections: dict[str, Any]) -> list[str]:
                        f"{md(ex.get('summary', ''))}"
                        + ("".join(f" → {md(f)}" for f in ex.get("fix") or []) if st is not Status.OK else "") + " |")
         out.append("")
-    metrics = sections.get("metrics")
-    if metrics:
+    metrics = sections.get("metrics") or {}
+    server = sections.get("server") or {}
+    if metrics or server:
         out += ["### Metrics", ""]
-        pct = metrics.get("percentiles") or {}
-        if pct:
-            out += ["| metric | " + " | ".join(PERCENTILES) + " |", "|---|" + "---:|" * len(PERCENTILES)]
-            for name in [m for m in PERCENTILE_METRICS if m in pct] + [m for m in pct if m not in PERCENTILE_METRICS]:
-                out.append(f"| {md(name)} | " + " | ".join(_num(pct[name].get(p)) for p in PERCENTILES) + " |")
+        rows = latency_table(sections)
+        if rows:
+            out += ["| latency (ms) | " + " | ".join(PERCENTILES) + " |", "|---|" + "---:|" * len(PERCENTILES)]
+            out += [f"| {md(name)} | " + " | ".join(_num(row.get(p)) for p in PERCENTILES) + " |" for name, row in rows]
             out.append("")
         rest = section_rows(metrics, skip=("percentiles",))
         out += [f"- {md(k)}: {md(v)}" for k, v in rest] + [""]
+        if server:
+            out += [f"Server-side ({md(server.get('backend'))} /metrics):", ""]
+            out += [f"- {md(k)}: {md(v)}" for k, v in section_rows(server, skip=("latency",))] + [""]
     remedies = sections.get("remedies") or []
     if remedies:
         out += ["### Matched log errors", ""]
@@ -125,7 +145,7 @@ def _sections(sections: dict[str, Any]) -> list[str]:
             ctx = m.get("context") or {}
             lines = [*(ctx.get("before") or []), m.get("line", ""), *(ctx.get("after") or [])]
             out += ["", fenced("\n".join(lines))]
-            out += ["", "Fix:"] + [f"1. {md(fix_text(f))}" for f in m.get("fix") or []]
+            out += ["", "Fix:"] + [f"1. {rich(fix_text(f))}" for f in m.get("fix") or []]
             out += [f"- source: {md(u)}" for u in m.get("source") or []] + [""]
     for name, section in sections.items():
         table = grid(name, section) if name not in SECTION_ORDER else None

@@ -75,11 +75,12 @@ class Report:
                    redaction=data.get("redaction"))
 
     def redacted(self, hosts: bool = False) -> "Report":
-        """A copy with secrets (and with `hosts`, hostnames and IPs) replaced everywhere: the one redaction pass."""
+        """A copy with secrets (and with `hosts`, hostnames and IPs) replaced everywhere and control characters
+        from logs shown as escapes (`doctor.textsafe`): the one redaction pass every output format reads."""
         if self.redaction is not None and (self.redaction.get("hosts") or not hosts):
             return self
         plain = json.loads(json.dumps(self.to_dict(), default=str))
-        doc = redact_document(plain, hosts=hosts)
+        doc = redact_document(plain, hosts=hosts, visible=True)
         doc["redaction"] = {"secrets": True, "hosts": hosts}
         return Report.from_dict(doc)
 

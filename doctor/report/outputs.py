@@ -1,7 +1,10 @@
-"""Render one report to stdout and/or files: format by extension, redaction once, atomic writes.
+"""Render one report to stdout and/or files: format by extension, redaction once, safe atomic writes.
 
 Used by every command through `doctor.cli.options.report_outputs`:
-    write_outputs(report, outputs=["r.html", "r.xml"], fmt=None, redact_hosts=False)
+    write_outputs(report, outputs=["r.html", "r.xml"], fmt=None, redact_hosts=False, inputs=["bundle.json"])
+
+Files are written by `doctor.outfile` (regular files or new paths only, never an input of the command,
+atomic with a unique temp name, permissions kept); a replaced file is said so on stderr.
 """
 
 from __future__ import annotations
@@ -10,9 +13,10 @@ import importlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable
 
 from doctor.errors import DoctorError
+from doctor.outfile import check_outputs, write_file
 from doctor.report.model import Report
 
 FORMATS = ("text", "json", "junit", "md", "html")
@@ -20,6 +24,7 @@ EXTENSIONS = {".txt": "text", ".log": "text", ".json": "json", ".xml": "junit", 
               ".markdown": "md", ".html": "html", ".htm": "html"}
 STDOUT = "-"
 Terminal = Callable[[Report, bool], str]
+Inputs = Iterable["str | Path | None"]
 _RENDERERS = {"text": "doctor.report.text:render_text", "json": "doctor.report.jsonout:render_json",
               "junit": "doctor.report.junit:render_junit", "md": "doctor.report.markdown:render_markdown",
               "html": "doctor.report.html:render_html"}
@@ -59,12 +64,11 @@ def plan_targets(outputs: list[str] | tuple[str, ...], fmt: str | None) -> list[
     return targets
 
 
-def check_targets(outputs: list[str] | tuple[str, ...], fmt: str | None) -> list[Target]:
-    """The targets, after checking that every file can be written: a command calls this before long work."""
+def check_targets(outputs: list[str] | tuple[str, ...], fmt: str | None, inputs: Inputs = ()) -> list[Target]:
+    """The targets, after checking that every file can be written safely (a regular file or a new path, none
+    of them an input of the command): a command calls this before long work."""
     targets = plan_targets(outputs, fmt)
-    for t in targets:
-        if t.path != STDOUT:
-            _check_writable(Path(t.path))
+    check_outputs([t.path for t in targets if t.path != STDOUT], inputs, what="report")
     return targets
 
 
@@ -81,15 +85,17 @@ def render(report: Report, fmt: str, *, fail_on: str = "fail", verbose: bool = F
 
 def write_outputs(report: Report, outputs: list[str] | tuple[str, ...] = (), fmt: str | None = None, *,
                   redact_hosts: bool = False, fail_on: str = "fail", verbose: bool = False,
-                  terminal: Terminal | None = None) -> list[str]:
+                  terminal: Terminal | None = None, inputs: Inputs = ()) -> list[str]:
     """Redact once, render every requested format, then write: stdout, and files atomically; the files written.
 
-    Every path is checked before anything is written, so a bad `--output` leaves all files as they were.
+    Every path is checked before anything is written, so a bad `--output` leaves all files as they were;
+    `inputs` are the files the command read, which no output may replace.
     When only files are requested, stdout still gets the terminal text and stderr one line per file.
     `terminal(redacted_report, color)` replaces the generic text on stdout (a command's own table, say);
     it must render from the report it is given, which is the redacted one.
     """
-    targets = check_targets(outputs, fmt)
+    inputs = tuple(inputs)
+    targets = check_targets(outputs, fmt, inputs)
     safe = report.redacted(hosts=redact_hosts)
     if all(t.path != STDOUT for t in targets):
         targets = [Target(STDOUT, "text"), *targets]
@@ -101,30 +107,23 @@ def write_outputs(report: Report, outputs: list[str] | tuple[str, ...] = (), fmt
         else:
             rendered.append((t, render(safe, t.fmt, fail_on=fail_on, verbose=verbose,
                                        color=color and t.path == STDOUT)))
+    for t, text in rendered:  # files first: a closed pipe on stdout (`| head`) must not cost them
+        if t.path != STDOUT:
+            replaced = write_file(t.path, text, inputs, what="report")
+            print(f"wrote {t.path} ({t.fmt}{', replaced the existing file' if replaced else ''})", file=sys.stderr)
     for t, text in rendered:
         if t.path == STDOUT:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        else:
-            _write_atomic(Path(t.path), text)
-            print(f"wrote {t.path} ({t.fmt})", file=sys.stderr)
+            _write_stdout(text)
     return [t.path for t in targets if t.path != STDOUT]
 
 
-def _check_writable(path: Path) -> None:
-    if path.is_dir():
-        raise DoctorError(f"cannot write report {path}: it is a directory")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise DoctorError(f"cannot write report {path}: directory {parent} does not exist")
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
+def _write_stdout(text: str) -> None:
+    """Write to stdout; a reader that closed the pipe early (`| head`) ends the output quietly."""
     try:
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise DoctorError(f"cannot write report {path}: {exc.strerror or exc}") from None
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        import os
 
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())

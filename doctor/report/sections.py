@@ -16,6 +16,11 @@ sections.metrics     : {requests, concurrency, duration_s, errors,
                        throughput {requests_per_s, output_tokens_per_s, total_tokens_per_s},
                        percentiles {ttft_ms|tpot_ms|itl_ms|e2el_ms: {p50, p90, p99}},
                        kv_cache {predicted_tokens, reported_tokens}}.
+sections.server      : the server's own /metrics between two scrapes (`doctor.deploy.server_metrics.compare`):
+                       {backend, families, requests, latency {ttft_ms|tpot_ms|itl_ms|e2el_ms|queue_ms: {p50, p90,
+                       p99, mean}} (of the measured burst: latency_requests), preemptions, errors, aborted,
+                       kv_usage|waiting|running {before, after, peak}}.
+sections.probe       : {url, model, metrics ("read" or why not)} of `qwen-doctor probe`.
 sections.remedies[]  : {id, title, severity, component, count (default 1), first_line {source, line},
                        last_line {source, line}, line, context {before [str], after [str]}, why,
                        fix [str | {text, applies}], source [url], wrapper (bool)}:
@@ -34,7 +39,7 @@ from doctor.results import Status
 
 PERCENTILE_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms")
 PERCENTILES = ("p50", "p90", "p99")
-SECTION_ORDER = ("plan", "deployment", "exercises", "metrics", "remedies", "logs")
+SECTION_ORDER = ("plan", "deployment", "exercises", "metrics", "server", "probe", "remedies", "logs")
 
 
 class Location(TypedDict):

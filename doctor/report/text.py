@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from doctor.report.model import Report
 from doctor.report.sections import PERCENTILES, as_status, fix_text
-from doctor.report.view import unreported_exercises
+from doctor.report.view import plain, section_rows, unreported_exercises, verdict_result
 from doctor.results import Result, Status, worst
 
 _COLOR = {Status.OK: "32", Status.WARN: "33", Status.FAIL: "31", Status.ERROR: "35", Status.SKIP: "90"}
@@ -21,8 +21,12 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
     """Grouped by category; details show for problems (and everything with verbose), fixes under problems."""
     report = report.redacted()
     s = report.facts_summary
-    lines = [f"qwen-doctor {report.tool_version} · {report.command} · host {s.get('hostname') or '?'} · "
-             f"{s.get('source', 'live')}"]
+    lines = []
+    outcome = verdict_result(report.results)
+    if outcome is not None:
+        lines.append(_paint(f"Deploy {outcome.status.value}: {plain(outcome.summary)}", outcome.status, color))
+    lines.append(f"qwen-doctor {report.tool_version} · {report.command} · host {s.get('hostname') or '?'} · "
+                 f"{s.get('source', 'live')}")
     if s:
         parts = [f"driver {s.get('driver_version') or '-'}", f"GPUs: {s.get('gpus')}"]
         parts += [f"{k} {v}" for k, v in (s.get("packages") or {}).items()]
@@ -62,12 +66,23 @@ def section_lines(sections: dict[str, Any], results: Sequence[Result] = ()) -> l
             out.append(f"    {st.symbol} {ex.get('name')}: {ex.get('summary', '')}")
             if st.rank >= Status.WARN.rank:
                 out += [f"        → {f}" for f in ex.get("fix") or []]
-    pct = (sections.get("metrics") or {}).get("percentiles") or {}
+    client = (sections.get("metrics") or {}).get("percentiles") or {}
+    server = sections.get("server") or {}
+    own = server.get("latency") or {}
+    pct: dict[str, Any] = {}
+    for name in [*client, *(k for k in own if k not in client)]:  # each server row under its client row
+        if name in client:
+            pct[name] = client[name]
+        if name in own:
+            pct[f"{name} server"] = own[name]
     if pct:
-        out += ["", "    latency (ms)   " + "  ".join(f"{p:>9}" for p in PERCENTILES)]
+        out += ["", "    latency (ms)     " + "  ".join(f"{p:>9}" for p in PERCENTILES)]
         for name, row in pct.items():
-            out.append(f"    {name:<14} " + "  ".join(
+            out.append(f"    {name:<16} " + "  ".join(
                 f"{row.get(p):>9,.1f}" if isinstance(row.get(p), (int, float)) else f"{'-':>9}" for p in PERCENTILES))
+    if server:
+        out.append(f"    server ({server.get('backend')}): " + "; ".join(
+            f"{k} {v}" for k, v in section_rows(server, skip=("latency", "backend", "families"))))
     remedies = sections.get("remedies") or []
     if remedies:
         out += ["", "[✗] matched log errors"]
@@ -75,7 +90,7 @@ def section_lines(sections: dict[str, Any], results: Sequence[Result] = ()) -> l
             where = m.get("first_line") or {}
             out.append(f"    ✗ {m.get('id')} {m.get('title')} ({m.get('count', 1)}x, first at "
                        f"{where.get('source', '?')}:{where.get('line', '?')})")
-            out += [f"        → {fix_text(f)}" for f in m.get("fix") or []]
+            out += [f"        → {plain(fix_text(f))}" for f in m.get("fix") or []]
     return out
 
 
@@ -85,12 +100,12 @@ def worst_status(values: Any) -> Status:
 
 def _result_lines(r: Result, verbose: bool, color: bool) -> list[str]:
     subject = f" [{r.subject}]" if r.subject else ""
-    out = [f"    {_paint(r.status.symbol, r.status, color)} {r.check_id}{subject} {r.title}: {r.summary}"]
+    out = [f"    {_paint(r.status.symbol, r.status, color)} {r.check_id}{subject} {r.title}: {plain(r.summary)}"]
     problem = r.status in (Status.WARN, Status.FAIL, Status.ERROR)
     if problem or verbose:
-        out += [f"        • {d}" for d in r.details]
+        out += [f"        • {plain(d)}" for d in r.details]
     if problem:
-        out += [f"        → {f}" for f in r.fix]
+        out += [f"        → {plain(f)}" for f in r.fix]
         if r.remedy_ids:
             out.append(f"        see: qwen-doctor remedies show {' '.join(r.remedy_ids)}")
     return out

@@ -7,11 +7,17 @@ shim interpreter can stand in for the backend's python. Behaviour comes from FAK
   die         print a vLLM --max-model-len error and exit 1 during start
   fatal       print a fatal error line, then keep running without becoming healthy
   hang        never become healthy (keeps logging nothing)
+  slow        never become healthy but keep logging weight-loading progress (a start that needs longer);
+              on SIGTERM it logs "Shutting down" and exits
   bad-json    structured output returns text that is not JSON
   think-leak  reasoning arrives as <think> inside content
   engine-dead /health passes, every completion answers HTTP 500 (vLLM's EngineDeadError)
   crash       the first completion logs vLLM's EngineDeadError, answers HTTP 500 and the server exits
   shutdown-noise  like ok, but logs vLLM's EngineDeadError line when stopped with SIGTERM (as vLLM 0.32 does)
+  pressure    like ok, but /metrics shows the KV cache near full, a preemption per request and a queue
+              that keeps growing
+/metrics serves the backend's Prometheus metric names (vllm: or sglang:) measured on the requests it
+answered; FAKE_SERVER_NO_METRICS=1 answers 404 there instead.
 FAKE_SERVER_CHILD=1 also starts a grandchild process (as vLLM starts EngineCore) to test group cleanup;
 FAKE_SERVER_IGNORE_TERM=1 makes the server ignore SIGTERM (to test the SIGKILL fallback).
 FAKE_SERVER_SAY=LINE logs LINE at start (to plant text, a secret say, in the server log).
@@ -28,6 +34,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 VLLM_LINES = [
     "(APIServer pid=1) INFO 12-02 15:59:16 [api_utils.py:286] non-default args: {'host': '127.0.0.1'}",
@@ -61,6 +69,60 @@ def arg(argv: list[str], name: str, default: str | None = None) -> str | None:
     return argv[argv.index(name) + 1] if name in argv and argv.index(name) + 1 < len(argv) else default
 
 
+class Metrics:
+    """The few server metrics qwen-doctor reads, under vLLM's or SGLang's names."""
+
+    def __init__(self, backend: str, mode: str) -> None:
+        self.registry = CollectorRegistry()
+        self.mode = mode
+        self.lock = threading.Lock()
+        self.active = 0
+        v = backend == "vllm"
+        r = self.registry
+        self.ttft = Histogram("vllm:time_to_first_token_seconds" if v else "sglang:time_to_first_token_seconds",
+                              "TTFT", registry=r)
+        self.itl = Histogram("vllm:inter_token_latency_seconds" if v else "sglang:inter_token_latency_seconds",
+                             "ITL", registry=r)
+        self.tpot = Histogram("vllm:request_time_per_output_token_seconds", "TPOT", registry=r) if v else None
+        self.e2el = Histogram("vllm:e2e_request_latency_seconds" if v else "sglang:e2e_request_latency_seconds",
+                              "E2E", registry=r)
+        self.queue = Histogram("vllm:request_queue_time_seconds" if v else "sglang:queue_time_seconds", "queue",
+                               registry=r)
+        self.kv = Gauge("vllm:kv_cache_usage_perc" if v else "sglang:token_usage", "KV usage", registry=r)
+        self.running = Gauge("vllm:num_requests_running" if v else "sglang:num_running_reqs", "running", registry=r)
+        self.waiting = Gauge("vllm:num_requests_waiting" if v else "sglang:num_queue_reqs", "waiting", registry=r)
+        self.preempt = Counter("vllm:num_preemptions" if v else "sglang:num_retracted_requests", "preempted",
+                               registry=r)
+        self.success = Counter("vllm:request_success", "finished", ["finished_reason"], registry=r) if v else None
+
+    def begin(self) -> float:
+        with self.lock:
+            self.active += 1
+            self.running.set(self.active)
+            self.kv.set(0.98 if self.mode == "pressure" else min(1.0, 0.01 * self.active))
+        return time.perf_counter()
+
+    def end(self, t0: float, ttft: float, tokens: int) -> None:
+        e2e = time.perf_counter() - t0
+        with self.lock:
+            self.active -= 1
+            self.running.set(self.active)
+            self.ttft.observe(ttft)
+            self.e2el.observe(e2e)
+            self.queue.observe(0.0001)
+            for _ in range(max(tokens - 1, 0)):
+                self.itl.observe((e2e - ttft) / max(tokens - 1, 1))
+            if self.tpot is not None and tokens > 1:
+                self.tpot.observe((e2e - ttft) / (tokens - 1))
+            if self.success is not None:
+                self.success.labels("length").inc()
+            if self.mode == "pressure":
+                self.preempt.inc()
+                self.waiting.inc()
+            else:
+                self.kv.set(0.01 * self.active)
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
     server_version = "fake-openai"
@@ -89,6 +151,13 @@ class Handler(BaseHTTPRequestHandler):
             return
         if self.path == "/health":
             self._json(200, {}) if cfg["ready"] else self._json(503, {"error": "starting"})
+        elif self.path == "/metrics" and cfg["ready"] and not os.environ.get("FAKE_SERVER_NO_METRICS"):
+            data = generate_latest(cfg["metrics"].registry)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
         elif self.path == "/v1/models" and cfg["ready"]:
             self._json(200, {"object": "list", "data": [{"id": cfg["model"], "object": "model"}]})
         else:
@@ -111,8 +180,12 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
         n = int(body.get("max_tokens") or 16)
         content, reasoning = self._answer(body, cfg)
+        t0 = cfg["metrics"].begin()
         if body.get("stream"):
-            return self._stream(n, body, reasoning)
+            ttft = self._stream(n, body, reasoning, t0)
+            cfg["metrics"].end(t0, ttft, n)
+            return None
+        cfg["metrics"].end(t0, time.perf_counter() - t0, n)
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if reasoning is not None:
             message["reasoning_content"] = reasoning
@@ -129,19 +202,48 @@ class Handler(BaseHTTPRequestHandler):
             return "51", "17 * 3 = 51"
         return "hello there friend how are", None
 
-    def _stream(self, n: int, body: dict[str, Any], reasoning: str | None) -> None:
+    def _stream(self, n: int, body: dict[str, Any], reasoning: str | None, t0: float) -> float:
+        """Stream n tokens 2 ms apart, HTTP/1.1 chunked like uvicorn (one SSE event per chunk); return the TTFT.
+        FAKE_SERVER_PAIRS=1 puts two tokens in each event after the first; FAKE_SERVER_BUNCH=k sends k events
+        in one write (one socket read for the client, as when it falls behind), then waits k times as long."""
+        self.protocol_version = "HTTP/1.1"
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
         self.end_headers()
-        for i in range(n):
-            chunk = {"choices": [{"index": 0, "delta": {"content": f"t{i} "}, "finish_reason": None}]}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.flush()
-            time.sleep(0.002)
-        if (body.get("stream_options") or {}).get("include_usage"):
+        self.close_connection = True
+        options = body.get("stream_options") or {}
+        step = 2 if os.environ.get("FAKE_SERVER_PAIRS") else 1
+        bunch = int(os.environ.get("FAKE_SERVER_BUNCH") or 1)
+        pending: list[bytes] = []
+        ttft = 0.0
+        i = 0
+        while i < n:
+            k = 1 if i == 0 else min(step, n - i)
+            chunk: dict[str, Any] = {"choices": [{"index": 0, "delta": {"content": " ".join(f"t{j}" for j in
+                                                                                            range(i, i + k)) + " "},
+                                                  "finish_reason": None}]}
+            i += k
+            if options.get("continuous_usage_stats"):
+                chunk["usage"] = {"prompt_tokens": 7, "completion_tokens": i, "total_tokens": 7 + i}
+            pending.append(_chunked(f"data: {json.dumps(chunk)}\n\n"))
+            if i == 1 or len(pending) == bunch or i >= n:
+                self.wfile.write(b"".join(pending))
+                self.wfile.flush()
+                ttft = ttft or time.perf_counter() - t0
+                time.sleep(0.002 * k * len(pending))
+                pending = []
+        if options.get("include_usage"):
             usage = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": n, "total_tokens": 7 + n}}
-            self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
-        self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.write(_chunked(f"data: {json.dumps(usage)}\n\n"))
+        self.wfile.write(_chunked("data: [DONE]\n\n") + b"0\r\n\r\n")
+        return ttft
+
+
+def _chunked(text: str) -> bytes:
+    data = text.encode()
+    return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
 
 class _Server(ThreadingHTTPServer):
@@ -152,12 +254,12 @@ class _Server(ThreadingHTTPServer):
 
 
 def serve(port: int, model: str, mode: str = "ok", reasoning: bool = False,
-          host: str = "127.0.0.1", api_key: str | None = None) -> ThreadingHTTPServer:
+          host: str = "127.0.0.1", api_key: str | None = None, backend: str = "vllm") -> ThreadingHTTPServer:
     """Start the fake API in a background thread (already healthy); the caller shuts it down."""
     httpd = _Server((host, port), Handler)
     httpd.daemon_threads = True
     httpd.cfg = {"model": model, "mode": mode, "reasoning": reasoning, "ready": True,
-                 "api_key": api_key}  # type: ignore[attr-defined]
+                 "api_key": api_key, "metrics": Metrics(backend, mode)}  # type: ignore[attr-defined]
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return httpd
 
@@ -190,8 +292,13 @@ def main(argv: list[str]) -> int:
     if mode in ("fatal", "hang"):
         while True:
             time.sleep(1)
+    if mode == "slow":
+        signal.signal(signal.SIGTERM, lambda *_: (print("INFO Shutting down", flush=True), os._exit(0)))
+        for i in range(10**6):
+            print(f"Loading safetensors checkpoint shards: {i % 100}% Completed | {i}/1000", flush=True)
+            time.sleep(0.3)
     httpd = serve(port, model, mode, reasoning=arg(argv, "--reasoning-parser") is not None,
-                  api_key=arg(argv, "--api-key"))
+                  api_key=arg(argv, "--api-key"), backend=backend)
     for line in lines[3:]:
         print(line.replace("{port}", str(port)), flush=True)
     print("INFO:     Application startup complete.", flush=True)

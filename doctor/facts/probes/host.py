@@ -49,7 +49,7 @@ def _memory() -> dict[str, int] | None:
     except ImportError:
         return None
     vm = psutil.virtual_memory()
-    return {"total": vm.total, "available": vm.available}
+    return {"total": vm.total, "available": vm.available, "free": vm.free, "cached": getattr(vm, "cached", 0)}
 
 
 def _disk(path: Path) -> dict[str, Any] | None:

@@ -1,0 +1,98 @@
+"""`qwen-doctor probe URL`: exercise and judge an OpenAI-compatible vLLM or SGLang server that is already
+running (the same exercise stage as `deploy`), with its /metrics read before and after."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import click
+
+from doctor.cli import options
+from doctor.errors import DoctorError
+
+
+def _base_url(url: str) -> str:
+    """The server root: scheme and host[:port], without a trailing /v1."""
+    import httpx
+
+    try:
+        parsed = httpx.URL(url)
+    except Exception:
+        raise DoctorError(f"not a URL: {url!r}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise DoctorError(f"probe needs an http(s) URL such as http://127.0.0.1:8000, got {url!r}")
+    path = parsed.path.rstrip("/")
+    path = path[: -len("/v1")] if path.endswith("/v1") else path
+    return str(parsed.copy_with(path=path or "", query=None, fragment=None)).rstrip("/")
+
+
+def _served_model(base: str, headers: dict[str, str]) -> str:
+    """The first model /v1/models lists (DoctorError when the server does not answer)."""
+    import httpx
+
+    try:
+        with httpx.Client(timeout=10.0, trust_env=False, headers=headers) as client:
+            r = client.get(f"{base}/v1/models")
+    except httpx.HTTPError as exc:
+        raise DoctorError(f"cannot reach {base}: {type(exc).__name__}: {exc}") from None
+    if r.status_code != 200:
+        raise DoctorError(f"{base}/v1/models answers HTTP {r.status_code}" +
+                          (" (pass --api-key)" if r.status_code == 401 else ""))
+    try:
+        ids = [m.get("id") for m in r.json().get("data", []) if isinstance(m, dict) and m.get("id")]
+    except (ValueError, AttributeError):
+        ids = []
+    if not ids:
+        raise DoctorError(f"{base}/v1/models lists no model; pass --model")
+    return ids[0]
+
+
+@click.command()
+@click.argument("url")
+@click.option("--model", default=None, help="Served model name (default: the first one /v1/models lists).")
+@click.option("--api-key", default=None, envvar="QWEN_DOCTOR_API_KEY", show_envvar=True,
+              help="Bearer token the server requires.")
+@click.option("--reasoning/--no-reasoning", default=False, help="Expect a reasoning parser (checks thinking is split).")
+@click.option("--burst", type=click.IntRange(1, 512), default=8, show_default=True,
+              help="Parallel streams in the burst (up to 512).")
+@click.option("--burst-tokens", type=click.IntRange(1, 8192), default=32, show_default=True,
+              help="Output tokens per burst request.")
+@click.option("--slo", "slo_items", multiple=True, metavar="NAME=VALUE",
+              help="A service-level objective the burst must meet (repeatable), e.g. ttft_p99_ms=2000.")
+@click.option("--request-timeout", type=click.FloatRange(min=1), default=120.0, show_default=True,
+              help="Seconds one request may take.")
+@options.report_outputs
+@options.fail_on
+@options.verbose
+def probe(url, model, api_key, reasoning, burst, burst_tokens, slo_items, request_timeout, report_out, fail_on,
+          verbose) -> None:
+    """Exercise a running server (models, chat, stream, JSON schema, reasoning, burst) and judge its /metrics."""
+    from doctor.deploy.exercise import ExerciseConfig
+    from doctor.deploy.judge import parse_slo
+    from doctor.deploy.probe import exercise_server
+    from doctor.deploy.run import exercise_result, exercise_section, metrics_section
+    from doctor.report.model import Report, exit_code, now
+
+    slo = parse_slo(slo_items)
+    base = _base_url(url)
+    report_out.check()
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    started = now()
+    model = model or _served_model(base, headers)
+    cfg = ExerciseConfig(model=model, reasoning=reasoning, burst=burst, burst_tokens=burst_tokens,
+                         request_timeout=request_timeout, headers=tuple(headers.items()))
+    click.echo(f"  probing {base} ({model}): exercises, then a burst of {burst} ...", err=True)
+    probed = asyncio.run(exercise_server(base, cfg, slo))
+    results = [exercise_result(ex) for ex in probed.exercises] + probed.results
+    report = Report(command=f"probe {base}", results=results, argv=sys.argv[1:], created_at=started)
+    report.sections["exercises"] = [exercise_section(ex) for ex in probed.exercises]
+    burst_ex = next((e for e in probed.exercises if e.name == "burst"), None)
+    if burst_ex is not None and burst_ex.data:
+        report.sections["metrics"] = metrics_section(burst_ex, burst)
+    if probed.server is not None:
+        report.sections["server"] = probed.server
+    report.sections["probe"] = {"url": base, "model": model, "metrics": probed.unavailable or "read"}
+    report.finished_at = now()
+    report_out.write(report, fail_on=fail_on, verbose=verbose)
+    sys.exit(exit_code(report.results, fail_on))

@@ -1,0 +1,165 @@
+"""The run directory: one JSON record per server qwen-doctor started, so that `deploy --status` can list
+them, `deploy --stop` can stop them and a busy port held by our own earlier server is recognised.
+
+Records live in `$QWEN_DOCTOR_STATE_DIR/runs`, else `$XDG_STATE_HOME/qwen-doctor/runs`, else
+`~/.local/state/qwen-doctor/runs`. A record is alive while a process with its pid and start time runs
+(pid reuse cannot pass for our server); a record whose process is gone is stale.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from doctor.errors import DoctorError
+
+STATE_ENV = "QWEN_DOCTOR_STATE_DIR"
+
+
+def runs_dir() -> Path:
+    """Where run records are kept (created on demand)."""
+    base = os.environ.get(STATE_ENV)
+    if base:
+        return Path(base) / "runs"
+    xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(xdg) / "qwen-doctor" / "runs"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One server qwen-doctor started: its group leader's pid and start time, where it serves, its log."""
+
+    pid: int
+    create_time: float
+    host: str
+    port: int
+    profile: str
+    backend: str
+    log: str
+    started_at: str
+    command: str = ""
+    kept: bool = False
+
+    @property
+    def id(self) -> str:
+        return str(self.pid)
+
+    @property
+    def path(self) -> Path:
+        return runs_dir() / f"{self.pid}-{int(self.create_time)}.json"
+
+    @property
+    def alive(self) -> bool:
+        """True while the recorded process (same pid, same start time) runs."""
+        try:
+            p = psutil.Process(self.pid)
+            return abs(p.create_time() - self.create_time) < 1.0 and p.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    def stop_hint(self) -> str:
+        return f"qwen-doctor deploy --stop {self.id}"
+
+
+def save(record: RunRecord) -> Path:
+    """Write (or rewrite) a record atomically; return its path."""
+    path = record.path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(asdict(record), indent=1), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def record_for(pid: int, **fields: Any) -> RunRecord:
+    """A record for the running process `pid` (its start time read now)."""
+    try:
+        created = psutil.Process(pid).create_time()
+    except psutil.Error:
+        created = time.time()
+    return RunRecord(pid=pid, create_time=created, **fields)
+
+
+def forget(record: RunRecord) -> None:
+    """Remove a record (the server is gone)."""
+    with contextlib.suppress(FileNotFoundError):
+        record.path.unlink()
+
+
+def load_all() -> list[RunRecord]:
+    """Every readable record, oldest first; unreadable files are skipped."""
+    out = []
+    folder = runs_dir()
+    if not folder.is_dir():
+        return []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            out.append(RunRecord(**data))
+        except (OSError, ValueError, TypeError):
+            continue
+    return sorted(out, key=lambda r: r.create_time)
+
+
+def holder_of(port: int) -> RunRecord | None:
+    """Our own alive server that serves `port`, if any."""
+    return next((r for r in load_all() if r.port == port and r.alive), None)
+
+
+def find(run_id: str) -> RunRecord:
+    """The record with this id (the server's pid), or DoctorError naming the known ids."""
+    records = load_all()
+    match = [r for r in records if r.id == run_id]
+    if not match:
+        known = ", ".join(r.id for r in records) or "none"
+        raise DoctorError(f"no server with id {run_id!r} was started by qwen-doctor (known: {known}); "
+                          "see `qwen-doctor deploy --status`")
+    return match[-1]
+
+
+def stop(record: RunRecord, grace: float = 15.0) -> str:
+    """Stop a recorded server's whole process group (SIGTERM, then SIGKILL after `grace`), forget it,
+    and say what happened."""
+    if not record.alive:
+        forget(record)
+        return f"{record.id}: already gone (stale record removed)"
+    _killpg(record.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _group_alive(record.pid):
+        time.sleep(0.1)
+    how = "stopped with SIGTERM"
+    if _group_alive(record.pid):
+        _killpg(record.pid, signal.SIGKILL)
+        how = f"killed with SIGKILL after {grace:g} s"
+    forget(record)
+    return f"{record.id}: {how} (port {record.port}, profile {record.profile})"
+
+
+def _killpg(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while any process other than a zombie is in the group."""
+    for p in psutil.process_iter(["pid"]):
+        with contextlib.suppress(psutil.Error, ProcessLookupError):
+            if os.getpgid(p.pid) == pgid and p.status() != psutil.STATUS_ZOMBIE:
+                return True
+    return False
+
+
+def describe(record: RunRecord) -> str:
+    """One line for `deploy --status`."""
+    state = "alive" if record.alive else "stale"
+    kept = ", kept" if record.kept else ""
+    return (f"{record.id:>8}  {state:5}  {record.host}:{record.port}  {record.profile} ({record.backend}{kept})  "
+            f"started {record.started_at}  log {record.log}")

@@ -1,0 +1,98 @@
+"""Residuals of the planner against real boot logs, and the error band printed with every plan.
+
+An entry of tests/data/published_kv/*.yaml with `predict: true` names everything a full prediction needs
+(model, GPUs, vLLM version, flags); its log lines give the logged weights, available KV memory and tokens.
+`band()` is the largest residual of KV tokens over those boots (calibration.yaml, written by
+bench/plan_accuracy.py and checked against the data by tests/test_planner_accuracy.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from doctor.planner.hardware import GIB
+
+_WEIGHTS = re.compile(r"(?:Model loading took|Actual usage is) ([\d.]+) GiB (?:memory|for weight)")
+_AVAILABLE = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
+_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+
+
+@dataclass(frozen=True)
+class Residual:
+    """Planned vs logged for one boot (relative errors: planned / logged - 1)."""
+
+    id: str
+    logged_tokens: int
+    planned_tokens: int
+    logged_weights_gib: float | None
+    planned_weights_gib: float
+    logged_available_gib: float | None
+    planned_available_gib: float
+
+    @property
+    def tokens_error(self) -> float:
+        return self.planned_tokens / self.logged_tokens - 1
+
+    @property
+    def weights_error(self) -> float | None:
+        return None if self.logged_weights_gib is None else self.planned_weights_gib / self.logged_weights_gib - 1
+
+
+def _find(pattern: re.Pattern[str], lines: list[str]) -> str | None:
+    return next((m.group(1) for line in lines if (m := pattern.search(line))), None)
+
+
+def residual(entry: dict[str, Any]) -> Residual:
+    """Plan one `predict: true` entry and compare with its log lines."""
+    from doctor.models import get_model
+    from doctor.planner.config import ServeConfig
+    from doctor.planner.hardware import parse_gpus
+    from doctor.planner.plan import plan
+
+    cfg = ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"])
+    p = plan(get_model(entry["model"]), parse_gpus(entry["gpus"]), cfg)
+    rank = min(p.ranks, key=lambda r: r.kv_tokens)
+    weights = _find(_WEIGHTS, entry["log"])
+    available = _find(_AVAILABLE, entry["log"])
+    tokens = _find(_TOKENS, entry["log"])
+    if tokens is None:
+        raise ValueError(f"entry {entry['id']}: no 'GPU KV cache size' line")
+    return Residual(entry["id"], int(tokens.replace(",", "")), p.kv_tokens,
+                    float(weights) if weights else None, rank.weights["total"] / GIB,
+                    float(available) if available else None, rank.cache_bytes / GIB)
+
+
+def residuals(entries: list[dict[str, Any]]) -> list[Residual]:
+    return [residual(e) for e in entries if e.get("predict")]
+
+
+@lru_cache(maxsize=1)
+def calibration() -> dict[str, Any]:
+    """The shipped summary of the residuals (calibration.yaml)."""
+    return yaml.safe_load(resources.files("doctor.planner").joinpath("calibration.yaml").read_text(encoding="utf-8"))
+
+
+def band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tuple[float | None, str]:
+    """(relative band, why): the largest KV-token residual where the plan is inside the calibrated region,
+    None where it is not (then the error is unknown and the plan says so)."""
+    cal = calibration()
+    region = cal["region"]
+    outside = []
+    if gpu_bytes < region["min_gpu_gib"] * GIB:
+        outside.append(f"GPUs under {region['min_gpu_gib']} GiB")
+    if tp > region["max_tp"]:
+        outside.append(f"TP > {region['max_tp']}")
+    if version not in region["versions"]:
+        outside.append(f"vLLM {version}")
+    if quantization not in region["quantization"]:
+        outside.append(f"{quantization} checkpoints")
+    why = f"largest residual over {cal['boots']} logged boots (bench/plan_accuracy.py)"
+    if outside:
+        return None, "outside the calibrated boots (" + ", ".join(outside) + "): error not measured"
+    return float(cal["kv_tokens_max_abs_error"]), why

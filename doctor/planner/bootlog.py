@@ -1,0 +1,105 @@
+"""A vLLM boot log's own memory figures, and re-planning other flags from them.
+
+Lines read (vllm 0.24-0.33, v1/worker/gpu_worker.py, gpu_model_runner.py, v1/core/kv_cache_utils.py):
+  "non-default args: {... 'language_model_only': True}" (api_utils.py)
+  "Initializing a V1 LLM engine (v0.26.0) with config: ... max_seq_len=262144, ... tensor_parallel_size=1,
+   ... kv_cache_dtype=auto, ... enable_prefix_caching=False"
+  "Model loading took 64.61 GiB memory"
+  "Estimated CUDA graph memory: 0.64 GiB total"
+  "Available KV cache memory: 59.11 GiB"
+  "GPU KV cache size: 3,052,105 tokens" / "Maximum concurrency for 262,144 tokens per request: 11.64x"
+  "Free memory on device (139.29/139.8 GiB) on startup. Desired GPU memory utilization is (0.92, 128.62 GiB).
+   Actual usage is 64.61 GiB for weight, 4.01 GiB for peak activation, 0.24 GiB for non-torch memory"
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from doctor.planner.errors import PlanInputError
+
+MAX_LOG_BYTES = 64 << 20
+
+_PATTERNS = {
+    "version": re.compile(r"Initializing a V1 LLM engine \(v([\w.+\-]+)\)"),
+    "max_seq_len": re.compile(r"max_seq_len=(\d+)"),
+    "tp": re.compile(r"tensor_parallel_size=(\d+)"),
+    "pp": re.compile(r"pipeline_parallel_size=(\d+)"),
+    "kv_cache_dtype": re.compile(r"kv_cache_dtype=(\w+)"),
+    "prefix_caching": re.compile(r"enable_prefix_caching=(True|False)"),
+    "weights": re.compile(r"(?:Model loading took|Actual usage is) ([\d.]+) GiB (?:memory|for weight)"),
+    "activation": re.compile(r"([\d.]+) GiB for peak activation"),
+    "non_torch": re.compile(r"([\d.]+) GiB for non-torch memory"),
+    "graph_estimate": re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB"),
+    "total": re.compile(r"Free memory on device \([\d.]+/([\d.]+) GiB\)"),
+    "utilization": re.compile(r"Desired GPU memory utilization is \(([\d.]+), [\d.]+ GiB\)"),
+    "available": re.compile(r"Available KV cache memory: ([\d.]+) GiB"),
+    "tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
+    "concurrency": re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"),
+    "language_model_only": re.compile(r"'language_model_only': (True|False)"),
+    "max_num_seqs": re.compile(r"max_num_seqs[=:' ]+(\d+)"),
+    "max_num_batched_tokens": re.compile(r"max_num_batched_tokens[=:' ]+(\d+)"),
+}
+
+
+@dataclass(frozen=True)
+class BootLog:
+    """What one vLLM boot logged (None: not in the log)."""
+
+    version: str | None
+    max_model_len: int | None
+    tp: int | None
+    pp: int | None
+    kv_cache_dtype: str | None
+    prefix_caching: bool | None
+    weights_gib: float | None
+    activation_gib: float | None
+    non_torch_gib: float | None
+    graph_estimate_gib: float | None
+    total_gib: float | None
+    utilization: float | None
+    available_gib: float | None
+    tokens: int | None
+    max_num_seqs: int | None
+    max_num_batched_tokens: int | None
+    language_model_only: bool | None = None
+
+
+def _first(name: str, text: str) -> str | None:
+    m = _PATTERNS[name].search(text)
+    return m.group(1) if m else None
+
+
+def parse_boot_log(text: str) -> BootLog:
+    """Read the figures of the first engine boot in `text`."""
+    def num(name: str, kind: type = float) -> object:
+        value = _first(name, text)
+        return kind(value.replace(",", "")) if value is not None else None
+
+    pc = _first("prefix_caching", text)
+    return BootLog(
+        version=_first("version", text), max_model_len=num("max_seq_len", int), tp=num("tp", int),
+        pp=num("pp", int), kv_cache_dtype=_first("kv_cache_dtype", text),
+        prefix_caching=None if pc is None else pc == "True",
+        weights_gib=num("weights"), activation_gib=num("activation"), non_torch_gib=num("non_torch"),
+        graph_estimate_gib=num("graph_estimate"), total_gib=num("total"), utilization=num("utilization"),
+        available_gib=num("available"), tokens=num("tokens", int), max_num_seqs=num("max_num_seqs", int),
+        max_num_batched_tokens=num("max_num_batched_tokens", int),
+        language_model_only=(lmo := _first("language_model_only", text)) and lmo == "True")
+
+
+def read_boot_log(path: str) -> BootLog:
+    """Read a boot log file (bounded); a log without the memory lines is a PlanInputError."""
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            raw = fh.read(MAX_LOG_BYTES)
+    except OSError as exc:
+        raise PlanInputError(f"cannot read --from-log {path}: {exc.strerror or exc}") from None
+    boot = parse_boot_log(raw.decode("utf-8", errors="replace"))
+    if boot.available_gib is None or boot.weights_gib is None:
+        raise PlanInputError(f"--from-log {path}: no vLLM 'Model loading took' / 'Available KV cache memory' "
+                             "lines (a vLLM boot log that reached KV-cache sizing is needed)")
+    return boot

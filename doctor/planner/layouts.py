@@ -1,0 +1,48 @@
+"""Every TP x PP x DP (x EP) layout of a GPU set that the engines accept, planned and ranked.
+
+Candidates use all GPUs: TP from the sizes that pass every hard divisibility rule (KV / GDN heads, FP8
+block vs moe_intermediate_size / TP: divisibility.py), PP from 1 to the layer count, DP the rest; expert
+parallelism is tried wherever TP x DP > 1 on a MoE model (vLLM fused_moe: experts over TP x DP ranks).
+Ranking: layouts that fit first, then by total requests at max-model-len (per-replica concurrency x DP),
+then by fewer pipeline stages and smaller TP (less communication).
+"""
+
+from __future__ import annotations
+
+from doctor.models.spec import ModelSpec
+from doctor.planner.config import ServeConfig
+from doctor.planner.divisibility import check_divisibility
+from doctor.planner.hardware import Hardware
+from doctor.planner.plan import Plan, plan
+
+MAX_LAYOUTS = 64
+
+
+def candidate_layouts(spec: ModelSpec, count: int, cfg: ServeConfig) -> list[ServeConfig]:
+    """Configurations (TP, PP, DP, EP) using all `count` GPUs that pass every hard rule."""
+    out = []
+    pps = [cfg.pp] if cfg.pp > 1 else range(1, min(count, spec.num_layers) + 1)
+    for pp in pps:
+        if count % pp:
+            continue
+        for tp in range(1, count // pp + 1):
+            if (count // pp) % tp:
+                continue
+            dp = count // pp // tp
+            eps = [False, True] if spec.moe and tp * dp > 1 else [False]
+            for ep in eps:
+                c = cfg.with_(tp=tp, pp=pp, dp=dp, expert_parallel=ep)
+                if all(r.ok or r.severity != "fail" for r in check_divisibility(spec, c)):
+                    out.append(c)
+    return out[:MAX_LAYOUTS]
+
+
+def _score(p: Plan) -> tuple:
+    total_requests = p.max_concurrency * p.config.dp
+    return (not p.fits, -total_requests, p.config.pp, p.config.tp, p.config.expert_parallel)
+
+
+def plan_layouts(spec: ModelSpec, hardware: Hardware, cfg: ServeConfig) -> list[Plan]:
+    """Plans of every accepted layout of `hardware`, best first."""
+    plans = [plan(spec, hardware, c) for c in candidate_layouts(spec, hardware.count, cfg)]
+    return sorted(plans, key=_score)

@@ -1,0 +1,56 @@
+"""Re-plan other flags from a real boot log: its measured terms replace the planner's estimates.
+
+The log's own figures are exact for the flags it ran with; for changed flags the planner adds only the
+difference its model predicts between the two flag sets (e.g. --max-num-seqs moves the sampler peak,
+--language-model-only drops the vision weights), so the change is planned on the measured base.
+"""
+
+from __future__ import annotations
+
+from doctor.models.spec import ModelSpec
+from doctor.planner.bootlog import BootLog
+from doctor.planner.config import ServeConfig
+from doctor.planner.errors import PlanInputError
+from doctor.planner.hardware import GIB, GPU, Hardware
+from doctor.planner.overhead import vllm_overhead_terms
+from doctor.planner.plan import Measured, Plan, plan, resolve_config
+from doctor.planner.weights import rank_weights
+
+
+def logged_config(boot: BootLog, base: ServeConfig) -> ServeConfig:
+    """The flags the logged boot ran with (what the log names; `base` for the rest)."""
+    changes: dict[str, object] = {"backend": "vllm"}
+    for name, value in (("backend_version", boot.version), ("max_model_len", boot.max_model_len),
+                        ("tp", boot.tp), ("pp", boot.pp), ("kv_cache_dtype", boot.kv_cache_dtype),
+                        ("prefix_caching", boot.prefix_caching), ("gpu_memory_utilization", boot.utilization),
+                        ("max_num_seqs", boot.max_num_seqs), ("max_num_batched_tokens", boot.max_num_batched_tokens),
+                        ("language_model_only", boot.language_model_only)):
+        if value is not None:
+            changes[name] = value
+    return base.with_(**changes)
+
+
+def logged_gpu(boot: BootLog, name: str = "logged-GPU") -> GPU:
+    """The GPU as vLLM saw it: torch's total from the "Free memory on device" line."""
+    if boot.total_gib is None:
+        raise PlanInputError("the log has no 'Free memory on device (free/total GiB)' line; pass --gpus")
+    total = int(boot.total_gib * GIB)
+    return GPU(name, total, "9.0", total)
+
+
+def replan(spec: ModelSpec, boot: BootLog, logged: ServeConfig, wanted: ServeConfig, hardware: Hardware) -> Plan:
+    """Plan `wanted` on `hardware` from the terms the boot of `logged` measured."""
+    logged, wanted = resolve_config(spec, logged), resolve_config(spec, wanted)
+    gpu = hardware.gpu
+    if boot.total_gib is not None and boot.utilization is not None and boot.available_gib is not None:
+        logged_overhead = boot.total_gib * boot.utilization * GIB - boot.weights_gib * GIB - boot.available_gib * GIB
+    else:
+        parts = (boot.activation_gib, boot.non_torch_gib)
+        if any(p is None for p in parts):
+            raise PlanInputError("the log names neither its budget nor its peak activation and non-torch memory")
+        logged_overhead = sum(parts) * GIB + (boot.graph_estimate_gib or 0) * GIB
+    model_delta = vllm_overhead_terms(spec, wanted, gpu).total - vllm_overhead_terms(spec, logged, gpu).total
+    weights_delta = rank_weights(spec, wanted)["total"] - rank_weights(spec, logged)["total"]
+    measured = Measured(weights_bytes=int(boot.weights_gib * GIB + weights_delta),
+                        overhead_bytes=int(logged_overhead + model_delta))
+    return plan(spec, hardware, wanted, measured)

@@ -1,0 +1,29 @@
+"""Text from logs made safe to show: ANSI colour sequences dropped, other control characters visibly escaped.
+
+A server log may carry raw ESC, NUL, BEL or carriage returns; copied into a terminal, an HTML page, Markdown or
+JUnit XML (which XML 1.0 forbids most C0 characters in) they repaint the screen, hide text or break the file.
+`visible` keeps tab and newline, removes colour/cursor escape sequences (the obvious intent of a coloured log
+line is its text) and writes every other control character as `\\xNN` (or `\\uNNNN` for bidirectional
+overrides, which reorder what a reader sees). Every pattern is linear: bounded quantifiers only.
+"""
+
+from __future__ import annotations
+
+import re
+
+# CSI (ESC [ params intermediates final) and OSC (ESC ] ... BEL or ESC \) sequences, bounded; 8-bit CSI too.
+_ANSI = re.compile(r"\x1b\[[0-?]{0,64}[ -/]{0,8}[@-~]|\x9b[0-?]{0,64}[ -/]{0,8}[@-~]"
+                   r"|\x1b\][^\x07\x1b\n]{0,512}(?:\x07|\x1b\\)")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ufffe\uffff]")
+
+
+_ESCAPES = {code: (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+            for code in [*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0), *range(0x202a, 0x202f),
+                         *range(0x2066, 0x206a), 0xfffe, 0xffff]}
+
+
+def visible(text: str) -> str:
+    """`text` without colour escape sequences and with every other control character shown as an escape."""
+    if _CONTROL.search(text) is None:
+        return text
+    return _ANSI.sub("", text).translate(_ESCAPES)

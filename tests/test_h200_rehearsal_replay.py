@@ -1,0 +1,121 @@
+"""Replays of the real `deploy --rehearse` boots of Qwen3.5-35B-A3B on one H200 with vLLM 0.26.0
+(tests/fixtures/h200-rehearsal/): phase parsing, KV capacity against the plan, remedy matching on the real
+log lines, and the recorded reports and figures agreeing with the logs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from doctor.deploy import kv
+from doctor.deploy.follower import LogFollower
+from doctor.deploy.phases import phase_table
+from doctor.facts.model import Facts
+from doctor.planner import GPU, Hardware, ServeConfig, plan
+from doctor.models import get_model
+
+HERE = Path(__file__).parent / "fixtures" / "h200-rehearsal"
+ALL_PHASES = ["starting", "loading weights", "profiling", "KV cache", "CUDA graphs", "warming up", "ready"]
+FIGURES = yaml.safe_load((HERE / "kv.yaml").read_text())
+
+
+def replay(name: str, stop_at: str | None = None) -> LogFollower:
+    """Feed a recorded log to a follower; `stop_at` marks the start of the intended shutdown."""
+    follower = LogFollower("vllm")
+    for lineno, line in enumerate((HERE / f"{name}.log").read_text(errors="replace").splitlines(), 1):
+        if stop_at and stop_at in line:
+            follower.mark_shutdown()
+        follower.feed(line, lineno)
+    return follower
+
+
+def report(name: str) -> dict:
+    return json.loads((HERE / f"{name}.json").read_text())
+
+
+def results(name: str) -> dict[str, dict]:
+    return {r["check_id"]: r for r in report(name)["results"]}
+
+
+@pytest.mark.parametrize("name", ["vllm-bf16-vision", "vllm-bf16-lm-only"])
+def test_bf16_boots_pass_every_exercise_and_say_the_weights_were_random(name: str) -> None:
+    res = results(name)
+    for check in ("START", "MODELS", "CHAT", "STREAM", "JSON", "REASONING", "BURST", "ALIVE", "KV", "STOP"):
+        assert res[f"QD-DEPLOY-{check}"]["status"] == "ok", check
+    assert "random" in res["QD-DEPLOY-REHEARSAL"]["summary"]
+    assert report(name)["sections"]["rehearsal"]["load_format"] == "dummy"
+    assert json.loads(res["QD-DEPLOY-JSON"]["summary"].split("valid JSON ")[1].split(" in ")[0])["colour"]
+
+
+@pytest.mark.parametrize("name", ["vllm-bf16-vision", "vllm-bf16-lm-only"])
+def test_a_healthy_log_walks_every_phase_and_matches_no_remedy_before_shutdown(name: str) -> None:
+    follower = replay(name, stop_at="[shutdown]")
+    assert list(follower.phase_times) == ALL_PHASES
+    assert follower.phase == "ready"
+    assert follower.remedies == []
+
+
+def test_engine_dead_lines_printed_by_a_clean_shutdown_would_match_if_not_ignored() -> None:
+    assert "QD-R-VLLM-ENGINE-DEAD" in {h.id for h in replay("vllm-bf16-vision").remedies}
+
+
+def test_fp8_with_the_vision_tower_dies_in_profiling_and_is_diagnosed_as_an_engine_core_failure() -> None:
+    follower = replay("vllm-fp8-vision-failed")
+    assert follower.phase == "profiling" and follower.kv_tokens is None
+    hits = follower.remedies
+    assert {"QD-R-VLLM-ENGINE-CORE-FAILED", "QD-R-VLLM-ENGINE-CORE-INIT-FAILED"} <= {h.id for h in hits}
+    assert all(h.fatal for h in hits)
+    log = (HERE / "vllm-fp8-vision-failed.log").read_text()
+    assert "the last dimension of `x` 4304 must be divisible by `group_size` 128" in log
+    assert results("vllm-fp8-vision-failed")["QD-DEPLOY-START"]["status"] == "fail"
+
+
+def test_fp8_boot_logged_its_kv_then_ran_out_of_time_in_graph_capture() -> None:
+    follower = replay("vllm-fp8-lm-only-timeout")
+    assert follower.phase == "CUDA graphs" and follower.remedies == []
+    assert follower.kv_tokens == 4_662_418
+    start = results("vllm-fp8-lm-only-timeout")["QD-DEPLOY-START"]
+    assert start["status"] == "fail" and "timeout" in json.dumps(start["evidence"])
+    assert "DeepGEMM warmup" in (HERE / "vllm-fp8-lm-only-timeout.log").read_text()
+
+
+@pytest.mark.parametrize("boot", FIGURES["boots"], ids=lambda b: b["name"])
+def test_recorded_figures_are_those_the_log_says(boot: dict) -> None:
+    log = (HERE / boot["log"]).read_text(errors="replace")
+    table = phase_table("vllm")
+    logged = [t for t in map(table.kv_tokens_in, log.splitlines()) if t is not None]
+    assert logged == [boot["logged"]["kv_tokens"]]
+    assert f"Model loading took {boot['logged']['weights_gib']:.2f} GiB" in log
+    assert f"Available KV cache memory: {boot['logged']['available_kv_gib']:.2f} GiB" in log
+    assert f"Setting attention block size to {boot['logged']['attention_block_size']} tokens" in log
+
+
+@pytest.mark.parametrize("boot", FIGURES["boots"], ids=lambda b: b["name"])
+def test_kv_logged_matches_the_plan_for_that_vllm_version_within_tolerance(boot: dict) -> None:
+    facts = Facts(json.loads((HERE / "facts.json").read_text()))
+    g = facts.gpus[0]
+    gpu = GPU(g["name"], int(g["memory"]["total"]), str(g["compute_capability"]))
+    c = boot["config"]
+    cfg = ServeConfig(backend="vllm", max_model_len=c["max_model_len"], backend_version=c["backend_version"],
+                      language_model_only=not c["vision_tower"])
+    predicted = plan(get_model(c["model"]), Hardware(gpu, c["tp"]), cfg).kv_tokens
+    status, summary = kv.compare(boot["logged"]["kv_tokens"], kv.KVPrediction(predicted, "replayed plan"))
+    assert status == "ok", summary
+
+
+@pytest.mark.parametrize("boot", [b for b in FIGURES["boots"] if b["planned_kv_tokens"]], ids=lambda b: b["name"])
+def test_the_reports_recorded_the_kv_comparison_the_figures_hold(boot: dict) -> None:
+    recorded = results(boot["name"])["QD-DEPLOY-KV"]["evidence"]
+    assert recorded["logged_tokens"] == boot["logged"]["kv_tokens"]
+    assert recorded["predicted_tokens"] == boot["planned_kv_tokens"]
+
+
+def test_the_machine_facts_are_the_h200_the_boots_ran_on() -> None:
+    facts = Facts(json.loads((HERE / "facts.json").read_text()))
+    assert [g["name"] for g in facts.gpus] == ["NVIDIA H200"]
+    assert facts.package_version("vllm") == "0.26.0"
+    assert re.match(r"2\.11\.0", facts.package_version("torch") or "")
