@@ -11,6 +11,12 @@ An anchor is a phrase shared by several literals (or a whole literal); every lit
 and at least one needle, so neither filter misses a line that the regex would match. Candidate lines are
 decoded with errors='replace' and capped at MAX_LINE bytes; a longer line is scanned in MAX_LINE pieces (a
 message straddling two pieces is missed).
+
+Literals and regexes see what a reader sees (`remedies.normalise`): prefixes, escapes and CRs removed, and
+a candidate line read together with the lines of its record (continuations before and after it, at most
+JOIN_LINES each way, within one chunk), so a message wrapped by a terminal or a web page matches. Each line
+is matched on its own first (numbered as itself), then the joined record for what is left. With
+`crashes`, fatal events no entry names (`remedies.crash`) are reported too, from their own needles.
 """
 
 from __future__ import annotations
