@@ -18,6 +18,7 @@ from remedies.model import (
     DEFAULT_RANK,
     ID_PATTERN,
     SEVERITIES,
+    UNKNOWN,
     WRAPPER_RANK,
     FixStep,
     Remedy,
@@ -43,8 +44,10 @@ class Catalogue:
         return len(self.entries)
 
     def get(self, remedy_id: str) -> Remedy | None:
-        """The entry with this id (case-insensitive), or None."""
+        """The entry with this id (case-insensitive; QD-R-UNKNOWN is the built-in unrecognised crash), or None."""
         wanted = remedy_id.upper()
+        if wanted == UNKNOWN.id:
+            return UNKNOWN
         return next((r for r in self.entries if r.id == wanted), None)
 
 

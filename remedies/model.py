@@ -118,11 +118,14 @@ UNKNOWN = Remedy(
     title="Unrecognised crash: the log ends in an error no catalogue entry names",
     literal="Traceback",
     pattern="",
-    why="The process died or raised an exception that no catalogue entry recognises.",
+    why="The process died or raised an exception that no catalogue entry recognises: a traceback (its root is "
+        "the innermost cause of a chained exception), an exception line at error level, or a process that was "
+        "killed, crashed natively or exited non-zero. explain reports it only when no entry named an error.",
     fix=(FixStep("Start from the root exception shown above (the innermost cause of the chain) and the frame "
                  "that raised it; search the backend's issue tracker for that exact message."),
          FixStep("Run `qwen-doctor check` on this machine: a failed check often explains an unknown crash.")),
     source=("qwen-doctor: traceback and process-death recognition (remedies/crash.py)",),
-    samples=(),
+    samples=("Traceback (most recent call last): ... KeyError: 'Qwen3_5MoeMTP'", "Segmentation fault (core dumped)",
+             "vllm-1 exited with code 137"),
     root_cause_rank=85,
 )

@@ -124,3 +124,11 @@ def test_standard_input_is_scanned_for_crashes_in_its_single_pass(monkeypatch):
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(io.BytesIO(TRACEBACK.encode()))))
     (finding,) = explain_sources(["-"])
     assert finding.remedy.id == "QD-R-UNKNOWN" and finding.first.line == 7
+
+
+def test_the_unknown_remedy_can_be_shown_like_any_entry():
+    from remedies import load_catalogue
+
+    unknown = load_catalogue().get("qd-r-unknown")
+    assert unknown is not None and unknown.severity == "error" and unknown.fix
+    assert unknown not in list(load_catalogue())
