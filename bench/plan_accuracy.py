@@ -1,10 +1,15 @@
 """Residuals of `qwen-doctor plan` against every logged boot in tests/data/published_kv/.
 
-    python bench/plan_accuracy.py            # print KV-token and weight residuals per boot, mean and max
-    python bench/plan_accuracy.py --write    # also refresh doctor/planner/calibration.yaml (the printed band)
+    python bench/plan_accuracy.py            # in-sample and leave-one-out residuals per boot, mean and max
+    python bench/plan_accuracy.py --write    # also refit the coefficients and refresh the band
+                                             # (doctor/planner/calibration.yaml)
 
-Only entries marked `predict: true` (model, GPUs, vLLM version and flags all known) are predicted end to
-end; the others check the cache layout from the logged KV memory (tests/test_planner_published.py).
+Entries marked `predict: true` (model, GPUs, vLLM version and flags all known) are predicted end to end;
+`predict: overhead` entries are planned with their logged weights; `predict: weights` entries check the
+weights only. In-sample: the coefficients fitted on
+every boot; leave-one-out: each boot planned with coefficients fitted on the others (doctor/planner/fit.py).
+The printed band is the leave-one-out figure. The KV residual is of tokens where the log names them, else of
+the KV memory ("Available KV cache memory" / "Current kv cache memory in use").
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from doctor.planner.accuracy import residuals  # noqa: E402
+from doctor.planner.accuracy import Residual, residuals  # noqa: E402
+from doctor.planner.coefficients import using  # noqa: E402
+from doctor.planner.fit import fit, logged_boots  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "published_kv"
 CALIBRATION = ROOT / "doctor" / "planner" / "calibration.yaml"
@@ -31,34 +38,62 @@ def load_entries() -> list[dict]:
     return out
 
 
+def pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.2%}"
+
+
+def table(title: str, rows: list[Residual]) -> tuple[list[float], list[float]]:
+    print(f"\n{title}")
+    print(f"{'boot':<26} {'mode':<8} {'KV tokens logged':>16} {'planned':>10} {'KV GiB logged':>13} "
+          f"{'planned':>8} {'KV error':>8}   {'weights logged':>14} {'planned':>8} {'error':>7}")
+    for r in rows:
+        lt = f"{r.logged_tokens:,}" if r.logged_tokens is not None else "-"
+        la = f"{r.logged_available_gib:.2f}" if r.logged_available_gib is not None else "-"
+        lw = f"{r.logged_weights_gib:.2f}" if r.logged_weights_gib is not None else "-"
+        print(f"{r.id:<26} {r.mode:<8} {lt:>16} {r.planned_tokens:>10,} {la:>13} {r.planned_available_gib:>8.2f} "
+              f"{pct(r.kv_error):>8}   {lw:>14} {r.planned_weights_gib:>8.2f} {pct(r.weights_error):>7}")
+    kv = [abs(r.kv_error) for r in rows if r.kv_error is not None]
+    wts = [abs(r.weights_error) for r in rows if r.weights_error is not None]
+    print(f"KV capacity: mean abs error {sum(kv) / len(kv):.2%}, max {max(kv):.2%} over {len(kv)} boots")
+    if wts:
+        print(f"weights:     mean abs error {sum(wts) / len(wts):.2%}, max {max(wts):.2%} over {len(wts)} boots")
+    return kv, wts
+
+
+def region(entries: list[dict]) -> dict:
+    """The span of the predicted boots: a plan outside it prints "error not measured"."""
+    from doctor.models import get_model
+    from doctor.planner.hardware import GIB, parse_gpus
+
+    predicted = [e for e in entries if e.get("predict") and e["predict"] != "weights"]
+    gpus = [parse_gpus(e["gpus"]).gpu.usable_bytes / GIB for e in predicted]
+    quant = {get_model(e["model"]).quantization.method for e in predicted}
+    return {"min_gpu_gib": int(min(gpus)), "max_tp": max(int(e["flags"].get("tp", 1)) for e in predicted),
+            "versions": sorted({str(e["vllm"]) for e in predicted}), "quantization": sorted(quant)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help="refresh doctor/planner/calibration.yaml")
+    parser.add_argument("--write", action="store_true", help="refit and refresh doctor/planner/calibration.yaml")
     args = parser.parse_args(argv)
-    rows = residuals(load_entries())
-    if not rows:
+    entries = load_entries()
+    coefficients = fit(logged_boots(entries))
+    with using(coefficients):
+        in_sample = residuals(entries)
+    if not in_sample:
         print("no predictable entries")
         return 1
-    print(f"{'boot':<28} {'KV tokens logged':>17} {'planned':>11} {'error':>7}   {'weights logged':>14} "
-          f"{'planned':>8} {'error':>7}   {'KV GiB logged':>13} {'planned':>8}")
-    for r in rows:
-        w = f"{r.weights_error:+.2%}" if r.weights_error is not None else "-"
-        lw = f"{r.logged_weights_gib:.2f}" if r.logged_weights_gib is not None else "-"
-        la = f"{r.logged_available_gib:.2f}" if r.logged_available_gib is not None else "-"
-        print(f"{r.id:<28} {r.logged_tokens:>17,} {r.planned_tokens:>11,} {r.tokens_error:>+7.2%}   {lw:>14} "
-              f"{r.planned_weights_gib:>8.2f} {w:>7}   {la:>13} {r.planned_available_gib:>8.2f}")
-    tok = [abs(r.tokens_error) for r in rows]
-    wts = [abs(r.weights_error) for r in rows if r.weights_error is not None]
-    print(f"\nKV tokens: mean abs error {sum(tok) / len(tok):.2%}, max {max(tok):.2%} over {len(tok)} boots")
-    if wts:
-        print(f"weights:   mean abs error {sum(wts) / len(wts):.2%}, max {max(wts):.2%} over {len(wts)} boots")
+    table("In-sample (coefficients fitted on every logged boot)", in_sample)
+    kv, wts = table("Leave-one-out (each boot planned with coefficients fitted on the others)",
+                    residuals(entries, leave_one_out=True))
     if args.write:
         cal = yaml.safe_load(CALIBRATION.read_text(encoding="utf-8"))
         header = "".join(line + "\n" for line in CALIBRATION.read_text(encoding="utf-8").splitlines()
                          if line.startswith("#"))
-        cal.update(boots=len(tok), kv_tokens_mean_abs_error=round(sum(tok) / len(tok) + 5e-4, 3),
-                   kv_tokens_max_abs_error=round(max(tok) + 5e-4, 3),
-                   weights_max_abs_error=round(max(wts) + 5e-4, 3) if wts else None)
+        cal.update(boots=len(kv), kv_tokens_mean_abs_error=round(sum(kv) / len(kv) + 5e-4, 3),
+                   kv_tokens_max_abs_error=round(max(kv) + 5e-4, 3),
+                   weights_max_abs_error=round(max(wts) + 5e-4, 3) if wts else None,
+                   region=region(entries), coefficients=coefficients.to_yaml())
         CALIBRATION.write_text(header + yaml.safe_dump(cal, sort_keys=False), encoding="utf-8")
         print(f"wrote {CALIBRATION.relative_to(ROOT)}")
     return 0

@@ -53,7 +53,8 @@ def endpoint_reachable(ctx: CheckContext) -> Iterator[Outcome]:
                 yield fail(f"{ep['url']} answers HTTP {status}", subject=ep["role"], evidence=evidence,
                            fix=["The endpoint is up but failing: retry later or switch HF_ENDPOINT."])
             else:
-                yield ok(f"{ep['url']} answers in {ep['seconds']:.2f} s", subject=ep["role"], evidence=evidence)
+                took = f" in {ep['seconds']:.2f} s" if isinstance(ep.get("seconds"), (int, float)) else ""
+                yield ok(f"{ep['url']} answers{took}", subject=ep["role"], evidence=evidence)
             continue
         if ep["role"] == "default" and mirror_used:
             yield warn(f"{ep['url']} unreachable ({why}); HF_ENDPOINT={hf.get('endpoint_env')} is used instead",

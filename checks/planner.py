@@ -65,6 +65,8 @@ def divisibility(ctx: CheckContext) -> Outcome:
     try:
         spec = _model(ctx)
     except ModelConfigError as exc:
+        if "{" in str(ctx.option("model") or ""):
+            return skip(f"the model is a profile variable ({ctx.option('model')}): pass --model to plan it")
         return fail(f"the model cannot be read: {exc}",
                     fix=["Point --model at a checkpoint directory that holds config.json (the same path the "
                          "engine gets), or give a registry name such as Qwen/Qwen3.5-35B-A3B-FP8."])

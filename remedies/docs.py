@@ -31,6 +31,9 @@ def render_entry(remedy: Remedy) -> str:
     if remedy.article_claim:
         lines += ["", f"**Answers the deployment article's claim:** {remedy.article_claim}"]
     lines += ["", "**Source**", "", *[f"- {s}" for s in remedy.source], ""]
+    if remedy.versions:
+        lines += ["**Source wordings matched** (mined by `scripts/mine_signatures.py`)", "",
+                  *[f"- {w.package} `{w.releases}`: `{w.template}`" for w in remedy.versions], ""]
     return "\n".join(lines)
 
 

@@ -10,6 +10,7 @@ from typing import Any, Iterator
 
 import yaml
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from remedies.errors import CatalogueError
 from remedies.figures import derivable
@@ -18,16 +19,18 @@ from remedies.model import (
     DEFAULT_RANK,
     ID_PATTERN,
     SEVERITIES,
+    SIGNATURE_PACKAGES,
     UNKNOWN,
     WRAPPER_RANK,
     FixStep,
     Remedy,
+    Wording,
     template_fields,
 )
 
 CATALOGUE_DIR = Path(__file__).parent / "catalogue"
 REQUIRED = ("id", "severity", "title", "literal", "pattern", "why", "fix", "source", "samples")
-OPTIONAL = ("component", "root_cause_rank", "wrapper", "article_claim")
+OPTIONAL = ("component", "root_cause_rank", "wrapper", "article_claim", "versions")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -150,6 +153,7 @@ def _entry(path: Path, index: int, raw: Any, default_component: Any) -> Remedy:
         root_cause_rank=rank,
         wrapper=wrapper,
         article_claim=claim,
+        versions=tuple(_wordings(raw.get("versions", []), bad)),
         regex=regex,
         origin=path.name,
     )
@@ -191,3 +195,23 @@ def _fix_steps(value: Any, bad: Any) -> list[FixStep]:
         else:
             raise bad(f"fix step must be a string or a mapping with 'text' and optional 'applies': {item!r}")
     return steps
+
+
+def _wordings(value: Any, bad: Any) -> list[Wording]:
+    """`versions:` - the source templates an entry matches, each with the releases that print it."""
+    if not isinstance(value, list):
+        raise bad("'versions' must be a list of {package, releases, template} mappings")
+    wordings = []
+    for item in value:
+        if not isinstance(item, dict) or set(item) != {"package", "releases", "template"} or not all(
+            isinstance(v, str) and v.strip() for v in item.values()
+        ):
+            raise bad(f"'versions' item must have non-empty 'package', 'releases' and 'template': {item!r}")
+        if item["package"] not in SIGNATURE_PACKAGES:
+            raise bad(f"'versions' package must be one of {', '.join(SIGNATURE_PACKAGES)}, got {item['package']!r}")
+        try:
+            SpecifierSet(item["releases"])
+        except InvalidSpecifier:
+            raise bad(f"'versions' releases is not a range like '>=0.8.5,<0.10': {item['releases']!r}") from None
+        wordings.append(Wording(item["package"], item["releases"], item["template"]))
+    return wordings

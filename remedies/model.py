@@ -52,6 +52,24 @@ class FixStep:
         return f"{self.text} [{self.applies}]" if self.applies else self.text
 
 
+SIGNATURE_PACKAGES = ("vllm", "sglang", "huggingface_hub", "transformers", "ray", "torch")
+
+
+@dataclass(frozen=True)
+class Wording:
+    """A source template this entry matches and the releases (PEP 440 specifier) that print it.
+
+    Checked against the mined data in scripts/signatures/<package>.json by tests/test_remedies_signatures.py.
+    """
+
+    package: str
+    releases: str
+    template: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"package": self.package, "releases": self.releases, "template": self.template}
+
+
 @dataclass(frozen=True)
 class Remedy:
     """A documented error: how to recognise it in a log, why it happens and what to change."""
@@ -69,6 +87,7 @@ class Remedy:
     root_cause_rank: int = DEFAULT_RANK
     wrapper: bool = False
     article_claim: str | None = None
+    versions: tuple[Wording, ...] = ()
     regex: re.Pattern[str] = field(compare=False, repr=False, default=re.compile(""))
     origin: str = field(compare=False, default="")
 
@@ -100,6 +119,7 @@ class Remedy:
             "root_cause_rank": self.root_cause_rank,
             "wrapper": self.wrapper,
             "article_claim": self.article_claim,
+            "versions": [w.to_dict() for w in self.versions],
         }
 
 

@@ -12,7 +12,7 @@ them with `ast`, and replays how argparse options are built:
 Usage (see docs/flags.md):
     python scripts/extract_flag_schema.py vllm 0.17.0 0.32.0 --out doctor/flags/schemas
     python scripts/extract_flag_schema.py sglang 0.5.9 0.5.23 --out doctor/flags/schemas
-    python scripts/extract_flag_schema.py vllm 0.32.0 --compare-real /work/venv-vllm/bin/python
+    python scripts/extract_flag_schema.py vllm 0.32.0 --compare-real .venv-vllm/bin/python
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import argparse
 import ast
 import io
 import json
+import os
 import re
 import sys
 import urllib.request
@@ -706,13 +707,20 @@ def compare(static: FlagSchema, real: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def default_cache() -> Path:
+    """The user's cache directory for extracted wheel sources: $XDG_CACHE_HOME (else ~/.cache)/qwen-doctor."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "qwen-doctor" / "wheel-sources"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("backend", choices=["vllm", "sglang"])
     parser.add_argument("versions", nargs="+")
     parser.add_argument("--out", type=Path, default=ROOT / "doctor" / "flags" / "schemas")
-    parser.add_argument("--cache", type=Path, default=Path("/work/cache-wheels/src"),
-                        help="where the few extracted source files are kept (outside git)")
+    parser.add_argument("--cache", type=Path, default=default_cache(),
+                        help="where the few extracted source files are kept (default: the user's cache directory, "
+                             "$XDG_CACHE_HOME/qwen-doctor/wheel-sources)")
     parser.add_argument("--compare-real", metavar="PYTHON",
                         help="a python with this backend installed: compare with its real parser")
     args = parser.parse_args(argv)

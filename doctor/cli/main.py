@@ -50,6 +50,18 @@ def cli() -> None:
     """
 
 
+def _usage_line(exc: click.ClickException) -> str:
+    """Click's usage error as the one line the CLI promises, pointing at the command's --help."""
+    text = " ".join(exc.format_message().split())
+    ctx = getattr(exc, "ctx", None)
+    return f"{text} (see '{ctx.command_path} --help')" if ctx is not None else text
+
+
+def _one_line(message: str) -> str:
+    """An error message as the one line the CLI promises (a parser's multi-line message joined)."""
+    return " ".join(part.strip() for part in message.splitlines() if part.strip())
+
+
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: every DoctorError is one line on stderr with exit 2, never a traceback; everything on
     stderr is redacted (`doctor.cli.stderr`)."""
@@ -70,13 +82,13 @@ def _run(argv: list[str] | None) -> Any:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"qwen-doctor: error: {_usage_line(exc)}", err=True)
         sys.exit(2)
     except click.exceptions.Abort:
         click.echo("qwen-doctor: aborted", err=True)
         sys.exit(130)
     except DoctorError as exc:
-        click.echo(f"qwen-doctor: error: {exc}", err=True)
+        click.echo(f"qwen-doctor: error: {_one_line(str(exc))}", err=True)
         sys.exit(2)
     except KeyboardInterrupt:
         click.echo("qwen-doctor: interrupted", err=True)
@@ -86,6 +98,6 @@ def _run(argv: list[str] | None) -> Any:
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise
-        click.echo(f"qwen-doctor: internal error: {type(exc).__name__}: {exc} "
+        click.echo(f"qwen-doctor: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
                    f"(set {DEBUG_ENV}=1 for the traceback)", err=True)
         sys.exit(2)

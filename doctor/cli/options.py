@@ -83,7 +83,9 @@ fleet_spark = click.option("--spark", "spark", is_flag=False, flag_value="", def
 hf = click.option("--hf", is_flag=True, help="Probe Hugging Face (HF_ENDPOINT mirror and default, the model's API "
                                              "and download URL) and the local cache's completeness.")
 node_timeout = click.option("--node-timeout", type=click.FloatRange(min=1), default=60.0, show_default=True,
-                            help="Seconds every node gets to answer under --ray / --spark.")
+                            help="Deadline of the whole --ray / --spark run in seconds: connecting, scheduling and "
+                                 "every node's collection end within it (nodes that have not answered are reported "
+                                 "as timed out); the runner is killed at the deadline and with this command.")
 
 
 def no_fleet_with_bundle(ray: str | None, spark: str | None, hf: bool) -> None:

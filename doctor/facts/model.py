@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from doctor.errors import BadBundle
+from doctor.facts import schema
 
 SCHEMA_NAME = "qwen-doctor.facts"
 SCHEMA_VERSION = 1
@@ -18,6 +19,7 @@ class Facts:
 
     def __init__(self, data: dict[str, Any]) -> None:
         self._data = data
+        self._pairs: dict[tuple[Any, Any], dict[str, Any]] | None = None
 
     @property
     def data(self) -> dict[str, Any]:
@@ -38,6 +40,14 @@ class Facts:
     @property
     def topology(self) -> list[dict[str, Any]]:
         return list(self.nvml.get("topology") or [])
+
+    def topology_pair(self, a: int, b: int) -> dict[str, Any] | None:
+        """The recorded topology entry of GPUs a and b (either order), found in constant time."""
+        if self._pairs is None:
+            self._pairs = {}
+            for p in self.topology:
+                self._pairs.setdefault((p.get("a"), p.get("b")), p)
+        return self._pairs.get((min(a, b), max(a, b)))
 
     @property
     def packages(self) -> dict[str, Any]:
@@ -92,10 +102,12 @@ class Facts:
             raise BadBundle(f"{p} is not a qwen-doctor facts bundle: invalid JSON ({exc.detail})") from None
         except InputError as exc:
             raise BadBundle(str(exc)) from None
-        return cls.from_dict(data, source=str(p))
+        schema.check_tree(data, str(p))  # what load_json lets through: integers beyond 64 bits, named by path
+        return cls.from_dict(data, source=str(p), parsed=True)
 
     @classmethod
-    def from_dict(cls, data: Any, source: str = "bundle") -> "Facts":
+    def from_dict(cls, data: Any, source: str = "bundle", parsed: bool = False) -> "Facts":
+        """Validate a facts document; `parsed` when it comes from schema.parse_json (depth and numbers screened)."""
         if not isinstance(data, dict):
             raise BadBundle(f"{source} is not a qwen-doctor facts bundle: top level is not an object")
         if data.get("schema") != SCHEMA_NAME:
@@ -107,14 +119,9 @@ class Facts:
             raise BadBundle(
                 f"{source} has facts schema {version}, newer than this qwen-doctor reads ({SCHEMA_VERSION}): upgrade qwen-doctor"
             )
-        for section in SECTIONS:
-            if section in data and not isinstance(data[section], dict):
-                raise BadBundle(f"{source}: section '{section}' must be an object")
-        gpus = (data.get("nvml") or {}).get("gpus", [])
-        if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
-            raise BadBundle(f"{source}: 'nvml.gpus' must be a list of objects")
+        schema.validate(data, source, parsed=parsed)
         if "fleet" in data:
-            from doctor.fleet.model import validate
+            from doctor.fleet.model import checked
 
-            validate(data["fleet"], source)
+            data = {**data, "fleet": checked(data["fleet"], source, parsed=parsed)}
         return cls(data)

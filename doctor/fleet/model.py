@@ -56,17 +56,27 @@ def nodes(fleet: dict[str, Any]) -> list[Node]:
     return out
 
 
-def validate(fleet: Any, source: str) -> None:
-    """Reject a fleet section that the checks could not read, as a one-line BadBundle."""
-    if not isinstance(fleet, dict):
-        raise BadBundle(f"{source}: section 'fleet' must be an object")
-    if fleet.get("engine") not in ENGINES:
-        raise BadBundle(f"{source}: 'fleet.engine' must be one of {', '.join(ENGINES)}")
-    node_list = fleet.get("nodes", [])
-    if not isinstance(node_list, list):
-        raise BadBundle(f"{source}: 'fleet.nodes' must be a list")
-    for i, node in enumerate(node_list):
-        if not isinstance(node, dict) or node.get("status") not in NODE_STATUSES:
-            raise BadBundle(f"{source}: 'fleet.nodes[{i}]' must be an object with a status in {NODE_STATUSES}")
-        if node.get("facts") is not None and not isinstance(node["facts"], dict):
-            raise BadBundle(f"{source}: 'fleet.nodes[{i}].facts' must be an object")
+def checked(fleet: Any, source: str, parsed: bool = False) -> dict[str, Any]:
+    """The fleet section with every node's facts validated on its own.
+
+    A section the checks could not read at all is a one-line BadBundle; a node whose facts do not validate (garbage
+    from the node, another qwen-doctor's schema) becomes that node's `error`, so the other nodes are still checked.
+    """
+    from doctor.facts import schema
+
+    schema.validate(fleet, source, part="fleet", root=("fleet",), parsed=parsed)
+    out = dict(fleet)
+    out["nodes"] = [_checked_node(n, parsed) for n in fleet.get("nodes") or []]
+    return out
+
+
+def _checked_node(node: dict[str, Any], parsed: bool) -> dict[str, Any]:
+    data = node.get("facts")
+    if not data:
+        return node
+    try:
+        Facts.from_dict(data, source="facts", parsed=parsed)
+    except BadBundle as exc:
+        return {**node, "status": "error", "facts": None,
+                "error": f"the node returned facts that do not validate: {exc}"[:300]}
+    return node

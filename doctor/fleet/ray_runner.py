@@ -21,7 +21,10 @@ KEPT_RESOURCES = ("CPU", "GPU", "memory", "object_store_memory")
 
 
 def gather(address: str, node_timeout_s: float, probe_timeout_s: float, delay_s: float = 0.0) -> dict[str, Any]:
-    """The fleet section for the cluster at `address` ("local" starts a one-node cluster for the run)."""
+    """The fleet section for the cluster at `address` ("local" starts a one-node cluster for the run).
+
+    `node_timeout_s` is the budget of the whole call: nodes that have not answered when it is spent are timed out.
+    """
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -52,7 +55,7 @@ def gather(address: str, node_timeout_s: float, probe_timeout_s: float, delay_s:
             refs[task.options(scheduling_strategy=strategy).remote(probe_timeout_s, delay_s)] = node
             node.update(status="timeout", error=f"no answer within {node_timeout_s:g} s")
     started = time.monotonic()
-    deadline = started + node_timeout_s
+    deadline = t0 + node_timeout_s  # the whole run's budget, ray.init included
     pending = list(refs)
     while pending and time.monotonic() < deadline:
         ready, pending = ray.wait(pending, num_returns=1, timeout=max(0.05, deadline - time.monotonic()))

@@ -93,14 +93,14 @@ def gather(master: str | None, node_timeout_s: float, probe_timeout_s: float, de
 
         worker = threading.Thread(target=stage, daemon=True)
         worker.start()
-        worker.join(node_timeout_s)
+        worker.join(max(0.1, t0 + node_timeout_s - time.monotonic()))  # the budget covers the session start too
         if worker.is_alive():
             sc.cancelAllJobs()
             fleet.update(status="timeout", error=f"barrier stage of {n} task(s) did not finish within {node_timeout_s:g} s")
         elif "error" in box:
             fleet.update(status="error", error=_one_line(box["error"]))
         for row in sorted(box.get("rows") or [], key=lambda r: r["partition"]):
-            facts = row["facts"]
+            facts = row["facts"] if isinstance(row.get("facts"), dict) else {}
             fleet["nodes"].append({
                 "node_id": f"task-{row['partition']}", "hostname": facts.get("hostname"),
                 "ip": (row.get("address") or "").rsplit(":", 1)[0] or None, "status": "ok", "error": None,

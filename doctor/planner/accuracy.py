@@ -2,8 +2,12 @@
 
 An entry of tests/data/published_kv/*.yaml with `predict: true` names everything a full prediction needs
 (model, GPUs, vLLM version, flags); its log lines give the logged weights, available KV memory and tokens.
-`band()` is the largest residual of KV tokens over those boots (calibration.yaml, written by
-bench/plan_accuracy.py and checked against the data by tests/test_planner_accuracy.py).
+`predict: overhead` entries are planned with their logged weights (the checkpoint is not one the registry
+describes, e.g. a merged fine-tune): they test the overhead terms alone. `predict: weights` entries (a boot
+that stopped after loading) test the weights alone.
+`band()` is the largest leave-one-out residual of KV capacity over those boots (calibration.yaml, written
+by bench/plan_accuracy.py and checked against the data by tests/test_planner_accuracy.py): each boot is
+planned with coefficients fitted without it (doctor/planner/fit.py).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import yaml
 from doctor.planner.hardware import GIB
 
 _WEIGHTS = re.compile(r"(?:Model loading took|Actual usage is) ([\d.]+) GiB (?:memory|for weight)")
-_AVAILABLE = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
+_AVAILABLE = re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) ([\d.]+) GiB")
 _TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 
 
@@ -28,7 +32,8 @@ class Residual:
     """Planned vs logged for one boot (relative errors: planned / logged - 1)."""
 
     id: str
-    logged_tokens: int
+    mode: str                       # "plan" (end to end), "overhead" (logged weights) or "weights" (only)
+    logged_tokens: int | None
     planned_tokens: int
     logged_weights_gib: float | None
     planned_weights_gib: float
@@ -36,12 +41,31 @@ class Residual:
     planned_available_gib: float
 
     @property
-    def tokens_error(self) -> float:
-        return self.planned_tokens / self.logged_tokens - 1
+    def tokens_error(self) -> float | None:
+        return None if self.logged_tokens is None else self.planned_tokens / self.logged_tokens - 1
+
+    @property
+    def available_error(self) -> float | None:
+        if self.logged_available_gib is None:
+            return None
+        return self.planned_available_gib / self.logged_available_gib - 1
+
+    @property
+    def kv_error(self) -> float | None:
+        """The KV-capacity residual: of tokens where the log names them, else of the KV memory (None in
+        "weights" mode)."""
+        if self.mode == "weights":
+            return None
+        error = self.tokens_error if self.tokens_error is not None else self.available_error
+        if error is None:
+            raise ValueError(f"entry {self.id}: neither 'GPU KV cache size' nor the KV memory is logged")
+        return error
 
     @property
     def weights_error(self) -> float | None:
-        return None if self.logged_weights_gib is None else self.planned_weights_gib / self.logged_weights_gib - 1
+        if self.logged_weights_gib is None or self.mode == "overhead":
+            return None
+        return self.planned_weights_gib / self.logged_weights_gib - 1
 
 
 def _find(pattern: re.Pattern[str], lines: list[str]) -> str | None:
@@ -49,27 +73,41 @@ def _find(pattern: re.Pattern[str], lines: list[str]) -> str | None:
 
 
 def residual(entry: dict[str, Any]) -> Residual:
-    """Plan one `predict: true` entry and compare with its log lines."""
+    """Plan one `predict` entry (with the coefficients in force) and compare with its log lines."""
     from doctor.models import get_model
     from doctor.planner.config import ServeConfig
     from doctor.planner.hardware import parse_gpus
-    from doctor.planner.plan import plan
+    from doctor.planner.plan import Measured, plan
 
-    cfg = ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"])
-    p = plan(get_model(entry["model"]), parse_gpus(entry["gpus"]), cfg)
-    rank = min(p.ranks, key=lambda r: r.kv_tokens)
     weights = _find(_WEIGHTS, entry["log"])
+    mode = entry["predict"] if entry["predict"] in ("overhead", "weights") else "plan"
+    if mode == "overhead" and weights is None:
+        raise ValueError(f"entry {entry['id']}: predict: overhead needs a 'Model loading took' line")
+    measured = Measured(weights_bytes=int(float(weights) * GIB)) if mode == "overhead" else None
+    cfg = ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"])
+    p = plan(get_model(entry["model"]), parse_gpus(entry["gpus"]), cfg, measured)
+    rank = min(p.ranks, key=lambda r: r.kv_tokens)
     available = _find(_AVAILABLE, entry["log"])
     tokens = _find(_TOKENS, entry["log"])
-    if tokens is None:
-        raise ValueError(f"entry {entry['id']}: no 'GPU KV cache size' line")
-    return Residual(entry["id"], int(tokens.replace(",", "")), p.kv_tokens,
+    return Residual(entry["id"], mode, int(tokens.replace(",", "")) if tokens else None, p.kv_tokens,
                     float(weights) if weights else None, rank.weights["total"] / GIB,
                     float(available) if available else None, rank.cache_bytes / GIB)
 
 
-def residuals(entries: list[dict[str, Any]]) -> list[Residual]:
-    return [residual(e) for e in entries if e.get("predict")]
+def residuals(entries: list[dict[str, Any]], leave_one_out: bool = False) -> list[Residual]:
+    """Residuals of every `predict` entry; leave_one_out: each planned with coefficients fitted without it."""
+    from doctor.planner import fit
+    from doctor.planner.coefficients import using
+
+    predicted = [e for e in entries if e.get("predict")]
+    if not leave_one_out:
+        return [residual(e) for e in predicted]
+    held_out = fit.leave_one_out(entries)
+    out = []
+    for e in predicted:
+        with using(held_out[e["id"]]):
+            out.append(residual(e))
+    return out
 
 
 @lru_cache(maxsize=1)
@@ -79,8 +117,9 @@ def calibration() -> dict[str, Any]:
 
 
 def band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tuple[float | None, str]:
-    """(relative band, why): the largest KV-token residual where the plan is inside the calibrated region,
-    None where it is not (then the error is unknown and the plan says so)."""
+    """(relative band, why): the largest leave-one-out KV residual where the plan is inside the calibrated
+    region (the span of the logged boots), None where it is not (then the error is unknown and the plan
+    says so)."""
     cal = calibration()
     region = cal["region"]
     outside = []
@@ -92,7 +131,7 @@ def band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tuple[floa
         outside.append(f"vLLM {version}")
     if quantization not in region["quantization"]:
         outside.append(f"{quantization} checkpoints")
-    why = f"largest residual over {cal['boots']} logged boots (bench/plan_accuracy.py)"
+    why = f"largest leave-one-out residual over {cal['boots']} logged boots (bench/plan_accuracy.py)"
     if outside:
         return None, "outside the calibrated boots (" + ", ".join(outside) + "): error not measured"
     return float(cal["kv_tokens_max_abs_error"]), why

@@ -5,11 +5,12 @@ Lines read (vllm 0.24-0.33, v1/worker/gpu_worker.py, gpu_model_runner.py, v1/cor
   "Initializing a V1 LLM engine (v0.26.0) with config: ... max_seq_len=262144, ... tensor_parallel_size=1,
    ... kv_cache_dtype=auto, ... enable_prefix_caching=False"
   "Model loading took 64.61 GiB memory"
-  "Estimated CUDA graph memory: 0.64 GiB total"
+  "Estimated CUDA graph memory: 0.64 GiB total" / "CUDA graph pool memory: 1.34 GiB (actual), 1.32 GiB (estimated)"
   "Available KV cache memory: 59.11 GiB"
   "GPU KV cache size: 3,052,105 tokens" / "Maximum concurrency for 262,144 tokens per request: 11.64x"
   "Free memory on device (139.29/139.8 GiB) on startup. Desired GPU memory utilization is (0.92, 128.62 GiB).
-   Actual usage is 64.61 GiB for weight, 4.01 GiB for peak activation, 0.24 GiB for non-torch memory"
+   Actual usage is 64.61 GiB for weight, 4.01 GiB for peak activation, 0.24 GiB for non-torch memory,
+   and 1.04 GiB for CUDAGraph memory"
 """
 
 from __future__ import annotations
@@ -32,10 +33,12 @@ _PATTERNS = {
     "weights": re.compile(r"(?:Model loading took|Actual usage is) ([\d.]+) GiB (?:memory|for weight)"),
     "activation": re.compile(r"([\d.]+) GiB for peak activation"),
     "non_torch": re.compile(r"([\d.]+) GiB for non-torch memory"),
-    "graph_estimate": re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB"),
+    "graph_estimate": re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB"
+                                r"|CUDA graph pool memory: [\d.]+ GiB \(actual\), ([\d.]+) GiB \(estimated\)"),
+    "graph_actual": re.compile(r"([\d.]+) GiB for CUDAGraph memory"),
     "total": re.compile(r"Free memory on device \([\d.]+/([\d.]+) GiB\)"),
     "utilization": re.compile(r"Desired GPU memory utilization is \(([\d.]+), [\d.]+ GiB\)"),
-    "available": re.compile(r"Available KV cache memory: ([\d.]+) GiB"),
+    "available": re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) ([\d.]+) GiB"),
     "tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
     "concurrency": re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"),
     "language_model_only": re.compile(r"'language_model_only': (True|False)"),
@@ -65,11 +68,12 @@ class BootLog:
     max_num_seqs: int | None
     max_num_batched_tokens: int | None
     language_model_only: bool | None = None
+    graph_actual_gib: float | None = None
 
 
 def _first(name: str, text: str) -> str | None:
     m = _PATTERNS[name].search(text)
-    return m.group(1) if m else None
+    return next((g for g in m.groups() if g is not None), None) if m else None
 
 
 def parse_boot_log(text: str) -> BootLog:
@@ -87,7 +91,8 @@ def parse_boot_log(text: str) -> BootLog:
         graph_estimate_gib=num("graph_estimate"), total_gib=num("total"), utilization=num("utilization"),
         available_gib=num("available"), tokens=num("tokens", int), max_num_seqs=num("max_num_seqs", int),
         max_num_batched_tokens=num("max_num_batched_tokens", int),
-        language_model_only=(lmo := _first("language_model_only", text)) and lmo == "True")
+        language_model_only=(lmo := _first("language_model_only", text)) and lmo == "True",
+        graph_actual_gib=num("graph_actual"))
 
 
 def read_boot_log(path: str) -> BootLog:

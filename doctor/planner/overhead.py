@@ -9,10 +9,10 @@ vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.21-0.33):
   The CUDA-graph estimate (gpu_model_runner.py profile_cudagraph_memory) captures two graphs per mode and
   extrapolates to every capture size (config/vllm.py: sizes 1, 2, 4, 8..248 step 8, 256..max step 16,
   max = min(2 x max_num_seqs x (1 + speculative tokens), 512, max_num_batched_tokens)).
-Calibration (our H200, vLLM 0.26.0, ../fixtures/h200-vllm-0.26/, Qwen3.5-35B-A3B, TP 1):
-  peak activation 4.01 GiB for BF16 and FP8 alike at 8192 tokens / 1024 sequences: the sampler's peak
-  (1024 x 248,320 logits x SAMPLER_BYTES_PER_LOGIT), not the forward; non-torch 0.24 / 0.25 GiB;
-  CUDA-graph estimate 0.64 GiB (BF16) / 0.74 GiB (FP8) for 51 + 51 graphs.
+Coefficients (bytes per sampler logit, scale of the forward estimate, non-torch bytes, bytes per captured
+graph, actual over estimated graph memory) are fitted on the logged boots of tests/data/published_kv/ and
+validated leave-one-out (doctor/planner/fit.py, bench/plan_accuracy.py); doctor/planner/coefficients.py
+holds the set in force.
 SGLang takes activations and graphs out of (1 - mem_fraction_static); only the context and NCCL
 buffers held when the pool is sized count here.
 """
@@ -22,27 +22,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from doctor.models.spec import ModelSpec, dtype_bytes
+from doctor.planner.coefficients import current
 from doctor.planner.config import ServeConfig
 from doctor.planner.hardware import GIB, MIB, GPU
 from doctor.planner.versions import vllm_rules
 
 CONTEXT_BYTES = int(0.5 * GIB)        # SGLang: CUDA context + cuBLAS workspaces when the pool is sized
 NCCL_BYTES = int(0.5 * GIB)           # SGLang: NCCL / custom all-reduce buffers when TP/PP > 1
-# vLLM sampler dummy run: bytes per logit at its peak (bf16 logits, float32 copy, sort values and int64
-# indices of top-k/top-p). 4.01 GiB / (1024 x 248,320) measured on the H200 (vLLM 0.26.0).
-SAMPLER_BYTES_PER_LOGIT = 4.01 * GIB / (1024 * 248320)
-# vLLM non-torch increase during profiling (cuBLAS/NCCL workspaces): 0.24 GiB (BF16) / 0.25 GiB (FP8) on
-# the H200; expert parallelism adds all-to-all buffers (0.95 GiB logged by a GB200 TP4 EP rank).
-NON_TORCH_BYTES = int(0.245 * GIB)
+# Expert parallelism adds all-to-all buffers to the non-torch memory: 0.95 GiB logged by a GB200 TP4 EP rank.
 NON_TORCH_EP_BYTES = int(0.95 * GIB)
-# CUDA-graph estimate per captured graph, TP 1: 0.64 GiB / 102 graphs (BF16), 0.74 GiB / 102 (FP8).
-GRAPH_BYTES = {"none": 0.64 * GIB / 102, "quantized": 0.74 * GIB / 102}
 MAX_CAPTURE_SIZE = 512
-# Captured graphs take more than the estimate: 1.04 / 0.64 GiB (BF16) and 1.21 / 0.74 GiB (FP8) on the H200
-# ("CUDA graph pool memory: ... (actual), ... (estimated)", gpu_worker.py 0.26.0). vLLM 0.34's extensible KV
-# cache is sized from memory free after capture (v1/worker/gpu_worker.py, enable_extensible_kv_cache), so
-# the actual figure is what it subtracts there.
-GRAPH_ACTUAL_OVER_ESTIMATE = (1.04 / 0.64 + 1.21 / 0.74) / 2
 
 
 def vllm_batch_defaults(gpu: GPU, version: str | None = None) -> tuple[int, int]:
@@ -111,24 +100,46 @@ class VllmOverhead:
         return self.peak_activation + self.non_torch + self.cudagraph_estimate
 
 
-def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> VllmOverhead:
-    """Each overhead term for one rank of this configuration on this GPU, under cfg.backend_version's rules."""
+@dataclass(frozen=True)
+class OverheadInputs:
+    """What the overhead terms scale with, before any fitted coefficient: the physics of one rank."""
+
+    forward_bytes: int        # activation_bytes + encoder_bytes at max_num_batched_tokens
+    logits: int               # max_num_seqs x vocabulary rows the sampler's dummy run holds
+    graphs: int               # graphs captured (0: eager)
+    max_num_batched_tokens: int
+    max_num_seqs: int
+
+
+def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> OverheadInputs:
+    """The sizes vLLM's profile run and graph capture work on for this configuration."""
     rules = vllm_rules(cfg.backend_version or "0.26.0")
     tokens, seqs = vllm_batch_defaults(gpu, rules.version)
     tokens = cfg.max_num_batched_tokens or tokens
     seqs = cfg.max_num_seqs or seqs
     forward = activation_bytes(spec, cfg, tokens) + encoder_bytes(spec, cfg, tokens)
+    graphs = 0 if cfg.enforce_eager else 2 * len(capture_sizes(seqs, tokens, cfg.mtp_tokens))  # FULL_AND_PIECEWISE
     # every rank samples over the full vocabulary (LogitsProcessor all-gathers the vocab-parallel logits)
-    sampler = int(seqs * spec.vocab_size * SAMPLER_BYTES_PER_LOGIT)
-    non_torch = NON_TORCH_BYTES + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
-    graphs = 0
-    if not cfg.enforce_eager:
-        graphs = 2 * len(capture_sizes(seqs, tokens, cfg.mtp_tokens))   # FULL_AND_PIECEWISE
-    per_graph = GRAPH_BYTES["none" if spec.quantization.method == "none" else "quantized"]
-    estimate = int(graphs * per_graph) if rules.cudagraph_estimate_subtracted else 0
+    return OverheadInputs(forward, seqs * spec.vocab_size, graphs, tokens, seqs)
+
+
+def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> VllmOverhead:
+    """Each overhead term for one rank of this configuration on this GPU, under cfg.backend_version's rules
+    and the coefficients in force (coefficients.current())."""
+    rules = vllm_rules(cfg.backend_version or "0.26.0")
+    coef = current()
+    inputs = overhead_inputs(spec, cfg, gpu)
+    forward = int(inputs.forward_bytes * coef.forward_scale)
+    sampler = int(inputs.logits * coef.sampler_bytes_per_logit)
+    non_torch = coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
+    per_graph = coef.per_graph(spec.quantization.method != "none", cfg.tp)
+    estimate = int(inputs.graphs * per_graph) if rules.cudagraph_estimate_subtracted else 0
     if rules.extensible_kv_cache:
-        estimate = int(graphs * per_graph * GRAPH_ACTUAL_OVER_ESTIMATE)
-    return VllmOverhead(max(forward, sampler), non_torch, estimate, tokens, seqs, graphs)
+        # vLLM 0.34's extensible KV cache is sized from memory free after capture (v1/worker/gpu_worker.py,
+        # enable_extensible_kv_cache): the actual graph pool, not the estimate, is what it subtracts there.
+        estimate = int(inputs.graphs * per_graph * coef.graph_actual_over_estimate)
+    return VllmOverhead(max(forward, sampler), non_torch, estimate, inputs.max_num_batched_tokens,
+                        inputs.max_num_seqs, inputs.graphs)
 
 
 def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
@@ -145,5 +156,5 @@ def sglang_overhead(cfg: ServeConfig) -> int:
     return CONTEXT_BYTES + (NCCL_BYTES if cfg.tp * cfg.pp > 1 else 0)
 
 
-__all__ = ["VllmOverhead", "vllm_overhead_terms", "vllm_overhead", "sglang_overhead", "vllm_batch_defaults",
+__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "vllm_overhead", "sglang_overhead", "vllm_batch_defaults",
            "capture_sizes", "activation_bytes", "encoder_bytes", "MIB"]

@@ -22,7 +22,14 @@ def band_text(p: Plan) -> str:
     from doctor.planner.accuracy import band
 
     if p.config.backend != "vllm":
-        return "SGLang: error not measured (no logged SGLang boot in the calibration set)"
+        from doctor.planner.versions import SGLANG_READ, sglang_rules
+
+        version = p.config.backend_version or SGLANG_READ[-1]
+        formula = (f"--mem-fraction-static default of {version} as read in its wheel"
+                   if sglang_rules(version).formula_checked
+                   else f"SGLang {version} not read: the default --mem-fraction-static of the nearest read "
+                        "version applies")
+        return f"SGLang: error not measured (no logged SGLang boot in the calibration set; {formula})"
     rel, why = band(p.hardware.gpu.usable_bytes, p.config.tp, p.config.backend_version or "",
                     p.model.quantization.method)
     return f"± {rel:.1%} ({why})" if rel is not None else why

@@ -8,8 +8,12 @@ Mirrors python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py (0.5.9):
   one slot = `mamba_cache_per_req` (configs/mamba_utils.py: conv + temporal state x GDN layers).
 - `init_memory_pool`: max_running_requests defaults to clamp(tokens / context_len x 512, 2048, 4096)
   and, for hybrid models, min(that, mamba slots // 3) with the radix cache on.
-and server_args.py `_handle_gpu_memory_settings` for the default --mem-fraction-static.
-With PP > 1 the planner counts each stage's own GDN layers; 0.5.9 computes `mamba_cache_per_req`
+and server_args.py `_handle_gpu_memory_settings` (0.5.9-0.5.18; arg_groups/memory_hook.py from 0.5.19) for
+the default --mem-fraction-static, per version (versions.sglang_rules).
+MTP keeps D = tokens + 1 intermediate mamba states per running request (48 unless --max-running-requests):
+0.5.9 takes them off the rest before the split, 0.5.14+ solves for them inside the mamba budget with 3 state
+slots per request; the extra_buffer radix strategy's 2 more slots (0.5.18+, overlap scheduler) are not
+modelled. With PP > 1 the planner counts each stage's own GDN layers; 0.5.9 computes `mamba_cache_per_req`
 from the config's full `linear_layer_ids`, so its per-stage figure may differ (unverified).
 This is the real meaning of the article's invented "radix table sizing" (`radix_size=`).
 """
@@ -22,17 +26,29 @@ from doctor.models.spec import ModelSpec
 from doctor.planner.config import ServeConfig
 from doctor.planner.hardware import GIB, MIB
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer
+from doctor.planner.versions import SGLANG_READ, sglang_rules
 
 MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3
+SPEC_MAX_RUNNING_REQUESTS = 48     # server_args.py (0.5.9) / arg_groups/speculative_hook.py (0.5.21) default
+
+
+def prefill_capture_sizes(max_bs: int) -> list[int]:
+    """generate_prefill_cuda_graph_batch_sizes (srt/arg_groups/cuda_graph_hook.py, 0.5.21; server_args.py
+    0.5.18): the token counts prefill CUDA graphs are captured for, up to chunked_prefill_size."""
+    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32))
+             + list(range(576, 1025, 64)) + list(range(1280, 4097, 256)) + list(range(4608, max_bs + 1, 512)))
+    return [s for s in sizes if s <= max_bs]
 
 
 def default_mem_fraction_static(total_bytes: int, cfg: ServeConfig, spec: ModelSpec) -> float:
-    """SGLang's default --mem-fraction-static for this GPU size and TP (server_args.py, 0.5.9)."""
+    """SGLang's default --mem-fraction-static for this GPU size, TP and version (versions.sglang_rules)."""
+    rules = sglang_rules(cfg.backend_version or SGLANG_READ[-1])
     gpu_mem = total_bytes / MIB
     if gpu_mem < 20 * 1024:
         chunk, graph_bs = 2048, 8
     elif gpu_mem < 35 * 1024:
-        chunk, graph_bs = 2048, (24 if cfg.tp < 4 else 80)
+        small_chunk, small_bs, large_tp_bs = rules.small_gpu_defaults
+        chunk, graph_bs = small_chunk, (small_bs if cfg.tp < 4 else large_tp_bs)
     elif gpu_mem < 60 * 1024:
         chunk, graph_bs = 4096, (32 if cfg.tp < 4 else 160)
     elif gpu_mem < 160 * 1024:
@@ -40,10 +56,14 @@ def default_mem_fraction_static(total_bytes: int, cfg: ServeConfig, spec: ModelS
     else:
         chunk, graph_bs = 16384, 512
     chunk = cfg.max_num_batched_tokens or chunk
-    reserved = 512 + max(chunk, 2048) * 1.5 + graph_bs * 2 + cfg.tp * cfg.pp / 8 * 1024
+    reserved = 512 + max(chunk, 2048) * 1.5 + cfg.tp * cfg.pp / 8 * 1024
+    if not cfg.enforce_eager:
+        reserved += graph_bs * 2
+        if rules.prefill_graph_reserve:
+            reserved += len(prefill_capture_sizes(chunk)) * 8
     if gpu_mem > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    if cfg.mtp_tokens:
+    if cfg.mtp_tokens and rules.speculative_reserve:
         reserved += 2 * 1024
     fraction = round((gpu_mem - reserved) / gpu_mem, 3)
     if spec.vision is not None and not cfg.language_model_only:
@@ -74,15 +94,27 @@ def sglang_capacity(spec: ModelSpec, cfg: ServeConfig, total_bytes: int, used_be
     cell = kv_bytes_per_token_per_layer(spec, cfg) * full_layers
     per_req = gdn_state_bytes_per_layer(spec, cfg) * linear_layers
     slots = 0
+    draft = cfg.mtp_tokens + 1 if cfg.mtp_tokens else 0      # speculative_num_draft_tokens (topk 1)
+    spec_running = cfg.max_num_seqs or SPEC_MAX_RUNNING_REQUESTS
+    rules = sglang_rules(cfg.backend_version or SGLANG_READ[-1])
     if per_req:
+        if draft and rules.spec_states_before_split:
+            rest_gib -= per_req * spec_running * draft / GIB
         if cfg.max_mamba_cache_size is not None:
             slots = cfg.max_mamba_cache_size // cfg.dp
+        elif draft and not rules.spec_states_before_split:
+            # joint solve (kv_cache_configurator.py): (K + 1) x per_req + (K / ratio + 1) x D x per_req = budget
+            ratio = MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
+            budget = rest_gib * cfg.mamba_full_memory_ratio / (1 + cfg.mamba_full_memory_ratio) * GIB
+            slots = max(int((budget - per_req * (1 + draft)) // (per_req * (1 + draft / ratio))), 0)
+            rest_gib -= per_req * (min(spec_running, slots // ratio) + 1) * draft / GIB
         else:
             ratio = cfg.mamba_full_memory_ratio
             slots = int(rest_gib * ratio / (1 + ratio) * GIB // per_req)
         rest_gib -= slots * per_req / GIB
     tokens = int(rest_gib * GIB) // cell if cell else 0
-    max_running = cfg.max_num_seqs or min(max(int(tokens / context_len * 512), 2048), 4096)
+    max_running = cfg.max_num_seqs or (SPEC_MAX_RUNNING_REQUESTS if draft else
+                                       min(max(int(tokens / context_len * 512), 2048), 4096))
     if per_req:
         max_running = min(max_running, slots // MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO)
     return SglangCapacity(mfs, cell, per_req, slots, max(tokens, 0), max_running)

@@ -84,20 +84,52 @@ def vllm_rules(version: str) -> VllmRules:
     )
 
 
+SGLANG_READ = ("0.5.9", "0.5.14", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.23")
+
+
 @dataclass(frozen=True)
 class SglangRules:
-    """How one SGLang version sizes `--mem-fraction-static` by default."""
+    """How one SGLang version sizes `--mem-fraction-static` by default for Qwen3.5 (hybrid GDN, multimodal)."""
 
     version: str
-    graph_reserve_in_formula: bool   # the reserve counts cuda_graph_max_bs x 2 MB
-    formula_checked: bool            # False: the 0.5.9 formula is applied to a version not read
+    small_gpu_defaults: tuple[int, int, int]   # 20-35 GiB: chunked_prefill_size, decode graph max bs (TP < 4, >= 4)
+    prefill_graph_reserve: bool      # the reserve counts len(prefill capture sizes) x 8 MB
+    speculative_reserve: bool        # EAGLE / MTP add 2 GiB after the 10 GiB floor
+    spec_states_before_split: bool   # MTP's intermediate mamba states come off the rest before the split
+    formula_checked: bool            # False: outside the versions read, the nearest read formula applies
 
 
 def sglang_rules(version: str) -> SglangRules:
-    """python/sglang/srt/server_args.py `_handle_gpu_memory_settings`: read for 0.5.9, 0.5.14 and 0.5.18.
+    """The `_handle_gpu_memory_settings` rules of SGLang `version` (python/sglang/srt/server_args.py up to
+    0.5.18, srt/arg_groups/memory_hook.py handle_gpu_memory_settings from 0.5.19), read in the wheels of
+    SGLANG_READ; a version between two read ones follows the older.
 
-    0.5.9-0.5.18 keep 512 MB + max(chunked_prefill_size, 2048) x 1.5 + graph max bs x 2 + TP x PP / 8 GiB,
-    floored at 10 GiB above 60 GiB; 0.5.18 moves the graph term into `reserve_for_graph_mb`.
+    All: reserve = 512 + max(chunked_prefill_size, 2048) x 1.5 + decode graph max bs x 2 + TP x PP / 8 GiB
+    (MB), floored at 10 GiB above 60 GiB; fraction = (gpu_mem - reserve) / gpu_mem, rounded to 3 places,
+    then x 0.95 x the ViT factor for multimodal models unless --language-only (adjust_mem_fraction_for_vlm).
+    - 0.5.9: speculative decoding other than NGRAM adds 2 GiB after the floor (6 GiB for STANDALONE);
+      piecewise (prefill) CUDA graphs are opt-in (enable_piecewise_cuda_graph=False).
+    - 0.5.14: the speculative term is gone; prefill graphs default to TC_PIECEWISE, but
+      model_config.is_piecewise_cuda_graph_disabled_model disables them for multimodal archs outside
+      multimodal_piecewise_cuda_graph_supported_model_archs (Qwen3_5Moe is not listed) and for Qwen3Next.
+    - 0.5.18: prefill graphs default to BREAKABLE on CUDA (cuda_graph_config.default_prefill_backend), and
+      Qwen3_5MoeForConditionalGeneration is in multimodal_breakable_cuda_graph_supported_model_archs: the
+      reserve counts len(generate_prefill_cuda_graph_batch_sizes(chunked_prefill_size)) x 8 MB
+      (reserve_for_graph_mb).
+    - 0.5.20: 20-35 GiB GPUs (4090, 5090) default to chunked_prefill_size 4096 and decode max bs 48 / 160
+      (was 2048 and 24 / 80).
+    Speculative decoding (MTP = NEXTN, run as EAGLE with topk 1: speculative_num_draft_tokens = steps + 1,
+    max_running_requests 48 unless set) keeps D intermediate mamba states per request: 0.5.9
+    (model_runner_kv_cache_mixin.py handle_max_mamba_cache) takes per_req x max_running_requests x D off the
+    rest before the mamba / full-attention split; from 0.5.14 (same file, then
+    mem_cache/kv_cache_configurator.py _handle_max_mamba_cache) the mamba budget holds them (joint solve).
     """
     v = Version(version)
-    return SglangRules(version, True, Version("0.5.9") <= v <= Version("0.5.18"))
+    read = [Version(r) for r in SGLANG_READ]
+    return SglangRules(
+        version=version,
+        small_gpu_defaults=(4096, 48, 160) if v >= Version("0.5.20") else (2048, 24, 80),
+        prefill_graph_reserve=v >= Version("0.5.18"),
+        speculative_reserve=v < Version("0.5.14"),
+        spec_states_before_split=v < Version("0.5.14"),
+        formula_checked=read[0] <= v <= read[-1])

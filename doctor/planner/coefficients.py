@@ -1,0 +1,99 @@
+"""The fitted coefficients of vLLM's overhead terms, and the set in force.
+
+The shipped set is the `coefficients` section of calibration.yaml, fitted on every logged boot of
+tests/data/published_kv/ by bench/plan_accuracy.py (doctor/planner/fit.py). `using()` puts another set in
+force for a block: the benchmark's leave-one-out validation plans each boot with coefficients fitted
+without it.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass, field
+from functools import lru_cache
+from typing import Any, Iterator
+
+from doctor.planner.hardware import GIB
+
+# Fallback when no sampler-bound boot is at hand: vllm/v1/sample/sampler.py (0.26.0) holds the bf16 logits
+# (2 B), their float32 copy (4 B), and top-k/top-p's sorted values (4 B) and int64 indices (8 B) at once.
+SAMPLER_BYTES_PER_LOGIT_PHYSICS = 18.0
+
+
+def graph_key(quantized: bool, tp: int) -> str:
+    """The class of boots one per-graph figure is fitted on: checkpoint kind x single or multi-GPU."""
+    return f"{'quantized' if quantized else 'none'}-{'tp1' if tp == 1 else 'tpn'}"
+
+
+def tp_key(tp: int) -> str:
+    return "tp1" if tp == 1 else "tpn"
+
+
+@dataclass(frozen=True)
+class Coefficients:
+    """Per-term coefficients (bytes) of vllm/v1/worker/gpu_worker.py determine_available_memory's terms."""
+
+    sampler_bytes_per_logit: float = SAMPLER_BYTES_PER_LOGIT_PHYSICS
+    forward_scale: float = 1.0
+    non_torch_bytes: dict[str, int] = field(default_factory=dict)        # tp_key -> bytes
+    graph_bytes_per_graph: dict[str, float] = field(default_factory=dict)  # graph_key -> bytes
+    graph_actual_over_estimate: float = 1.0
+    boots: tuple[str, ...] = ()
+
+    def non_torch(self, tp: int) -> int:
+        """Non-torch bytes for this TP class, else the other class's, else 0.25 GiB."""
+        own = self.non_torch_bytes.get(tp_key(tp))
+        if own is not None:
+            return own
+        others = list(self.non_torch_bytes.values())
+        return int(sum(others) / len(others)) if others else int(0.25 * GIB)
+
+    def per_graph(self, quantized: bool, tp: int) -> float:
+        """Bytes per captured graph: own class, else same checkpoint kind, else same TP class, else any."""
+        table = self.graph_bytes_per_graph
+        for key in (graph_key(quantized, tp), graph_key(quantized, 1 if tp > 1 else 2),
+                    graph_key(not quantized, tp)):
+            if key in table:
+                return table[key]
+        return sum(table.values()) / len(table) if table else 0.0
+
+    def to_yaml(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["boots"] = list(self.boots)
+        return data
+
+    @classmethod
+    def from_yaml(cls, data: dict[str, Any]) -> "Coefficients":
+        return cls(sampler_bytes_per_logit=float(data["sampler_bytes_per_logit"]),
+                   forward_scale=float(data["forward_scale"]),
+                   non_torch_bytes={str(k): int(v) for k, v in data["non_torch_bytes"].items()},
+                   graph_bytes_per_graph={str(k): float(v) for k, v in data["graph_bytes_per_graph"].items()},
+                   graph_actual_over_estimate=float(data["graph_actual_over_estimate"]),
+                   boots=tuple(data.get("boots") or ()))
+
+
+@lru_cache(maxsize=1)
+def shipped() -> Coefficients:
+    """The coefficients fitted on every logged boot (calibration.yaml)."""
+    from doctor.planner.accuracy import calibration
+
+    return Coefficients.from_yaml(calibration()["coefficients"])
+
+
+_CURRENT: ContextVar[Coefficients | None] = ContextVar("planner_coefficients", default=None)
+
+
+def current() -> Coefficients:
+    """The coefficients in force: those of an enclosing `using()`, else the shipped ones."""
+    return _CURRENT.get() or shipped()
+
+
+@contextmanager
+def using(coefficients: Coefficients) -> Iterator[None]:
+    """Plan with `coefficients` inside the block."""
+    token = _CURRENT.set(coefficients)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
