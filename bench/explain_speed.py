@@ -24,8 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from remedies import Matcher, load_catalogue  # noqa: E402
-from remedies.parallel import scan_parallel  # noqa: E402
-from remedies.reader import open_log  # noqa: E402
+from remedies.explain import Collector, explain_sources  # noqa: E402
+from remedies.parallel import min_bytes, plan_ranges, splittable  # noqa: E402
 
 HEALTHY = (
     "INFO {mm}-{dd} {t} [loader.py:447] Loading weights took {f} seconds",
@@ -105,19 +105,16 @@ def time_grep(log: Path, literals: Path) -> tuple[float, float, int]:
 def time_explain(log: Path) -> tuple[float, float, int, int]:
     """Wall seconds, CPU seconds (workers included), matched lines and worker count of explain's scan.
 
-    Runs the file scan `explain` uses: split across worker processes when the file is big enough
-    (`remedies.parallel`), else one `Matcher.scan`.
+    Runs `explain_sources` as `explain` does: split across worker processes when the file is big enough
+    (`remedies.parallel`), with the second pass for unrecognised crashes when no entry named an error.
     """
-    matcher = Matcher()
+    matcher, collector = Matcher(), Collector()
+    threshold = min_bytes()
+    workers = len(plan_ranges(log, min(os.cpu_count() or 1, log.stat().st_size // threshold))) \
+        if splittable(log, threshold) and log.stat().st_size // threshold >= 2 else 1
     cpu, start = time.process_time() + _children_cpu(), time.perf_counter()
-    split = scan_parallel(matcher, log)
-    if split is None:
-        with open_log(log) as stream:
-            matches, workers = list(matcher.scan(stream)), 1
-    else:
-        matches, workers = split
-    lines = len({m.lineno for m in matches})
-    return time.perf_counter() - start, time.process_time() + _children_cpu() - cpu, lines, workers
+    explain_sources([log], matcher, collector=collector)
+    return time.perf_counter() - start, time.process_time() + _children_cpu() - cpu, len(collector.lines), workers
 
 
 def main(argv: list[str] | None = None) -> int:

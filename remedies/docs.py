@@ -26,6 +26,7 @@ def render_entry(remedy: Remedy) -> str:
              f"Prefilter literal `{remedy.literal}`, pattern `{remedy.pattern}`.", "",
              "**Why it happens**", "", remedy.why, "", "**Fix**", ""]
     lines += [f"{n}. {step.text}" + (f" *(applies to {step.applies})*" if step.applies else "")
+              + (f" *(figures from the log; without them: {step.otherwise})*" if step.otherwise else "")
               for n, step in enumerate(remedy.fix, start=1)]
     if remedy.article_claim:
         lines += ["", f"**Answers the deployment article's claim:** {remedy.article_claim}"]

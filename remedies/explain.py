@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable
 
+from remedies.crash import Crash
 from remedies.matcher import Match, Matcher
-from remedies.model import SEVERITIES, Remedy
+from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
-from remedies.reader import open_log
+from remedies.reader import STDIN, open_log
 
 
 @dataclass(frozen=True)
@@ -35,16 +36,46 @@ class Finding:
     before: tuple[str, ...]
     after: tuple[str, ...]
     order: int
+    fix: tuple[FixStep, ...] = ()
+    crash: Crash | None = None
+    precursor: str | None = None
+
+    @property
+    def steps(self) -> tuple[FixStep, ...]:
+        """The fix steps with this log's figures (the entry's own steps when none were captured)."""
+        return self.fix or self.remedy.fix
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "remedy": self.remedy.to_dict(),
+        remedy = {**self.remedy.to_dict(), "fix": [step.to_dict() for step in self.steps]}
+        if self.crash is not None:
+            remedy["why"] = self.why
+        found: dict[str, Any] = {
+            "remedy": remedy,
             "count": self.count,
             "first": {"source": self.first.source, "line": self.first.line},
             "last": {"source": self.last.source, "line": self.last.line},
             "line": self.line,
             "context": {"before": list(self.before), "after": list(self.after)},
         }
+        if self.crash is not None:
+            found["crash"] = {**self.crash.to_dict(), "precursor": self.precursor}
+        return found
+
+    @property
+    def why(self) -> str:
+        """The entry's explanation; for an unrecognised crash, what was found and where."""
+        if self.crash is None:
+            return self.remedy.why
+        crash = self.crash
+        parts = [f"Root exception: {crash.exception}"]
+        if crash.frame is not None:
+            parts.append(f"raised at {crash.frame}")
+        parts.append(f"component: {crash.component}")
+        if crash.final != crash.exception:
+            parts.append(f"final exception: {crash.final}")
+        if self.precursor:
+            parts.append(f"nearest known precursor: {self.precursor}")
+        return "; ".join(parts) + "."
 
 
 class Collector:
@@ -52,24 +83,79 @@ class Collector:
 
     def __init__(self) -> None:
         self._findings: dict[str, Finding] = {}
+        self._crashes: dict[tuple[str, int], Match] = {}
+        self._sources: dict[str, int] = {}
+        self.lines: set[tuple[str, int]] = set()
 
     def add(self, match: Match, source: str) -> None:
         here = Location(source, match.lineno)
+        self._sources.setdefault(source, len(self._sources))
+        if match.crash is not None:
+            self._crashes.setdefault((source, match.lineno), match)
+            return
+        self.lines.add((source, match.lineno))
         found = self._findings.get(match.remedy.id)
         if found is None:
             self._findings[match.remedy.id] = Finding(
-                match.remedy, 1, here, here, match.line, match.before, match.after, len(self._findings)
+                match.remedy, 1, here, here, match.line, match.before, match.after, len(self._findings),
+                match.fix if match.values else (),
             )
         else:
             found.count += 1
             found.last = here
 
+    def wants_crashes(self) -> bool:
+        """No entry other than a wrapper named an error: an unrecognised crash must be looked for."""
+        return not any(f.remedy.severity == "error" and not f.remedy.wrapper for f in self._findings.values())
+
+    def _precursor(self, source: str, line: int) -> str | None:
+        """The last warning an entry named in this source before this line."""
+        warned = [f for f in self._findings.values() if f.remedy.severity == "warning"
+                  and f.first.source == source and f.first.line < line]
+        if not warned:
+            return None
+        nearest = max(warned, key=lambda f: f.first.line)
+        return f"{nearest.remedy.id} ({nearest.remedy.title}) at {nearest.first}"
+
+    def _unknown(self) -> Finding | None:
+        """QD-R-UNKNOWN for the first fatal event (the first traceback when there is one: its root exception
+        says more than a death notice), unless an entry other than a wrapper named an error."""
+        if not self._crashes or not self.wants_crashes():
+            return None
+        ordered = sorted(self._crashes.items(), key=lambda item: (self._sources[item[0][0]], item[0][1]))
+        tracebacks = [item for item in ordered if item[1].crash is not None and item[1].crash.kind == "traceback"]
+        (source, line), match = (tracebacks or ordered)[0]
+        (last_source, last_line), last_match = ordered[-1]
+        here, last = Location(source, line), Location(last_source, last_line)
+        precursor = self._precursor(source, line)
+        assert match.crash is not None
+        crash = match.crash
+        final = last_match.crash
+        if final is not None and final is not crash:
+            crash = Crash(crash.lineno, crash.exception, final.final, crash.frame, crash.component, crash.kind)
+        return Finding(replace(UNKNOWN, component=crash.component), len(ordered), here, last, match.line, match.before, match.after,
+                       len(self._findings), crash=crash, precursor=precursor)
+
     def findings(self) -> list[Finding]:
         """Errors before warnings before info; within a severity the root cause first, wrappers last."""
+        unknown = self._unknown()
         return sorted(
-            self._findings.values(),
+            [*self._findings.values(), *([unknown] if unknown else [])],
             key=lambda f: (SEVERITIES.index(f.remedy.severity), f.remedy.rank, f.order),
         )
+
+
+def _scan(matcher: Matcher, collector: Collector, source: str | Path, parallel_min_bytes: int | None,
+          workers: int | None, crashes: bool, catalogue: bool) -> None:
+    split = scan_parallel(matcher, source, parallel_min_bytes, workers, crashes=crashes, catalogue=catalogue)
+    if split is not None:
+        matches: Iterable[Match] = split[0]
+        for match in matches:
+            collector.add(match, str(source))
+        return
+    with open_log(source) as stream:
+        for match in matcher.scan(stream, crashes=crashes, catalogue=catalogue):
+            collector.add(match, str(source))
 
 
 def explain_sources(
@@ -78,22 +164,25 @@ def explain_sources(
     *,
     parallel_min_bytes: int | None = None,
     workers: int | None = None,
+    collector: Collector | None = None,
 ) -> list[Finding]:
     """Scan each source (path, gzip path or '-') and return the ranked findings.
 
     A regular, uncompressed file of at least two shares of `parallel_min_bytes` (default
     $QWEN_DOCTOR_EXPLAIN_PARALLEL_MIN_BYTES or 64 MiB) is scanned by several processes
-    (`remedies.parallel`), with the same findings.
+    (`remedies.parallel`), with the same findings. Fatal events no entry names (`remedies.crash`) matter
+    only when no entry named an error, so files are scanned for them in a second pass, only then;
+    standard input, which cannot be read twice, is scanned for both at once.
     """
     matcher = matcher or Matcher()
-    collector = Collector()
+    collector = collector or Collector()
+    files: list[str | Path] = []
     for source in sources:
-        split = scan_parallel(matcher, source, parallel_min_bytes, workers)
-        if split is not None:
-            for match in split[0]:
-                collector.add(match, str(source))
-            continue
-        with open_log(source) as stream:
-            for match in matcher.scan(stream):
-                collector.add(match, str(source))
+        again = str(source) != STDIN
+        _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=not again, catalogue=True)
+        if again:
+            files.append(source)
+    if collector.wants_crashes():
+        for source in files:
+            _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=True, catalogue=False)
     return collector.findings()

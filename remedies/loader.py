@@ -13,16 +13,19 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from remedies.errors import CatalogueError
+from remedies.figures import derivable
 from remedies.model import (
     COMPONENTS,
     DEFAULT_RANK,
     ID_PATTERN,
     SEVERITIES,
     SIGNATURE_PACKAGES,
+    UNKNOWN,
     WRAPPER_RANK,
     FixStep,
     Remedy,
     Wording,
+    template_fields,
 )
 
 CATALOGUE_DIR = Path(__file__).parent / "catalogue"
@@ -44,8 +47,10 @@ class Catalogue:
         return len(self.entries)
 
     def get(self, remedy_id: str) -> Remedy | None:
-        """The entry with this id (case-insensitive), or None."""
+        """The entry with this id (case-insensitive; QD-R-UNKNOWN is the built-in unrecognised crash), or None."""
         wanted = remedy_id.upper()
+        if wanted == UNKNOWN.id:
+            return UNKNOWN
         return next((r for r in self.entries if r.id == wanted), None)
 
 
@@ -127,6 +132,13 @@ def _entry(path: Path, index: int, raw: Any, default_component: Any) -> Remedy:
     claim = raw.get("article_claim")
     if claim is not None and not isinstance(claim, str):
         raise bad("'article_claim' must be a string")
+    fix = tuple(_fix_steps(raw["fix"], bad))
+    groups = set(regex.groupindex)
+    for step in fix:
+        missing = sorted(set(step.fields) - groups - derivable(groups))
+        if missing:
+            raise bad(f"fix template field(s) {', '.join(missing)} are not named groups of the pattern "
+                      "(nor derived from them, see remedies/figures.py)")
     return Remedy(
         id=raw["id"],
         component=component,
@@ -135,7 +147,7 @@ def _entry(path: Path, index: int, raw: Any, default_component: Any) -> Remedy:
         literal=raw["literal"],
         pattern=raw["pattern"],
         why=" ".join(raw["why"].split()),
-        fix=tuple(_fix_steps(raw["fix"], bad)),
+        fix=fix,
         source=source,
         samples=samples,
         root_cause_rank=rank,
@@ -162,14 +174,24 @@ def _fix_steps(value: Any, bad: Any) -> list[FixStep]:
     for item in value:
         if isinstance(item, str) and item.strip():
             steps.append(FixStep(" ".join(item.split())))
-        elif isinstance(item, dict) and set(item) <= {"text", "applies"} and isinstance(item.get("text"), str):
+        elif isinstance(item, dict) and set(item) <= {"text", "applies", "otherwise"} \
+                and isinstance(item.get("text"), str) and isinstance(item.get("otherwise", ""), str):
             applies = item.get("applies")
             if applies is not None:
                 try:
                     Requirement(str(applies))
                 except InvalidRequirement:
                     raise bad(f"fix step 'applies' is not a version range like 'sglang>=0.5.23': {applies!r}") from None
-            steps.append(FixStep(" ".join(item["text"].split()), applies))
+            otherwise = item.get("otherwise")
+            if otherwise is not None:
+                try:
+                    names = template_fields(item["text"])
+                except ValueError as exc:
+                    raise bad(f"fix step is not a valid template ({exc}): {item['text']!r}") from None
+                if not names or not otherwise.strip():
+                    raise bad(f"a fix step with 'otherwise' must name figures as {{group}}: {item['text']!r}")
+            steps.append(FixStep(" ".join(item["text"].split()), applies,
+                                 " ".join(otherwise.split()) if otherwise else None))
         else:
             raise bad(f"fix step must be a string or a mapping with 'text' and optional 'applies': {item!r}")
     return steps

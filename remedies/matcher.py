@@ -11,6 +11,12 @@ An anchor is a phrase shared by several literals (or a whole literal); every lit
 and at least one needle, so neither filter misses a line that the regex would match. Candidate lines are
 decoded with errors='replace' and capped at MAX_LINE bytes; a longer line is scanned in MAX_LINE pieces (a
 message straddling two pieces is missed).
+
+Literals and regexes see what a reader sees (`remedies.normalise`): prefixes, escapes and CRs removed, and
+a candidate line read together with the lines of its record (continuations before and after it, at most
+JOIN_LINES each way, within one chunk), so a message wrapped by a terminal or a web page matches. Each line
+is matched on its own first (numbered as itself), then the joined record for what is left. With
+`crashes`, fatal events no entry names (`remedies.crash`) are reported too, from their own needles.
 """
 
 from __future__ import annotations
@@ -19,8 +25,11 @@ from collections import deque
 from dataclasses import dataclass
 from typing import BinaryIO, Generator, Iterable, Iterator
 
+from remedies import crash as crash_rules
+from remedies.crash import Crash
 from remedies.loader import Catalogue, load_catalogue
-from remedies.model import Remedy
+from remedies.model import UNKNOWN, FixStep, Remedy
+from remedies.normalise import Line, join, normalise
 from remedies.prefilter import cached_prefilter
 
 CHUNK = 8 << 20
@@ -28,17 +37,32 @@ MAX_LINE = 1 << 20
 MAX_SHOWN = 400
 CONTEXT = 2
 MIN_SHARED = 8
+JOIN_LINES = 12
+MIN_WRAP = 40
+WRAP_SCAN_BYTES = 1 << 20
+CRASH = -1
 
 
 @dataclass(frozen=True)
 class Match:
-    """One log line that matched one entry."""
+    """One log record (a line, or a message wrapped over several lines) that matched one entry.
+
+    `values` are the regex's named groups (the figures in the message), used to render the fix; `crash` is
+    set instead of a catalogue match for a fatal event no entry names (see `remedies.crash`).
+    """
 
     remedy: Remedy
     lineno: int
     line: str
     before: tuple[str, ...] = ()
     after: tuple[str, ...] = ()
+    values: tuple[tuple[str, str], ...] = ()
+    crash: Crash | None = None
+
+    @property
+    def fix(self) -> tuple[FixStep, ...]:
+        """The entry's fix steps rendered with this message's figures."""
+        return self.remedy.render_fix(dict(self.values))
 
 
 @dataclass(frozen=True)
@@ -101,8 +125,25 @@ def plan_anchors(remedies: Iterable[Remedy]) -> list[tuple[str, tuple[Remedy, ..
     return groups
 
 
+def _variants(pieces: list[Line]) -> list[str]:
+    """The record's text as read: pieces joined with a space (a web page wrapped at a space) or, for a
+    terminal that cut a word at the column limit, with nothing."""
+    texts = [p.text for p in pieces]
+    return [texts[0]] if len(texts) == 1 else [join(texts, " "), join(texts, "")]
+
+
+def _piece_of(pieces: list[Line], literal: str) -> int:
+    """The piece where a literal split over several pieces starts (by its first word)."""
+    head = literal.split(" ", 1)[0]
+    return next((i for i, p in enumerate(pieces) if head and head in p.text), 0)
+
+
 class Matcher:
-    """Match log lines against a catalogue (the shipped one by default)."""
+    """Match log records against a catalogue (the shipped one by default).
+
+    Lines are normalised (`remedies.normalise`) before the literals and regexes see them, and a line that
+    continues the record before it is joined to it, so prefixes, escapes and wrapping do not hide a message.
+    """
 
     def __init__(self, catalogue: Catalogue | None = None, context: int = CONTEXT) -> None:
         self.catalogue = catalogue or load_catalogue()
@@ -110,12 +151,20 @@ class Matcher:
         self._anchors = [
             _Anchor(text.encode(), text, members) for text, members in plan_anchors(self.catalogue)
         ]
-        self._needles = [n.encode() for n in cached_prefilter(tuple(sorted({r.literal for r in self.catalogue})))]
-        self._needle_anchors = [
-            frozenset(i for i, a in enumerate(self._anchors) if any(n in r.literal.encode() for r in a.remedies))
-            for n in self._needles
-        ]
+        literals = tuple(sorted({r.literal for r in self.catalogue}))
+        self._needles = [n.encode() for n in cached_prefilter(literals)]
+        self._plan = self._plan_for(self._needles)
+        self._wrap_plan = self._plan_for([n.encode() for n in cached_prefilter(literals, wrap_tolerant=True)])
+        self._crash_needles = [n.encode() for n in cached_prefilter(tuple(sorted(crash_rules.LITERALS)))]
         self._recent: deque[str] = deque(maxlen=context)
+        self._pieces: list[Line] = []
+        self._last_len = 0
+        self._record_hits: set[str] = set()
+
+    def _plan_for(self, needles: list[bytes]) -> list[tuple[bytes, frozenset[int]]]:
+        """Each needle with the anchors whose literals contain it."""
+        return [(n, frozenset(i for i, a in enumerate(self._anchors) if any(n in r.literal.encode() for r in a.remedies)))
+                for n in needles]
 
     @property
     def needles(self) -> list[str]:
@@ -128,45 +177,96 @@ class Matcher:
         return [a.text for a in self._anchors]
 
     def match_line(self, line: str) -> list[Remedy]:
-        """Entries whose literal and regex both match this one line (no state, no context)."""
-        line = line[:MAX_LINE]
-        found: list[Remedy] = []
-        for anchor in self._anchors:
-            if anchor.text in line:
-                found.extend(r for r in anchor.remedies if r.literal in line and r.regex.search(line))
+        """Entries whose literal and regex both match this one line, normalised (no state, no joining)."""
+        return [r for r, _ in self._match_texts([normalise(line[:MAX_LINE]).text], range(len(self._anchors)))]
+
+    def _match_texts(self, texts: list[str], anchors: Iterable[int]) -> list[tuple[Remedy, tuple[tuple[str, str], ...]]]:
+        found: list[tuple[Remedy, tuple[tuple[str, str], ...]]] = []
+        seen: set[str] = set()
+        for anchor in map(self._anchors.__getitem__, sorted(a for a in anchors if a != CRASH)):
+            for remedy in anchor.remedies:
+                best: tuple[tuple[str, str], ...] | None = None
+                for text in texts:
+                    if remedy.id in seen or anchor.text not in text or remedy.literal not in text:
+                        continue
+                    hit = remedy.regex.search(text)
+                    if hit:
+                        values = tuple((k, v) for k, v in hit.groupdict().items() if v is not None)
+                        best = values if best is None or len(values) > len(best) else best
+                if best is not None:
+                    seen.add(remedy.id)
+                    found.append((remedy, best))
         return found
 
     def feed(self, line: str | bytes, lineno: int) -> list[Match]:
-        """Match one line of a live stream; the lines fed before it become its context."""
+        """Match one line of a live stream; the lines fed before it become its context.
+
+        A line that continues the record before it is joined to it and the whole record is matched again;
+        an entry is reported once per record, numbered with the record's first line.
+        """
         text = _decode(line) if isinstance(line, bytes) else line
         text = text.rstrip("\r\n")
-        hits = self.match_line(text)
-        before = tuple(self._recent)
+        piece = normalise(text[:MAX_LINE])
+        wrapped = bool(self._pieces) and not piece.record and self._last_len >= MIN_WRAP
+        self._last_len = len(text)
+        if not wrapped:
+            self._pieces, self._record_hits = [piece], set()
+            before = tuple(self._recent)
+        elif len(self._pieces) < JOIN_LINES:
+            self._pieces.append(piece)
+            before = tuple(self._recent)[:-len(self._pieces) + 1] if len(self._pieces) <= self.context else ()
+        else:
+            self._recent.append(_shorten(text))
+            return []
+        shown = _shorten(text) if len(self._pieces) == 1 else _shorten(join([p.text for p in self._pieces]))
         self._recent.append(_shorten(text))
-        return [Match(r, lineno, _shorten(text), before) for r in hits]
+        found = []
+        texts = [piece.text] if len(self._pieces) == 1 else [piece.text, *_variants(self._pieces)]
+        for remedy, values in self._match_texts(texts, range(len(self._anchors))):
+            if remedy.id not in self._record_hits:
+                self._record_hits.add(remedy.id)
+                found.append(Match(remedy, lineno, shown, before, (), values))
+        return found
 
-    def scan(self, stream: BinaryIO) -> Iterator[Match]:
-        """Every match in a binary stream, in line order; lines are numbered from 1."""
-        yield from self.scan_range(stream)
+    def scan(self, stream: BinaryIO, crashes: bool = False, catalogue: bool = True) -> Iterator[Match]:
+        """Every match in a binary stream, in line order; lines are numbered from 1. With `crashes`, fatal
+        events (tracebacks, deaths; see `remedies.crash`) come too, as matches whose `crash` is set; without
+        `catalogue`, only they come (their needles are planned apart, so a scan for both costs their sum)."""
+        yield from self.scan_range(stream, crashes=crashes, catalogue=catalogue)
 
-    def scan_range(self, stream: BinaryIO, head: bytes = b"", stop: int | None = None) -> Generator[Match, None, int]:
+    def scan_range(self, stream: BinaryIO, head: bytes = b"", stop: int | None = None,
+                   crashes: bool = False, catalogue: bool = True) -> Generator[Match, None, int]:
         """Matches in a stream, in line order, numbered from 1; returns the number of newlines scanned.
 
         The stream is read CHUNK bytes at a time into one reused buffer: a partial last line moves to its
         front and the next read fills in behind it, so no chunk is copied or reallocated. `head` is data
         already read (it starts the buffer, as a partial line would); `stop` ends the scan once that many
         bytes (counting `head`) are scanned, which must be where a chunk ends (see `remedies.parallel`).
+
+        A whole stream of at most WRAP_SCAN_BYTES (a pasted excerpt, a short log) is scanned with the
+        wrap-tolerant needles (`remedies.prefilter.plan_wrap_tolerant`), so a message a terminal or a web
+        page wrapped over two lines is found; bigger logs are machine-written and keep the cheaper set.
         """
         buf = bytearray(CHUNK + max(CHUNK, MAX_LINE))
         view = memoryview(buf)
         buf[:len(head)] = head
         lineno, filled, done = 1, len(head), 0
+        if stop is None and not head:
+            while filled < CHUNK:
+                got = stream.readinto(view[filled:CHUNK])
+                if not got:
+                    small = filled <= WRAP_SCAN_BYTES
+                    lineno = yield from self._scan_chunk(buf, filled, lineno, crashes, catalogue, small)
+                    return lineno - 1
+                filled += got
+        first = filled > 0 and not head
         while stop is None or done < stop:
-            got = stream.readinto(view[filled:filled + CHUNK])
-            filled += got or 0
+            got = filled if first else stream.readinto(view[filled:filled + CHUNK])
+            filled += 0 if first else (got or 0)
+            first = False
             if not got:
                 if filled:
-                    lineno = yield from self._scan_chunk(buf, filled, lineno)
+                    lineno = yield from self._scan_chunk(buf, filled, lineno, crashes, catalogue)
                     done += filled
                 break
             cut = buf.rfind(b"\n", 0, filled) + 1
@@ -174,7 +274,7 @@ class Matcher:
                 continue
             if cut == 0:
                 cut = filled
-            lineno = yield from self._scan_chunk(buf, cut, lineno)
+            lineno = yield from self._scan_chunk(buf, cut, lineno, crashes, catalogue)
             done += cut
             buf[:filled - cut] = buf[cut:filled]
             filled -= cut
@@ -182,10 +282,17 @@ class Matcher:
             raise ValueError(f"scan ended at byte {done}, not at the chunk boundary {stop}")
         return lineno - 1
 
-    def _scan_chunk(self, chunk: bytearray, limit: int, lineno: int) -> Generator[Match, None, int]:
-        """Matches in chunk[:limit] (whole lines) numbered from `lineno`; returns the next line's number."""
+    def _scan_chunk(self, chunk: bytearray, limit: int, lineno: int, crashes: bool = False,
+                    catalogue: bool = True, small: bool = False) -> Generator[Match, None, int]:
+        """Matches in chunk[:limit] (whole lines) numbered from `lineno`; returns the next line's number.
+
+        Each line holding a needle is read with the lines of its record (continuations before and after it,
+        at most JOIN_LINES each way, within the chunk), normalised; the record is matched once.
+        """
         starts: dict[int, set[int]] = {}
-        for needle, anchors in zip(self._needles, self._needle_anchors):
+        plan = (self._wrap_plan if small else self._plan) if catalogue else []
+        plan += [(needle, frozenset({CRASH})) for needle in self._crash_needles] if crashes else []
+        for needle, anchors in plan:
             pos = chunk.find(needle, 0, limit)
             while pos >= 0:
                 starts.setdefault(chunk.rfind(b"\n", 0, pos) + 1, set()).update(anchors)
@@ -194,25 +301,130 @@ class Matcher:
                     break
                 pos = chunk.find(needle, end, limit)
         counted = 0
+        record_end, parsed_until = -1, -1
+        records: list[tuple[int, int, int, list[Line], int, set[int]]] = []
         for start in sorted(starts):
+            if start < record_end:
+                records[-1][5].update(starts[start])
+                continue
+            first, last, pieces, at = self._record(chunk, start, limit)
+            records.append((first, start, last, pieces, at, set(starts[start])))
+            record_end = last
+        for first, start, last, pieces, at, anchors in records:
             lineno += chunk.count(b"\n", counted, start)
             counted = start
-            end = chunk.find(b"\n", start, limit)
-            end = limit if end < 0 else end
-            for anchor in map(self._anchors.__getitem__, sorted(starts[start])):
-                pos = chunk.find(anchor.needle, start, end)
-                if pos < 0:
-                    continue
-                lo = start if end - start <= MAX_LINE else max(start, pos - MAX_LINE // 2)
-                raw = chunk[lo:min(end, lo + MAX_LINE)]
-                text: str | None = None
-                for remedy in anchor.remedies:
-                    if remedy.literal.encode() not in raw:
-                        continue
-                    text = _decode(raw) if text is None else text
-                    if remedy.regex.search(text):
-                        yield Match(remedy, lineno, _shorten(text), *self._context(chunk, start, end, limit))
+            line_end = self._line_end(chunk, start, limit)
+            if line_end - start > MAX_LINE:
+                yield from self._huge_line(chunk, start, line_end, limit, lineno, anchors)
+                continue
+            for number, shown, span, remedy, values in self._match_record(chunk, first, pieces, lineno - at, anchors, limit):
+                yield Match(remedy, number, shown, *self._context(chunk, *span, limit), values)
+            if crashes and CRASH in anchors and first >= parsed_until:
+                event, parsed_until = self._crash(chunk, first, limit, lineno - chunk.count(b"\n", first, start), pieces)
+                if event is not None and not any(self.match_line(text) for text in event.readings):
+                    yield Match(UNKNOWN, event.lineno, _shorten(event.exception), crash=event)
         return lineno + chunk.count(b"\n", counted, limit)
+
+    def _match_record(self, chunk: bytearray, first: int, pieces: list[Line], number: int, anchors: set[int],
+                      limit: int) -> list[tuple[int, str, tuple[int, int], Remedy, tuple[tuple[str, str], ...]]]:
+        """Each piece matched on its own (numbered as its line), then the joined record for what is left
+        (numbered as the piece where the entry's literal starts), in line order."""
+        spans: list[tuple[int, int]] = []
+        pos = first
+        for _ in pieces:
+            end = self._line_end(chunk, pos, limit)
+            spans.append((pos, end))
+            pos = end + 1
+        found = []
+        seen: set[str] = set()
+        for index, piece in enumerate(pieces):
+            for remedy, values in self._match_texts([piece.text], anchors):
+                seen.add(remedy.id)
+                shown = _shorten(_decode(chunk[spans[index][0]:spans[index][1]][:MAX_LINE]))
+                found.append((number + index, shown, spans[index], remedy, values))
+        if len(pieces) > 1:
+            joined = _shorten(join([p.text for p in pieces]))
+            for remedy, values in self._match_texts(_variants(pieces), anchors):
+                if remedy.id in seen:
+                    continue
+                index = _piece_of(pieces, remedy.literal)
+                found.append((number + index, joined, (spans[0][0], spans[-1][1]), remedy, values))
+        return sorted(found, key=lambda f: f[0])
+
+    def _huge_line(self, chunk: bytearray, start: int, end: int, limit: int, lineno: int,
+                   anchors: set[int]) -> Iterator[Match]:
+        """A line over MAX_LINE: each anchor is looked for in the MAX_LINE window around its first hit."""
+        for index in sorted(a for a in anchors if a != CRASH):
+            anchor = self._anchors[index]
+            pos = chunk.find(anchor.needle, start, end)
+            if pos < 0:
+                continue
+            lo = max(start, pos - MAX_LINE // 2)
+            text = normalise(_decode(chunk[lo:min(end, lo + MAX_LINE)])).text
+            for remedy, values in self._match_texts([text], [index]):
+                yield Match(remedy, lineno, _shorten(text), *self._context(chunk, start, end, limit), values)
+
+    @staticmethod
+    def _line_end(chunk: bytearray, start: int, limit: int) -> int:
+        end = chunk.find(b"\n", start, limit)
+        return limit if end < 0 else end
+
+    def _read(self, chunk: bytearray, start: int, limit: int) -> tuple[int, Line]:
+        end = self._line_end(chunk, start, limit)
+        return end, normalise(_decode(chunk[start:min(end, start + MAX_LINE)]))
+
+    def _record(self, chunk: bytearray, start: int, limit: int) -> tuple[int, int, list[Line], int]:
+        """The record around the line at `start`: its first byte, the end of its last line, its pieces and
+        the index of the piece at `start`. A line continues the one before it when it starts no record and
+        the line before is long enough to have been wrapped (MIN_WRAP)."""
+        end, line = self._read(chunk, start, limit)
+        pieces, first = [line], start
+        while not pieces[0].record and first > 0 and len(pieces) < JOIN_LINES:
+            prev = chunk.rfind(b"\n", 0, first - 1) + 1
+            if first - 1 - prev < MIN_WRAP:
+                break
+            _, earlier = self._read(chunk, prev, first - 1)
+            pieces.insert(0, earlier)
+            first = prev
+        at = len(pieces) - 1
+        line_start = start
+        while end + 1 < limit and len(pieces) - at <= JOIN_LINES and end - line_start >= MIN_WRAP:
+            following, later = self._read(chunk, end + 1, limit)
+            if later.record:
+                break
+            pieces.append(later)
+            line_start, end = end + 1, following
+        return first, end, pieces, at
+
+    def _crash(self, chunk: bytearray, first: int, limit: int, lineno: int,
+               pieces: list[Line]) -> tuple[Crash | None, int]:
+        """A fatal event starting at this record, and the byte up to which its lines were read."""
+        head = pieces[0]
+        if not head.text.strip().startswith(crash_rules.HEADER):
+            text = join([p.text for p in pieces]).strip()
+            fatal = crash_rules.death(Line(text, head.level, True))
+            if fatal is None:
+                return None, first
+            kind = "exception" if crash_rules.exception_line(fatal) else "died"
+            tight = join([p.text for p in pieces], "").strip() if len(pieces) > 1 else ""
+            return Crash(lineno, fatal, fatal, None, crash_rules.component_of((), fatal), kind, tight), first
+        level = head.level
+        if level is None and first > 0:
+            previous = self._read(chunk, chunk.rfind(b"\n", 0, first - 1) + 1, first - 1)[1].level
+            level = previous if previous == "WARNING" else None
+        ends = {lineno: self._line_end(chunk, first, limit)}
+
+        def following() -> Iterator[tuple[int, Line]]:
+            number, pos = lineno, ends[lineno]
+            while pos < limit:
+                end, line = self._read(chunk, pos + 1, limit)
+                number += 1
+                ends[number] = end
+                yield number, line
+                pos = end
+
+        event, last = crash_rules.parse_traceback(following(), level)
+        return event, ends.get(last, ends[lineno])
 
     def _context(self, chunk: bytearray, start: int, end: int, limit: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         before: list[str] = []

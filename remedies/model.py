@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
+
+from remedies.figures import derive
 
 COMPONENTS = ("vllm", "sglang", "ray", "nccl", "torch", "cuda", "hf", "spark")
 SEVERITIES = ("error", "warning", "info")
@@ -15,13 +18,35 @@ WRAPPER_RANK = 90
 
 @dataclass(frozen=True)
 class FixStep:
-    """One ordered fix step; `applies` narrows it to a version range, e.g. ``sglang>=0.5.23``."""
+    """One ordered fix step; `applies` narrows it to a version range, e.g. ``sglang>=0.5.23``.
+
+    A step with `otherwise` is a template: `text` names figures of the message as ``{group}`` (the pattern's
+    named groups, or values derived from them by `remedies.figures`) and `otherwise` is the generic step
+    used when one of them is missing.
+    """
 
     text: str
     applies: str | None = None
+    otherwise: str | None = None
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The figures the text names (only a step with a generic `otherwise` is a template)."""
+        return template_fields(self.text) if self.otherwise else ()
+
+    def with_values(self, values: Mapping[str, str]) -> FixStep:
+        """This step with the message's figures filled in (the generic text when one is missing)."""
+        if not self.fields:
+            return self
+        if all(values.get(name) for name in self.fields):
+            return FixStep(self.text.format_map(values), self.applies)
+        return FixStep(self.otherwise or self.text, self.applies)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "applies": self.applies}
+        out: dict[str, Any] = {"text": self.text, "applies": self.applies}
+        if self.otherwise:
+            out["otherwise"] = self.otherwise
+        return out
 
     def render(self) -> str:
         return f"{self.text} [{self.applies}]" if self.applies else self.text
@@ -66,6 +91,13 @@ class Remedy:
     regex: re.Pattern[str] = field(compare=False, repr=False, default=re.compile(""))
     origin: str = field(compare=False, default="")
 
+    def render_fix(self, values: Mapping[str, str]) -> tuple[FixStep, ...]:
+        """The fix steps with the message's figures (named groups and what `remedies.figures` derives)."""
+        if not any(step.fields for step in self.fix):
+            return self.fix
+        known = derive(values)
+        return tuple(step.with_values(known) for step in self.fix)
+
     @property
     def rank(self) -> int:
         """Lower ranks are closer to the root cause; wrappers come last unless ranked explicitly."""
@@ -89,3 +121,31 @@ class Remedy:
             "article_claim": self.article_claim,
             "versions": [w.to_dict() for w in self.versions],
         }
+
+
+def template_fields(text: str) -> tuple[str, ...]:
+    """The ``{name}`` fields of a fix template, in order."""
+    return tuple(name for _, name, _, _ in string.Formatter().parse(text) if name)
+
+
+UNKNOWN_ID = "QD-R-UNKNOWN"
+# The finding for a crash no entry names (see remedies.crash). It ranks after every named root cause and
+# before the wrappers, whose "root cause above" it is.
+UNKNOWN = Remedy(
+    id=UNKNOWN_ID,
+    component="unknown",
+    severity="error",
+    title="Unrecognised crash: the log ends in an error no catalogue entry names",
+    literal="Traceback",
+    pattern="",
+    why="The process died or raised an exception that no catalogue entry recognises: a traceback (its root is "
+        "the innermost cause of a chained exception), an exception line at error level, or a process that was "
+        "killed, crashed natively or exited non-zero. explain reports it only when no entry named an error.",
+    fix=(FixStep("Start from the root exception shown above (the innermost cause of the chain) and the frame "
+                 "that raised it; search the backend's issue tracker for that exact message."),
+         FixStep("Run `qwen-doctor check` on this machine: a failed check often explains an unknown crash.")),
+    source=("qwen-doctor: traceback and process-death recognition (remedies/crash.py)",),
+    samples=("Traceback (most recent call last): ... KeyError: 'Qwen3_5MoeMTP'", "Segmentation fault (core dumped)",
+             "vllm-1 exited with code 137"),
+    root_cause_rank=85,
+)

@@ -13,17 +13,19 @@ or when a worker fails, the caller scans in one process.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from remedies import matcher as matcher_module
+from remedies.crash import Crash
 from remedies.matcher import Match, Matcher
+from remedies.model import UNKNOWN
 from remedies.reader import GZIP_MAGIC, STDIN
 
 ENV_MIN_BYTES = "QWEN_DOCTOR_EXPLAIN_PARALLEL_MIN_BYTES"
 DEFAULT_MIN_BYTES = 64 << 20
 
-_Found = tuple[str, int, str, tuple[str, ...], tuple[str, ...]]
+_Found = tuple[str, int, str, tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...], Crash | None]
 _worker_matcher: Matcher | None = None
 
 
@@ -66,21 +68,22 @@ def plan_ranges(path: Path, parts: int) -> list[Range]:
     return [Range(start, grid, end) for (start, grid), (end, _) in zip(bounds, bounds[1:])]
 
 
-def _scan_range(task: tuple[str, Range]) -> tuple[list[_Found], int]:
+def _scan_range(task: tuple[str, Range, bool, bool]) -> tuple[list[_Found], int]:
     """In a worker: the matches of one range (line numbers from 1) and its newline count."""
-    path, part = task
+    path, part, crashes, catalogue = task
     assert _worker_matcher is not None
     with open(path, "rb", buffering=0) as stream:
         head = os.pread(stream.fileno(), part.grid - part.start, part.start)
         stream.seek(part.grid)
-        scan = _worker_matcher.scan_range(stream, head, part.end - part.start)  # type: ignore[arg-type]
+        scan = _worker_matcher.scan_range(stream, head, part.end - part.start, crashes=crashes,  # type: ignore[arg-type]
+                                           catalogue=catalogue)
         found: list[_Found] = []
         while True:
             try:
                 m = next(scan)
             except StopIteration as stop:
                 return found, stop.value
-            found.append((m.remedy.id, m.lineno, m.line, m.before, m.after))
+            found.append((m.remedy.id, m.lineno, m.line, m.before, m.after, m.values, m.crash))
 
 
 def splittable(source: str | Path, threshold: int) -> bool:
@@ -98,9 +101,11 @@ def splittable(source: str | Path, threshold: int) -> bool:
 
 
 def scan_parallel(
-    matcher: Matcher, source: str | Path, threshold: int | None = None, workers: int | None = None
+    matcher: Matcher, source: str | Path, threshold: int | None = None, workers: int | None = None,
+    crashes: bool = False, catalogue: bool = True,
 ) -> tuple[list[Match], int] | None:
-    """All matches of a big file in line order and the worker count, or None to scan in one process."""
+    """All matches of a big file in line order and the worker count, or None to scan in one process.
+    `crashes` and `catalogue` as for `Matcher.scan`."""
     global _worker_matcher
     threshold = threshold or min_bytes()
     if not splittable(source, threshold):
@@ -119,16 +124,18 @@ def scan_parallel(
             return None
         _worker_matcher = matcher
         with ProcessPoolExecutor(len(ranges), mp_context=context) as pool:
-            results = list(pool.map(_scan_range, [(str(path), part) for part in ranges]))
+            results = list(pool.map(_scan_range, [(str(path), part, crashes, catalogue) for part in ranges]))
     except Exception:  # noqa: BLE001 - a failed or killed worker: the caller scans in one process, which reports errors
         return None
     finally:
         _worker_matcher = None
     by_id = {remedy.id: remedy for remedy in matcher.catalogue}
+    by_id[UNKNOWN.id] = UNKNOWN
     matches: list[Match] = []
     offset = 0
     for found, newlines in results:
-        matches.extend(Match(by_id[rid], offset + number, line, before, after)
-                       for rid, number, line, before, after in found)
+        matches.extend(Match(by_id[rid], offset + number, line, before, after, values,
+                             crash and replace(crash, lineno=offset + crash.lineno))
+                       for rid, number, line, before, after, values, crash in found)
         offset += newlines
     return matches, len(ranges)

@@ -101,7 +101,42 @@ def plan_prefilter(literals: Iterable[str], profile: Profile) -> tuple[str, ...]
     return tuple(chosen)
 
 
+def _occurrences(literal: str, needles: Iterable[str]) -> list[tuple[int, int]]:
+    found = []
+    for needle in needles:
+        pos = literal.find(needle)
+        while pos >= 0:
+            found.append((pos, pos + len(needle)))
+            pos = literal.find(needle, pos + 1)
+    return found
+
+
+def survives_a_split(literal: str, needles: Iterable[str]) -> bool:
+    """Whether the literal holds two disjoint needles, so that one line break anywhere in it (a wrap, or a
+    space turned into a newline) leaves one whole."""
+    spans = sorted(_occurrences(literal, needles))
+    return any(a_end <= b_start for _, a_end in spans for b_start, _ in spans)
+
+
+def plan_wrap_tolerant(literals: Iterable[str], profile: Profile) -> tuple[str, ...]:
+    """Needles such that every literal wrapped once over two lines still shows one of them.
+
+    Each literal is cut in two halves and the cover is planned over the halves: a needle inside each half
+    gives two disjoint needles, of which one line break anywhere leaves one whole (`survives_a_split`).
+    A literal with a half shorter than MIN_NEEDLE is covered whole (a wrap may hide it).
+    """
+    wanted = set()
+    for literal in set(literals):
+        half = len(literal) // 2
+        if half >= MIN_NEEDLE and len(literal) - half >= MIN_NEEDLE:
+            wanted.update((literal[:half], literal[half:]))
+        else:
+            wanted.add(literal)
+    return plan_prefilter(sorted(wanted), profile)
+
+
 @lru_cache(maxsize=8)
-def cached_prefilter(literals: tuple[str, ...]) -> tuple[str, ...]:
-    """`plan_prefilter` against the shipped healthy sample, computed once per set of literals."""
-    return plan_prefilter(literals, Profile(HEALTHY_SAMPLE.read_bytes()))
+def cached_prefilter(literals: tuple[str, ...], wrap_tolerant: bool = False) -> tuple[str, ...]:
+    """`plan_prefilter` (or `plan_wrap_tolerant`) against the shipped healthy sample, once per set of literals."""
+    profile = Profile(HEALTHY_SAMPLE.read_bytes())
+    return plan_wrap_tolerant(literals, profile) if wrap_tolerant else plan_prefilter(literals, profile)

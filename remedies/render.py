@@ -24,7 +24,7 @@ def render_findings(matches: Sequence[dict[str, Any]], sources: Sequence[str], v
     names = ", ".join(sources)
     if not matches:
         return f"qwen-doctor explain · {names}\n\nNo known errors found.\n"
-    lines = [f"qwen-doctor explain · {names} · {len(matches)} known message(s), root cause first", ""]
+    lines = [f"qwen-doctor explain · {names} · {len(matches)} finding(s), root cause first", ""]
     for match in matches:
         lines += _match_lines(match, verbose, color)
     tally = {s: sum(1 for m in matches if m.get("severity") == s) for s in SYMBOL}

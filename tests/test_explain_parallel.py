@@ -140,10 +140,10 @@ def test_a_worker_that_dies_leaves_the_scan_to_one_process(big_log, monkeypatch)
     expected = explain_sources([path], parallel_min_bytes=10 << 30)
     whole = Matcher.scan_range
 
-    def dying_in_workers(self, stream, head=b"", stop=None):
+    def dying_in_workers(self, stream, head=b"", stop=None, crashes=False, catalogue=True):
         if stop is not None:
             os._exit(3)
-        return whole(self, stream, head, stop)
+        return whole(self, stream, head, stop, crashes, catalogue)
 
     monkeypatch.setattr(Matcher, "scan_range", dying_in_workers)
     assert parallel.scan_parallel(Matcher(), path, threshold=1, workers=4) is None

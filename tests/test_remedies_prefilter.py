@@ -8,6 +8,7 @@ import random
 import pytest
 
 from remedies import Matcher, load_catalogue
+from remedies.crash import LITERALS as CRASH_LITERALS
 from remedies.prefilter import HEALTHY_SAMPLE, Profile, plan_prefilter
 
 
@@ -33,11 +34,11 @@ def test_a_new_literal_is_covered_without_editing_any_list():
     assert all(any(n in lit for n in planned) for lit in literals)
 
 
-def test_needles_are_predicted_cheaper_to_scan_than_one_pass_per_anchor(needles):
+def test_needles_are_predicted_cheaper_to_scan_than_one_pass_per_anchor_and_crash_marker(needles):
     profile = Profile(HEALTHY_SAMPLE.read_bytes())
-    anchors = Matcher().anchors
-    assert len(needles) < len(anchors)
-    assert sum(profile.cost(n.encode()) for n in needles) < sum(profile.cost(a.encode()) for a in anchors)
+    passes = Matcher().anchors + list(CRASH_LITERALS)
+    assert len(needles) < len(passes)
+    assert sum(profile.cost(n.encode()) for n in needles) < sum(profile.cost(a.encode()) for a in passes)
 
 
 def test_substrings_frequent_in_healthy_logs_cost_more_than_rare_ones_of_the_same_length():

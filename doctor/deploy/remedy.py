@@ -59,7 +59,7 @@ class RemedyWatch:
             if r.id in self._seen:
                 continue
             self._seen.add(r.id)
-            hit = RemedyHit(r.id, r.title, r.severity, tuple(s.render() for s in r.fix), tuple(r.source),
+            hit = RemedyHit(r.id, r.title, r.severity, tuple(s.render() for s in m.fix), tuple(r.source),
                             m.lineno, m.line, r.rank, m.before, r.component, r.why, r.wrapper)
             self.hits.append(hit)
             new.append(hit)

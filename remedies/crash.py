@@ -1,0 +1,175 @@
+"""Recognise a crash that no catalogue entry names: a traceback, a fatal exception line, a process that died.
+
+`parse_traceback(lines)` reads one Python traceback (and the exceptions chained to it, "The above exception
+was the direct cause..." / "During handling of the above exception...") from normalised lines and returns
+one `Crash` whose root is the innermost cause (the first exception printed) and whose final line is the
+outermost one (the last printed). `death(line)` recognises a fatal line outside a traceback: a process that
+exited non-zero, was killed or crashed natively, or an exception line printed at error level.
+
+A traceback or exception line logged at WARNING / INFO / DEBUG level is not fatal (a handled error); so is
+a traceback without a level of its own right after a WARNING record (`logger.warning(..., exc_info=True)`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from remedies.normalise import Line
+
+HEADER = "Traceback (most recent call last)"
+CHAINS = ("The above exception was the direct cause of the following exception",
+          "During handling of the above exception, another exception occurred")
+# Substrings of every line `death` or `parse_traceback` can start from: the file scan's prefilter needles
+# are planned to cover them (with the catalogue's literals), so a fatal line is never skipped.
+LITERALS = (
+    HEADER, "Error: ", "Exception: ", "Segmentation fault", "core dumped", "Killed", "exited with",
+    "exit code", "exitcode", "Fatal Python error", "terminate called after throwing", "died with",
+)
+HARMLESS_LEVELS = ("WARNING", "INFO", "DEBUG", "TRACE")
+MAX_FRAMES_LINES = 4000
+MAX_MESSAGE_LINES = 20
+
+_FRAME = re.compile(r'^[ \t]*File "(?P<path>[^"\n]{1,2048})", line (?P<line>\d{1,9})(?:, in (?P<func>[^\s,]{1,256}))?')
+_EXCEPTION = re.compile(r"^(?P<name>[A-Za-z_][\w.]{0,200}(?:\([\w.]{0,200}\))?)(?::[ \t]?(?P<message>.*)|:?)$")
+_EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Failure|Fault|Timeout|Abort)\b|^(?:[\w.]+\.)?[A-Z]\w{0,100}$")
+_DEATH = re.compile(
+    r"Segmentation fault|core dumped|Fatal Python error|terminate called after throwing"
+    r"|(?:^|[\s:])Killed(?:[\s:]|$)|exited with (?:exit )?code[ =:]{0,3}-?[1-9]|exit ?code[ =:]{1,3}-?[1-9]"
+    r"|died with <Signals\.SIG"
+)
+_COMPONENTS = (
+    ("vllm", "vllm"), ("sglang", "sglang"), ("ray", "ray"), ("transformers", "transformers"),
+    ("huggingface_hub", "huggingface_hub"), ("torch", "torch"), ("triton", "torch"), ("nccl", "nccl"),
+)
+_COMPONENT_IN_PATH = re.compile(r"(?:^|[/\\])(vllm|sglang|ray|transformers|huggingface_hub|torch|triton)[/\\]")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One `File "...", line N, in f` frame."""
+
+    path: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f'{self.path}, line {self.line}, in {self.function}' if self.function else f"{self.path}, line {self.line}"
+
+
+@dataclass(frozen=True)
+class Crash:
+    """A fatal event: the root exception (innermost cause), where it was raised, the final line printed."""
+
+    lineno: int
+    exception: str
+    final: str
+    frame: Frame | None
+    component: str
+    kind: str
+    tight: str = field(default="", compare=False)
+
+    @property
+    def readings(self) -> tuple[str, ...]:
+        """The root exception as read: pieces joined with spaces (a web page's wrap) and without (a terminal's)."""
+        return (self.exception, self.tight) if self.tight else (self.exception,)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"line": self.lineno, "exception": self.exception, "final": self.final, "kind": self.kind,
+                "raised_at": str(self.frame) if self.frame else None, "component": self.component}
+
+
+def component_of(frames: Iterable[Frame], text: str) -> str:
+    """The package a crash came from: the innermost frame in a known package (the last package directory in
+    its path, so `/opt/torch/.venv/.../transformers/x.py` is transformers), else the message's words."""
+    for frame in reversed(list(frames)):
+        found = _COMPONENT_IN_PATH.findall(frame.path.replace("\\", "/"))
+        if found:
+            return dict(_COMPONENTS)[found[-1]]
+    lowered = text.lower()
+    if "nccl" in lowered:
+        return "nccl"
+    for word, component in _COMPONENTS:
+        if word in lowered:
+            return component
+    if "cuda" in lowered:
+        return "torch"
+    return "unknown"
+
+
+def exception_line(text: str) -> bool:
+    """Whether a normalised line reads like Python's last traceback line (`ValueError: ...`)."""
+    found = _EXCEPTION.match(text)
+    return bool(found and _EXCEPTION_NAME.search(found.group("name")))
+
+
+def death(line: Line) -> str | None:
+    """The fatal part of a line outside a traceback (a process died, an error-level exception), or None."""
+    if line.level in HARMLESS_LEVELS:
+        return None
+    text = line.text.strip()
+    if _DEATH.search(text):
+        return text
+    if exception_line(text) and ":" in text and line.level in (None, "ERROR", "CRITICAL", "FATAL"):
+        return text
+    return None
+
+
+def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None = None) -> tuple[Crash | None, int]:
+    """Read a traceback (and its chain) whose header was just consumed; return it and the last line number used.
+
+    `lines` yields (line number, normalised line) after the header. Returns (None, n) when the traceback is
+    a handled one (logged below error level) or has no exception line before the input ends.
+    """
+    chain: list[tuple[str, list[Frame], int]] = []
+    tight: list[str] = []
+    frames: list[Frame] = []
+    state, last, message, used = "frames", 0, 0, 0
+    harmless = header_level in HARMLESS_LEVELS
+    for lineno, line in lines:
+        used += 1
+        if used > MAX_FRAMES_LINES:
+            break
+        text = line.text
+        stripped = text.strip()
+        if state == "frames":
+            frame = _FRAME.match(text)
+            if frame:
+                frames.append(Frame(frame.group("path"), int(frame.group("line")), frame.group("func") or ""))
+            elif not stripped or text[:1] in " \t" or stripped.startswith("[Previous line repeated"):
+                pass
+            elif exception_line(stripped):
+                chain.append((stripped, frames, lineno))
+                tight.append(text.strip())
+                state, message = "message", 0
+            elif line.level in HARMLESS_LEVELS:
+                pass
+            else:
+                break
+            last = lineno
+        elif state == "message":
+            if any(stripped.startswith(c) for c in CHAINS):
+                state = "chained"
+            elif not stripped:
+                message = MAX_MESSAGE_LINES
+            elif line.record or message >= MAX_MESSAGE_LINES:
+                break
+            else:
+                text_, f, n = chain[-1]
+                chain[-1] = (f"{text_} {stripped}".strip(), f, n)
+                tight[-1] += text
+                message += 1
+            last = lineno
+        elif state == "chained":
+            if stripped.startswith(HEADER):
+                frames, state = [], "frames"
+            elif stripped:
+                break
+            last = lineno
+    if not chain or harmless:
+        return None, last
+    root, root_frames, root_line = chain[0]
+    every = [f for _, fs, _ in chain for f in fs]
+    return Crash(root_line, root, chain[-1][0], root_frames[-1] if root_frames else None,
+                 component_of(root_frames or every, root), "traceback", tight[0] if tight[0] != root else ""), last

@@ -1,0 +1,76 @@
+"""Values a fix can state that the message does not print, computed only from the figures it does print.
+
+Each derivation names the named groups it needs; the loader accepts a fix template field that is either a
+named group of the entry's pattern or a derivation whose inputs all are. Nothing here guesses a figure:
+a derivation whose inputs are missing or malformed yields nothing, and the step falls back to its generic
+text.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Mapping
+
+BLOCK = 16  # vLLM's default KV block size (tokens); a length that fits is rounded down to it.
+MARGIN = 0.02  # utilisation left unclaimed under the free share, for the allocator and CUDA context
+
+
+def _fit_len(v: Mapping[str, str]) -> str:
+    """The longest request the KV budget holds: the logged length scaled by available / needed GiB."""
+    length, needed, available = int(v["max_len"]), float(v["needed_gib"]), float(v["available_gib"])
+    if needed <= 0 or available <= 0:
+        raise ValueError("non-positive memory")
+    return str(min(length, int(length * available / needed) // BLOCK * BLOCK))
+
+
+def _fit_tokens(v: Mapping[str, str]) -> str:
+    """The KV capacity in tokens rounded down to a block."""
+    return str(int(v["kv_tokens"]) // BLOCK * BLOCK)
+
+
+def _fit_util(v: Mapping[str, str]) -> str:
+    """A --gpu-memory-utilization under the free share of the GPU (free / total, minus a margin)."""
+    free, total = float(v["free_gib"]), float(v["total_gib"])
+    share = math.floor((free / total - MARGIN) * 100) / 100
+    if not 0 < share < 1:
+        raise ValueError("no usable share")
+    return f"{share:.2f}"
+
+
+def _tp_choices(v: Mapping[str, str]) -> str:
+    """Tensor-parallel sizes up to 16 that divide the logged head count."""
+    heads = int(v["heads"])
+    sizes = [n for n in range(1, 17) if heads % n == 0]
+    return ", ".join(map(str, sizes))
+
+
+def _lower_seqs(v: Mapping[str, str]) -> str:
+    """Half the sequence count that ran out of memory (the sampler warm-up allocates per sequence)."""
+    return str(max(1, int(v["seqs"]) // 2))
+
+
+DERIVED: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, str]], str]]] = {
+    "fit_len": (("max_len", "needed_gib", "available_gib"), _fit_len),
+    "fit_tokens": (("kv_tokens",), _fit_tokens),
+    "fit_util": (("free_gib", "total_gib"), _fit_util),
+    "tp_choices": (("heads",), _tp_choices),
+    "lower_seqs": (("seqs",), _lower_seqs),
+}
+
+
+def derivable(groups: set[str]) -> set[str]:
+    """The derived fields available to a pattern with these named groups."""
+    return {name for name, (needs, _) in DERIVED.items() if set(needs) <= groups}
+
+
+def derive(values: Mapping[str, str]) -> dict[str, str]:
+    """The captured values plus every derivation whose inputs were captured (a captured field wins)."""
+    known = {k: v for k, v in values.items() if v}
+    for name, (needs, compute) in DERIVED.items():
+        if name in known or not all(known.get(n) for n in needs):
+            continue
+        try:
+            known[name] = compute(known)
+        except (ValueError, ZeroDivisionError, OverflowError):
+            continue
+    return known
