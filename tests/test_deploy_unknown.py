@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from remedies.explain import explain_sources
 from tests.test_deploy_run import run
 
 
@@ -46,3 +47,19 @@ def test_a_traceback_printed_while_qwen_doctor_stops_the_server_is_not_unknown(t
 def test_a_healthy_server_stopped_by_qwen_doctor_has_no_unknown_crash(tmp_path) -> None:
     out, by_id, _, _ = run(tmp_path, mode="shutdown-noise")
     assert by_id["QD-DEPLOY-START"].status.value == "ok" and out.sections["remedies"] == []
+
+
+def test_the_nearest_known_warning_before_the_crash_is_named_and_ranks_after_it(tmp_path) -> None:
+    warning = "[2026-07-21 20:23:46] KV cache pool is full. Retract requests. #retracted_reqs: 1"
+    out, _, _, _ = run(tmp_path, mode="traceback", timeout=120, FAKE_SERVER_SAY=warning)
+    assert _ids(out) == ["QD-R-UNKNOWN", "QD-R-SGLANG-KV-POOL-FULL"], "an error ranks before a warning"
+    why = out.sections["remedies"][0]["why"]
+    assert "nearest known precursor: QD-R-SGLANG-KV-POOL-FULL" in why and why.endswith(f"{tmp_path / 'server.log'}:1.")
+
+
+def test_deploy_and_explain_give_the_same_evidence_for_the_same_log(tmp_path) -> None:
+    out, _, _, _ = run(tmp_path, mode="traceback", timeout=120)
+    (found,) = [f for f in explain_sources([tmp_path / "server.log"]) if f.remedy.id == "QD-R-UNKNOWN"]
+    unknown = out.sections["remedies"][0]
+    assert (unknown["why"], unknown["line"], unknown["first_line"]["line"]) == (found.why, found.line, found.first.line)
+    assert unknown["fix"] == [step.render() for step in found.steps]

@@ -23,7 +23,7 @@ class _FirstLines(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer: memoryview | bytearray) -> int:  # type: ignore[override]
         size, filled = len(buffer), 0
         while filled < size:
             if not self._rest:
