@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, BinaryIO, Iterable
 
 from remedies.crash import Crash
 from remedies.matcher import Match, Matcher
@@ -117,7 +117,7 @@ class Collector:
         nearest = max(warned, key=lambda f: f.first.line)
         return f"{nearest.remedy.id} ({nearest.remedy.title}) at {nearest.first}"
 
-    def _unknown(self) -> Finding | None:
+    def unknown(self) -> Finding | None:
         """QD-R-UNKNOWN for the first fatal event (the first traceback when there is one: its root exception
         says more than a death notice), unless an entry other than a wrapper named an error."""
         if not self._crashes or not self.wants_crashes():
@@ -138,7 +138,7 @@ class Collector:
 
     def findings(self) -> list[Finding]:
         """Errors before warnings before info; within a severity the root cause first, wrappers last."""
-        unknown = self._unknown()
+        unknown = self.unknown()
         return sorted(
             [*self._findings.values(), *([unknown] if unknown else [])],
             key=lambda f: (SEVERITIES.index(f.remedy.severity), f.remedy.rank, f.order),
@@ -186,3 +186,12 @@ def explain_sources(
         for source in files:
             _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=True, catalogue=False)
     return collector.findings()
+
+
+def unrecognised_crash(stream: BinaryIO, source: str, matcher: Matcher | None = None) -> Finding | None:
+    """QD-R-UNKNOWN for one binary log stream by explain's rule (the first fatal event, only when no entry
+    other than a wrapper named an error), or None; `source` names the log in the finding's locations."""
+    collector = Collector()
+    for match in (matcher or Matcher()).scan(stream, crashes=True, catalogue=True):
+        collector.add(match, source)
+    return collector.unknown()

@@ -9,7 +9,7 @@ from collections import deque
 from typing import Callable
 
 from doctor.deploy.phases import PhaseTable, phase_table
-from doctor.deploy.remedy import RemedyHit, RemedyWatch
+from doctor.deploy.remedy import RemedyHit, RemedyWatch, ranked
 
 ProgressSink = Callable[[str], None]
 # Lines that say nothing about progress: uvicorn access lines (qwen-doctor's own /health polls) and
@@ -71,8 +71,8 @@ class LogFollower:
 
     @property
     def remedies(self) -> list[RemedyHit]:
-        """Matched entries, root causes first (catalogue rank), then in log order."""
-        return sorted(self.watch.hits, key=lambda h: (h.rank, h.lineno))
+        """Matched entries in explain's order (errors first, root causes first, then log order)."""
+        return ranked(self.watch.hits)
 
     def feed(self, line: str, lineno: int) -> None:
         """Consume one log line."""

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from remedies import Matcher
+from remedies.model import SEVERITIES
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,12 @@ class RemedyHit:
                 "count": 1, "first_line": where, "last_line": where, "line": self.line,
                 "context": {"before": list(self.context), "after": []}, "why": self.why, "fix": list(self.fix),
                 "source": list(self.source), "wrapper": self.wrapper}
+
+
+def ranked(hits: list[RemedyHit]) -> list[RemedyHit]:
+    """Hits in explain's order: errors before warnings before info, then root causes first (catalogue
+    rank; QD-R-UNKNOWN after the named causes, before the wrappers), then log order."""
+    return sorted(hits, key=lambda h: (SEVERITIES.index(h.severity), h.rank, h.lineno))
 
 
 class RemedyWatch:

@@ -18,8 +18,9 @@ from doctor.deploy.follower import LogFollower
 from doctor.deploy.health import StartOutcome, wait_ready
 from doctor.deploy.ports import PortInUse, port_is_free
 from doctor.deploy.process import ServerProcess, Terminated, supervised
-from doctor.deploy.remedy import RemedyHit
+from doctor.deploy.remedy import RemedyHit, ranked
 from doctor.deploy.spec import LaunchSpec
+from doctor.deploy.unknown import unknown_crash
 from doctor.facts.model import Facts
 from doctor.redact import redact_argv, redact_env, redact_text
 from doctor.report.model import now
@@ -246,6 +247,9 @@ def _outcome(req: DeployRequest, server: ServerProcess, follower: LogFollower, s
     """Results and report sections from what the deployment got to."""
     spec = req.spec
     remedies = follower.remedies
+    if server.pid is not None and (not start.ready or died_at is not None):
+        unknown = unknown_crash(req.log_path, follower.shutdown_line)
+        remedies = ranked([*remedies, unknown]) if unknown is not None else remedies
     results = [_start_result(start, remedies, follower)] if server.pid is not None else []
     results += [exercise_result(ex) for ex in exercises]
     prediction = kv.KVPrediction(None, "the server did not start")

@@ -5,6 +5,8 @@ Run as a script it takes a backend command line (`-m MODULE --port N --served-mo
 shim interpreter can stand in for the backend's python. Behaviour comes from FAKE_SERVER_MODE:
   ok          start, then serve well-formed answers
   die         print a vLLM --max-model-len error and exit 1 during start
+  traceback   print a chained Python traceback no catalogue entry names (a weight name missing while
+              loading) and exit 1 during start
   fatal       print a fatal error line, then keep running without becoming healthy
   hang        never become healthy (keeps logging nothing)
   slow        never become healthy but keep logging weight-loading progress (a start that needs longer);
@@ -19,6 +21,7 @@ shim interpreter can stand in for the backend's python. Behaviour comes from FAK
 /metrics serves the backend's Prometheus metric names (vllm: or sglang:) measured on the requests it
 answered; FAKE_SERVER_NO_METRICS=1 answers 404 there instead.
 FAKE_SERVER_CHILD=1 also starts a grandchild process (as vLLM starts EngineCore) to test group cleanup;
+FAKE_SERVER_TRACEBACK_ON_TERM=1 makes slow mode print that traceback and exit 1 on SIGTERM;
 FAKE_SERVER_IGNORE_TERM=1 makes the server ignore SIGTERM (to test the SIGKILL fallback).
 FAKE_SERVER_SAY=LINE logs LINE at start (to plant text, a secret say, in the server log).
 With `--nnodes N` (N > 1) it is one node of a multi-node SGLang launch, as torch.distributed's TCP rendezvous
@@ -62,6 +65,22 @@ SGLANG_LINES = [
     "[2026-09-09 11:57:30 TP0] Capture cuda graph end. Time elapsed: 10.1 s.",
     "[2026-09-09 11:57:31] The server is fired up and ready to roll!",
 ]
+UNNAMED_TRACEBACK = """\
+Traceback (most recent call last):
+  File "/usr/lib/python3.12/site-packages/vllm/model_executor/models/qwen3_moe.py", line 512, in load_weights
+    param = params_dict[name]
+            ~~~~~~~~~~~^^^^^^
+KeyError: 'model.layers.47.mlp.experts.w13_qzeros'
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "<frozen runpy>", line 198, in _run_module_as_main
+  File "/usr/lib/python3.12/site-packages/vllm/model_executor/model_loader/default_loader.py", line 269, in load_weights
+    loaded_weights = model.load_weights(self.get_all_weights(model_config, model))
+  File "/usr/lib/python3.12/site-packages/vllm/model_executor/models/qwen3_moe.py", line 515, in load_weights
+    raise RuntimeError(f"checkpoint has no parameter {name}") from exc
+RuntimeError: checkpoint has no parameter model.layers.47.mlp.experts.w13_qzeros"""
 MAX_LEN_ERROR = ("Value error, User-specified max_model_len (999999) is greater than the derived max_model_len "
                  "(max_position_embeddings=256 or model_max_length=None in model's config.json). To allow overriding "
                  "this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must "
@@ -309,6 +328,16 @@ def _worker_node(argv: list[str], rank: str, mode: str) -> int:
         time.sleep(1)
 
 
+def _slow_stop(*_: object) -> None:
+    """SIGTERM in slow mode: log the shutdown and exit 0, or (FAKE_SERVER_TRACEBACK_ON_TERM=1) die with a
+    traceback and exit 1, as a server whose shutdown itself crashes."""
+    if os.environ.get("FAKE_SERVER_TRACEBACK_ON_TERM"):
+        print(UNNAMED_TRACEBACK, flush=True)
+        os._exit(1)
+    print("INFO Shutting down", flush=True)
+    os._exit(0)
+
+
 def main(argv: list[str]) -> int:
     mode = os.environ.get("FAKE_SERVER_MODE", "ok")
     module = arg(argv, "-m", "")
@@ -334,13 +363,16 @@ def main(argv: list[str]) -> int:
         print(f"pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n  {MAX_LEN_ERROR}",
               flush=True)
         return 1
+    if mode == "traceback":
+        print(UNNAMED_TRACEBACK, flush=True)
+        return 1
     if mode == "fatal":
         print(f"ERROR {MAX_LEN_ERROR}", flush=True)
     if mode in ("fatal", "hang"):
         while True:
             time.sleep(1)
     if mode == "slow":
-        signal.signal(signal.SIGTERM, lambda *_: (print("INFO Shutting down", flush=True), os._exit(0)))
+        signal.signal(signal.SIGTERM, _slow_stop)
         for i in range(10**6):
             print(f"Loading safetensors checkpoint shards: {i % 100}% Completed | {i}/1000", flush=True)
             time.sleep(0.3)
