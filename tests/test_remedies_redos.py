@@ -20,7 +20,7 @@ from remedies.normalise import _ANSI, _QUOTE, _RECORD, _STARTS_RECORD, _TRANSPOR
 
 ENTRIES = list(load_catalogue())
 NORMALISERS = [_ANSI, _QUOTE, _RECORD, _STARTS_RECORD, _TRANSPORT, _WINDOWS_PATH]
-BOUND_S = 3.0  # per pattern over all its adversarial lines; a quadratic pattern takes minutes on 1 MiB
+BOUND_S = 8.0  # per pattern over all its adversarial lines; a quadratic pattern takes minutes on 1 MiB
 
 
 def _repeats(tree, inside_unbounded: bool = False) -> list[str]:
