@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from checks.fleet import NO_FLEET
+from checks.fleet import _answered_nodes
 from doctor.context import CheckContext
 from doctor.facts.model import Facts
-from doctor.fleet.model import Node, fleet_of, nodes
+from doctor.fleet.model import Node
 from doctor.net.nccl_if import addresses_of, gloo_problem, nccl_choice, roce_v2_gid_indexes, share_a_subnet
 from doctor.registry import check
 from doctor.results import Outcome, fail, ok, skip, warn
@@ -29,13 +29,12 @@ def _netif(facts: Facts) -> dict[str, Any] | None:
 
 
 def _fleet_nodes(ctx: CheckContext) -> list[Node] | Outcome:
-    fleet = fleet_of(ctx.facts)
-    if fleet is None:
-        return skip(NO_FLEET)
-    answered = [n for n in nodes(fleet) if n.answered and _netif(n.facts) is not None]
-    if not answered:
-        return skip("no node reported its network interfaces (see QD-FLEET-001)")
-    return answered
+    """The answering nodes that reported their interfaces, or the skip that says why there are none."""
+    answered = _answered_nodes(ctx)
+    if isinstance(answered, Outcome):
+        return answered
+    with_netif = [n for n in answered if _netif(n.facts) is not None]
+    return with_netif or skip("no node reported its network interfaces (see QD-FLEET-001)")
 
 
 @check("QD-NET-004", "NCCL / Gloo socket variables name real interfaces", category="network", severity="high")
