@@ -23,7 +23,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from doctor.planner.accuracy import Residual, residuals  # noqa: E402
+from doctor.planner.accuracy import Residual, SglangResidual, residuals, sglang_residuals  # noqa: E402
 from doctor.planner.coefficients import using  # noqa: E402
 from doctor.planner.fit import fit, logged_boots  # noqa: E402
 
@@ -60,6 +60,30 @@ def table(title: str, rows: list[Residual]) -> tuple[list[float], list[float]]:
     return kv, wts
 
 
+def sglang_table(rows: list[SglangResidual]) -> dict:
+    """SGLang boots (tests/data/published_kv/sglang*.yaml): KV tokens, mamba slots, running requests and
+    weights, planned vs logged; returns the summary --write stores under `sglang`."""
+    print("\nSGLang (mode plan: end to end; pools: from the logged free memory around the weights load)")
+    print(f"{'boot':<36} {'version':<26} {'mode':<6} {'KV tokens logged':>16} {'planned':>10} {'error':>7}   "
+          f"{'slots':>5} {'planned':>7}   {'running':>7} {'planned':>7}   {'weights':>7} {'planned':>7} {'error':>7}")
+    for r in rows:
+        lw = f"{r.logged_weights_gib:.2f}" if r.logged_weights_gib is not None else "-"
+        pw = f"{r.planned_weights_gib:.2f}" if r.planned_weights_gib is not None else "-"
+        print(f"{r.id:<36} {r.version:<26} {r.mode:<6} {r.logged_tokens:>16,} {r.planned_tokens:>10,} "
+              f"{pct(r.tokens_error):>7}   {r.logged_slots or '-':>5} {r.planned_slots:>7}   "
+              f"{r.logged_running or '-':>7} {r.planned_running:>7}   {lw:>7} {pw:>7} {pct(r.weights_error):>7}")
+    kv = [abs(r.tokens_error) for r in rows]
+    wts = [abs(r.weights_error) for r in rows if r.weights_error is not None]
+    print(f"KV tokens: mean abs error {sum(kv) / len(kv):.2%}, max {max(kv):.2%} over {len(kv)} SGLang boots")
+    if wts:
+        print(f"weights:   mean abs error {sum(wts) / len(wts):.2%}, max {max(wts):.2%} over {len(wts)} SGLang boots")
+    return {"boots": len(kv), "plan_boots": sum(r.mode == "plan" for r in rows),
+            "kv_tokens_mean_abs_error": round(sum(kv) / len(kv) + 5e-4, 3),
+            "kv_tokens_max_abs_error": round(max(kv) + 5e-4, 3),
+            "weights_max_abs_error": round(max(wts) + 5e-4, 3) if wts else None,
+            "versions": sorted({r.version for r in rows})}
+
+
 def region(entries: list[dict]) -> dict:
     """The span of the predicted boots: a plan outside it prints "error not measured"."""
     from doctor.models import get_model
@@ -86,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     table("In-sample (coefficients fitted on every logged boot)", in_sample)
     kv, wts = table("Leave-one-out (each boot planned with coefficients fitted on the others)",
                     residuals(entries, leave_one_out=True))
+    sglang_rows = sglang_residuals(entries)
+    sglang = sglang_table(sglang_rows) if sglang_rows else None
     if args.write:
         cal = yaml.safe_load(CALIBRATION.read_text(encoding="utf-8"))
         header = "".join(line + "\n" for line in CALIBRATION.read_text(encoding="utf-8").splitlines()
@@ -94,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
                    kv_tokens_max_abs_error=round(max(kv) + 5e-4, 3),
                    weights_max_abs_error=round(max(wts) + 5e-4, 3) if wts else None,
                    region=region(entries), coefficients=coefficients.to_yaml())
+        if sglang is not None:
+            cal["sglang"] = sglang
         CALIBRATION.write_text(header + yaml.safe_dump(cal, sort_keys=False), encoding="utf-8")
         print(f"wrote {CALIBRATION.relative_to(ROOT)}")
     return 0

@@ -8,7 +8,7 @@ from doctor.errors import DoctorError
 from doctor.models import get_model
 from doctor.planner import ServeConfig, check_divisibility, parse_gpus, plan, valid_tensor_parallel_sizes
 from doctor.planner.hardware import GIB, MIB
-from doctor.planner.sglang_kv import default_mem_fraction_static, prefill_capture_sizes, sglang_capacity
+from doctor.planner.sglang_kv import default_mem_fraction_static, prefill_capture_sizes
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.weights import pp_partition, rank_weights
@@ -92,20 +92,6 @@ def test_pipeline_stages_split_layers_like_vllm():
     assert pp_partition(40, 4) == [(0, 10), (10, 20), (20, 30), (30, 40)]
     first, last = rank_weights(BF16, ServeConfig(pp=2), 0), rank_weights(BF16, ServeConfig(pp=2), 1)
     assert first["embeddings"] == last["embeddings"]       # embed_tokens on the first, lm_head on the last
-
-
-def test_sglang_pool_sizes_follow_the_0_5_9_formula():
-    # H200 (143771 MiB), weights 65.39 GiB + 0.5 GiB context, mem_fraction_static 0.85, context 262144
-    cfg = ServeConfig(backend="sglang", mem_fraction_static=0.85)
-    total = 143771 * MIB
-    used = rank_weights(BF16, cfg)["total"] + GIB // 2
-    cap = sglang_capacity(BF16, cfg, total, used, 10, 30, 262144)
-    rest = (total - used) / GIB - total / GIB * (1 - 0.85)
-    slots = int(rest * 0.9 / 1.9 * GIB // (30 * 2_146_304))
-    tokens = int((rest - slots * 30 * 2_146_304 / GIB) * GIB) // (20 * 1024)
-    assert cap.mamba_slots == slots
-    assert cap.max_total_num_tokens == tokens
-    assert cap.max_running_requests == min(max(int(tokens / 262144 * 512), 2048), 4096, slots // 3)
 
 
 VLM = 0.95 * (1 - 0.1 * (1152 ** 2 / 1024 ** 2 - 1))   # adjust_mem_fraction_for_vlm for Qwen3.5's ViT
@@ -234,27 +220,3 @@ def test_an_sglang_plan_says_whether_its_version_s_formula_was_read():
     unread = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.40")))
     assert "error not measured" in read and "as read in its wheel" in read
     assert "SGLang 0.5.40 not read" in unread
-
-
-def test_sglang_mtp_intermediate_mamba_states_per_version():
-    from doctor.planner.state import gdn_state_bytes_per_layer
-
-    def capacity(version: str, mtp: int):
-        cfg = ServeConfig(backend="sglang", backend_version=version, mtp_tokens=mtp, mem_fraction_static=0.85)
-        return sglang_capacity(BF16, cfg, 140 * GIB, 70 * GIB, 10, 30, 262144)
-
-    per_req = gdn_state_bytes_per_layer(BF16, ServeConfig(backend="sglang")) * 30
-    cell = capacity("0.5.9", 0).cell_size
-    # 0.5.9: per_req x 48 running requests x (3 + 1) draft tokens leave the rest before the 0.9 split
-    old, old_mtp = capacity("0.5.9", 0), capacity("0.5.9", 3)
-    assert old_mtp.max_running_requests == min(48, old_mtp.mamba_slots // 3)
-    lost = (old.max_total_num_tokens - old_mtp.max_total_num_tokens) * cell
-    assert lost == pytest.approx(per_req * 48 * 4 / 1.9, rel=0.01)
-    # 0.5.21: K solves (K + 1) per_req + (K / 3 + 1) x 4 x per_req = rest x 0.9 / 1.9, but only the states
-    # of min(48, K // 3) + 1 requests are taken off: the KV pool gets the rest
-    new, new_mtp = capacity("0.5.21", 0), capacity("0.5.21", 3)
-    rest = 140 * GIB * 0.85 - 70 * GIB
-    k = int((rest * 0.9 / 1.9 - per_req * 5) // (per_req * (1 + 4 / 3)))
-    assert new_mtp.mamba_slots == k < new.mamba_slots
-    kv = rest - k * per_req - (min(48, k // 3) + 1) * 4 * per_req
-    assert new_mtp.max_total_num_tokens == pytest.approx(kv / cell, rel=1e-4)

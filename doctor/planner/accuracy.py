@@ -135,3 +135,93 @@ def band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tuple[floa
     if outside:
         return None, "outside the calibrated boots (" + ", ".join(outside) + "): error not measured"
     return float(cal["kv_tokens_max_abs_error"]), why
+
+
+# SGLang boots (tests/data/published_kv/sglang*.yaml): entries carry `sglang: VERSION` and `sglang_predict`
+# ("plan": planned end to end from model, GPUs and flags; "pools": the pools recomputed from the logged free
+# memory around the weights load, which tests the pool accounting alone), never `predict`, so the vLLM fit above
+# never sees them.
+_SG_BEGIN = re.compile(r"Load weight begin\. avail mem=([\d.]+) GB")
+_SG_END = re.compile(r"Load weight end\..*?avail mem=([\d.]+) GB, mem usage=([\d.]+) GB")
+_SG_SLOTS = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
+_SG_TOKENS = re.compile(r"KV Cache is allocated\..*?#tokens: (\d+)")
+_SG_RUNNING = re.compile(r"max_running_requests=(\d+)")
+_SG_FRACTION = re.compile(r"mem_fraction_static=([\d.]+)")
+
+
+@dataclass(frozen=True)
+class SglangResidual:
+    """Planned vs logged pools of one SGLang boot (relative errors: planned / logged - 1)."""
+
+    id: str
+    mode: str                       # "plan" or "pools"
+    version: str
+    logged_tokens: int
+    planned_tokens: int
+    logged_slots: int | None        # max_mamba_cache_size
+    planned_slots: int
+    logged_running: int | None      # max_running_requests
+    planned_running: int
+    logged_weights_gib: float | None
+    planned_weights_gib: float | None
+
+    @property
+    def tokens_error(self) -> float:
+        return self.planned_tokens / self.logged_tokens - 1
+
+    @property
+    def slots_error(self) -> float | None:
+        return None if not self.logged_slots else self.planned_slots / self.logged_slots - 1
+
+    @property
+    def weights_error(self) -> float | None:
+        if self.logged_weights_gib is None or self.planned_weights_gib is None:
+            return None
+        return self.planned_weights_gib / self.logged_weights_gib - 1
+
+
+def _sglang_found(entry: dict[str, Any], pattern: re.Pattern[str], group: int = 1) -> str | None:
+    return next((m.group(group) for line in entry["log"] if (m := pattern.search(line))), None)
+
+
+def sglang_residual(entry: dict[str, Any]) -> SglangResidual:
+    """Plan one `sglang_predict` entry and compare with its log lines (the first "Load weight" lines: the
+    target model's)."""
+    from doctor.models import get_model
+    from doctor.planner.config import ServeConfig
+    from doctor.planner.hardware import parse_gpus
+    from doctor.planner.plan import plan
+    from doctor.planner.sglang_kv import sglang_pools
+
+    mode = entry["sglang_predict"]
+    tokens = _sglang_found(entry, _SG_TOKENS)
+    if tokens is None:
+        raise ValueError(f"entry {entry['id']}: no 'KV Cache is allocated. #tokens' line")
+    slots, running = _sglang_found(entry, _SG_SLOTS), _sglang_found(entry, _SG_RUNNING)
+    weights = _sglang_found(entry, _SG_END, 2)
+    cfg = ServeConfig(backend="sglang", backend_version=str(entry["sglang"]), **entry["flags"])
+    if mode == "plan":
+        p = plan(get_model(entry["model"]), parse_gpus(entry["gpus"]), cfg)
+        rank = min(p.ranks, key=lambda r: r.kv_tokens)
+        planned = (rank.kv_tokens, rank.mamba_slots, rank.max_running_requests, rank.weights["total"] / GIB)
+    elif mode == "pools":
+        begin, end = _sglang_found(entry, _SG_BEGIN), _sglang_found(entry, _SG_END)
+        if begin is None or end is None or cfg.mem_fraction_static is None:
+            raise ValueError(f"entry {entry['id']}: pools need both 'Load weight' lines and mem_fraction_static")
+        geometry = entry["geometry"]
+        cfg = cfg.with_(prefix_caching=cfg.prefix_caching is not False)      # the radix cache is on by default
+        rest = int((float(end) - float(begin) * (1 - cfg.mem_fraction_static)
+                    - geometry.get("mm_reservation_mib", 0) / 1024) * GIB)
+        pools = sglang_pools(rest, geometry["cell_bytes"], geometry["mamba_cache_per_req"], cfg,
+                             cfg.max_model_len or geometry["context_len"])
+        planned = (pools.max_total_num_tokens, pools.mamba_slots, pools.max_running_requests, None)
+    else:
+        raise ValueError(f"entry {entry['id']}: sglang_predict must be 'plan' or 'pools', not {mode!r}")
+    return SglangResidual(entry["id"], mode, str(entry["sglang"]), int(tokens), planned[0],
+                          int(slots) if slots else None, planned[1], int(running) if running else None,
+                          planned[2], float(weights) if weights and mode == "plan" else None, planned[3])
+
+
+def sglang_residuals(entries: list[dict[str, Any]]) -> list[SglangResidual]:
+    """Residuals of every `sglang_predict` entry."""
+    return [sglang_residual(e) for e in entries if e.get("sglang_predict")]

@@ -105,13 +105,12 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
         return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cache, tokens,
                         cap.max_concurrency, block_size=layout.block_size,
                         max_running_requests=cfg.max_num_seqs or terms.max_num_seqs, terms=terms)
-    total = hw.gpu.memory_bytes
     overhead = sglang_overhead(cfg)
-    cap = sglang_capacity(spec, cfg, total, weights["total"] + overhead, full, linear, max_len)
-    budget = int(total * cap.mem_fraction_static)
-    cache = budget - weights["total"] - overhead
+    cap = sglang_capacity(spec, cfg, hw.gpu, weights["total"], overhead, (start, end),
+                          pp_partition(spec.num_layers, cfg.pp), max_len)
+    budget = int(cap.pre_model_load * cap.mem_fraction_static)
     concurrency = cap.max_total_num_tokens / max_len if max_len else 0.0
-    return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cache,
+    return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cap.rest,
                     cap.max_total_num_tokens, concurrency, mamba_slots=cap.mamba_slots,
                     max_running_requests=cap.max_running_requests)
 

@@ -1,20 +1,29 @@
-"""SGLang (0.5.9) memory pools: mem-fraction-static -> max_total_num_tokens and the mamba state pool.
+"""SGLang (0.5.9-0.5.23) memory pools: mem-fraction-static -> max_total_num_tokens and the mamba state pool.
 
-Mirrors python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py (0.5.9):
-- `profile_max_num_token`: rest = available_after_weights - total x (1 - mem_fraction_static);
-  hybrid models count only full-attention layers in the per-token cell size.
-- `handle_max_mamba_cache`: mamba pool = --max-mamba-cache-size, or --max-running-requests when the
-  radix cache is off, else rest x ratio / (1 + ratio) (ratio = --mamba-full-memory-ratio, 0.9);
-  one slot = `mamba_cache_per_req` (configs/mamba_utils.py: conv + temporal state x GDN layers).
-- `init_memory_pool`: max_running_requests defaults to clamp(tokens / context_len x 512, 2048, 4096)
-  and, for hybrid models, min(that, mamba slots // 3) with the radix cache on.
-and server_args.py `_handle_gpu_memory_settings` (0.5.9-0.5.18; arg_groups/memory_hook.py from 0.5.19) for
-the default --mem-fraction-static, per version (versions.sglang_rules).
-MTP keeps D = tokens + 1 intermediate mamba states per running request (48 unless --max-running-requests):
-0.5.9 takes them off the rest before the split, 0.5.14+ solves for them inside the mamba budget with 3 state
-slots per request; the extra_buffer radix strategy's 2 more slots (0.5.18+, overlap scheduler) are not
-modelled. With PP > 1 the planner counts each stage's own GDN layers; 0.5.9 computes `mamba_cache_per_req`
-from the config's full `linear_layer_ids`, so its per-stage figure may differ (unverified).
+Mirrors profile_max_num_token (python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py 0.5.9-0.5.14,
+mem_cache/kv_cache_configurator.py _profile_available_bytes from 0.5.16), per version (versions.sglang_rules):
+- rest = free memory after the weights load - free memory before it x (1 - mem_fraction_static)
+  ("Load weight end. avail mem" - "Load weight begin. avail mem" x (1 - fraction), in GiB), less
+  SGLANG_VLM_CACHE_SIZE_MB for multimodal models from 0.5.18. The free memory before the load is torch's total
+  less the CUDA context (and NCCL buffers with TP / PP > 1): overhead.sglang_overhead.
+- `_handle_max_mamba_cache`: mamba slots = --max-mamba-cache-size, or --max-running-requests when the
+  radix cache is off, else rest x ratio / (1 + ratio) // mamba_cache_per_req (ratio = --mamba-full-memory-ratio,
+  0.9); one slot = conv + temporal state x GDN layers (configs/mamba_utils.py BaseLinearStateParams); the pool
+  then takes slots x mamba_cache_per_req off the rest (MambaPool allocates one padding slot more, priced from
+  0.5.18: slots = (budget - per_req) // per_req, (slots + 1) x per_req off the rest).
+- tokens = int(rest x 2^30) // cell // page_size x page_size; the cell counts only full-attention layers, x
+  (1 + draft layers / full layers) for EAGLE / NEXTN (MTP) from 0.5.14 (pool_configurator.py).
+- max_running_requests = clamp(tokens / context_len x 512, 2048, 4096) (or --max-running-requests), <= tokens // 2
+  from 0.5.14, and <= slots // mamba ratio: 3 per request (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO) + 2
+  ping-pong slots when the radix cache resolves to extra_buffer with the overlap scheduler (0.5.14+ default),
+  1 with the radix cache off.
+MTP (NEXTN, run as EAGLE with topk 1: speculative_num_draft_tokens D = steps + 1, max_running_requests 48 unless
+set) keeps D intermediate mamba states per running request: 0.5.9 takes per_req x 48 x D off the rest before the
+split, 0.5.14+ solves slots x per_req x (1 + D / ratio) = mamba budget and takes the states of
+min(48, slots // ratio) requests off the rest.
+Verified against real boots in tests/data/published_kv/sglang*.yaml (bench/plan_accuracy.py). Unverified: the
+draft model's own weights and KV with MTP (its "Load weight end" line is not in any recorded boot), pages > 1,
+DP attention, PP (SGLang's stage split is taken as vLLM's).
 This is the real meaning of the article's invented "radix table sizing" (`radix_size=`).
 """
 
@@ -24,25 +33,31 @@ from dataclasses import dataclass
 
 from doctor.models.spec import ModelSpec
 from doctor.planner.config import ServeConfig
-from doctor.planner.hardware import GIB, MIB
-from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer
-from doctor.planner.versions import SGLANG_READ, sglang_rules
+from doctor.planner.hardware import GIB, GPU, MIB
+from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
+from doctor.planner.versions import SGLANG_READ, SglangRules, sglang_rules
 
 MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3
+MAMBA_EXTRA_BUFFER_SLOTS = 2       # MAMBA_CACHE_V2_ADDITIONAL_RATIO_OVERLAP (ping-pong buffer, overlap scheduler)
 SPEC_MAX_RUNNING_REQUESTS = 48     # server_args.py (0.5.9) / arg_groups/speculative_hook.py (0.5.21) default
 
 
 def prefill_capture_sizes(max_bs: int) -> list[int]:
     """generate_prefill_cuda_graph_batch_sizes (srt/arg_groups/cuda_graph_hook.py, 0.5.21; server_args.py
-    0.5.18): the token counts prefill CUDA graphs are captured for, up to chunked_prefill_size."""
+    0.5.16-0.5.18): the token counts prefill CUDA graphs are captured for, up to chunked_prefill_size."""
     sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32))
              + list(range(576, 1025, 64)) + list(range(1280, 4097, 256)) + list(range(4608, max_bs + 1, 512)))
     return [s for s in sizes if s <= max_bs]
 
 
+def rules_of(cfg: ServeConfig) -> SglangRules:
+    return sglang_rules(cfg.backend_version or SGLANG_READ[-1])
+
+
 def default_mem_fraction_static(total_bytes: int, cfg: ServeConfig, spec: ModelSpec) -> float:
-    """SGLang's default --mem-fraction-static for this GPU size, TP and version (versions.sglang_rules)."""
-    rules = sglang_rules(cfg.backend_version or SGLANG_READ[-1])
+    """SGLang's default --mem-fraction-static for a GPU of `total_bytes` (the driver's total), TP and version
+    (versions.sglang_rules)."""
+    rules = rules_of(cfg)
     gpu_mem = total_bytes / MIB
     if gpu_mem < 20 * 1024:
         chunk, graph_bs = 2048, 8
@@ -60,7 +75,8 @@ def default_mem_fraction_static(total_bytes: int, cfg: ServeConfig, spec: ModelS
     if not cfg.enforce_eager:
         reserved += graph_bs * 2
         if rules.prefill_graph_reserve:
-            reserved += len(prefill_capture_sizes(chunk)) * 8
+            prefill_max = min(chunk, cfg.max_model_len) if cfg.max_model_len else chunk
+            reserved += len(prefill_capture_sizes(prefill_max)) * 8
     if gpu_mem > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     if cfg.mtp_tokens and rules.speculative_reserve:
@@ -75,46 +91,106 @@ def default_mem_fraction_static(total_bytes: int, cfg: ServeConfig, spec: ModelS
     return fraction
 
 
+def mamba_ratio(cfg: ServeConfig, rules: SglangRules) -> int:
+    """Mamba slots one running request may hold (_calculate_mamba_ratio / init_memory_pool)."""
+    if not cfg.prefix_caching_on:
+        return 1
+    return MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO + (MAMBA_EXTRA_BUFFER_SLOTS if rules.mamba_extra_buffer else 0)
+
+
 @dataclass(frozen=True)
-class SglangCapacity:
-    mem_fraction_static: float
-    cell_size: int              # KV bytes per token over this rank's full-attention layers
-    mamba_cache_per_req: int    # GDN state bytes per sequence over this rank's GDN layers
-    mamba_slots: int            # max_mamba_cache_size
-    max_total_num_tokens: int
+class SglangPools:
+    """What profile_max_num_token and init_memory_pool make of one rank's rest."""
+
+    mamba_slots: int            # max_mamba_cache_size ("Mamba Cache is allocated. max_mamba_cache_size")
+    max_total_num_tokens: int   # "KV Cache is allocated. #tokens"
     max_running_requests: int
+    kv_bytes: int               # bytes left for the KV pool
 
 
-def sglang_capacity(spec: ModelSpec, cfg: ServeConfig, total_bytes: int, used_before_pool: int,
-                    full_layers: int, linear_layers: int, context_len: int) -> SglangCapacity:
-    """Pool sizes for one rank; `used_before_pool` = weights + CUDA context + NCCL buffers."""
-    mfs = cfg.mem_fraction_static or default_mem_fraction_static(total_bytes, cfg, spec)
-    available_gib = (total_bytes - used_before_pool) / GIB
-    rest_gib = available_gib - total_bytes / GIB * (1 - mfs)
-    cell = kv_bytes_per_token_per_layer(spec, cfg) * full_layers
-    per_req = gdn_state_bytes_per_layer(spec, cfg) * linear_layers
+def sglang_pools(rest: int, cell: int, per_req: int, cfg: ServeConfig, context_len: int) -> SglangPools:
+    """Split `rest` bytes (profile_max_num_token's rest_memory) between the mamba pool and the KV pool."""
+    rules = rules_of(cfg)
+    rest_gib = rest / GIB
     slots = 0
     draft = cfg.mtp_tokens + 1 if cfg.mtp_tokens else 0      # speculative_num_draft_tokens (topk 1)
     spec_running = cfg.max_num_seqs or SPEC_MAX_RUNNING_REQUESTS
-    rules = sglang_rules(cfg.backend_version or SGLANG_READ[-1])
+    ratio = mamba_ratio(cfg, rules)
+    pad = 1 if rules.mamba_padding_slot else 0
     if per_req:
         if draft and rules.spec_states_before_split:
             rest_gib -= per_req * spec_running * draft / GIB
         if cfg.max_mamba_cache_size is not None:
             slots = cfg.max_mamba_cache_size // cfg.dp
+            if draft and not rules.spec_states_before_split:
+                rest_gib -= per_req * (min(spec_running // cfg.dp, slots // ratio) + pad) * draft / GIB
+        elif not cfg.prefix_caching_on and cfg.max_num_seqs is not None:
+            slots = cfg.max_num_seqs // cfg.dp
+            if draft and not rules.spec_states_before_split:
+                rest_gib -= per_req * (slots + pad) * draft / GIB
         elif draft and not rules.spec_states_before_split:
-            # joint solve (kv_cache_configurator.py): (K + 1) x per_req + (K / ratio + 1) x D x per_req = budget
-            ratio = MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
+            # joint solve (kv_cache_configurator.py): K x per_req x (1 + D / ratio) = mamba budget
             budget = rest_gib * cfg.mamba_full_memory_ratio / (1 + cfg.mamba_full_memory_ratio) * GIB
-            slots = max(int((budget - per_req * (1 + draft)) // (per_req * (1 + draft / ratio))), 0)
-            rest_gib -= per_req * (min(spec_running, slots // ratio) + 1) * draft / GIB
+            slots = int((budget - pad * per_req * (1 + draft)) // (per_req * (1 + draft / ratio)))
+            rest_gib -= per_req * (min(spec_running // cfg.dp, slots // ratio) + pad) * draft / GIB
         else:
-            ratio = cfg.mamba_full_memory_ratio
-            slots = int(rest_gib * ratio / (1 + ratio) * GIB // per_req)
-        rest_gib -= slots * per_req / GIB
-    tokens = int(rest_gib * GIB) // cell if cell else 0
-    max_running = cfg.max_num_seqs or (SPEC_MAX_RUNNING_REQUESTS if draft else
-                                       min(max(int(tokens / context_len * 512), 2048), 4096))
+            share = cfg.mamba_full_memory_ratio
+            slots = int((rest_gib * share / (1 + share) * GIB - pad * per_req) // per_req)
+        rest_gib -= (slots + pad) * per_req / GIB
+    kv_bytes = int(rest_gib * GIB)
+    page = cfg.block_size or 1
+    tokens = max(kv_bytes // cell // page * page if cell else 0, 0)
+    if cfg.max_num_seqs is not None:
+        running = cfg.max_num_seqs // cfg.dp
+    elif draft:
+        running = SPEC_MAX_RUNNING_REQUESTS // cfg.dp
+    else:
+        running = min(max(int(tokens / context_len * 512), 2048), 4096) if context_len else 2048
+    if rules.running_capped_by_tokens:
+        running = min(running, tokens // 2)
     if per_req:
-        max_running = min(max_running, slots // MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO)
-    return SglangCapacity(mfs, cell, per_req, slots, max(tokens, 0), max_running)
+        running = min(running, slots // ratio)
+    return SglangPools(max(slots, 0), tokens, max(running, 0), kv_bytes)
+
+
+@dataclass(frozen=True)
+class SglangCapacity:
+    mem_fraction_static: float
+    pre_model_load: int         # free bytes before the weights load ("Load weight begin. avail mem")
+    rest: int                   # bytes for the mamba and KV pools (rest_memory)
+    cell_size: int              # KV bytes per token over this rank's full-attention layers (+ draft layers)
+    mamba_cache_per_req: int    # GDN state bytes per sequence (mamba_cache_per_req)
+    mamba_slots: int            # max_mamba_cache_size
+    max_total_num_tokens: int
+    max_running_requests: int
+
+
+def mamba_cache_per_req(spec: ModelSpec, cfg: ServeConfig, stages: list[tuple[int, int]]) -> int:
+    """conv + temporal state of one sequence over the GDN layers a rank prices: every GDN layer of the model
+    (the config's linear_layer_ids), from 0.5.18 with PP the largest stage's share."""
+    per_layer = gdn_state_bytes_per_layer(spec, cfg)
+    layers = len(spec.linear_attention_layers)
+    if cfg.pp > 1 and rules_of(cfg).mamba_pp_stage_share:
+        layers = max(layers_in_stage(spec, start, end)[1] for start, end in stages)
+    return per_layer * layers
+
+
+def sglang_capacity(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, weights: int, context_bytes: int,
+                    stage: tuple[int, int], stages: list[tuple[int, int]], context_len: int) -> SglangCapacity:
+    """Pool sizes for one rank of pipeline stage `stage` ([start, end) decoder layers); `weights` = what the
+    load takes ("Load weight end. mem usage"), `context_bytes` = CUDA context and NCCL buffers held before it."""
+    rules = rules_of(cfg)
+    mfs = cfg.mem_fraction_static or default_mem_fraction_static(gpu.memory_bytes, cfg, spec)
+    pre = gpu.usable_bytes - context_bytes
+    rest_gib = (pre - weights) / GIB - pre / GIB * (1 - mfs)
+    if spec.vision is not None:
+        rest_gib -= rules.mm_reservation_mib / 1024
+    full = layers_in_stage(spec, *stage)[0]
+    cell = kv_bytes_per_token_per_layer(spec, cfg) * full
+    if cfg.mtp_tokens and rules.draft_kv_in_cell and full:
+        cell = int(cell * (1 + spec.mtp_layers / full))
+    per_req = mamba_cache_per_req(spec, cfg, stages) if layers_in_stage(spec, *stage)[1] else 0
+    rest = int(rest_gib * GIB)
+    pools = sglang_pools(rest, cell, per_req, cfg, context_len)
+    return SglangCapacity(mfs, pre, rest, cell, per_req, pools.mamba_slots, pools.max_total_num_tokens,
+                          pools.max_running_requests)

@@ -84,52 +84,81 @@ def vllm_rules(version: str) -> VllmRules:
     )
 
 
-SGLANG_READ = ("0.5.9", "0.5.14", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.23")
+SGLANG_READ = ("0.5.9", "0.5.14", "0.5.15", "0.5.16", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.23")
 
 
 @dataclass(frozen=True)
 class SglangRules:
-    """How one SGLang version sizes `--mem-fraction-static` by default for Qwen3.5 (hybrid GDN, multimodal)."""
+    """How one SGLang version sizes `--mem-fraction-static` by default and its pools for Qwen3.5 (hybrid GDN,
+    multimodal)."""
 
     version: str
     small_gpu_defaults: tuple[int, int, int]   # 20-35 GiB: chunked_prefill_size, decode graph max bs (TP < 4, >= 4)
     prefill_graph_reserve: bool      # the reserve counts len(prefill capture sizes) x 8 MB
     speculative_reserve: bool        # EAGLE / MTP add 2 GiB after the 10 GiB floor
     spec_states_before_split: bool   # MTP's intermediate mamba states come off the rest before the split
+    draft_kv_in_cell: bool           # the MTP layer's KV is priced into the target's cell (one pool)
+    mamba_extra_buffer: bool         # radix cache "auto" resolves to extra_buffer: 2 more slots per request
+    running_capped_by_tokens: bool   # max_running_requests <= max_total_num_tokens // 2
+    mamba_pp_stage_share: bool       # with PP, mamba_cache_per_req counts the largest stage's GDN layers
+    mamba_padding_slot: bool         # the pool's padding slot (and one more request's MTP states) is priced
+    mm_reservation_mib: int          # reserved off the rest for multimodal models (embedding cache)
     formula_checked: bool            # False: outside the versions read, the nearest read formula applies
 
 
 def sglang_rules(version: str) -> SglangRules:
-    """The `_handle_gpu_memory_settings` rules of SGLang `version` (python/sglang/srt/server_args.py up to
-    0.5.18, srt/arg_groups/memory_hook.py handle_gpu_memory_settings from 0.5.19), read in the wheels of
-    SGLANG_READ; a version between two read ones follows the older.
+    """The memory rules of SGLang `version`, read in the wheels of SGLANG_READ (`pip download sglang==X`);
+    a version between two read ones follows the older.
 
-    All: reserve = 512 + max(chunked_prefill_size, 2048) x 1.5 + decode graph max bs x 2 + TP x PP / 8 GiB
+    Default --mem-fraction-static (`_handle_gpu_memory_settings`, python/sglang/srt/server_args.py up to
+    0.5.18, srt/arg_groups/memory_hook.py handle_gpu_memory_settings from 0.5.19), all versions:
+    reserve = 512 + max(chunked_prefill_size, 2048) x 1.5 + decode graph max bs x 2 + TP x PP / 8 GiB
     (MB), floored at 10 GiB above 60 GiB; fraction = (gpu_mem - reserve) / gpu_mem, rounded to 3 places,
     then x 0.95 x the ViT factor for multimodal models unless --language-only (adjust_mem_fraction_for_vlm).
+    gpu_mem is the driver's total in MiB (get_device_memory_capacity: nvidia-smi memory.total).
     - 0.5.9: speculative decoding other than NGRAM adds 2 GiB after the floor (6 GiB for STANDALONE);
       piecewise (prefill) CUDA graphs are opt-in (enable_piecewise_cuda_graph=False).
     - 0.5.14: the speculative term is gone; prefill graphs default to TC_PIECEWISE, but
       model_config.is_piecewise_cuda_graph_disabled_model disables them for multimodal archs outside
       multimodal_piecewise_cuda_graph_supported_model_archs (Qwen3_5Moe is not listed) and for Qwen3Next.
-    - 0.5.18: prefill graphs default to BREAKABLE on CUDA (cuda_graph_config.default_prefill_backend), and
-      Qwen3_5MoeForConditionalGeneration is in multimodal_breakable_cuda_graph_supported_model_archs: the
-      reserve counts len(generate_prefill_cuda_graph_batch_sizes(chunked_prefill_size)) x 8 MB
-      (reserve_for_graph_mb).
+    - 0.5.15: prefill graphs default to BREAKABLE on CUDA (model_executor/cuda_graph_config.py
+      default_prefill_backend), but server_args.py disables them for every multimodal model ("Breakable CUDA
+      graph is incompatible with multimodal model"): no prefill reserve for Qwen3.5.
+    - 0.5.16: Qwen3_5MoeForConditionalGeneration is in multimodal_breakable_cuda_graph_supported_model_archs
+      (configs/model_config.py): the reserve counts len(generate_prefill_cuda_graph_batch_sizes(
+      chunked_prefill_size)) x 8 MB (reserve_for_graph_mb).
     - 0.5.20: 20-35 GiB GPUs (4090, 5090) default to chunked_prefill_size 4096 and decode max bs 48 / 160
       (was 2048 and 24 / 80).
-    Speculative decoding (MTP = NEXTN, run as EAGLE with topk 1: speculative_num_draft_tokens = steps + 1,
-    max_running_requests 48 unless set) keeps D intermediate mamba states per request: 0.5.9
-    (model_runner_kv_cache_mixin.py handle_max_mamba_cache) takes per_req x max_running_requests x D off the
-    rest before the mamba / full-attention split; from 0.5.14 (same file, then
-    mem_cache/kv_cache_configurator.py _handle_max_mamba_cache) the mamba budget holds them (joint solve).
+    Pools (profile_max_num_token: model_executor/model_runner_kv_cache_mixin.py 0.5.9-0.5.14,
+    mem_cache/kv_cache_configurator.py _profile_available_bytes from 0.5.16):
+    rest = free memory after the weights load - free memory before it x (1 - mem_fraction_static).
+    - 0.5.9: mamba radix cache "auto" -> no_buffer (server_args.py); MTP's intermediate mamba states
+      (per_req x max_running_requests x D) come off the rest before the mamba / full split
+      (handle_max_mamba_cache); the draft's KV is a separate pool sized later (not in the target's cell).
+    - 0.5.14: "auto" -> extra_buffer with the overlap scheduler (_handle_mamba_radix_cache), so
+      max_running_requests <= slots // (3 + 2); MTP: joint solve of slots and intermediate states inside the
+      mamba budget; EAGLE/NEXTN scale the cell by (1 + draft layers / full layers)
+      (model_executor/pool_configurator.py DefaultPoolConfigurator); max_running_requests <= tokens // 2.
+    - 0.5.18: multimodal models reserve SGLANG_VLM_CACHE_SIZE_MB (100) off the rest
+      (mm_runtime_reservation_gb; the 1 GiB feature pool only with --mm-feature-transport cuda_ipc / cuda_vmm,
+      cpu by default on one node); with PP, mamba_cache_per_req counts the largest stage's GDN layers
+      (_handle_max_mamba_cache), before it every GDN layer of the model; the pool's padding slot is priced:
+      slots = (budget - per_req) // per_req, (slots + 1) x per_req come off the rest, MTP solves
+      (budget - per_req x (1 + D)) // (per_req x (1 + D / ratio)) and prices (min(48, slots // ratio) + 1) x D
+      intermediate states.
     """
     v = Version(version)
     read = [Version(r) for r in SGLANG_READ]
     return SglangRules(
         version=version,
         small_gpu_defaults=(4096, 48, 160) if v >= Version("0.5.20") else (2048, 24, 80),
-        prefill_graph_reserve=v >= Version("0.5.18"),
+        prefill_graph_reserve=v >= Version("0.5.16"),
         speculative_reserve=v < Version("0.5.14"),
         spec_states_before_split=v < Version("0.5.14"),
+        draft_kv_in_cell=v >= Version("0.5.14"),
+        mamba_extra_buffer=v >= Version("0.5.14"),
+        running_capped_by_tokens=v >= Version("0.5.14"),
+        mamba_pp_stage_share=v >= Version("0.5.18"),
+        mamba_padding_slot=v >= Version("0.5.18"),
+        mm_reservation_mib=100 if v >= Version("0.5.18") else 0,
         formula_checked=read[0] <= v <= read[-1])

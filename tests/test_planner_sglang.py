@@ -1,0 +1,160 @@
+"""SGLang's memory accounting, rule by rule as read in its wheels (doctor/planner/sglang_kv.py, versions.py),
+and the planner against the logged SGLang boots of tests/data/published_kv/sglang*.yaml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from doctor.models import get_model
+from doctor.planner import ServeConfig, parse_gpus, plan
+from doctor.planner.accuracy import calibration, sglang_residual, sglang_residuals
+from doctor.planner.hardware import GIB, MIB, GPU
+from doctor.planner.sglang_kv import (default_mem_fraction_static, mamba_cache_per_req, prefill_capture_sizes,
+                                      sglang_capacity, sglang_pools)
+from doctor.planner.versions import sglang_rules
+from doctor.planner.weights import pp_partition
+
+BF16 = get_model("Qwen/Qwen3.5-35B-A3B")
+DATA = Path(__file__).parent / "data" / "published_kv"
+ENTRIES = [e for p in sorted(DATA.glob("sglang*.yaml")) for e in yaml.safe_load(p.read_text())["entries"]]
+H200_MIB = 143771                                    # nvidia-smi memory.total of an H200 (141 GB)
+PER_REQ = 30 * (8192 * 3 * 2 + 32 * 128 * 128 * 4)  # 30 GDN layers x (bf16 conv + fp32 temporal state) at TP 1
+CELL = 10 * 2 * 2 * 256 * 2                          # 10 full-attention layers x K,V x 2 heads x 256 x bf16
+VLM = 0.95 * (1 - 0.1 * (1152 ** 2 / 1024 ** 2 - 1))   # adjust_mem_fraction_for_vlm for Qwen3.5's ViT
+
+
+def sglang(version: str, **flags) -> ServeConfig:
+    return ServeConfig(backend="sglang", backend_version=version, prefix_caching=True, **flags)
+
+
+def test_0_5_16_default_fraction_on_a_141_gb_gpu_at_tp_1():
+    # chunk 8192, decode graphs up to bs 256 (90-160 GiB GPUs), 58 prefill (breakable) graphs x 8 MB:
+    # reserve = 512 + 8192 x 1.5 + 256 x 2 + 1/8 GiB + 464 = 13904 MB, above the 10 GiB floor
+    reserve = 512 + 8192 * 1.5 + 256 * 2 + 1024 / 8 + 58 * 8
+    assert default_mem_fraction_static(H200_MIB * MIB, sglang("0.5.16", language_model_only=True), BF16) == \
+        round((H200_MIB - reserve) / H200_MIB, 3) == 0.903
+    # the vision tower on: x 0.95 x the ViT factor
+    assert default_mem_fraction_static(H200_MIB * MIB, sglang("0.5.16"), BF16) == pytest.approx(0.903 * VLM)
+
+
+def test_0_5_15_keeps_breakable_prefill_graphs_off_for_multimodal_qwen3_5():
+    without = 512 + 8192 * 1.5 + 256 * 2 + 1024 / 8
+    assert default_mem_fraction_static(H200_MIB * MIB, sglang("0.5.15", language_model_only=True), BF16) == \
+        round((H200_MIB - without) / H200_MIB, 3)
+    assert not sglang_rules("0.5.15").prefill_graph_reserve and sglang_rules("0.5.16").prefill_graph_reserve
+
+
+def test_the_prefill_graph_reserve_stops_at_the_context_length():
+    short = sglang("0.5.16", language_model_only=True, max_model_len=4096)
+    reserve = 512 + 8192 * 1.5 + 256 * 2 + 1024 / 8 + len(prefill_capture_sizes(4096)) * 8
+    assert default_mem_fraction_static(H200_MIB * MIB, short, BF16) == round((H200_MIB - reserve) / H200_MIB, 3)
+
+
+def test_the_rest_is_free_memory_after_the_load_less_the_free_memory_before_it_times_one_minus_the_fraction():
+    gpu = GPU("H200", H200_MIB * MIB, "9.0", torch_bytes=int(139.8 * GIB))
+    cfg = sglang("0.5.16", mem_fraction_static=0.8, max_model_len=262144)
+    cap = sglang_capacity(BF16, cfg, gpu, 65 * GIB, GIB // 2, (0, 40), [(0, 40)], 262144)
+    pre = 139.8 * GIB - GIB // 2
+    assert cap.pre_model_load == int(pre)
+    assert cap.rest == pytest.approx((pre - 65 * GIB) - pre * 0.2, abs=2)
+    # 0.5.18 reserves SGLANG_VLM_CACHE_SIZE_MB (100) of it for a multimodal model
+    later = sglang_capacity(BF16, cfg.with_(backend_version="0.5.18"), gpu, 65 * GIB, GIB // 2, (0, 40),
+                            [(0, 40)], 262144)
+    assert cap.rest - later.rest == pytest.approx(100 * MIB, abs=2)
+
+
+def test_mamba_slots_take_ratio_over_one_plus_ratio_of_the_rest():
+    rest = 40 * GIB
+    pools = sglang_pools(rest, CELL, PER_REQ, sglang("0.5.16"), 262144)
+    slots = int(40 * 0.9 / 1.9 * GIB // PER_REQ)
+    assert pools.mamba_slots == slots == 315
+    assert pools.max_total_num_tokens == (rest - slots * PER_REQ) // CELL
+    # 0.5.18 prices the pool's padding slot: one slot less here, and its bytes come off the KV pool
+    padded = sglang_pools(rest, CELL, PER_REQ, sglang("0.5.18"), 262144)
+    assert padded.mamba_slots == int((40 * 0.9 / 1.9 * GIB - PER_REQ) // PER_REQ) == 314
+    assert padded.max_total_num_tokens == (rest - 315 * PER_REQ) // CELL
+    # --mamba-full-memory-ratio and --max-mamba-cache-size move the split
+    assert sglang_pools(rest, CELL, PER_REQ, sglang("0.5.16", mamba_full_memory_ratio=0.5), 262144).mamba_slots == \
+        int(40 / 3 * GIB // PER_REQ)
+    fixed = sglang_pools(rest, CELL, PER_REQ, sglang("0.5.16", max_mamba_cache_size=100), 262144)
+    assert fixed.mamba_slots == 100 and fixed.max_total_num_tokens == (rest - 100 * PER_REQ) // CELL
+
+
+def test_running_requests_per_mamba_radix_strategy():
+    rest = 40 * GIB
+    # 0.5.9: radix "auto" -> no_buffer, 3 slots per request
+    assert sglang_pools(rest, CELL, PER_REQ, sglang("0.5.9"), 262144).max_running_requests == 315 // 3
+    # 0.5.14+: "auto" -> extra_buffer with the overlap scheduler, 3 + 2 ping-pong slots per request
+    assert sglang_pools(rest, CELL, PER_REQ, sglang("0.5.16"), 262144).max_running_requests == 315 // 5
+    # --disable-radix-cache: one slot per request
+    off = sglang_pools(rest, CELL, PER_REQ, sglang("0.5.16").with_(prefix_caching=False), 262144)
+    assert off.max_running_requests == min(2048, off.max_total_num_tokens // 2, 315)
+
+
+def test_mtp_states_and_draft_kv_per_version():
+    rest = 60 * GIB
+    # 0.5.9: 48 requests x (3 + 1) draft tokens of states leave the rest before the split; the cell is the target's
+    old, old_mtp = (sglang_pools(rest, CELL, PER_REQ, sglang("0.5.9", mtp_tokens=m), 262144) for m in (0, 3))
+    assert old_mtp.mamba_slots == int((rest - 48 * 4 * PER_REQ) * 0.9 / 1.9 // PER_REQ)
+    assert old_mtp.max_running_requests == min(48, old_mtp.mamba_slots // 3) < old.max_running_requests
+    # 0.5.16: K x per_req x (1 + 4 / 5) = the mamba budget; the states of min(48, K // 5) requests come off
+    new_mtp = sglang_pools(rest, CELL, PER_REQ, sglang("0.5.16", mtp_tokens=3), 262144)
+    k = int(rest * 0.9 / 1.9 // (PER_REQ * (1 + 4 / 5)))
+    assert new_mtp.mamba_slots == k
+    assert new_mtp.max_total_num_tokens == (rest - k * PER_REQ - min(48, k // 5) * 4 * PER_REQ) // CELL
+    # from 0.5.14 the MTP layer's KV is priced into the target's cell: x (1 + 1 / 10)
+    gpu = parse_gpus("1xH200").gpu
+    cells = {v: sglang_capacity(BF16, sglang(v, mtp_tokens=3, mem_fraction_static=0.8), gpu, 65 * GIB, GIB // 2,
+                                (0, 40), [(0, 40)], 262144).cell_size for v in ("0.5.9", "0.5.14")}
+    assert cells == {"0.5.9": CELL, "0.5.14": int(CELL * 1.1)}
+
+
+def test_pipeline_stages_price_all_or_the_largest_stage_s_gdn_layers():
+    stages = pp_partition(40, 2)
+    assert mamba_cache_per_req(BF16, sglang("0.5.16", pp=2), stages) == PER_REQ
+    assert mamba_cache_per_req(BF16, sglang("0.5.18", pp=2), stages) == PER_REQ // 2
+
+
+def test_pages_round_the_token_count_down():
+    pools = sglang_pools(40 * GIB, CELL, PER_REQ, sglang("0.5.16", block_size=64), 262144)
+    assert pools.max_total_num_tokens % 64 == 0
+    assert pools.max_total_num_tokens == (40 * GIB - 315 * PER_REQ) // CELL // 64 * 64
+
+
+def test_a_plan_reports_sglang_s_pools():
+    p = plan(BF16, parse_gpus("1xH200"), sglang("0.5.16", mem_fraction_static=0.8, max_model_len=262144))
+    rank = p.ranks[0]
+    assert rank.cache_bytes > 0 and rank.mamba_slots > 0
+    assert rank.kv_tokens * CELL + rank.mamba_slots * PER_REQ <= rank.cache_bytes
+
+
+def test_every_logged_sglang_boot_is_reproduced_within_one_percent():
+    rows = sglang_residuals(ENTRIES)
+    assert rows, "no sglang_predict entry in tests/data/published_kv/sglang*.yaml"
+    for r in rows:
+        assert abs(r.tokens_error) <= 0.01, r
+        assert r.slots_error is None or abs(r.slots_error) <= 0.01, r
+        assert r.logged_running is None or r.planned_running == r.logged_running, r
+        assert r.weights_error is None or abs(r.weights_error) <= 0.01, r
+
+
+def test_the_shipped_sglang_summary_matches_the_data():
+    rows = sglang_residuals(ENTRIES)
+    shipped = calibration()["sglang"]
+    assert shipped["boots"] == len(rows)
+    assert max(abs(r.tokens_error) for r in rows) <= shipped["kv_tokens_max_abs_error"]
+
+
+def test_partial_sglang_boots_are_evidence_only():
+    partial = [e for e in ENTRIES if "missing" in e]
+    assert partial and all(not e.get("sglang_predict") and not e.get("predict") for e in partial)
+
+
+def test_a_pools_entry_needs_both_load_lines():
+    entry = next(e for e in ENTRIES if e.get("sglang_predict") == "pools")
+    broken = {**entry, "log": [line for line in entry["log"] if "Load weight begin" not in line]}
+    with pytest.raises(ValueError, match="Load weight"):
+        sglang_residual(broken)
