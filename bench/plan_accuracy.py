@@ -81,7 +81,8 @@ def sglang_table(rows: list[SglangResidual]) -> dict:
             "kv_tokens_mean_abs_error": round(sum(kv) / len(kv) + 5e-4, 3),
             "kv_tokens_max_abs_error": round(max(kv) + 5e-4, 3),
             "weights_max_abs_error": round(max(wts) + 5e-4, 3) if wts else None,
-            "versions": sorted({r.version for r in rows})}
+            "versions": sorted({r.version for r in rows}),
+            "plan_versions": sorted({r.version for r in rows if r.mode == "plan"})}
 
 
 def region(entries: list[dict]) -> dict:

@@ -225,3 +225,15 @@ def sglang_residual(entry: dict[str, Any]) -> SglangResidual:
 def sglang_residuals(entries: list[dict[str, Any]]) -> list[SglangResidual]:
     """Residuals of every `sglang_predict` entry."""
     return [sglang_residual(e) for e in entries if e.get("sglang_predict")]
+
+
+def sglang_band(version: str) -> tuple[float | None, str]:
+    """(relative band, why) of an SGLang plan: the largest KV-token residual over the logged SGLang boots when
+    some were planned end to end with this version (calibration.yaml `sglang`), else None (not measured)."""
+    cal = calibration().get("sglang") or {}
+    if not cal.get("plan_boots"):
+        return None, "no SGLang boot planned end to end in the calibration set"
+    if version not in cal.get("plan_versions", []):
+        return None, f"no logged SGLang {version} boot (logged: {', '.join(cal.get('plan_versions', []))})"
+    return float(cal["kv_tokens_max_abs_error"]), (f"largest residual over {cal['boots']} logged SGLang boots "
+                                                  "(bench/plan_accuracy.py)")

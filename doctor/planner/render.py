@@ -22,6 +22,7 @@ def band_text(p: Plan) -> str:
     from doctor.planner.accuracy import band
 
     if p.config.backend != "vllm":
+        from doctor.planner.accuracy import sglang_band
         from doctor.planner.versions import SGLANG_READ, sglang_rules
 
         version = p.config.backend_version or SGLANG_READ[-1]
@@ -29,7 +30,10 @@ def band_text(p: Plan) -> str:
                    if sglang_rules(version).formula_checked
                    else f"SGLang {version} not read: the default --mem-fraction-static of the nearest read "
                         "version applies")
-        return f"SGLang: error not measured (no logged SGLang boot in the calibration set; {formula})"
+        rel, why = sglang_band(version)
+        if rel is not None:
+            return f"± {rel:.1%} ({why}; {formula})"
+        return f"SGLang: error not measured ({why}; {formula})"
     rel, why = band(p.hardware.gpu.usable_bytes, p.config.tp, p.config.backend_version or "",
                     p.model.quantization.method)
     return f"± {rel:.1%} ({why})" if rel is not None else why
