@@ -56,12 +56,12 @@ def test_the_prefill_graph_reserve_stops_at_the_context_length():
 def test_the_rest_is_free_memory_after_the_load_less_the_free_memory_before_it_times_one_minus_the_fraction():
     gpu = GPU("H200", H200_MIB * MIB, "9.0", torch_bytes=int(139.8 * GIB))
     cfg = sglang("0.5.16", mem_fraction_static=0.8, max_model_len=262144)
-    cap = sglang_capacity(BF16, cfg, gpu, 65 * GIB, GIB // 2, (0, 40), [(0, 40)], 262144)
+    cap = sglang_capacity(BF16, cfg, gpu, {"total": 65 * GIB}, GIB // 2, (0, 40), [(0, 40)], 262144)
     pre = 139.8 * GIB - GIB // 2
     assert cap.pre_model_load == int(pre)
     assert cap.rest == pytest.approx((pre - 65 * GIB) - pre * 0.2, abs=2)
     # 0.5.18 reserves SGLANG_VLM_CACHE_SIZE_MB (100) of it for a multimodal model
-    later = sglang_capacity(BF16, cfg.with_(backend_version="0.5.18"), gpu, 65 * GIB, GIB // 2, (0, 40),
+    later = sglang_capacity(BF16, cfg.with_(backend_version="0.5.18"), gpu, {"total": 65 * GIB}, GIB // 2, (0, 40),
                             [(0, 40)], 262144)
     assert cap.rest - later.rest == pytest.approx(100 * MIB, abs=2)
 
@@ -107,9 +107,12 @@ def test_mtp_states_and_draft_kv_per_version():
     assert new_mtp.max_total_num_tokens == (rest - k * PER_REQ - min(48, k // 5) * 4 * PER_REQ) // CELL
     # from 0.5.14 the MTP layer's KV is priced into the target's cell: x (1 + 1 / 10)
     gpu = parse_gpus("1xH200").gpu
-    cells = {v: sglang_capacity(BF16, sglang(v, mtp_tokens=3, mem_fraction_static=0.8), gpu, 65 * GIB, GIB // 2,
-                                (0, 40), [(0, 40)], 262144).cell_size for v in ("0.5.9", "0.5.14")}
-    assert cells == {"0.5.9": CELL, "0.5.14": int(CELL * 1.1)}
+    weights = {"total": 66 * GIB, "mtp": GIB}
+    caps = {v: sglang_capacity(BF16, sglang(v, mtp_tokens=3, mem_fraction_static=0.8), gpu, weights, GIB // 2,
+                               (0, 40), [(0, 40)], 262144) for v in ("0.5.9", "0.5.14")}
+    assert {v: c.cell_size for v, c in caps.items()} == {"0.5.9": CELL, "0.5.14": int(CELL * 1.1)}
+    # ... and the drafter is loaded before the pools are sized: its weights leave the rest; 0.5.9 loads it after
+    assert caps["0.5.9"].rest - caps["0.5.14"].rest == pytest.approx(GIB, abs=2)
 
 
 def test_pipeline_stages_price_all_or_the_largest_stage_s_gdn_layers():

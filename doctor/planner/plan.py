@@ -106,7 +106,7 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
                         cap.max_concurrency, block_size=layout.block_size,
                         max_running_requests=cfg.max_num_seqs or terms.max_num_seqs, terms=terms)
     overhead = sglang_overhead(cfg)
-    cap = sglang_capacity(spec, cfg, hw.gpu, weights["total"], overhead, (start, end),
+    cap = sglang_capacity(spec, cfg, hw.gpu, weights, overhead, (start, end),
                           pp_partition(spec.num_layers, cfg.pp), max_len)
     budget = int(cap.pre_model_load * cap.mem_fraction_static)
     concurrency = cap.max_total_num_tokens / max_len if max_len else 0.0

@@ -175,14 +175,18 @@ def mamba_cache_per_req(spec: ModelSpec, cfg: ServeConfig, stages: list[tuple[in
     return per_layer * layers
 
 
-def sglang_capacity(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, weights: int, context_bytes: int,
+def sglang_capacity(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, weights: dict[str, int], context_bytes: int,
                     stage: tuple[int, int], stages: list[tuple[int, int]], context_len: int) -> SglangCapacity:
-    """Pool sizes for one rank of pipeline stage `stage` ([start, end) decoder layers); `weights` = what the
-    load takes ("Load weight end. mem usage"), `context_bytes` = CUDA context and NCCL buffers held before it."""
+    """Pool sizes for one rank of pipeline stage `stage` ([start, end) decoder layers); `weights` = the rank's
+    weights by module class (weights.rank_weights; "mtp": the MTP drafter's own layer, which shares the target's
+    embeddings and lm_head: models/qwen3_5_mtp.py set_embed_and_head), `context_bytes` = CUDA context and NCCL
+    buffers held before the load. From 0.5.14 the drafter loads before the pools are sized
+    (managers/scheduler.py init_memory_pools), in 0.5.9 after: its weights then come out of the slack."""
     rules = rules_of(cfg)
     mfs = cfg.mem_fraction_static or default_mem_fraction_static(gpu.memory_bytes, cfg, spec)
     pre = gpu.usable_bytes - context_bytes
-    rest_gib = (pre - weights) / GIB - pre / GIB * (1 - mfs)
+    loaded = weights["total"] - (0 if rules.draft_kv_in_cell else weights.get("mtp", 0))
+    rest_gib = (pre - loaded) / GIB - pre / GIB * (1 - mfs)
     if spec.vision is not None:
         rest_gib -= rules.mm_reservation_mib / 1024
     full = layers_in_stage(spec, *stage)[0]

@@ -97,7 +97,8 @@ class SglangRules:
     prefill_graph_reserve: bool      # the reserve counts len(prefill capture sizes) x 8 MB
     speculative_reserve: bool        # EAGLE / MTP add 2 GiB after the 10 GiB floor
     spec_states_before_split: bool   # MTP's intermediate mamba states come off the rest before the split
-    draft_kv_in_cell: bool           # the MTP layer's KV is priced into the target's cell (one pool)
+    draft_kv_in_cell: bool           # the drafter loads before the pools: its weights count, and its KV is
+                                     # priced into the target's cell
     mamba_extra_buffer: bool         # radix cache "auto" resolves to extra_buffer: 2 more slots per request
     running_capped_by_tokens: bool   # max_running_requests <= max_total_num_tokens // 2
     mamba_pp_stage_share: bool       # with PP, mamba_cache_per_req counts the largest stage's GDN layers
@@ -137,8 +138,9 @@ def sglang_rules(version: str) -> SglangRules:
       (handle_max_mamba_cache); the draft's KV is a separate pool sized later (not in the target's cell).
     - 0.5.14: "auto" -> extra_buffer with the overlap scheduler (_handle_mamba_radix_cache), so
       max_running_requests <= slots // (3 + 2); MTP: joint solve of slots and intermediate states inside the
-      mamba budget; EAGLE/NEXTN scale the cell by (1 + draft layers / full layers)
-      (model_executor/pool_configurator.py DefaultPoolConfigurator); max_running_requests <= tokens // 2.
+      mamba budget; the drafter is loaded before the pools are sized (managers/scheduler.py init_memory_pools)
+      and EAGLE/NEXTN scale the cell by (1 + draft layers / full layers) (model_executor/pool_configurator.py
+      DefaultPoolConfigurator); max_running_requests <= tokens // 2.
     - 0.5.18: multimodal models reserve SGLANG_VLM_CACHE_SIZE_MB (100) off the rest
       (mm_runtime_reservation_gb; the 1 GiB feature pool only with --mm-feature-transport cuda_ipc / cuda_vmm,
       cpu by default on one node); with PP, mamba_cache_per_req counts the largest stage's GDN layers
