@@ -47,10 +47,15 @@ def test_0_5_15_keeps_breakable_prefill_graphs_off_for_multimodal_qwen3_5():
     assert not sglang_rules("0.5.15").prefill_graph_reserve and sglang_rules("0.5.16").prefill_graph_reserve
 
 
-def test_the_prefill_graph_reserve_stops_at_the_context_length():
+def test_the_prefill_graph_reserve_stops_at_the_context_length_in_0_5_16_only():
+    def reserve(prefill_max: int) -> float:
+        return 512 + 8192 * 1.5 + 256 * 2 + 1024 / 8 + len(prefill_capture_sizes(prefill_max)) * 8
+
     short = sglang("0.5.16", language_model_only=True, max_model_len=4096)
-    reserve = 512 + 8192 * 1.5 + 256 * 2 + 1024 / 8 + len(prefill_capture_sizes(4096)) * 8
-    assert default_mem_fraction_static(H200_MIB * MIB, short, BF16) == round((H200_MIB - reserve) / H200_MIB, 3)
+    assert default_mem_fraction_static(H200_MIB * MIB, short, BF16) == \
+        round((H200_MIB - reserve(4096)) / H200_MIB, 3)
+    later = short.with_(backend_version="0.5.18")
+    assert default_mem_fraction_static(H200_MIB * MIB, later, BF16) == round((H200_MIB - reserve(8192)) / H200_MIB, 3)
 
 
 def test_the_rest_is_free_memory_after_the_load_less_the_free_memory_before_it_times_one_minus_the_fraction():

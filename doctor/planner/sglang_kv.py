@@ -75,7 +75,11 @@ def default_mem_fraction_static(total_bytes: int, cfg: ServeConfig, spec: ModelS
     if not cfg.enforce_eager:
         reserved += graph_bs * 2
         if rules.prefill_graph_reserve:
-            prefill_max = min(chunk, cfg.max_model_len) if cfg.max_model_len else chunk
+            prefill_max = chunk
+            if rules.prefill_graphs_to_context and cfg.max_model_len:
+                prefill_max = min(prefill_max, cfg.max_model_len)
+            if rules.prefill_graphs_pp_cap and cfg.pp > 1:
+                prefill_max = min(prefill_max, 8192)
             reserved += len(prefill_capture_sizes(prefill_max)) * 8
     if gpu_mem > 60 * 1024:
         reserved = max(reserved, 10 * 1024)

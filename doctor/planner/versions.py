@@ -95,6 +95,8 @@ class SglangRules:
     version: str
     small_gpu_defaults: tuple[int, int, int]   # 20-35 GiB: chunked_prefill_size, decode graph max bs (TP < 4, >= 4)
     prefill_graph_reserve: bool      # the reserve counts len(prefill capture sizes) x 8 MB
+    prefill_graphs_to_context: bool  # prefill capture sizes stop at --context-length
+    prefill_graphs_pp_cap: bool      # with PP > 1, breakable prefill graphs stop at 8192 tokens
     speculative_reserve: bool        # EAGLE / MTP add 2 GiB after the 10 GiB floor
     spec_states_before_split: bool   # MTP's intermediate mamba states come off the rest before the split
     draft_kv_in_cell: bool           # the drafter loads before the pools: its weights count, and its KV is
@@ -127,7 +129,10 @@ def sglang_rules(version: str) -> SglangRules:
       graph is incompatible with multimodal model"): no prefill reserve for Qwen3.5.
     - 0.5.16: Qwen3_5MoeForConditionalGeneration is in multimodal_breakable_cuda_graph_supported_model_archs
       (configs/model_config.py): the reserve counts len(generate_prefill_cuda_graph_batch_sizes(
-      chunked_prefill_size)) x 8 MB (reserve_for_graph_mb).
+      chunked_prefill_size)) x 8 MB (reserve_for_graph_mb); the sizes stop at --context-length (0.5.15-0.5.16
+      only: server_args.py "Clamp to context_length if explicitly set", gone in 0.5.18).
+    - 0.5.19: with PP > 1 the breakable prefill graphs stop at 8192 tokens (arg_groups/memory_hook.py
+      _DEFAULT_PP_PREFILL_CUDA_GRAPH_MAX_TOKENS).
     - 0.5.20: 20-35 GiB GPUs (4090, 5090) default to chunked_prefill_size 4096 and decode max bs 48 / 160
       (was 2048 and 24 / 80).
     Pools (profile_max_num_token: model_executor/model_runner_kv_cache_mixin.py 0.5.9-0.5.14,
@@ -155,6 +160,8 @@ def sglang_rules(version: str) -> SglangRules:
         version=version,
         small_gpu_defaults=(4096, 48, 160) if v >= Version("0.5.20") else (2048, 24, 80),
         prefill_graph_reserve=v >= Version("0.5.16"),
+        prefill_graphs_to_context=Version("0.5.15") <= v < Version("0.5.18"),
+        prefill_graphs_pp_cap=v >= Version("0.5.19"),
         speculative_reserve=v < Version("0.5.14"),
         spec_states_before_split=v < Version("0.5.14"),
         draft_kv_in_cell=v >= Version("0.5.14"),
