@@ -161,8 +161,11 @@ def test_partial_sglang_boots_are_evidence_only():
     assert partial and all(not e.get("sglang_predict") and not e.get("predict") for e in partial)
 
 
-def test_a_pools_entry_needs_both_load_lines():
+def test_a_pools_entry_takes_the_free_memory_before_the_load_from_mem_usage_when_the_begin_line_is_missing():
     entry = next(e for e in ENTRIES if e.get("sglang_predict") == "pools")
-    broken = {**entry, "log": [line for line in entry["log"] if "Load weight begin" not in line]}
-    with pytest.raises(ValueError, match="Load weight"):
-        sglang_residual(broken)
+    without_begin = {**entry, "log": [line for line in entry["log"] if "Load weight begin" not in line]}
+    # 14.08 + 8.85 = 22.93 GB, the logged "Load weight begin. avail mem"
+    assert sglang_residual(without_begin) == sglang_residual(entry)
+    without_end = {**entry, "log": [line for line in entry["log"] if "Load weight end" not in line]}
+    with pytest.raises(ValueError, match="Load weight end"):
+        sglang_residual(without_end)

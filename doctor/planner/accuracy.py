@@ -205,12 +205,14 @@ def sglang_residual(entry: dict[str, Any]) -> SglangResidual:
         rank = min(p.ranks, key=lambda r: r.kv_tokens)
         planned = (rank.kv_tokens, rank.mamba_slots, rank.max_running_requests, rank.weights["total"] / GIB)
     elif mode == "pools":
-        begin, end = _sglang_found(entry, _SG_BEGIN), _sglang_found(entry, _SG_END)
-        if begin is None or end is None or cfg.mem_fraction_static is None:
-            raise ValueError(f"entry {entry['id']}: pools need both 'Load weight' lines and mem_fraction_static")
+        end = _sglang_found(entry, _SG_END)
+        if end is None or weights is None or cfg.mem_fraction_static is None:
+            raise ValueError(f"entry {entry['id']}: pools need the 'Load weight end' line and mem_fraction_static")
+        # "mem usage" is the free memory before the load less after it (model_runner.py load_model)
+        begin = float(_sglang_found(entry, _SG_BEGIN) or float(end) + float(weights))
         geometry = entry["geometry"]
         cfg = cfg.with_(prefix_caching=cfg.prefix_caching is not False)      # the radix cache is on by default
-        rest = int((float(end) - float(begin) * (1 - cfg.mem_fraction_static)
+        rest = int((float(end) - begin * (1 - cfg.mem_fraction_static)
                     - geometry.get("mm_reservation_mib", 0) / 1024) * GIB)
         pools = sglang_pools(rest, geometry["cell_bytes"], geometry["mamba_cache_per_req"], cfg,
                              cfg.max_model_len or geometry["context_len"])
