@@ -113,7 +113,10 @@ class SglangPools:
 
 
 def sglang_pools(rest: int, cell: int, per_req: int, cfg: ServeConfig, context_len: int) -> SglangPools:
-    """Split `rest` bytes (profile_max_num_token's rest_memory) between the mamba pool and the KV pool."""
+    """Split `rest` bytes (profile_max_num_token's rest_memory) between the mamba pool and the KV pool.
+
+    `--dp-size` replicas each size their own pools; the per-replica division SGLang applies under
+    --enable-dp-attention (attn_dp_size) is not modelled."""
     rules = rules_of(cfg)
     rest_gib = rest / GIB
     slots = 0
@@ -125,18 +128,18 @@ def sglang_pools(rest: int, cell: int, per_req: int, cfg: ServeConfig, context_l
         if draft and rules.spec_states_before_split:
             rest_gib -= per_req * spec_running * draft / GIB
         if cfg.max_mamba_cache_size is not None:
-            slots = cfg.max_mamba_cache_size // cfg.dp
+            slots = cfg.max_mamba_cache_size
             if draft and not rules.spec_states_before_split:
-                rest_gib -= per_req * (min(spec_running // cfg.dp, slots // ratio) + pad) * draft / GIB
+                rest_gib -= per_req * (min(spec_running, slots // ratio) + pad) * draft / GIB
         elif not cfg.prefix_caching_on and cfg.max_num_seqs is not None:
-            slots = cfg.max_num_seqs // cfg.dp
+            slots = cfg.max_num_seqs
             if draft and not rules.spec_states_before_split:
                 rest_gib -= per_req * (slots + pad) * draft / GIB
         elif draft and not rules.spec_states_before_split:
             # joint solve (kv_cache_configurator.py): K x per_req x (1 + D / ratio) = mamba budget
             budget = rest_gib * cfg.mamba_full_memory_ratio / (1 + cfg.mamba_full_memory_ratio) * GIB
             slots = int((budget - pad * per_req * (1 + draft)) // (per_req * (1 + draft / ratio)))
-            rest_gib -= per_req * (min(spec_running // cfg.dp, slots // ratio) + pad) * draft / GIB
+            rest_gib -= per_req * (min(spec_running, slots // ratio) + pad) * draft / GIB
         else:
             share = cfg.mamba_full_memory_ratio
             slots = int((rest_gib * share / (1 + share) * GIB - pad * per_req) // per_req)
@@ -145,9 +148,9 @@ def sglang_pools(rest: int, cell: int, per_req: int, cfg: ServeConfig, context_l
     page = cfg.block_size or 1
     tokens = max(kv_bytes // cell // page * page if cell else 0, 0)
     if cfg.max_num_seqs is not None:
-        running = cfg.max_num_seqs // cfg.dp
+        running = cfg.max_num_seqs
     elif draft:
-        running = SPEC_MAX_RUNNING_REQUESTS // cfg.dp
+        running = SPEC_MAX_RUNNING_REQUESTS
     else:
         running = min(max(int(tokens / context_len * 512), 2048), 4096) if context_len else 2048
     if rules.running_capped_by_tokens:
