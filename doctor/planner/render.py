@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from doctor.planner.hardware import GIB, MIB
-from doctor.planner.plan import Plan
+from doctor.planner.plan import Plan, RankPlan
 
 
 def _gib(n: float) -> str:
@@ -15,6 +15,12 @@ def _gib(n: float) -> str:
 def _weights_detail(w: dict[str, int]) -> str:
     parts = sorted(((k, v) for k, v in w.items() if k != "total" and v), key=lambda kv: -kv[1])
     return ", ".join(f"{k} {v / GIB:.2f}" for k, v in parts)
+
+
+def _budget_base(p: Plan, r: RankPlan) -> int:
+    """What the budget is a share of: torch's total (vLLM), the free memory before the weights load (SGLang:
+    the GPU's torch total less the context held then, profile_max_num_token)."""
+    return p.hardware.gpu.usable_bytes - (0 if p.config.backend == "vllm" else r.overhead_bytes)
 
 
 def band_text(p: Plan) -> str:
@@ -67,8 +73,7 @@ def render_text(p: Plan) -> str:
         ("layers", [f"{r.layers[0]}-{r.layers[1] - 1} ({r.full_layers} attn, {r.linear_layers} GDN)" for r in p.ranks]),
         ("GPU memory (torch)" if cfg.backend == "vllm" else "GPU memory",
          [_gib(p.hardware.gpu.usable_bytes if cfg.backend == "vllm" else p.hardware.gpu.memory_bytes)] * len(p.ranks)),
-        (f"budget ({share})", [f"{_gib(r.budget_bytes)} ({r.budget_bytes / (p.hardware.gpu.usable_bytes if cfg.backend == 'vllm' else p.hardware.gpu.memory_bytes):.3f})"
-                               for r in p.ranks]),
+        (f"budget ({share})", [f"{_gib(r.budget_bytes)} ({r.budget_bytes / _budget_base(p, r):.3f})" for r in p.ranks]),
         ("weights", [_gib(r.weights["total"]) for r in p.ranks]),
         ("  of which", [_weights_detail(r.weights) for r in p.ranks]),
         ("overhead (estimate)", [_gib(r.overhead_bytes) for r in p.ranks]),
