@@ -184,16 +184,17 @@ def _sglang_found(entry: dict[str, Any], pattern: re.Pattern[str], group: int = 
     return next((m.group(group) for line in entry["log"] if (m := pattern.search(line))), None)
 
 
-def sglang_residual(entry: dict[str, Any]) -> SglangResidual:
-    """Plan one `sglang_predict` entry and compare with its log lines (the first "Load weight" lines: the
-    target model's)."""
+def sglang_residual(entry: dict[str, Any], mode: str | None = None) -> SglangResidual:
+    """Plan one `sglang_predict` entry in `mode` (default: its first) and compare with its log lines (the first
+    "Load weight" lines: the target model's). Pools without a `geometry` take the registry model's."""
     from doctor.models import get_model
     from doctor.planner.config import ServeConfig
     from doctor.planner.hardware import parse_gpus
     from doctor.planner.plan import plan
-    from doctor.planner.sglang_kv import sglang_pools
+    from doctor.planner.sglang_kv import POST_LOAD_BYTES, sglang_geometry, sglang_pools
 
-    mode = entry["sglang_predict"]
+    modes = entry["sglang_predict"]
+    mode = mode or (modes if isinstance(modes, str) else modes[0])
     tokens = _sglang_found(entry, _SG_TOKENS)
     if tokens is None:
         raise ValueError(f"entry {entry['id']}: no 'KV Cache is allocated. #tokens' line")
@@ -210,10 +211,10 @@ def sglang_residual(entry: dict[str, Any]) -> SglangResidual:
             raise ValueError(f"entry {entry['id']}: pools need the 'Load weight end' line and mem_fraction_static")
         # "mem usage" is the free memory before the load less after it (model_runner.py load_model)
         begin = float(_sglang_found(entry, _SG_BEGIN) or float(end) + float(weights))
-        geometry = entry["geometry"]
         cfg = cfg.with_(prefix_caching=cfg.prefix_caching is not False)      # the radix cache is on by default
+        geometry = entry.get("geometry") or sglang_geometry(get_model(entry["model"]), cfg)
         rest = int((float(end) - begin * (1 - cfg.mem_fraction_static)
-                    - geometry.get("mm_reservation_mib", 0) / 1024) * GIB)
+                    - geometry.get("mm_reservation_mib", 0) / 1024) * GIB) - POST_LOAD_BYTES
         pools = sglang_pools(rest, geometry["cell_bytes"], geometry["mamba_cache_per_req"], cfg,
                              cfg.max_model_len or geometry["context_len"])
         planned = (pools.max_total_num_tokens, pools.mamba_slots, pools.max_running_requests, None)
@@ -225,17 +226,32 @@ def sglang_residual(entry: dict[str, Any]) -> SglangResidual:
 
 
 def sglang_residuals(entries: list[dict[str, Any]]) -> list[SglangResidual]:
-    """Residuals of every `sglang_predict` entry."""
-    return [sglang_residual(e) for e in entries if e.get("sglang_predict")]
+    """Residuals of every `sglang_predict` entry, one row per mode it names."""
+    out = []
+    for e in entries:
+        modes = e.get("sglang_predict") or []
+        for mode in [modes] if isinstance(modes, str) else modes:
+            out.append(sglang_residual(e, mode))
+    return out
 
 
-def sglang_band(version: str) -> tuple[float | None, str]:
-    """(relative band, why) of an SGLang plan: the largest KV-token residual over the logged SGLang boots when
-    some were planned end to end with this version (calibration.yaml `sglang`), else None (not measured)."""
+def sglang_band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tuple[float | None, str]:
+    """(relative band, why) of an SGLang plan: the largest KV-token residual over the logged SGLang boots
+    (calibration.yaml `sglang`) where the plan is inside the span of the boots planned end to end, else None."""
     cal = calibration().get("sglang") or {}
-    if not cal.get("plan_boots"):
+    region = cal.get("region") or {}
+    if not region:
         return None, "no SGLang boot planned end to end in the calibration set"
-    if version not in cal.get("plan_versions", []):
-        return None, f"no logged SGLang {version} boot (logged: {', '.join(cal.get('plan_versions', []))})"
+    outside = []
+    if gpu_bytes < region["min_gpu_gib"] * GIB:
+        outside.append(f"GPUs under {region['min_gpu_gib']} GiB")
+    if tp > region["max_tp"]:
+        outside.append(f"TP > {region['max_tp']}")
+    if version not in region["versions"]:
+        outside.append(f"SGLang {version}")
+    if quantization not in region["quantization"]:
+        outside.append(f"{quantization} checkpoints")
+    if outside:
+        return None, "outside the logged SGLang boots (" + ", ".join(outside) + ")"
     return float(cal["kv_tokens_max_abs_error"]), (f"largest residual over {cal['boots']} logged SGLang boots "
                                                   "(bench/plan_accuracy.py)")

@@ -9,8 +9,9 @@ from doctor.planner.config import ServeConfig
 from doctor.planner.divisibility import RuleResult, check_divisibility, valid_tensor_parallel_sizes
 from doctor.planner.hardware import GIB, Hardware
 from doctor.planner.errors import PlanInputError
-from doctor.planner.overhead import VllmOverhead, sglang_overhead, vllm_overhead_terms
-from doctor.planner.sglang_kv import sglang_capacity
+from doctor.planner.overhead import VllmOverhead, vllm_overhead_terms
+from doctor.planner.sglang_kv import LOAD_BUFFER_BYTES, sglang_capacity
+from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
 from doctor.planner.versions import resolve_version, vllm_rules
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
@@ -105,7 +106,9 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
         return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cache, tokens,
                         cap.max_concurrency, block_size=layout.block_size,
                         max_running_requests=cfg.max_num_seqs or terms.max_num_seqs, terms=terms)
-    overhead = sglang_overhead(cfg)
+    overhead = sglang_context_bytes(cfg)
+    if measured is None or measured.weights_bytes is None:
+        weights = {**weights, "load buffers": LOAD_BUFFER_BYTES, "total": weights["total"] + LOAD_BUFFER_BYTES}
     cap = sglang_capacity(spec, cfg, hw.gpu, weights, overhead, (start, end),
                           pp_partition(spec.num_layers, cfg.pp), max_len)
     budget = int(cap.pre_model_load * cap.mem_fraction_static)

@@ -36,7 +36,7 @@ def band_text(p: Plan) -> str:
                    if sglang_rules(version).formula_checked
                    else f"SGLang {version} not read: the default --mem-fraction-static of the nearest read "
                         "version applies")
-        rel, why = sglang_band(version)
+        rel, why = sglang_band(p.hardware.gpu.usable_bytes, p.config.tp, version, p.model.quantization.method)
         if rel is not None:
             return f"± {rel:.1%} ({why}; {formula})"
         return f"SGLang: error not measured ({why}; {formula})"

@@ -37,6 +37,17 @@ from doctor.planner.hardware import GIB, GPU, MIB
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
 from doctor.planner.versions import SGLANG_READ, SglangRules, sglang_rules
 
+# Measured on the H200 SGLang 0.5.16 boots (tests/data/published_kv/sglang.yaml), GiB as SGLang prints them:
+# - in use before the load: torch's total 139.80 - "Load weight begin. avail mem=139.07" = 0.73 at TP 1, of which
+#   "Init torch distributed ends. mem usage=0.09"; 0.19 at TP 2 (the RTX 4090 boot): CUDA context 0.64 + that;
+# - the load takes 0.10 more than the checkpoint's tensors ("mem usage" 65.49 / 34.19 vs 65.39 / 34.09 planned;
+#   origin unverified: rotary caches or the 100 MiB multimodal embedding cache);
+# - 0.06 more is in use when the pools are sized than at "Load weight end" (the logged pools account for a rest
+#   0.062 / 0.063 smaller than "avail mem" - "Load weight begin" x (1 - fraction); 0.04 on the RTX 4090 boot).
+CONTEXT_BYTES = int(0.64 * GIB)
+DIST_BYTES = (int(0.09 * GIB), int(0.19 * GIB))   # TP x PP = 1, > 1
+LOAD_BUFFER_BYTES = int(0.10 * GIB)
+POST_LOAD_BYTES = int(0.06 * GIB)
 MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO = 3
 MAMBA_EXTRA_BUFFER_SLOTS = 2       # MAMBA_CACHE_V2_ADDITIONAL_RATIO_OVERLAP (ping-pong buffer, overlap scheduler)
 SPEC_MAX_RUNNING_REQUESTS = 48     # server_args.py (0.5.9) / arg_groups/speculative_hook.py (0.5.21) default
@@ -48,6 +59,14 @@ def prefill_capture_sizes(max_bs: int) -> list[int]:
     sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32))
              + list(range(576, 1025, 64)) + list(range(1280, 4097, 256)) + list(range(4608, max_bs + 1, 512)))
     return [s for s in sizes if s <= max_bs]
+
+
+def context_bytes(cfg: ServeConfig) -> int:
+    """Bytes in use before the weights load (CUDA context, workspaces, distributed init); --overhead-gib
+    replaces it."""
+    if cfg.overhead_gib is not None:
+        return int(cfg.overhead_gib * GIB)
+    return CONTEXT_BYTES + DIST_BYTES[cfg.tp * cfg.pp > 1]
 
 
 def rules_of(cfg: ServeConfig) -> SglangRules:
@@ -182,10 +201,24 @@ def mamba_cache_per_req(spec: ModelSpec, cfg: ServeConfig, stages: list[tuple[in
     return per_layer * layers
 
 
+def sglang_geometry(spec: ModelSpec, cfg: ServeConfig) -> dict[str, int]:
+    """The KV cell, mamba_cache_per_req and multimodal reservation of a single-stage rank (what the pools of a
+    logged boot are recomputed with, accuracy.sglang_residual)."""
+    rules = rules_of(cfg)
+    full = len(spec.full_attention_layers)
+    cell = kv_bytes_per_token_per_layer(spec, cfg) * full
+    if cfg.mtp_tokens and rules.draft_kv_in_cell and full:
+        cell = int(cell * (1 + spec.mtp_layers / full))
+    return {"cell_bytes": cell, "mamba_cache_per_req": mamba_cache_per_req(spec, cfg, [(0, spec.num_layers)]),
+            "mm_reservation_mib": rules.mm_reservation_mib if spec.vision is not None else 0,
+            "context_len": spec.max_position_embeddings}
+
+
 def sglang_capacity(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, weights: dict[str, int], context_bytes: int,
                     stage: tuple[int, int], stages: list[tuple[int, int]], context_len: int) -> SglangCapacity:
-    """Pool sizes for one rank of pipeline stage `stage` ([start, end) decoder layers); `weights` = the rank's
-    weights by module class (weights.rank_weights; "mtp": the MTP drafter's own layer, which shares the target's
+    """Pool sizes for one rank of pipeline stage `stage` ([start, end) decoder layers); `weights` = what the load
+    takes, by module class (weights.rank_weights + LOAD_BUFFER_BYTES; "mtp": the MTP drafter's own layer, which
+    shares the target's
     embeddings and lm_head: models/qwen3_5_mtp.py set_embed_and_head), `context_bytes` = CUDA context and NCCL
     buffers held before the load. From 0.5.14 the drafter loads before the pools are sized
     (managers/scheduler.py init_memory_pools), in 0.5.9 after: its weights then come out of the slack."""
@@ -193,7 +226,7 @@ def sglang_capacity(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, weights: dict[s
     mfs = cfg.mem_fraction_static or default_mem_fraction_static(gpu.memory_bytes, cfg, spec)
     pre = gpu.usable_bytes - context_bytes
     loaded = weights["total"] - (0 if rules.draft_kv_in_cell else weights.get("mtp", 0))
-    rest_gib = (pre - loaded) / GIB - pre / GIB * (1 - mfs)
+    rest_gib = (pre - loaded - POST_LOAD_BYTES) / GIB - pre / GIB * (1 - mfs)
     if spec.vision is not None:
         rest_gib -= rules.mm_reservation_mib / 1024
     full = layers_in_stage(spec, *stage)[0]
