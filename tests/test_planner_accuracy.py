@@ -144,3 +144,19 @@ def test_the_host_term_survives_the_calibration_file():
     c = Coefficients(non_torch_bytes={"tp1": 1}, uma_non_torch_bytes=123, boots=("a",))
     assert Coefficients.from_yaml(c.to_yaml()) == c
     assert Coefficients.from_yaml({**c.to_yaml(), "uma_non_torch_bytes": None}).uma_non_torch_bytes is None
+
+
+def test_a_unified_memory_gpu_gets_the_small_batch_defaults():
+    # platforms/cuda.py reads the GPU size from NVML, which reports no memory on GB10: engine/arg_utils.py
+    # get_batch_defaults then takes the < 70 GiB branch (2048 tokens, 256 sequences) despite 121 GiB.
+    from dataclasses import replace
+
+    from doctor.planner.hardware import parse_gpus
+    from doctor.planner.overhead import vllm_batch_defaults
+
+    gb10 = parse_gpus("1xGB10").gpu
+    assert vllm_batch_defaults(gb10, "0.18.1") == (2048, 256)
+    assert vllm_batch_defaults(gb10, "0.28.0") == (2048, 256)
+    assert vllm_batch_defaults(replace(gb10, unified=False), "0.18.1") == (8192, 1024)
+    logged = [e for e in ENTRIES if e["id"].startswith("dgx-spark-guardkit")]
+    assert logged and all(any("compile range (1, 2048)" in line for line in e["log"]) for e in logged)

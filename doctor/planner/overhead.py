@@ -40,7 +40,12 @@ def vllm_batch_defaults(gpu: GPU, version: str | None = None) -> tuple[int, int]
     """(max_num_batched_tokens, max_num_seqs) vLLM's API server picks (engine/arg_utils.py get_batch_defaults).
 
     >= 70 GiB and not an A100: 8192 / 1024; since 0.28.0, >= 160 GiB: 16384 / 1024; else 2048 / 256.
+    The size is NVML's (platforms/cuda.py get_device_total_memory, nvmlDeviceGetMemoryInfo): a unified-memory GPU
+    (GB10) has no NVML memory, the lookup fails and get_batch_defaults falls back to 0 bytes, hence 2048 / 256
+    (the GB10 boots of tests/data/published_kv/vllm.yaml compile range (1, 2048) and capture FULL up to 256).
     """
+    if gpu.unified:
+        return 2048, 256
     total = gpu.usable_bytes
     rules = vllm_rules(version or "0.26.0")
     if rules.large_gpu_batch_defaults and total >= 160 * GIB:
