@@ -103,6 +103,9 @@ def test_the_graph_pool_line_gives_estimate_and_actual():
 def test_a_plan_outside_the_calibrated_boots_says_its_error_is_not_measured():
     inside, _ = band(140 * GIB, 1, "0.26.0", "fp8")
     assert inside == calibration()["kv_tokens_max_abs_error"]
+    # the region is per release: a logged nightly 0.22.1rc1.dev26 calibrates plans for 0.22.1
+    assert "0.22.1" in calibration()["region"]["versions"]
+    assert band(120 * GIB, 1, "0.22.1", "nvfp4")[0] == inside
     outside, why = band(24 * GIB, 8, "0.22.0", "gptq")
     assert outside is None
     assert "GPUs under" in why and "TP > " in why and "vLLM 0.22.0" in why and "not measured" in why
