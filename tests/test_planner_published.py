@@ -98,3 +98,15 @@ def test_partly_described_boots_still_confirm_the_cache_layout(entry):
     low = vllm_capacity(layout, int((available_gib - 0.005) * GIB), cfg.max_model_len, cfg)
     high = vllm_capacity(layout, int((available_gib + 0.005) * GIB), cfg.max_model_len, cfg)
     assert logged_figure(entry, low) <= logged_tokens <= logged_figure(entry, high)
+
+
+def test_the_graph_estimate_is_subtracted_from_the_0_20_0_wheel_on():
+    # A 0.20.0 boot prints the "enabled" notice and its utilisation arithmetic equals the logged estimate:
+    # (0.9000 - 0.8886) x 31.84 GiB (WSL2 RTX 5090) = 0.36 GiB; 0.18.1rc1 / 0.19.2rc1 boots only announce it.
+    entry = next(e for e in PARTIAL if e["id"] == "rtx5090-wsl-99sono-redhat-nvfp4-64k-8192")
+    assert any("CUDA graph memory profiling is enabled" in line for line in entry["log"])
+    assert round((0.9000 - 0.8886) * 31.84, 2) == float(re.search(r"Estimated CUDA graph memory: ([\d.]+)", "\n".join(
+        entry["log"])).group(1))
+    assert vllm_rules("0.20.0").cudagraph_estimate_subtracted
+    assert not vllm_rules("0.19.2rc1.dev8").cudagraph_estimate_subtracted
+    assert not vllm_rules("0.18.1rc1.dev147+g290809456").cudagraph_estimate_subtracted
