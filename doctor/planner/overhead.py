@@ -1,8 +1,8 @@
 """Memory a rank needs besides weights and cache, term by term as the engines measure it.
 
-vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.21-0.33):
+vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.20-0.33):
   available KV = torch total x gpu_memory_utilization - weights - torch peak increase of the profile run
-                 - non-torch increase - CUDA-graph estimate (subtracted by default since 0.21).
+                 - non-torch increase - CUDA-graph estimate (subtracted by default since 0.20.0, versions.py).
   The profile run (v1/worker/gpu_model_runner.py profile_run) is a dummy forward over
   max_num_batched_tokens (after the vision encoder's dummy batch, unless --language-model-only), then
   `_dummy_sampler_run` over max_num_seqs rows of logits; the peak is the larger of the two.
