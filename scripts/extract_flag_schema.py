@@ -939,6 +939,83 @@ def _declares_or_sets(fn: ast.AST, name: str) -> bool:
     return False
 
 
+def _capability_flags(fn: ast.FunctionDef) -> dict[str, list[int]]:
+    """Local names bound to `current_platform.is_device_capability((12, 1))` -> [12, 1]."""
+    out: dict[str, list[int]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Call) and getattr(node.value.func, "attr", "") == "is_device_capability" \
+                and node.value.args and isinstance(node.value.args[0], ast.Tuple):
+            cap = [e.value for e in node.value.args[0].elts if isinstance(e, ast.Constant)]
+            if len(cap) == 2:
+                out[node.targets[0].id] = cap
+    return out
+
+
+def _tier_condition(test: ast.expr, capabilities: dict[str, list[int]]) -> dict[str, Any]:
+    """`device_memory >= 70 * GiB_bytes and "a100" not in device_name and not is_gb10` -> {"min_memory_gib": 70,
+    "exclude_names": ["a100"], "exclude_capabilities": [[12, 1]]}; a conjunct of another shape leaves the
+    tier inexact."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    out: dict[str, Any] = {"when": ast.unparse(test), "min_memory_gib": 0, "exclude_names": [],
+                           "exclude_capabilities": [], "exact": True}
+    for part in parts:
+        if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not) \
+                and getattr(part.operand, "id", "") in capabilities:
+            out["exclude_capabilities"].append(capabilities[part.operand.id])  # type: ignore[union-attr]
+            continue
+        if isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.GtE) \
+                and getattr(part.left, "id", "") == "device_memory":
+            right = part.comparators[0]
+            if isinstance(right, ast.BinOp) and isinstance(right.op, ast.Mult) and isinstance(right.left, ast.Constant) \
+                    and getattr(right.right, "id", "") == "GiB_bytes":
+                out["min_memory_gib"] = right.left.value
+                continue
+        if isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.NotIn) \
+                and isinstance(part.left, ast.Constant) and getattr(part.comparators[0], "id", "") == "device_name":
+            out["exclude_names"].append(str(part.left.value))
+            continue
+        out["exact"] = False
+    return out
+
+
+def vllm_batch_tiers(index: Index) -> dict[str, list[dict[str, Any]]]:
+    """EngineArgs.get_batch_defaults as data: per flag, the `vllm serve` (OPENAI_API_SERVER) value of each
+    branch of its device-memory if/elif/else chain, first match wins (platform-specific TPU / CPU branches
+    that follow are left out: the planner sizes CUDA GPUs)."""
+    found = index.method("EngineArgs", "get_batch_defaults")
+    if found is None:
+        return {}
+    chain = next((s for s in found[0].body if isinstance(s, ast.If)
+                  and "default_max_num_batched_tokens" in ast.unparse(s.body[0])), None)
+    tiers: dict[str, list[dict[str, Any]]] = {"max_num_batched_tokens": [], "max_num_seqs": []}
+    capabilities = _capability_flags(found[0])
+    branches: list[tuple[dict[str, Any], list[ast.stmt]]] = []
+    node: ast.stmt | None = chain
+    while isinstance(node, ast.If):
+        branches.append((_tier_condition(node.test, capabilities), node.body))
+        rest, node = node.orelse, None
+        if len(rest) == 1 and isinstance(rest[0], ast.If):
+            node = rest[0]
+        elif rest:
+            branches.append(({"when": "else", "min_memory_gib": 0, "exclude_names": [], "exclude_capabilities": [],
+                              "exact": True}, rest))
+    for condition, body in branches:
+        for stmt in body:
+            if not (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Dict)):
+                continue
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+            flag = getattr(target, "id", "").removeprefix("default_")
+            if flag not in tiers:
+                continue
+            for key, value in zip(stmt.value.keys, stmt.value.values):
+                if key is not None and ast.unparse(key).endswith("OPENAI_API_SERVER"):
+                    resolved = resolve_default(index, value)
+                    if resolved.known:
+                        tiers[flag].append({**condition, "value": resolved.value})
+    return {flag: rows for flag, rows in tiers.items() if rows}
+
+
 BASE_DEFAULTS = {"store_true": False, "store_false": True}
 
 
@@ -965,7 +1042,7 @@ def _default_entry(backend: str, kwargs: dict[str, Any], action: str,
 
 
 def _schema(backend: str, version: str, source: str, options: list[tuple[list[str], dict[str, Any]]],
-            sources: dict[str, str] | None = None) -> FlagSchema:
+            sources: dict[str, str] | None = None, tiers: dict[str, list[dict[str, Any]]] | None = None) -> FlagSchema:
     flags: dict[str, FlagSpec] = {}
     aliases: dict[str, str] = {}
     found = Resolvers(sources or {})
@@ -977,9 +1054,10 @@ def _schema(backend: str, version: str, source: str, options: list[tuple[list[st
             typ = "str"
         choices = kwargs.get("choices") if action != "bool_optional" else None
         default, rule, where = _default_entry(backend, kwargs, action, found)
+        by_device = tuple((tiers or {}).get(kwargs.get("dest", ""), ())) if rule else ()
         flags[canonical] = FlagSpec(canonical, typ, tuple(choices) if choices is not None else None,
                                     kwargs.get("nargs"), action, bool(kwargs.get("deprecated", False)),
-                                    default, rule, where)
+                                    default, rule, where, by_device)
         for name in names:
             if name != canonical:
                 aliases[name] = canonical
@@ -1000,7 +1078,7 @@ def extract_vllm(version: str, wheel: str, sources: dict[str, str]) -> FlagSchem
     if fn is None:
         raise SystemExit(f"vllm {version}: no make_arg_parser found")
     replayer.run_function(fn, None, {})
-    return _schema("vllm", version, wheel, replayer.options, sources)
+    return _schema("vllm", version, wheel, replayer.options, sources, vllm_batch_tiers(index))
 
 
 def extract_sglang(version: str, wheel: str, sources: dict[str, str]) -> FlagSchema:

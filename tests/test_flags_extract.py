@@ -192,3 +192,29 @@ class ServerArgs:
     mfs = flags["--mem-fraction-static"]
     assert mfs.default is None and mfs.default_source == ("sglang/srt/server_args.py::ServerArgs._handle_gpu_memory_settings",)
     assert "reserve" in (mfs.default_rule or "")
+
+
+def test_vllm_batch_defaults_become_per_device_tiers() -> None:
+    args = DEFAULTS_ARGS + '''
+    @classmethod
+    def get_batch_defaults(cls, world_size):
+        device_memory = current_platform.get_device_total_memory()
+        device_name = current_platform.get_device_name().lower()
+        is_gb10 = current_platform.is_device_capability((12, 1))
+        if device_memory >= 160 * GiB_bytes:
+            default_max_num_batched_tokens = {UsageContext.LLM_CLASS: 16384, UsageContext.OPENAI_API_SERVER: 16384}
+            default_max_num_seqs = {UsageContext.LLM_CLASS: 1024, UsageContext.OPENAI_API_SERVER: 1024}
+        elif device_memory >= 70 * GiB_bytes and "a100" not in device_name and not is_gb10:
+            default_max_num_batched_tokens = {UsageContext.LLM_CLASS: 16384, UsageContext.OPENAI_API_SERVER: 8192}
+            default_max_num_seqs = {UsageContext.LLM_CLASS: 1024, UsageContext.OPENAI_API_SERVER: 1024}
+        else:
+            default_max_num_batched_tokens = {UsageContext.LLM_CLASS: 8192, UsageContext.OPENAI_API_SERVER: 2048}
+            default_max_num_seqs = {UsageContext.LLM_CLASS: 256, UsageContext.OPENAI_API_SERVER: 256}
+        return default_max_num_batched_tokens, default_max_num_seqs
+'''
+    flags = extract_vllm("9.9.9", "w.whl", {"vllm/config/cache.py": DEFAULTS_CONFIG, "vllm/engine/arg_utils.py": args,
+                                             "vllm/entrypoints/openai/cli_args.py": VLLM_CLI}).flags
+    seqs = [(t["min_memory_gib"], t["exclude_names"], t["exclude_capabilities"], t["value"])
+            for t in flags["--max-num-seqs"].default_tiers]
+    assert seqs == [(160, [], [], 1024), (70, ["a100"], [[12, 1]], 1024), (0, [], [], 256)]
+    assert all(t["exact"] for t in flags["--max-num-seqs"].default_tiers)

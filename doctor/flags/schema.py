@@ -46,7 +46,9 @@ class FlagSpec:
 
     `default` is the value the parser hands the engine when the flag is not given (NOT_RECORDED when
     unknown); `default_rule` says how the engine resolves it at startup when that value is only a
-    placeholder (e.g. None -> picked from the GPU's memory), `default_source` where (file::function).
+    placeholder (e.g. None -> picked from the GPU's memory), `default_source` where (file::function),
+    `default_tiers` the per-device values of that rule when the wheel states them as data (vLLM
+    get_batch_defaults: first tier whose min_memory_gib and exclude_names match wins).
     """
 
     name: str
@@ -58,6 +60,7 @@ class FlagSpec:
     default: Any = field(default=NOT_RECORDED, hash=False)
     default_rule: str | None = None
     default_source: tuple[str, ...] = ()
+    default_tiers: tuple[dict[str, Any], ...] = field(default=(), hash=False)
 
     @property
     def takes_value(self) -> bool:
@@ -78,6 +81,7 @@ class FlagSpec:
             default=data["default"] if "default" in data else NOT_RECORDED,
             default_rule=data.get("default_rule"),
             default_source=tuple(data.get("default_source", ())),
+            default_tiers=tuple(data.get("default_tiers", ())),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -99,6 +103,8 @@ class FlagSpec:
             out["default_rule"] = self.default_rule
         if self.default_source:
             out["default_source"] = list(self.default_source)
+        if self.default_tiers:
+            out["default_tiers"] = list(self.default_tiers)
         return out
 
 
@@ -224,6 +230,7 @@ class FlagDefault:
     value: Any                   # what the parser hands the engine when the flag is not given
     rule: str | None = None      # how the engine replaces `value` at startup (then `value` is a placeholder)
     source: tuple[str, ...] = ()
+    tiers: tuple[dict[str, Any], ...] = ()   # per-device values of the rule (FlagSpec.default_tiers)
 
     @property
     def resolved_at_runtime(self) -> bool:
@@ -249,4 +256,5 @@ def flag_default(backend: str, version: str | None, flag: str) -> FlagDefault | 
     spec = schema.flags.get(canonical)
     if spec is None or spec.default is NOT_RECORDED:
         return None
-    return FlagDefault(backend, schema.version, canonical, spec.default, spec.default_rule, spec.default_source)
+    return FlagDefault(backend, schema.version, canonical, spec.default, spec.default_rule, spec.default_source,
+                       spec.default_tiers)
