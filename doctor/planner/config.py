@@ -57,12 +57,16 @@ class ServeConfig:
 
     @property
     def utilization(self) -> float:
-        """--gpu-memory-utilization, or the default of this vLLM version (vllm/config/cache.py)."""
+        """--gpu-memory-utilization, else the default of this vLLM version as its flag schema records it
+        (vllm/config/cache.py), else, where the version resolves it at startup (0.34), versions.vllm_rules."""
+        from doctor.planner.flags import literal_default
         from doctor.planner.versions import vllm_rules
 
         if self.gpu_memory_utilization is not None:
             return self.gpu_memory_utilization
-        return vllm_rules(self.backend_version or "0.26.0").gpu_memory_utilization
+        version = self.backend_version or "0.26.0"
+        default = literal_default("vllm", version, "gpu_memory_utilization")
+        return float(default) if isinstance(default, (int, float)) else vllm_rules(version).gpu_memory_utilization
 
     def with_(self, **changes: object) -> "ServeConfig":
         return replace(self, **changes)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import current
 from doctor.planner.config import ServeConfig
+from doctor.planner.flags import vllm_batch_defaults_of
 from doctor.planner.hardware import GIB, MIB, GPU
 from doctor.planner.versions import vllm_rules
 
@@ -38,8 +39,12 @@ def vllm_batch_defaults(gpu: GPU, version: str | None = None) -> tuple[int, int]
     """(max_num_batched_tokens, max_num_seqs) vLLM's API server picks (engine/arg_utils.py get_batch_defaults).
 
     >= 70 GiB and not an A100: 8192 / 1024; since 0.28.0, >= 160 GiB: 16384 / 1024; else 2048 / 256.
+    The tiers the version's flag schema extracted from its wheel win (0.33 keeps GB10 on the small tier).
     """
     total = gpu.usable_bytes
+    extracted = vllm_batch_defaults_of(version or "0.26.0", total, gpu.name, gpu.capability)
+    if extracted is not None:
+        return extracted
     rules = vllm_rules(version or "0.26.0")
     if rules.large_gpu_batch_defaults and total >= 160 * GIB:
         return 16384, 1024
