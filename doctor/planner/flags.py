@@ -58,25 +58,61 @@ def _bytes(text: str) -> int:
     return int(float(t[:-1] if scale != 1 else t) * scale)
 
 
-def _speculative_tokens(text: str) -> int:
-    """vLLM --speculative-config JSON: num_speculative_tokens of an MTP drafter (the only drafter whose
-    weights and KV layers the planner models)."""
+def _speculative_config(text: str) -> dict[str, Any]:
+    """vLLM --speculative-config JSON -> mtp_tokens (num_speculative_tokens), speculative_method and, for
+    EAGLE / EAGLE3 / DFlash, the drafter model (checked against the drafter registry here: an unknown
+    drafter is a PlanInputError, exit 2)."""
+    from doctor.planner.drafters import resolve_drafter
+
     try:
         conf = json.loads(text)
     except json.JSONDecodeError:
         raise PlanInputError(f"--speculative-config {text!r} is not JSON") from None
     if not isinstance(conf, dict):
         raise PlanInputError("--speculative-config must be a JSON object")
-    method = str(conf.get("method", "")).lower()
+    method = str(conf.get("method") or "mtp").lower()
     tokens = conf.get("num_speculative_tokens", 0)
-    if not isinstance(tokens, int) or tokens < 0:
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
         raise PlanInputError(f"--speculative-config num_speculative_tokens {tokens!r} is not a count")
-    return tokens if method in ("mtp", "qwen3_next_mtp", "qwen3_5_mtp", "") else 0
+    model = conf.get("model")
+    drafter = resolve_drafter(method, str(model) if model else None)
+    return {"mtp_tokens": tokens, "speculative_method": method, "drafter": drafter.name if drafter else None}
+
+
+# SGLang auto_choose_speculative_params (srt/server_args.py 0.5.9): (steps, topk, draft tokens) = (3, 1, 4) for
+# Qwen3.5 (not a listed architecture) when --speculative-algorithm is set without them.
+SGLANG_AUTO_STEPS = 3
+_SGLANG_SPEC = ("--speculative-algorithm", "--speculative-draft-model-path", "--speculative-draft-model",
+                "--speculative-num-steps", "--speculative-num-draft-tokens")
+
+
+def _sglang_speculative(found: dict[str, str]) -> dict[str, Any]:
+    """SGLang --speculative-* flags -> mtp_tokens (D - 1: the draft tokens verified per step, topk 1),
+    speculative_method and the drafter."""
+    from doctor.planner.drafters import resolve_drafter
+
+    out: dict[str, Any] = {}
+    algorithm = found.get("--speculative-algorithm")
+    model = found.get("--speculative-draft-model-path") or found.get("--speculative-draft-model")
+    if "--speculative-num-steps" in found:
+        out["mtp_tokens"] = _parse("--speculative-num-steps", found["--speculative-num-steps"], int)
+    if "--speculative-num-draft-tokens" in found:
+        out["mtp_tokens"] = max(_parse("--speculative-num-draft-tokens", found["--speculative-num-draft-tokens"],
+                                       int) - 1, 0)
+    if algorithm is not None:
+        method = algorithm.lower()
+        if method in ("eagle", "eagle3", "nextn") and not model:
+            method = "nextn"  # no draft model path: the checkpoint's own MTP layer (sgl-cookbook Qwen3.5 MTP)
+        drafter = resolve_drafter(method, model)
+        out.update(speculative_method=method, drafter=drafter.name if drafter else None)
+        out.setdefault("mtp_tokens", SGLANG_AUTO_STEPS)
+    return out
 
 
 def config_kwargs(argv: list[str]) -> dict[str, Any]:
     """The ServeConfig fields a command line sets (the last occurrence of a flag wins)."""
     out: dict[str, Any] = {}
+    sglang_spec: dict[str, str] = {}
     i = 0
     while i < len(argv):
         token = argv[i]
@@ -86,20 +122,21 @@ def config_kwargs(argv: list[str]) -> dict[str, Any]:
         if normalized in _SWITCHES and not eq:
             field, value = _SWITCHES[normalized]
             out[field] = value
-        elif normalized in _VALUED or normalized in ("--speculative-config", "--speculative-num-steps"):
+        elif normalized in _VALUED or normalized in ("--speculative-config", "-sc") or normalized in _SGLANG_SPEC:
             value = inline if eq else (argv[i + 1] if i + 1 < len(argv) else None)
             if not eq:
                 i += 1
             if value is None:
                 raise PlanInputError(f"{name} needs a value")
-            if normalized == "--speculative-config":
-                out["mtp_tokens"] = _speculative_tokens(value)
-            elif normalized == "--speculative-num-steps":
-                out["mtp_tokens"] = _parse(normalized, value, int)
+            if normalized in ("--speculative-config", "-sc"):
+                out.update(_speculative_config(value))
+            elif normalized in _SGLANG_SPEC:
+                sglang_spec[normalized] = value
             else:
                 field, parse = _VALUED[normalized]
                 out[field] = _parse(normalized, value, parse)
         i += 1
+    out.update(_sglang_speculative(sglang_spec))
     return out
 
 
