@@ -97,12 +97,15 @@ def test_sglang_eagle_without_a_draft_model_is_the_mtp_head() -> None:
 def test_sglang_algorithm_without_steps_takes_auto_choose_speculative_params() -> None:
     kwargs = config_kwargs(["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path",
                             "/models/Qwen3.5-35B-A3B-DFlash"])
-    assert kwargs["mtp_tokens"] == 3 and kwargs["drafter"] == "z-lab/Qwen3.5-35B-A3B-DFlash"
+    assert kwargs["mtp_tokens"] == 3 and kwargs["drafter"] == "/models/Qwen3.5-35B-A3B-DFlash"
+    assert resolve_drafter("dflash", kwargs["drafter"]).name == "z-lab/Qwen3.5-35B-A3B-DFlash"
 
 
 def test_unknown_drafter_is_a_clear_input_error() -> None:
+    flags = ["--speculative-config", '{"method": "eagle3", "model": "me/Qwen3.5-35B-A3B-Eagle3"}']
+    assert config_kwargs(flags)["drafter"] == "me/Qwen3.5-35B-A3B-Eagle3"   # parsing alone never refuses it
     with pytest.raises(PlanInputError, match="unknown drafter 'me/Qwen3.5-35B-A3B-Eagle3'.*z-lab/Qwen3.5-35B-A3B-DFlash"):
-        config_kwargs(["--speculative-config", '{"method": "eagle3", "model": "me/Qwen3.5-35B-A3B-Eagle3"}'])
+        _plan("vllm", flags, tp=1)
     with pytest.raises(PlanInputError, match="needs the drafter model"):
         resolve_drafter("dflash", None)
     with pytest.raises(PlanInputError, match="not planned"):

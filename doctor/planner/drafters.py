@@ -241,10 +241,11 @@ def vllm_capacity_with_drafter(types: list[KVType], mamba_layers: int, mamba_pag
 
 
 def drafter_of(cfg: ServeConfig) -> DrafterSpec | None:
-    """The separate drafter a configuration runs, or None (no speculation, MTP head, n-gram)."""
-    if cfg.drafter is None:
+    """The separate drafter a configuration runs, or None (no speculation, MTP head, n-gram); an unknown
+    drafter or method is a PlanInputError."""
+    if cfg.drafter is None and (cfg.speculative_method or "").lower() in MTP_METHODS + NO_MODEL_METHODS:
         return None
-    return resolve_drafter(cfg.speculative_method or "draft_model", cfg.drafter)
+    return resolve_drafter(cfg.speculative_method or "draft_model", cfg.drafter or None)
 
 
 def drafter_capacity(target: ModelSpec, cfg: ServeConfig, drafter: DrafterSpec, layout: Any, full: int,

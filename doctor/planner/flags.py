@@ -60,10 +60,8 @@ def _bytes(text: str) -> int:
 
 def _speculative_config(text: str) -> dict[str, Any]:
     """vLLM --speculative-config JSON -> mtp_tokens (num_speculative_tokens), speculative_method and, for
-    EAGLE / EAGLE3 / DFlash, the drafter model (checked against the drafter registry here: an unknown
-    drafter is a PlanInputError, exit 2)."""
-    from doctor.planner.drafters import resolve_drafter
-
+    EAGLE / EAGLE3 / DFlash, the drafter model as given (plan() resolves it: an unknown drafter is a
+    PlanInputError there, exit 2)."""
     try:
         conf = json.loads(text)
     except json.JSONDecodeError:
@@ -75,8 +73,16 @@ def _speculative_config(text: str) -> dict[str, Any]:
     if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
         raise PlanInputError(f"--speculative-config num_speculative_tokens {tokens!r} is not a count")
     model = conf.get("model")
-    drafter = resolve_drafter(method, str(model) if model else None)
-    return {"mtp_tokens": tokens, "speculative_method": method, "drafter": drafter.name if drafter else None}
+    return {"mtp_tokens": tokens, "speculative_method": method, "drafter": _drafter_ref(method, model)}
+
+
+def _drafter_ref(method: str, model: object) -> str | None:
+    """The drafter model a speculative method loads besides the target (None: MTP head, n-gram)."""
+    from doctor.planner.drafters import MTP_METHODS, NO_MODEL_METHODS
+
+    if method in MTP_METHODS or method in NO_MODEL_METHODS:
+        return None
+    return str(model) if model else ""
 
 
 # SGLang auto_choose_speculative_params (srt/server_args.py 0.5.9): (steps, topk, draft tokens) = (3, 1, 4) for
@@ -88,9 +94,7 @@ _SGLANG_SPEC = ("--speculative-algorithm", "--speculative-draft-model-path", "--
 
 def _sglang_speculative(found: dict[str, str]) -> dict[str, Any]:
     """SGLang --speculative-* flags -> mtp_tokens (D - 1: the draft tokens verified per step, topk 1),
-    speculative_method and the drafter."""
-    from doctor.planner.drafters import resolve_drafter
-
+    speculative_method and the drafter model as given."""
     out: dict[str, Any] = {}
     algorithm = found.get("--speculative-algorithm")
     model = found.get("--speculative-draft-model-path") or found.get("--speculative-draft-model")
@@ -103,8 +107,7 @@ def _sglang_speculative(found: dict[str, str]) -> dict[str, Any]:
         method = algorithm.lower()
         if method in ("eagle", "eagle3", "nextn") and not model:
             method = "nextn"  # no draft model path: the checkpoint's own MTP layer (sgl-cookbook Qwen3.5 MTP)
-        drafter = resolve_drafter(method, model)
-        out.update(speculative_method=method, drafter=drafter.name if drafter else None)
+        out.update(speculative_method=method, drafter=_drafter_ref(method, model))
         out.setdefault("mtp_tokens", SGLANG_AUTO_STEPS)
     return out
 

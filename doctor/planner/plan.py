@@ -241,6 +241,7 @@ def _suggest(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, plan: Plan) -> lis
 def resolve_config(model: ModelSpec, config: ServeConfig) -> ServeConfig:
     """Fill what the user left to the engine: its version, and that version's prefix-caching default."""
     config = config.with_(backend_version=resolve_version(config.backend, config.backend_version))
+    drafter_of(config)   # an unknown drafter or speculative method fails here, before any sizing
     if config.prefix_caching is None:
         on = config.backend != "vllm" or not model.is_hybrid or vllm_rules(config.backend_version).hybrid_prefix_caching
         config = config.with_(prefix_caching=on)
