@@ -9,6 +9,10 @@ them with `ast`, and replays how argparse options are built:
   choices (Literal), nargs (list/tuple), BooleanOptionalAction (bool) and JSON (nested dataclass).
 - SGLang: `ServerArgs.add_cli_args` in `sglang/srt/server_args.py` (explicit add_argument calls).
 
+Each flag also records its default: the dataclass field / `default=` expression when it is a literal, and,
+for defaults the engine settles at startup (RUNTIME_DEFAULTS), a rule plus the file::function of that
+wheel that resolves it; vLLM's get_batch_defaults branches become per-device tiers.
+
 Usage (see docs/flags.md):
     python scripts/extract_flag_schema.py vllm 0.17.0 0.32.0 --out doctor/flags/schemas
     python scripts/extract_flag_schema.py sglang 0.5.9 0.5.23 --out doctor/flags/schemas
