@@ -143,3 +143,23 @@ def test_cli_plans_a_speculative_config_and_rejects_an_unknown_drafter() -> None
                           "--speculative-algorithm EAGLE3 --speculative-draft-model-path nobody/none"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "unknown drafter 'nobody/none'" in bad.stderr
+
+
+def test_sliding_window_drafter_layers_hold_only_their_window(tmp_path: Path) -> None:
+    """SlidingWindowSpec: a sliding drafter layer needs cdiv(min(window - 1 + in-flight, len), block) + 1 blocks,
+    so a drafter whose layers slide costs less KV capacity than the same drafter with full attention."""
+    config = {"architectures": ["DFlashDraftModel"], "hidden_size": 2048, "num_attention_heads": 32,
+              "num_key_value_heads": 8, "head_dim": 128, "num_hidden_layers": 6, "intermediate_size": 6144,
+              "vocab_size": 248320, "dflash_config": {"target_layer_ids": [1, 6, 11, 16, 22, 27, 32, 37]}}
+    full_dir, swa_dir = tmp_path / "full", tmp_path / "swa"
+    full_dir.mkdir(), swa_dir.mkdir()
+    (full_dir / "config.json").write_text(json.dumps(config))
+    (swa_dir / "config.json").write_text(json.dumps({**config, "sliding_window": 4096, "use_sliding_window": True,
+                                                     "layer_types": ["sliding_attention"] * 5 + ["full_attention"]}))
+    assert resolve_drafter("dflash", str(swa_dir)).sliding_layers == 5
+    assert KVType(5, 1000, 1, 4096).blocks_per_request(262144, 8192) == 13 + 1   # cdiv(12287, 1000) + 1
+    plans = [_plan("vllm", ["--speculative-config", json.dumps({"method": "dflash", "model": str(d),
+                                                                "num_speculative_tokens": 7})],
+                   tp=1, backend_version="0.26.0", language_model_only=True) for d in (full_dir, swa_dir)]
+    assert plans[0].ranks[0].weights["drafter"] == plans[1].ranks[0].weights["drafter"]
+    assert plans[1].kv_tokens > plans[0].kv_tokens

@@ -22,7 +22,10 @@ Read from vLLM 0.26.0 (the files of the published wheel):
   SGLang 0.5.23 (mem_cache/draft_kv_budget.py resolve_dflash_draft_cell_size: "Bytes/token the DFLASH draft
   KV pool will cost the target's pool budget") sizes a DFLASH drafter's pool inside the target's budget: one
   token costs the target's cell plus the drafter's. Versions between 0.5.9 and 0.5.23 were not read and
-  follow 0.5.9; EAGLE-family drafters follow 0.5.9 everywhere (unverified for >= 0.5.23).
+  follow 0.5.9; EAGLE-family drafters follow 0.5.9 everywhere (unverified for >= 0.5.23). SGLang's pool is
+  planned for every drafter layer (sliding-window drafter layers as full attention: an upper bound).
+- Not modelled: the drafter's own profile run and CUDA graphs (vLLM captures graphs for the drafter too;
+  vllm-project/vllm#50722 logged a 2.22 GiB graph estimate for a TP 4 DFlash boot).
 Drafter configs live in doctor/models/registry.yaml (`drafters:`, each with a cited source); a local
 drafter directory with a config.json is read the same way.
 """
@@ -67,6 +70,7 @@ class DrafterSpec:
     aux_hidden_states: int         # target hidden states `fc` concatenates (0: no fc)
     target_hidden_size: int
     sliding_layers: int = 0
+    sliding_window: int = 0
     dtype: str = "bfloat16"
     source: str = ""
 
@@ -124,7 +128,11 @@ def drafter_from_config(config: dict[str, Any], name: str, source: str, method: 
             intermediate_size=int(config["intermediate_size"]), vocab_size=vocab,
             draft_vocab_size=int(config.get("draft_vocab_size") or vocab), aux_hidden_states=aux,
             target_hidden_size=int(config.get("target_hidden_size") or hidden),
-            sliding_layers=sum(1 for t in types if t == "sliding_attention"),
+            # qwen3_dflash.py _resolve_layer_attention: dflash_config.use_swa without sliding layer_types
+            # makes every layer sliding
+            sliding_layers=sum(1 for t in types if t == "sliding_attention")
+            or (layers if dflash.get("use_swa") else 0),
+            sliding_window=int(dflash.get("swa_window_size") or config.get("sliding_window") or 0),
             dtype=str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"), source=source)
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanInputError(f"drafter {name}: config.json lacks a usable {exc} field") from None
@@ -182,11 +190,20 @@ def resolve_drafter(method: str, model: str | None) -> DrafterSpec | None:
 
 @dataclass(frozen=True)
 class KVType:
-    """One KV spec of a rank: its layers, block size after page unification, and page bytes."""
+    """One KV spec of a rank: its layers, block size after page unification, page bytes, and the sliding
+    window of a SlidingWindowSpec (0: full attention)."""
 
     layers: int
     block_size: int
     page_bytes: int
+    window: int = 0
+
+    def blocks_per_request(self, max_model_len: int, in_flight_tokens: int) -> int:
+        """Full attention: cdiv(max_model_len, block); sliding window (kv_cache_interface.py SlidingWindowSpec
+        max_admission_blocks_per_request): cdiv(min(window - 1 + in-flight tokens, max_model_len), block) + 1."""
+        if not self.window:
+            return math.ceil(max_model_len / self.block_size)
+        return math.ceil(min(self.window - 1 + in_flight_tokens, max_model_len) / self.block_size) + 1
 
 
 def grouped_layout(types: list[KVType], mamba_layers: int, mamba_page: int) -> tuple[int, int, list[int], int]:
@@ -206,7 +223,7 @@ def unified_types(types: list[KVType], mamba_page: int) -> list[KVType]:
     out = []
     for t in types:
         ratio = page // t.page_bytes if t.page_bytes and page % t.page_bytes == 0 else 1
-        out.append(KVType(t.layers, t.block_size * ratio, page))
+        out.append(KVType(t.layers, t.block_size * ratio, page, t.window))
     return out
 
 
@@ -226,12 +243,13 @@ class DraftCapacity:
 
 
 def vllm_capacity_with_drafter(types: list[KVType], mamba_layers: int, mamba_page: int, mamba_blocks: int,
-                               available_bytes: int, max_model_len: int) -> DraftCapacity:
+                               available_bytes: int, max_model_len: int, in_flight_tokens: int = 0) -> DraftCapacity:
     """Blocks, tokens and max concurrency of a rank whose attention layers form several KV specs."""
+    types = [t for t in types if t.layers]
     unified = unified_types(types, mamba_page)
     page, size, groups, mamba_groups = grouped_layout(unified, mamba_layers, mamba_page)
     num_blocks = max(0, available_bytes) // (page * size)
-    per_request = sum(g * math.ceil(max_model_len / t.block_size) for g, t in zip(groups, unified))
+    per_request = sum(g * t.blocks_per_request(max_model_len, in_flight_tokens) for g, t in zip(groups, unified))
     per_request += mamba_groups * mamba_blocks
     concurrency = num_blocks / per_request if per_request else 0.0
     all_groups = sum(groups) + mamba_groups
@@ -249,17 +267,24 @@ def drafter_of(cfg: ServeConfig) -> DrafterSpec | None:
 
 
 def drafter_capacity(target: ModelSpec, cfg: ServeConfig, drafter: DrafterSpec, layout: Any, full: int,
-                     linear: int, available_bytes: int, max_model_len: int) -> DraftCapacity:
+                     linear: int, available_bytes: int, max_model_len: int, in_flight_tokens: int) -> DraftCapacity:
     """vLLM capacity of a rank whose drafter layers have their own KV spec beside the target's `layout`
-    (block size already aligned to the GDN state by vllm_kv.vllm_layout)."""
+    (block size already aligned to the GDN state by vllm_kv.vllm_layout). Sliding-window drafter layers hold
+    at most their window plus the tokens in flight (`in_flight_tokens`: max_num_batched_tokens here;
+    VllmConfig.max_in_flight_tokens may count more under async scheduling)."""
     from doctor.planner.state import kv_bytes_per_token_per_layer
 
     block = layout.block_size
+    draft_page = block * drafter.kv_bytes_per_token_per_layer(target, cfg)
+    window = drafter.sliding_window if drafter.sliding_layers else 0
+    sliding = drafter.sliding_layers if window else 0
     types = [KVType(full, block, block * kv_bytes_per_token_per_layer(target, cfg)),
-             KVType(drafter.num_layers, block, block * drafter.kv_bytes_per_token_per_layer(target, cfg))]
+             KVType(drafter.num_layers - sliding, block, draft_page),
+             KVType(sliding, block, draft_page, window)]
     mamba_blocks = (2 if cfg.prefix_caching_on else 1) + cfg.mtp_tokens
     mamba_page = layout.page_bytes if linear else 0
-    return vllm_capacity_with_drafter(types, linear, mamba_page, mamba_blocks, available_bytes, max_model_len)
+    return vllm_capacity_with_drafter(types, linear, mamba_page, mamba_blocks, available_bytes, max_model_len,
+                                      in_flight_tokens)
 
 
 SGLANG_DFLASH_POOL_IN_BUDGET = "0.5.23"

@@ -111,7 +111,8 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
         use_concurrency = vllm_rules(cfg.backend_version or "0.26.0").tokens_from_concurrency
         tokens, concurrency = (cap.tokens if use_concurrency else cap.legacy_tokens), cap.max_concurrency
         if drafter is not None and not drafter.same_kv_spec_as(spec, cfg.tp):
-            draft = drafter_capacity(spec, cfg, drafter, layout, full, linear, cache, max_len)
+            draft = drafter_capacity(spec, cfg, drafter, layout, full, linear, cache, max_len,
+                                     terms.max_num_batched_tokens)
             tokens = draft.tokens if use_concurrency else draft.legacy_tokens
             concurrency = draft.max_concurrency
         return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cache, tokens,
