@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import Coefficients, current
 from doctor.planner.config import ServeConfig
+from doctor.planner.flags import vllm_batch_defaults_of
 from doctor.planner.hardware import GIB, MIB, GPU
 from doctor.planner.versions import vllm_rules
 
@@ -43,10 +44,14 @@ def vllm_batch_defaults(gpu: GPU, version: str | None = None) -> tuple[int, int]
     The size is NVML's (platforms/cuda.py get_device_total_memory, nvmlDeviceGetMemoryInfo): a unified-memory GPU
     (GB10) has no NVML memory, the lookup fails and get_batch_defaults falls back to 0 bytes, hence 2048 / 256
     (the GB10 boots of tests/data/published_kv/vllm.yaml compile range (1, 2048) and capture FULL up to 256).
+    The tiers the version's flag schema extracted from its wheel win (0.33 keeps GB10 on the small tier).
     """
     if gpu.unified:
         return 2048, 256
     total = gpu.usable_bytes
+    extracted = vllm_batch_defaults_of(version or "0.26.0", total, gpu.name, gpu.capability)
+    if extracted is not None:
+        return extracted
     rules = vllm_rules(version or "0.26.0")
     if rules.large_gpu_batch_defaults and total >= 160 * GIB:
         return 16384, 1024
