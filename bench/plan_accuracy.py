@@ -19,13 +19,14 @@ import sys
 from pathlib import Path
 
 import yaml
+from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from doctor.planner.accuracy import Residual, SglangResidual, residuals, sglang_residuals  # noqa: E402
+from doctor.planner.accuracy import Residual, SglangResidual, release, residuals, sglang_residuals  # noqa: E402
 from doctor.planner.coefficients import using  # noqa: E402
-from doctor.planner.fit import fit, logged_boots  # noqa: E402
+from doctor.planner.fit import fit, logged_boots, uma_entries  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "published_kv"
 CALIBRATION = ROOT / "doctor" / "planner" / "calibration.yaml"
@@ -111,7 +112,7 @@ def region(entries: list[dict]) -> dict:
     gpus = [parse_gpus(e["gpus"]).gpu.usable_bytes / GIB for e in predicted]
     quant = {get_model(e["model"]).quantization.method for e in predicted}
     return {"min_gpu_gib": int(min(gpus)), "max_tp": max(int(e["flags"].get("tp", 1)) for e in predicted),
-            "versions": sorted({str(e["vllm"]) for e in predicted}), "quantization": sorted(quant)}
+            "versions": sorted({release(str(e["vllm"])) for e in predicted}, key=Version), "quantization": sorted(quant)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="refit and refresh doctor/planner/calibration.yaml")
     args = parser.parse_args(argv)
     entries = load_entries()
-    coefficients = fit(logged_boots(entries))
+    coefficients = fit(logged_boots(entries), uma_entries(entries))
     with using(coefficients):
         in_sample = residuals(entries)
     if not in_sample:

@@ -109,7 +109,12 @@ def fits(ctx: CheckContext) -> Outcome:
         return skip(f"TP={cfg.tp} cannot split {spec.name} (see QD-PLAN-001)")
     if cfg.world_size > len(used):
         return skip(f"TP x PP x DP = {cfg.world_size} exceeds the {len(used)} GPU(s) in use (see QD-GPU-001)")
-    result = plan(spec, Hardware(gpu, len(used)), cfg)
+    from doctor.planner.errors import PlanInputError
+
+    try:
+        result = plan(spec, Hardware(gpu, len(used)), cfg)
+    except PlanInputError as exc:   # e.g. a drafter the planner cannot size: say so, do not guess
+        return skip(f"the planner cannot size this configuration: {exc}")
     rank = min(result.ranks, key=lambda r: r.kv_tokens)
     details = [f"planned on {label(smallest)}: {gpu.memory_bytes / 2**30:.1f} GiB, weights "
                f"{rank.weights['total'] / 2**30:.2f} GiB, overhead {rank.overhead_bytes / 2**30:.2f} GiB (estimate), "

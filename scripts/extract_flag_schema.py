@@ -9,6 +9,10 @@ them with `ast`, and replays how argparse options are built:
   choices (Literal), nargs (list/tuple), BooleanOptionalAction (bool) and JSON (nested dataclass).
 - SGLang: `ServerArgs.add_cli_args` in `sglang/srt/server_args.py` (explicit add_argument calls).
 
+Each flag also records its default: the dataclass field / `default=` expression when it is a literal, and,
+for defaults the engine settles at startup (RUNTIME_DEFAULTS), a rule plus the file::function of that
+wheel that resolves it; vLLM's get_batch_defaults branches become per-device tiers.
+
 Usage (see docs/flags.md):
     python scripts/extract_flag_schema.py vllm 0.17.0 0.32.0 --out doctor/flags/schemas
     python scripts/extract_flag_schema.py sglang 0.5.9 0.5.23 --out doctor/flags/schemas
@@ -33,7 +37,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from doctor.flags.schema import FlagSchema, FlagSpec  # noqa: E402
+from doctor.flags.schema import NOT_RECORDED, FlagSchema, FlagSpec  # noqa: E402
 
 SOURCE_PATTERNS = {
     "vllm": re.compile(
@@ -42,6 +46,13 @@ SOURCE_PATTERNS = {
     ),
     "sglang": re.compile(r"^sglang/srt/(server_args\.py|arg_groups/.+\.py)$"),
 }
+# Read only to find where a default left to the engine is resolved (RUNTIME_DEFAULTS), never for flags.
+RULE_SOURCE_PATTERNS = {
+    "vllm": re.compile(r"^vllm/platforms/(interface|cuda)\.py$"),
+    "sglang": re.compile(r"^sglang/srt/(model_executor/model_runner(_kv_cache_mixin)?\.py"
+                         r"|mem_cache/kv_cache_configurator\.py)$"),
+}
+CACHE_LAYOUT = "2"  # bump when the patterns above change: older caches are fetched again
 EXTRACTOR = "static-ast/1 (scripts/extract_flag_schema.py)"
 HUMAN_INT_FIELDS = {"max_num_batched_tokens", "max_num_scheduled_tokens", "kv_cache_memory_bytes",
                     "safetensors_prefetch_block_size", "max_num_queued_tokens"}
@@ -92,8 +103,8 @@ def wheel_files(package: str, version: str) -> tuple[str, dict[str, str]]:
         raise SystemExit(f"no wheel for {package}=={version} on PyPI")
     wheel = wheels[0]
     archive = zipfile.ZipFile(io.BufferedReader(_HttpFile(wheel["url"], wheel["size"]), buffer_size=1 << 16))
-    pattern = SOURCE_PATTERNS[package]
-    sources = {n: archive.read(n).decode("utf-8") for n in archive.namelist() if pattern.search(n)}
+    patterns = (SOURCE_PATTERNS[package], RULE_SOURCE_PATTERNS[package])
+    sources = {n: archive.read(n).decode("utf-8") for n in archive.namelist() if any(p.search(n) for p in patterns)}
     return wheel["filename"], sources
 
 
@@ -101,7 +112,8 @@ def cached_sources(package: str, version: str, cache: Path) -> tuple[str, dict[s
     """wheel_files with an on-disk cache of the extracted sources (outside git)."""
     folder = cache / f"{package}-{version}"
     marker = folder / "WHEEL_NAME"
-    if marker.exists():
+    layout = folder / "CACHE_LAYOUT"
+    if marker.exists() and layout.exists() and layout.read_text().strip() == CACHE_LAYOUT:
         sources = {str(p.relative_to(folder)): p.read_text(encoding="utf-8") for p in folder.rglob("*.py")}
         return marker.read_text().strip(), sources
     name, sources = wheel_files(package, version)
@@ -110,6 +122,7 @@ def cached_sources(package: str, version: str, cache: Path) -> tuple[str, dict[s
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     marker.write_text(name)
+    layout.write_text(CACHE_LAYOUT)
     return name, sources
 
 
@@ -216,6 +229,115 @@ class Index:
                     continue
                 out[item.target.id] = item.annotation
         return list(out.items())
+
+
+    def class_values(self, class_name: str, seen: frozenset[str] = frozenset()) -> dict[str, ast.expr | None]:
+        """Class-level values by name (field defaults and class constants), bases first; None: no default."""
+        node = self.cls(class_name)
+        if node is None or class_name in seen:
+            return {}
+        out: dict[str, ast.expr | None] = {}
+        for base in reversed(self.bases(class_name)):
+            out.update(self.class_values(base, seen | {class_name}))
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                out[item.target.id] = item.value
+            elif isinstance(item, ast.Assign):
+                out.update({t.id: item.value for t in item.targets if isinstance(t, ast.Name)})
+        return out
+
+
+# ---------------------------------------------------------------- defaults
+
+
+@dataclass(frozen=True)
+class Default:
+    """A parser default: a JSON value when it is a literal, else the expression's source text."""
+
+    known: bool
+    value: Any = None
+
+
+NUMERIC_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+               ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Pow: lambda a, b: a ** b,
+               ast.LShift: lambda a, b: a << b}
+EMPTY_FACTORIES = {"list": [], "dict": {}, "set": [], "tuple": []}
+
+
+def resolve_default(index: Index, node: ast.expr | None, depth: int = 0) -> Default:
+    """The value a default expression evaluates to, when it is built from literals, module constants,
+    other classes' field defaults, `Field(default=...)` / `field(default_factory=...)` and arithmetic."""
+    if node is None:
+        return Default(False, "required")
+    unknown = Default(False, ast.unparse(node))
+    if depth > 8:
+        return unknown
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if value is Ellipsis or isinstance(value, (bytes, complex)):
+            return unknown
+        if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+            return unknown
+        return Default(True, value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = resolve_default(index, node.operand, depth + 1)
+        if inner.known and isinstance(inner.value, (int, float)) and not isinstance(inner.value, bool):
+            return Default(True, -inner.value if isinstance(node.op, ast.USub) else inner.value)
+        return unknown
+    if isinstance(node, ast.BinOp) and type(node.op) in NUMERIC_OPS:
+        left, right = resolve_default(index, node.left, depth + 1), resolve_default(index, node.right, depth + 1)
+        numbers = all(d.known and isinstance(d.value, (int, float)) and not isinstance(d.value, bool)
+                      for d in (left, right))
+        if numbers:
+            try:
+                return Default(True, NUMERIC_OPS[type(node.op)](left.value, right.value))
+            except (ArithmeticError, ValueError):
+                return unknown
+        return unknown
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        items = [resolve_default(index, e, depth + 1) for e in node.elts]
+        return Default(True, [i.value for i in items]) if all(i.known for i in items) else unknown
+    if isinstance(node, ast.Dict):
+        if any(not isinstance(k, ast.Constant) or not isinstance(k.value, str) for k in node.keys):
+            return unknown
+        values = [resolve_default(index, v, depth + 1) for v in node.values]
+        if all(v.known for v in values):
+            return Default(True, {k.value: v.value for k, v in zip(node.keys, values)})  # type: ignore[union-attr]
+        return unknown
+    if isinstance(node, ast.Call):
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        keywords = {kw.arg: kw.value for kw in node.keywords if kw.arg}
+        if name in ("Field", "field"):
+            if "default" in keywords:
+                return resolve_default(index, keywords["default"], depth + 1)
+            if node.args and not (isinstance(node.args[0], ast.Constant) and node.args[0].value is Ellipsis):
+                return resolve_default(index, node.args[0], depth + 1)
+            if "default_factory" in keywords:
+                return _factory(index, keywords["default_factory"], depth + 1)
+            return Default(False, "required")
+        if name == "get_field" and len(node.args) == 2 and isinstance(node.args[0], ast.Name) \
+                and isinstance(node.args[1], ast.Constant):
+            return resolve_default(index, index.class_values(node.args[0].id).get(str(node.args[1].value)), depth + 1)
+        if name in EMPTY_FACTORIES and not node.args and not node.keywords:
+            return Default(True, type(EMPTY_FACTORIES[name])())
+        return unknown
+    if isinstance(node, ast.Name):
+        value = index.const(node.id)
+        return resolve_default(index, value, depth + 1) if value is not None else unknown
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and index.cls(node.value.id) is not None:
+        values = index.class_values(node.value.id)
+        if node.attr in values:
+            return resolve_default(index, values[node.attr], depth + 1)
+    return unknown
+
+
+def _factory(index: Index, node: ast.expr, depth: int) -> Default:
+    if isinstance(node, ast.Name) and node.id in EMPTY_FACTORIES:
+        return Default(True, type(EMPTY_FACTORIES[node.id])())
+    if isinstance(node, ast.Lambda):
+        return resolve_default(index, node.body, depth)
+    return Default(False, f"{ast.unparse(node)}()")
 
 
 # ---------------------------------------------------------------- annotations -> argparse kwargs
@@ -429,12 +551,14 @@ class Replayer:
                     if name in source.removed:
                         continue
                     kwargs = self._materialize(source, name, annotation)
+                    kwargs["dest"] = name
                     self.options.append(([f"--{name.replace('_', '-')}"], kwargs))
             return
         self._block(stmt.body, env, cls)
 
     def _materialize(self, source: Kwargs, name: str, annotation: ast.expr | None) -> dict[str, Any]:
         kwargs = field_kwargs(self.index, name, annotation) if annotation is not None else {"type": "str"}
+        kwargs["default"] = resolve_default(self.index, self.index.class_values(source.cls).get(name))
         for key, value in source.edits.get(name, {}).items():
             if value is None:
                 kwargs.pop(key, None)
@@ -481,11 +605,13 @@ class Replayer:
     def _annotated_fields(self, class_name: str) -> None:
         """Mirror of SGLang's add_cli_args_from_dataclass: fields annotated A[T, "help"] or A[T, Arg(...)]."""
         fields = self.index.fields(class_name)
+        field_values = self.index.class_values(class_name)
         for module in self.index.modules:  # SGLang >= 0.5.20: namespaces in arg_groups/fields/ carry _NS_PATH
             if "/arg_groups/fields/" in module.path:
                 for node in module.classes.values():
                     if any(isinstance(i, (ast.Assign, ast.AnnAssign)) and "_NS_PATH" in ast.unparse(i) for i in node.body):
                         fields += self.index.fields(node.name)
+                        field_values = {**self.index.class_values(node.name), **field_values}
         for name, annotation in fields:
             if not (isinstance(annotation, ast.Subscript) and getattr(annotation.value, "id", "") in ("A", "Annotated")):
                 continue
@@ -534,6 +660,10 @@ class Replayer:
                     kwargs["choices"] = self._choices(meta["choices"])
                 if "nargs" in meta and isinstance(meta["nargs"], ast.Constant):
                     kwargs["nargs"] = meta["nargs"].value
+            kwargs["default"] = resolve_default(self.index, field_values.get(name))
+            kwargs["dest"] = name
+            if "fallback" in meta:
+                kwargs["fallback"] = resolve_default(self.index, meta["fallback"])
             self.options.append((names, kwargs))
 
     def _add_argument(self, call: ast.Call, env: dict[str, Any]) -> None:
@@ -560,6 +690,12 @@ class Replayer:
             else:
                 explicit[kw.arg] = kw.value
         kwargs.update(self._explicit(explicit))
+        dest = explicit.get("dest")
+        long_names = [n for n in names if n.startswith("--")]
+        if isinstance(dest, ast.Constant) and isinstance(dest.value, str):
+            kwargs["dest"] = dest.value
+        else:
+            kwargs["dest"] = (long_names or names)[0].lstrip("-").replace("-", "_")
         self.options.append((names, kwargs))
 
     def _explicit(self, explicit: dict[str, ast.expr]) -> dict[str, Any]:
@@ -587,6 +723,8 @@ class Replayer:
             out["choices"] = self._choices(explicit["choices"])
         if "deprecated" in explicit and isinstance(explicit["deprecated"], ast.Constant):
             out["deprecated"] = bool(explicit["deprecated"].value)
+        if "default" in explicit:
+            out["default"] = resolve_default(self.index, explicit["default"])
         return out
 
     def _choices(self, node: ast.expr, depth: int = 0) -> list[str] | None:
@@ -644,9 +782,274 @@ def _type_name(node: ast.expr) -> str:
 # ---------------------------------------------------------------- per-backend entry points
 
 
-def _schema(backend: str, version: str, source: str, options: list[tuple[list[str], dict[str, Any]]]) -> FlagSchema:
+# Defaults the engine only settles at startup: (rule, functions that may resolve it). A rule is recorded
+# for a version only where one of those functions exists in its wheel and names the field; `default_source`
+# lists them as file::function.
+RUNTIME_DEFAULTS: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
+    "vllm": {
+        "max_num_batched_tokens": (
+            "None: picked at startup from the usage context and the GPU's memory (EngineArgs.get_batch_defaults; "
+            "the OpenAI server on a CUDA GPU >= 70 GiB that is not an A100: 8192, else 2048; some versions add a "
+            "larger tier), doubled in throughput mode, at least max_model_len when chunked prefill is off",
+            ("_set_default_max_num_seqs_and_batched_tokens_args", "=get_batch_defaults")),
+        "max_num_seqs": (
+            "None: picked at startup from the usage context and the GPU's memory (EngineArgs.get_batch_defaults; "
+            "the OpenAI server on a CUDA GPU >= 70 GiB that is not an A100: 1024, else 256), doubled in "
+            "throughput mode",
+            ("_set_default_max_num_seqs_and_batched_tokens_args", "=get_batch_defaults")),
+        "block_size": (
+            "None: the platform's block size (16 on CUDA, CacheConfig.DEFAULT_BLOCK_SIZE / "
+            "check_and_update_config); hybrid (attention + mamba) models raise it so one attention page holds "
+            "one mamba state",
+            ("__post_init__", "_apply_block_size_default", "check_and_update_config",
+             "_align_hybrid_block_size", "update_block_size_for_backend")),
+        "gpu_memory_utilization": (
+            "None: CacheConfig.resolved_gpu_memory_utilization (1.0 with the extensible KV cache, else 0.92)",
+            ("resolved_gpu_memory_utilization",)),
+        "enable_prefix_caching": (
+            "None: on unless the model or its attention backend rules it out "
+            "(_set_default_chunked_prefill_and_prefix_caching_args)",
+            ("_set_default_chunked_prefill_and_prefix_caching_args",)),
+        "enable_chunked_prefill": (
+            "None: on unless the model or its runner rules it out "
+            "(_set_default_chunked_prefill_and_prefix_caching_args)",
+            ("_set_default_chunked_prefill_and_prefix_caching_args",)),
+        "max_model_len": (
+            "None: the model's derived maximum (max_position_embeddings and rope scaling of its config)",
+            ("get_and_verify_max_len", "_get_and_verify_max_len", "__post_init__")),
+    },
+    "sglang": {
+        "mem_fraction_static": (
+            "None: (GPU memory - reserve) / GPU memory, the reserve growing with chunked_prefill_size, the "
+            "decode CUDA-graph batch size and TP x PP (at least 10 GiB above 60 GiB), scaled down for "
+            "multimodal models unless --language-only",
+            ("_handle_gpu_memory_settings", "handle_gpu_memory_settings")),
+        "chunked_prefill_size": (
+            "None: by GPU memory (< 20 GiB: 2048; 20-35 GiB: 2048 or 4096 by version; < 60 GiB: 4096; "
+            "< 160 GiB: 8192; else 16384)",
+            ("_handle_gpu_memory_settings", "handle_gpu_memory_settings")),
+        "cuda_graph_max_bs": (
+            "None: by GPU memory and TP size (_handle_gpu_memory_settings)",
+            ("_handle_gpu_memory_settings", "handle_gpu_memory_settings", "_handle_cuda_graph",
+             "handle_cuda_graph_config")),
+        "max_running_requests": (
+            "None: from the KV pool (max_total_num_tokens / context_len x 512, clamped to 2048-4096; hybrid "
+            "models at most a third of the mamba slots); 48 with speculative decoding",
+            ("=init_memory_pool", "=resolve_max_num_reqs", "_handle_speculative_decoding")),
+        "page_size": (
+            "None: 1, or what the attention backend needs (_handle_page_size)",
+            ("_handle_page_size", "handle_page_size", "handle_attention_backend_compatibility",
+             "_handle_attention_backend_compatibility")),
+        "max_mamba_cache_size": (
+            "None: the mamba pool takes mamba_full_memory_ratio / (1 + ratio) of the memory left for caches",
+            ("handle_max_mamba_cache", "_handle_max_mamba_cache")),
+        "speculative_num_steps": (
+            "None: auto_choose_speculative_params (EAGLE / NEXTN / MTP: chosen per model) when a speculative "
+            "algorithm is set",
+            ("_handle_speculative_decoding", "handle_speculative_decoding", "auto_choose_speculative_params")),
+        "speculative_eagle_topk": (
+            "None: auto_choose_speculative_params when a speculative algorithm is set",
+            ("_handle_speculative_decoding", "handle_speculative_decoding", "auto_choose_speculative_params")),
+        "speculative_num_draft_tokens": (
+            "None: auto_choose_speculative_params when a speculative algorithm is set (topk 1: steps + 1)",
+            ("_handle_speculative_decoding", "handle_speculative_decoding", "auto_choose_speculative_params")),
+    },
+}
+
+
+def _stores(target: ast.expr, name: str) -> bool:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_stores(t, name) for t in target.elts)
+    if isinstance(target, ast.Attribute):
+        return target.attr == name
+    return isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant) and target.slice.value == name
+
+
+def _declares(node: ast.AST, name: str) -> bool:
+    """SGLang >= 0.5.19 resolution hooks: declare_resolution(server_args, source, name=value)."""
+    if not isinstance(node, ast.Call):
+        return False
+    called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+    return called == "declare_resolution" and any(kw.arg == name for kw in node.keywords)
+
+
+def _resolves(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether a function sets the field `name`: stores it (attribute or string key, also in tuple
+    unpacking), declares it (declare_resolution, setattr) or is named after it (a resolving property)."""
+    if name in fn.name:
+        return True
+    for node in ast.walk(fn):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        if any(_stores(t, name) for t in targets) or _declares(node, name):
+            return True
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "setattr" and len(node.args) > 1 \
+                and isinstance(node.args[1], ast.Constant) and node.args[1].value == name:
+            return True
+    return False
+
+
+class Resolvers:
+    """Every function of one version's sources (module level and methods), to find where a default is set."""
+
+    MAX_LISTED = 6
+
+    def __init__(self, sources: dict[str, str]) -> None:
+        self.functions: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+        for path, text in sorted(sources.items()):
+            try:
+                tree = ast.parse(text)
+            except SyntaxError:
+                continue
+            for owner in [tree, *(n for n in tree.body if isinstance(n, ast.ClassDef))]:
+                prefix = f"{owner.name}." if isinstance(owner, ast.ClassDef) else ""
+                for node in owner.body:
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        self.functions.append((f"{path}::{prefix}{node.name}", node))
+
+    def find(self, dest: str, functions: tuple[str, ...]) -> list[str]:
+        """file::Class.function of `functions` that set `dest` (a name starting with "=" computes it: it
+        only has to name it), then any other function that declares it or stores `server_args.<dest>`."""
+        names = [f.lstrip("=") for f in functions]
+        named: list[tuple[int, str]] = []
+        for where, fn in self.functions:
+            if fn.name not in names:
+                continue
+            rank = names.index(fn.name)
+            if _resolves(fn, dest) or functions[rank].startswith("=") and _names(fn, dest):
+                named.append((rank, where))
+        others = [where for where, fn in self.functions if fn.name not in names and _declares_or_sets(fn, dest)]
+        return ([where for _, where in sorted(named)] + others)[: self.MAX_LISTED]
+
+
+def _names(fn: ast.AST, name: str) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == name or isinstance(n, ast.Constant) and n.value == name
+               or isinstance(n, ast.keyword) and n.arg == name for n in ast.walk(fn))
+
+
+def _declares_or_sets(fn: ast.AST, name: str) -> bool:
+    """SGLang's own ways of resolving a ServerArgs field: declare_resolution(...) or server_args.<name> = ..."""
+    for node in ast.walk(fn):
+        if _declares(node, name):
+            return True
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Attribute) and t.attr == name and getattr(t.value, "id", "") == "server_args"
+                   for t in targets):
+                return True
+    return False
+
+
+def _capability_flags(fn: ast.FunctionDef) -> dict[str, list[int]]:
+    """Local names bound to `current_platform.is_device_capability((12, 1))` -> [12, 1]."""
+    out: dict[str, list[int]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Call) and getattr(node.value.func, "attr", "") == "is_device_capability" \
+                and node.value.args and isinstance(node.value.args[0], ast.Tuple):
+            cap = [e.value for e in node.value.args[0].elts if isinstance(e, ast.Constant)]
+            if len(cap) == 2:
+                out[node.targets[0].id] = cap
+    return out
+
+
+def _tier_condition(test: ast.expr, capabilities: dict[str, list[int]]) -> dict[str, Any]:
+    """`device_memory >= 70 * GiB_bytes and "a100" not in device_name and not is_gb10` -> {"min_memory_gib": 70,
+    "exclude_names": ["a100"], "exclude_capabilities": [[12, 1]]}; a conjunct of another shape leaves the
+    tier inexact."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    out: dict[str, Any] = {"when": ast.unparse(test), "min_memory_gib": 0, "exclude_names": [],
+                           "exclude_capabilities": [], "exact": True}
+    for part in parts:
+        if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not) \
+                and getattr(part.operand, "id", "") in capabilities:
+            out["exclude_capabilities"].append(capabilities[part.operand.id])  # type: ignore[union-attr]
+            continue
+        if isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.GtE) \
+                and getattr(part.left, "id", "") == "device_memory":
+            right = part.comparators[0]
+            if isinstance(right, ast.BinOp) and isinstance(right.op, ast.Mult) and isinstance(right.left, ast.Constant) \
+                    and getattr(right.right, "id", "") == "GiB_bytes":
+                out["min_memory_gib"] = right.left.value
+                continue
+        if isinstance(part, ast.Compare) and len(part.ops) == 1 and isinstance(part.ops[0], ast.NotIn) \
+                and isinstance(part.left, ast.Constant) and getattr(part.comparators[0], "id", "") == "device_name":
+            out["exclude_names"].append(str(part.left.value))
+            continue
+        out["exact"] = False
+    return out
+
+
+def vllm_batch_tiers(index: Index) -> dict[str, list[dict[str, Any]]]:
+    """EngineArgs.get_batch_defaults as data: per flag, the `vllm serve` (OPENAI_API_SERVER) value of each
+    branch of its device-memory if/elif/else chain, first match wins (platform-specific TPU / CPU branches
+    that follow are left out: the planner sizes CUDA GPUs)."""
+    found = index.method("EngineArgs", "get_batch_defaults")
+    if found is None:
+        return {}
+    chain = next((s for s in found[0].body if isinstance(s, ast.If)
+                  and "default_max_num_batched_tokens" in ast.unparse(s.body[0])), None)
+    tiers: dict[str, list[dict[str, Any]]] = {"max_num_batched_tokens": [], "max_num_seqs": []}
+    capabilities = _capability_flags(found[0])
+    branches: list[tuple[dict[str, Any], list[ast.stmt]]] = []
+    node: ast.stmt | None = chain
+    while isinstance(node, ast.If):
+        branches.append((_tier_condition(node.test, capabilities), node.body))
+        rest, node = node.orelse, None
+        if len(rest) == 1 and isinstance(rest[0], ast.If):
+            node = rest[0]
+        elif rest:
+            branches.append(({"when": "else", "min_memory_gib": 0, "exclude_names": [], "exclude_capabilities": [],
+                              "exact": True}, rest))
+    for condition, body in branches:
+        for stmt in body:
+            if not (isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Dict)):
+                continue
+            target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+            flag = getattr(target, "id", "").removeprefix("default_")
+            if flag not in tiers:
+                continue
+            for key, value in zip(stmt.value.keys, stmt.value.values):
+                if key is not None and ast.unparse(key).endswith("OPENAI_API_SERVER"):
+                    resolved = resolve_default(index, value)
+                    if resolved.known:
+                        tiers[flag].append({**condition, "value": resolved.value})
+    return {flag: rows for flag, rows in tiers.items() if rows}
+
+
+BASE_DEFAULTS = {"store_true": False, "store_false": True}
+
+
+def _default_entry(backend: str, kwargs: dict[str, Any], action: str,
+                   found: Resolvers) -> tuple[Any, str | None, tuple[str, ...]]:
+    """(default value or NOT_RECORDED, rule, source) of one option."""
+    default: Default = kwargs.get("default") or Default(True, BASE_DEFAULTS.get(action))
+    fallback: Default | None = kwargs.get("fallback")
+    dest = kwargs.get("dest", "")
+    rule, functions = RUNTIME_DEFAULTS.get(backend, {}).get(dest, (None, ()))
+    placeholder = default.known and default.value is None
+    where = found.find(dest, functions) if placeholder and (functions or fallback) else []
+    if placeholder and fallback is not None and fallback.known:
+        # SGLang Arg(resolvable=True, fallback=X): a resolution hook may declare a value, else X applies
+        return fallback.value, rule or f"None on the command line: a resolution hook may set it, else {fallback.value!r}", \
+            tuple(where)
+    if where and rule:
+        return None, rule, tuple(where)
+    if not default.known:
+        if default.value == "required":
+            return NOT_RECORDED, None, ()
+        return NOT_RECORDED, f"computed: `{default.value}`", ()
+    return default.value, None, ()
+
+
+def _schema(backend: str, version: str, source: str, options: list[tuple[list[str], dict[str, Any]]],
+            sources: dict[str, str] | None = None, tiers: dict[str, list[dict[str, Any]]] | None = None) -> FlagSchema:
     flags: dict[str, FlagSpec] = {}
     aliases: dict[str, str] = {}
+    found = Resolvers(sources or {})
     for names, kwargs in options:
         canonical = max((n for n in names if n.startswith("--")), key=len, default=names[0])
         action = kwargs.get("action", "store")
@@ -654,8 +1057,11 @@ def _schema(backend: str, version: str, source: str, options: list[tuple[list[st
         if action in ("bool_optional", "store_true", "store_false", "count"):
             typ = "str"
         choices = kwargs.get("choices") if action != "bool_optional" else None
+        default, rule, where = _default_entry(backend, kwargs, action, found)
+        by_device = tuple((tiers or {}).get(kwargs.get("dest", ""), ())) if rule else ()
         flags[canonical] = FlagSpec(canonical, typ, tuple(choices) if choices is not None else None,
-                                    kwargs.get("nargs"), action, bool(kwargs.get("deprecated", False)))
+                                    kwargs.get("nargs"), action, bool(kwargs.get("deprecated", False)),
+                                    default, rule, where, by_device)
         for name in names:
             if name != canonical:
                 aliases[name] = canonical
@@ -664,26 +1070,30 @@ def _schema(backend: str, version: str, source: str, options: list[tuple[list[st
     return FlagSchema(backend, version, flags, aliases, source, EXTRACTOR, normalize_underscores=backend == "vllm")
 
 
+def _flag_sources(backend: str, sources: dict[str, str]) -> dict[str, str]:
+    return {path: text for path, text in sources.items() if SOURCE_PATTERNS[backend].search(path)}
+
+
 def extract_vllm(version: str, wheel: str, sources: dict[str, str]) -> FlagSchema:
     """Replay make_arg_parser of one vLLM version."""
-    index = Index(sources)
+    index = Index(_flag_sources("vllm", sources))
     replayer = Replayer(index)
     fn = index.function("make_arg_parser")
     if fn is None:
         raise SystemExit(f"vllm {version}: no make_arg_parser found")
     replayer.run_function(fn, None, {})
-    return _schema("vllm", version, wheel, replayer.options)
+    return _schema("vllm", version, wheel, replayer.options, sources, vllm_batch_tiers(index))
 
 
 def extract_sglang(version: str, wheel: str, sources: dict[str, str]) -> FlagSchema:
     """Replay ServerArgs.add_cli_args of one SGLang version."""
-    index = Index(sources)
+    index = Index(_flag_sources("sglang", sources))
     found = index.method("ServerArgs", "add_cli_args")
     if found is None:
         raise SystemExit(f"sglang {version}: no ServerArgs.add_cli_args found")
     replayer = Replayer(index)
     replayer.run_function(found[0], "ServerArgs", {})
-    return _schema("sglang", version, wheel, replayer.options)
+    return _schema("sglang", version, wheel, replayer.options, sources)
 
 
 def compare(static: FlagSchema, real: dict[str, Any]) -> dict[str, Any]:
@@ -695,6 +1105,9 @@ def compare(static: FlagSchema, real: dict[str, Any]) -> dict[str, Any]:
     for name in shared:
         a, b = static.flags[name], real_schema.flags[name]
         diffs = [k for k in ("type", "choices", "nargs", "action") if getattr(a, k) != getattr(b, k)]
+        if a.default is not NOT_RECORDED and b.default is not NOT_RECORDED and a.default_rule is None \
+                and a.default != b.default:
+            diffs.append("default")
         if diffs:
             attr_diffs[name] = {k: [getattr(a, k), getattr(b, k)] for k in diffs}
     return {

@@ -9,6 +9,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 
 from extract_flag_schema import extract_sglang, extract_vllm  # noqa: E402
 
+from doctor.flags.schema import NOT_RECORDED  # noqa: E402
+
 VLLM_CONFIG = '''
 from typing import Literal
 ModelDType = Literal["auto", "half", "bfloat16"]
@@ -91,3 +93,128 @@ def test_sglang_explicit_arguments_and_module_constants() -> None:
     assert schema.flags["--disable-radix-cache"].action == "store_true"
     assert schema.flags["--old"].deprecated and schema.flags["--old"].takes_value
     assert not schema.normalize_underscores
+
+
+DEFAULTS_CONFIG = '''
+DEFAULT_BLOCK = 16
+
+@config
+class CacheConfig:
+    gpu_memory_utilization: float = Field(default=0.92, gt=0, le=1)
+    block_size: int = Field(default=None, gt=0)
+    swap_space: float = 4 * 1024
+    sliding: list[int] = field(default_factory=list)
+
+@config
+class SchedulerConfig:
+    max_num_seqs: int = 128
+    max_num_batched_tokens: int = 2048
+    policy: str = envs.POLICY
+
+@config
+class FrontendArgs:
+    port: int = 8000
+'''
+DEFAULTS_ARGS = '''
+class EngineArgs:
+    max_num_seqs: int | None = None
+
+    @staticmethod
+    def add_cli_args(parser):
+        cache_kwargs = get_kwargs(CacheConfig)
+        parser.add_argument("--gpu-memory-utilization", **cache_kwargs["gpu_memory_utilization"])
+        parser.add_argument("--block-size", **cache_kwargs["block_size"])
+        parser.add_argument("--swap-space", **cache_kwargs["swap_space"])
+        parser.add_argument("--sliding", **cache_kwargs["sliding"])
+        scheduler_kwargs = get_kwargs(SchedulerConfig)
+        parser.add_argument("--max-num-seqs", **{**scheduler_kwargs["max_num_seqs"], "default": None})
+        parser.add_argument("--max-num-batched-tokens", **{**scheduler_kwargs["max_num_batched_tokens"],
+                                                          "default": None})
+        parser.add_argument("--policy", **scheduler_kwargs["policy"])
+        parser.add_argument("--seed", type=int, default=DEFAULT_BLOCK * 2)
+        parser.add_argument("--quiet", action="store_true")
+        return parser
+
+    def _set_default_max_num_seqs_and_batched_tokens_args(self):
+        if self.max_num_seqs is None:
+            self.max_num_seqs = 256
+'''
+
+
+def _defaults_schema():
+    return extract_vllm("9.9.9", "w.whl", {"vllm/config/cache.py": DEFAULTS_CONFIG,
+                                            "vllm/engine/arg_utils.py": DEFAULTS_ARGS,
+                                            "vllm/entrypoints/openai/cli_args.py": VLLM_CLI})
+
+
+def test_vllm_defaults_come_from_the_config_dataclass_fields() -> None:
+    flags = _defaults_schema().flags
+    assert flags["--gpu-memory-utilization"].default == 0.92
+    assert flags["--swap-space"].default == 4096
+    assert flags["--sliding"].default == []
+    assert flags["--port"].default == 8000
+    assert flags["--seed"].default == 32
+    assert flags["--quiet"].default is False
+
+
+def test_a_default_the_engine_resolves_at_startup_gets_its_rule_and_source() -> None:
+    flags = _defaults_schema().flags
+    seqs = flags["--max-num-seqs"]
+    assert seqs.default is None and "get_batch_defaults" in (seqs.default_rule or "")
+    assert seqs.default_source == ("vllm/engine/arg_utils.py::EngineArgs._set_default_max_num_seqs_and_batched_tokens_args",)
+    # the same None, but no function of this wheel resolves it: no rule is invented
+    tokens = flags["--max-num-batched-tokens"]
+    assert tokens.default is None and tokens.default_rule is None
+
+
+def test_a_default_that_is_not_a_literal_is_not_guessed() -> None:
+    policy = _defaults_schema().flags["--policy"]
+    assert policy.default is NOT_RECORDED and policy.default_rule == "computed: `envs.POLICY`"
+
+
+def test_sglang_default_read_through_the_server_args_field() -> None:
+    source = '''
+class ServerArgs:
+    mem_fraction_static: Optional[float] = None
+    page_size: int = 1
+
+    @staticmethod
+    def add_cli_args(parser):
+        parser.add_argument("--mem-fraction-static", type=float, default=ServerArgs.mem_fraction_static)
+        parser.add_argument("--page-size", type=int, default=ServerArgs.page_size)
+
+    def _handle_gpu_memory_settings(self, gpu_mem):
+        if self.mem_fraction_static is None:
+            self.mem_fraction_static = 0.88
+'''
+    flags = extract_sglang("9.9.9", "w.whl", {"sglang/srt/server_args.py": source}).flags
+    assert flags["--page-size"].default == 1
+    mfs = flags["--mem-fraction-static"]
+    assert mfs.default is None and mfs.default_source == ("sglang/srt/server_args.py::ServerArgs._handle_gpu_memory_settings",)
+    assert "reserve" in (mfs.default_rule or "")
+
+
+def test_vllm_batch_defaults_become_per_device_tiers() -> None:
+    args = DEFAULTS_ARGS + '''
+    @classmethod
+    def get_batch_defaults(cls, world_size):
+        device_memory = current_platform.get_device_total_memory()
+        device_name = current_platform.get_device_name().lower()
+        is_gb10 = current_platform.is_device_capability((12, 1))
+        if device_memory >= 160 * GiB_bytes:
+            default_max_num_batched_tokens = {UsageContext.LLM_CLASS: 16384, UsageContext.OPENAI_API_SERVER: 16384}
+            default_max_num_seqs = {UsageContext.LLM_CLASS: 1024, UsageContext.OPENAI_API_SERVER: 1024}
+        elif device_memory >= 70 * GiB_bytes and "a100" not in device_name and not is_gb10:
+            default_max_num_batched_tokens = {UsageContext.LLM_CLASS: 16384, UsageContext.OPENAI_API_SERVER: 8192}
+            default_max_num_seqs = {UsageContext.LLM_CLASS: 1024, UsageContext.OPENAI_API_SERVER: 1024}
+        else:
+            default_max_num_batched_tokens = {UsageContext.LLM_CLASS: 8192, UsageContext.OPENAI_API_SERVER: 2048}
+            default_max_num_seqs = {UsageContext.LLM_CLASS: 256, UsageContext.OPENAI_API_SERVER: 256}
+        return default_max_num_batched_tokens, default_max_num_seqs
+'''
+    flags = extract_vllm("9.9.9", "w.whl", {"vllm/config/cache.py": DEFAULTS_CONFIG, "vllm/engine/arg_utils.py": args,
+                                             "vllm/entrypoints/openai/cli_args.py": VLLM_CLI}).flags
+    seqs = [(t["min_memory_gib"], t["exclude_names"], t["exclude_capabilities"], t["value"])
+            for t in flags["--max-num-seqs"].default_tiers]
+    assert seqs == [(160, [], [], 1024), (70, ["a100"], [[12, 1]], 1024), (0, [], [], 256)]
+    assert all(t["exact"] for t in flags["--max-num-seqs"].default_tiers)

@@ -1,5 +1,5 @@
-"""Replays of the real `deploy --rehearse` boots of Qwen3.5-35B-A3B on one H200 with vLLM 0.26.0
-(tests/fixtures/h200-rehearsal/): phase parsing, KV capacity against the plan, remedy matching on the real
+"""Replays of the real `deploy --rehearse` boots of Qwen3.5-35B-A3B on one H200 with vLLM 0.26.0 and SGLang
+0.5.16 (tests/fixtures/h200-rehearsal/): phase parsing, KV capacity against the plan, remedy matching on the real
 log lines, and the recorded reports and figures agreeing with the logs."""
 
 from __future__ import annotations
@@ -119,3 +119,67 @@ def test_the_machine_facts_are_the_h200_the_boots_ran_on() -> None:
     assert [g["name"] for g in facts.gpus] == ["NVIDIA H200"]
     assert facts.package_version("vllm") == "0.26.0"
     assert re.match(r"2\.11\.0", facts.package_version("torch") or "")
+
+
+SGLANG_PHASES = ["starting", "loading weights", "KV cache", "CUDA graphs", "ready"]
+
+
+def replay_sglang(name: str) -> LogFollower:
+    """A recorded SGLang log fed to a follower, shutdown marked where qwen-doctor's SIGTERM arrived."""
+    follower = LogFollower("sglang")
+    for lineno, line in enumerate((HERE / f"{name}.log").read_text(errors="replace").splitlines(), 1):
+        if "SIGTERM received" in line:
+            follower.mark_shutdown()
+        follower.feed(line, lineno)
+    return follower
+
+
+@pytest.mark.parametrize("name", ["sglang-bf16-vision", "sglang-fp8-vision"])
+def test_sglang_boots_pass_every_exercise(name: str) -> None:
+    res = results(name)
+    for check in ("START", "MODELS", "CHAT", "STREAM", "JSON", "REASONING", "BURST", "ALIVE", "STOP"):
+        assert res[f"QD-DEPLOY-{check}"]["status"] == "ok", check
+    assert report(name)["sections"]["rehearsal"]["load_format"] == "dummy"
+
+
+@pytest.mark.parametrize("boot", FIGURES["sglang_boots"], ids=lambda b: b["name"])
+def test_a_healthy_sglang_log_walks_every_phase_and_logs_its_kv(boot: dict) -> None:
+    follower = replay_sglang(boot["name"])
+    assert list(follower.phase_times) == SGLANG_PHASES
+    assert follower.kv_tokens == boot["logged"]["kv_tokens"]
+    assert follower.remedies == []
+
+
+@pytest.mark.parametrize("boot", FIGURES["sglang_boots"], ids=lambda b: b["name"])
+def test_recorded_sglang_figures_are_those_the_log_says(boot: dict) -> None:
+    log = (HERE / boot["log"]).read_text(errors="replace")
+    got = boot["logged"]
+    assert f"mem usage={got['weights_gib']:.2f} GB." in log
+    assert (f"Mamba Cache is allocated. max_mamba_cache_size: {got['mamba_slots']}, conv_state size: "
+            f"{got['conv_state_gib']:.2f}GB, ssm_state size: {got['ssm_state_gib']:.2f}GB") in log
+    assert f"#tokens: {got['kv_tokens']}, K size: {got['k_gib']:.2f} GB, V size: {got['v_gib']:.2f} GB" in log
+    assert f"max_total_num_tokens={got['kv_tokens']}," in log
+    assert f"max_running_requests={got['max_running_requests']}," in log
+    assert f"mem_fraction_static={boot['config']['mem_fraction_static']}," in log
+
+
+@pytest.mark.parametrize("boot", FIGURES["sglang_boots"], ids=lambda b: b["name"])
+def test_sglang_kv_logged_matches_the_plan_for_that_version_within_tolerance(boot: dict) -> None:
+    facts = Facts(json.loads((HERE / "facts.json").read_text()))
+    g = facts.gpus[0]
+    gpu = GPU(g["name"], int(g["memory"]["total"]), str(g["compute_capability"]))
+    c = boot["config"]
+    cfg = ServeConfig(backend="sglang", max_model_len=c["context_length"], backend_version=c["backend_version"],
+                      mem_fraction_static=c["mem_fraction_static"], language_model_only=not c["vision_tower"])
+    predicted = plan(get_model(c["model"]), Hardware(gpu, c["tp"]), cfg).kv_tokens
+    status, summary = kv.compare(boot["logged"]["kv_tokens"], kv.KVPrediction(predicted, "replayed plan"))
+    assert status == "ok", summary
+
+
+def test_the_sglang_runs_pinned_the_transformers_and_tokenizers_sglang_asks_for() -> None:
+    first = (HERE / "sglang-transformers-5.17.log").read_text()
+    assert "'qwen3_asr' is already used by a Transformers config" in first
+    assert "found tokenizers==0.23.2" in (HERE / "sglang-tokenizers-pin.log").read_text()
+    assert "KeyError: 'rope_theta'" in (HERE / "sglang-rope-keyerror.log").read_text()
+    assert "output_partition_size = 32 is not divisible by weight quantization block_n = 128" in (
+        HERE / "sglang-fp8-gdn-gate-block.log").read_text()

@@ -197,8 +197,9 @@ def test_vllm_overhead_terms_reproduce_the_h200_boot_of_vllm_0_26():
     assert abs(vllm_overhead_terms(FP8, cfg, h200).cudagraph_estimate / GIB - 0.74) < 0.01
     eager = vllm_overhead_terms(BF16, cfg.with_(enforce_eager=True), h200)
     assert eager.cudagraph_estimate == 0 and eager.peak_activation == terms.peak_activation
-    # before 0.21 the estimate was measured but not subtracted
-    assert vllm_overhead_terms(BF16, cfg.with_(backend_version="0.20.1"), h200).cudagraph_estimate == 0
+    # before 0.20.0 the estimate was measured but not subtracted (0.19.2rc1 logs "In v0.19, ... will be enabled")
+    assert vllm_overhead_terms(BF16, cfg.with_(backend_version="0.19.2"), h200).cudagraph_estimate == 0
+    assert vllm_overhead_terms(BF16, cfg.with_(backend_version="0.20.0"), h200).cudagraph_estimate > 0
     assert vllm_overhead(BF16, ServeConfig(overhead_gib=3), h200) == 3 * GIB
 
 

@@ -10,7 +10,7 @@ import yaml
 from doctor.planner.accuracy import band, calibration, residuals
 from doctor.planner.bootlog import parse_boot_log
 from doctor.planner.coefficients import Coefficients, shipped, using
-from doctor.planner.fit import fit, leave_one_out, logged_boot, logged_boots
+from doctor.planner.fit import fit, leave_one_out, logged_boot, logged_boots, uma_entries, uma_host_gap
 from doctor.planner.hardware import GIB
 
 DATA = Path(__file__).parent / "data" / "published_kv"
@@ -26,11 +26,12 @@ def test_h200_truth_is_met_within_two_percent():
 
 
 def test_the_shipped_coefficients_are_the_fit_of_the_shipped_boots():
-    fitted = fit(logged_boots(ENTRIES))
+    fitted = fit(logged_boots(ENTRIES), uma_entries(ENTRIES))
     assert fitted.boots == shipped().boots
     assert fitted.sampler_bytes_per_logit == pytest.approx(shipped().sampler_bytes_per_logit)
     assert fitted.graph_bytes_per_graph == pytest.approx(shipped().graph_bytes_per_graph)
     assert fitted.non_torch_bytes == shipped().non_torch_bytes
+    assert fitted.uma_non_torch_bytes == shipped().uma_non_torch_bytes
 
 
 def test_the_shipped_band_covers_every_leave_one_out_residual():
@@ -102,6 +103,63 @@ def test_the_graph_pool_line_gives_estimate_and_actual():
 def test_a_plan_outside_the_calibrated_boots_says_its_error_is_not_measured():
     inside, _ = band(140 * GIB, 1, "0.26.0", "fp8")
     assert inside == calibration()["kv_tokens_max_abs_error"]
+    # the region is per release: a logged nightly 0.22.1rc1.dev26 calibrates plans for 0.22.1
+    assert "0.22.1" in calibration()["region"]["versions"]
+    assert band(120 * GIB, 1, "0.22.1", "nvfp4")[0] == inside
     outside, why = band(24 * GIB, 8, "0.22.0", "gptq")
     assert outside is None
     assert "GPUs under" in why and "TP > " in why and "vLLM 0.22.0" in why and "not measured" in why
+
+
+def test_unified_memory_adds_the_host_bytes_vllm_counts_as_device_memory():
+    # vllm/utils/mem_utils.py MemorySnapshot.measure: on GB10 (12.1) free memory is the host's available memory, so
+    # host growth during init lands in "non-torch"; a discrete GPU of the same size never carries it.
+    from dataclasses import replace
+
+    from doctor.models import get_model
+    from doctor.planner.config import ServeConfig
+    from doctor.planner.hardware import parse_gpus
+    from doctor.planner.overhead import vllm_overhead_terms
+
+    spec, cfg = get_model("nvfp4-mixed"), ServeConfig(backend_version="0.22.0", kv_cache_dtype="fp8")
+    gb10 = parse_gpus("1xGB10").gpu
+    discrete = replace(gb10, unified=False)
+    with using(Coefficients(non_torch_bytes={"tp1": 100}, uma_non_torch_bytes=5 * GIB)):
+        assert vllm_overhead_terms(spec, cfg, gb10).non_torch == 100 + 5 * GIB
+        assert vllm_overhead_terms(spec, cfg, discrete).non_torch == 100
+    with using(Coefficients(non_torch_bytes={"tp1": 100})):
+        assert vllm_overhead_terms(spec, cfg, gb10).non_torch == 100      # no unified boot held: no host term
+
+
+def test_the_host_term_is_the_mean_gap_of_the_unified_memory_boots():
+    uma = uma_entries(ENTRIES)
+    assert uma and all("GB10" in e["gpus"] for e in uma)
+    base = fit(logged_boots(ENTRIES))
+    gaps = [uma_host_gap(e, base) for e in uma]
+    assert all(gap > 0 for gap in gaps)                  # the plan without host bytes is too optimistic on GB10
+    fitted = fit(logged_boots(ENTRIES), uma)
+    assert fitted.uma_non_torch_bytes == int(sum(gaps) / len(gaps))
+    assert set(e["id"] for e in uma) <= set(fitted.boots)
+    assert fitted.non_torch_bytes == base.non_torch_bytes   # the discrete-GPU terms are untouched
+
+
+def test_the_host_term_survives_the_calibration_file():
+    c = Coefficients(non_torch_bytes={"tp1": 1}, uma_non_torch_bytes=123, boots=("a",))
+    assert Coefficients.from_yaml(c.to_yaml()) == c
+    assert Coefficients.from_yaml({**c.to_yaml(), "uma_non_torch_bytes": None}).uma_non_torch_bytes is None
+
+
+def test_a_unified_memory_gpu_gets_the_small_batch_defaults():
+    # platforms/cuda.py reads the GPU size from NVML, which reports no memory on GB10: engine/arg_utils.py
+    # get_batch_defaults then takes the < 70 GiB branch (2048 tokens, 256 sequences) despite 121 GiB.
+    from dataclasses import replace
+
+    from doctor.planner.hardware import parse_gpus
+    from doctor.planner.overhead import vllm_batch_defaults
+
+    gb10 = parse_gpus("1xGB10").gpu
+    assert vllm_batch_defaults(gb10, "0.18.1") == (2048, 256)
+    assert vllm_batch_defaults(gb10, "0.28.0") == (2048, 256)
+    assert vllm_batch_defaults(replace(gb10, unified=False), "0.18.1") == (8192, 1024)
+    logged = [e for e in ENTRIES if e["id"].startswith("dgx-spark-guardkit")]
+    assert logged and all(any("compile range (1, 2048)" in line for line in e["log"]) for e in logged)

@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from packaging.version import Version
-
 from doctor.models import get_model
 from doctor.planner import ServeConfig
 from doctor.planner.hardware import GIB
 from doctor.planner.plan import resolve_config
+from doctor.planner.versions import vllm_rules
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 
 DATA = Path(__file__).parent / "data" / "published_kv" / "vllm.yaml"
@@ -29,8 +28,9 @@ def find(pattern: re.Pattern, lines: list[str]) -> re.Match:
 
 
 def logged_figure(entry, capacity) -> int:
-    """vLLM <= 0.20 logged num_blocks // groups x block size; 0.24 logs max_concurrency x max_model_len."""
-    return capacity.legacy_tokens if Version(entry["vllm"]) < Version("0.21") else capacity.tokens
+    """vLLM up to 0.20.0 logged num_blocks // groups x block size; 0.20.1 on logs max_concurrency x max_model_len
+    (doctor/planner/versions.py; the 0.20.0 and 0.20.2 boots of vllm-partial.yaml show both sides)."""
+    return capacity.tokens if vllm_rules(str(entry["vllm"])).tokens_from_concurrency else capacity.legacy_tokens
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
@@ -76,3 +76,37 @@ def test_derivation_of_the_first_published_line():
     # 300 / 69 = 4.3478x -> int(4.3478 x 131072) = 569,878 tokens, as logged.
     assert int(6.01 * GIB) // (2096 * 1024 * 10) == 300
     assert int(300 / (63 + 6) * 131072) == 569_878
+
+
+PARTIAL = yaml.safe_load((DATA.parent / "vllm-partial.yaml").read_text())["entries"]
+PARTIAL_AVAILABLE = re.compile(r"Available KV cache(?: memory)?: ([\d.]+) GiB")
+PARTIAL_TOKENS = re.compile(r"(?:GPU KV cache size|KV cache capacity): \**([\d,]+) tokens")
+WITH_CACHE_LINES = [e for e in PARTIAL if any(PARTIAL_TOKENS.search(line) for line in e["log"])]
+
+
+@pytest.mark.parametrize("entry", WITH_CACHE_LINES, ids=[e["id"] for e in WITH_CACHE_LINES])
+def test_partly_described_boots_still_confirm_the_cache_layout(entry):
+    # The layout depends on the architecture, the KV dtype and the flags only, so a checkpoint the registry does
+    # not describe (RedHatAI's NVFP4 export) is laid out as the base model.
+    assert entry["source"].startswith("https://github.com/")
+    spec = get_model("Qwen/Qwen3.5-35B-A3B")
+    cfg = resolve_config(spec, ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"]))
+    available_gib = float(find(PARTIAL_AVAILABLE, entry["log"]).group(1))
+    logged_tokens = int(find(PARTIAL_TOKENS, entry["log"]).group(1).replace(",", ""))
+    full = len(spec.full_attention_layers) + (spec.mtp_layers if cfg.mtp_tokens else 0)
+    layout = vllm_layout(spec, cfg, full, len(spec.linear_attention_layers))
+    low = vllm_capacity(layout, int((available_gib - 0.005) * GIB), cfg.max_model_len, cfg)
+    high = vllm_capacity(layout, int((available_gib + 0.005) * GIB), cfg.max_model_len, cfg)
+    assert logged_figure(entry, low) <= logged_tokens <= logged_figure(entry, high)
+
+
+def test_the_graph_estimate_is_subtracted_from_the_0_20_0_wheel_on():
+    # A 0.20.0 boot prints the "enabled" notice and its utilisation arithmetic equals the logged estimate:
+    # (0.9000 - 0.8886) x 31.84 GiB (WSL2 RTX 5090) = 0.36 GiB; 0.18.1rc1 / 0.19.2rc1 boots only announce it.
+    entry = next(e for e in PARTIAL if e["id"] == "rtx5090-wsl-99sono-redhat-nvfp4-64k-8192")
+    assert any("CUDA graph memory profiling is enabled" in line for line in entry["log"])
+    assert round((0.9000 - 0.8886) * 31.84, 2) == float(re.search(r"Estimated CUDA graph memory: ([\d.]+)", "\n".join(
+        entry["log"])).group(1))
+    assert vllm_rules("0.20.0").cudagraph_estimate_subtracted
+    assert not vllm_rules("0.19.2rc1.dev8").cudagraph_estimate_subtracted
+    assert not vllm_rules("0.18.1rc1.dev147+g290809456").cudagraph_estimate_subtracted

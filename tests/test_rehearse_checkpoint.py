@@ -59,6 +59,28 @@ def test_quantized_variants_carry_their_quantization_config(root: Path, alias: s
     assert config["quantization_config"]["quant_method"] == method
 
 
+def test_block_fp8_keeps_what_qwen_releases_keep_in_bf16(root: Path) -> None:
+    config = _json(checkpoint.build("fp8", root).path / "config.json")
+    skipped = set(config["quantization_config"]["modules_to_not_convert"])
+    depth = config["vision_config"]["depth"]
+    assert {"model.visual.blocks.0.mlp.linear_fc1", f"model.visual.blocks.{depth - 1}.attn.proj",
+            "model.visual.merger.linear_fc2"} <= skipped
+    # GDN gates a/b (32 rows, not a multiple of the 128 block), both spellings SGLang and vLLM match
+    assert {"model.language_model.layers.0.linear_attn.in_proj_a", "model.language_model.layers.0.linear_attn.in_proj_b",
+            "model.language_model.layers.0.linear_attn.in_proj_ba", "model.language_model.layers.0.mlp.gate",
+            "model.language_model.layers.0.mlp.shared_expert_gate"} <= skipped
+    # full-attention layers (every 4th) have no GDN gates; their attention and the experts stay FP8
+    assert not [n for n in skipped if n.startswith("model.language_model.layers.3.linear_attn")]
+    assert not [n for n in skipped if "self_attn" in n or "experts" in n]
+    assert "quantization_config" not in _json(checkpoint.build("Qwen/Qwen3.5-35B-A3B", root).path / "config.json")
+
+
+def test_a_changed_config_rule_gets_a_new_folder_not_the_stale_cached_one(root: Path, monkeypatch) -> None:
+    before = checkpoint.plan("fp8", root)[0]
+    monkeypatch.setattr(checkpoint, "fp8_unconverted", lambda config: ["lm_head"])
+    assert checkpoint.plan("fp8", root)[0] != before
+
+
 def test_the_folder_is_cached_by_content_and_variants_get_their_own(root: Path) -> None:
     first = checkpoint.build("bf16", root)
     again = checkpoint.build("Qwen/Qwen3.5-35B-A3B", root)

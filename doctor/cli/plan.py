@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,13 @@ from doctor.cli import options
 @click.option("--mm-encoder-tp-mode", type=click.Choice(["weights", "data"]), default=None)
 @click.option("--mtp", "mtp_tokens", type=int, default=None,
               help="MTP speculative tokens (loads the MTP layer).")
+@click.option("--speculative-config", "speculative_config", default=None, metavar="JSON",
+              help='vLLM --speculative-config, e.g. \'{"method": "dflash", "model": "z-lab/Qwen3.5-35B-A3B-DFlash", '
+                   '"num_speculative_tokens": 15}\' (mtp, eagle, eagle3, dflash; the drafter from the registry '
+                   'or a local directory with config.json).')
+@click.option("--flag", "engine_flags", multiple=True, metavar="ARGS",
+              help="Engine flags as the engine takes them, planned like a profile's (repeatable), e.g. "
+                   "--flag '--speculative-algorithm DFLASH --speculative-draft-model-path z-lab/Qwen3.5-35B-A3B-DFlash'.")
 @click.option("--no-prefix-caching", is_flag=True, default=None, help="vLLM --no-enable-prefix-caching.")
 @click.option("--enable-prefix-caching", is_flag=True, default=None, help="vLLM --enable-prefix-caching.")
 @click.option("--enforce-eager", is_flag=True, default=None, help="No CUDA graphs.")
@@ -57,8 +65,9 @@ from doctor.cli import options
 @options.report_outputs
 def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, dp, enable_expert_parallel,
          kv_cache_dtype, max_model_len, max_num_seqs, gpu_memory_utilization, kv_cache_memory, mem_fraction_static,
-         max_num_batched_tokens, language_model_only, mm_encoder_tp_mode, mtp_tokens, no_prefix_caching,
-         enable_prefix_caching, enforce_eager, block_size, overhead_gib, report_out) -> None:
+         max_num_batched_tokens, language_model_only, mm_encoder_tp_mode, mtp_tokens, speculative_config,
+         engine_flags, no_prefix_caching, enable_prefix_caching, enforce_eager, block_size, overhead_gib,
+         report_out) -> None:
     """Print a per-GPU memory plan and whether it fits; exit 1 when it does not, with the smallest fix.
 
     Without --tp (and no profile or log that sets it) every layout that fits the GPUs is listed, best first,
@@ -83,6 +92,10 @@ def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, 
         except (ValueError, IndexError, OverflowError):
             raise PlanInputError(f"--kv-cache-memory {kv_cache_memory!r} is not a size in bytes") from None
     given = {k: v for k, v in flags.items() if v is not None}
+    argv = [token for text in engine_flags for token in shlex.split(text)]
+    if speculative_config is not None:
+        argv += ["--speculative-config", speculative_config]
+    given = {**config_kwargs(argv), **given}
     base: dict[str, Any] = {}
     if profile_name:
         from profiles import load_profile

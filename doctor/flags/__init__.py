@@ -5,15 +5,17 @@
     real_parse("vllm", args) -> ValidationReport | None    # None when the backend is not installed
 """
 
-from doctor.flags.schema import FlagSchema, FlagSpec, available_versions, load_schema
+from doctor.flags.schema import FlagDefault, FlagSchema, FlagSpec, available_versions, flag_default, load_schema
 from doctor.flags.validate import FlagIssue, ValidationReport, validate, validate_args, validate_command
 
 __all__ = [
+    "FlagDefault",
     "FlagIssue",
     "FlagSchema",
     "FlagSpec",
     "ValidationReport",
     "available_versions",
+    "flag_default",
     "load_schema",
     "validate",
     "validate_args",

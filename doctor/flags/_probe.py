@@ -157,6 +157,11 @@ def dump(backend):
             entry["action"] = kind
         if action in deprecated or getattr(action, "deprecated", False):
             entry["deprecated"] = True
+        if kind != "help" and action.default is not argparse.SUPPRESS:
+            try:
+                entry["default"] = json.loads(json.dumps(action.default))
+            except (TypeError, ValueError):
+                pass  # a config object: the static schema describes it as a rule
         flags[canonical] = entry
         for s in strings:
             if s != canonical:

@@ -20,9 +20,36 @@ class SchemaError(DataError):
     """A schema file is missing or unreadable, or no version is covered."""
 
 
+class _NotRecorded:
+    """Marks a flag whose default the schema does not record (older schemas, unresolvable expressions)."""
+
+    _instance: "_NotRecorded | None" = None
+
+    def __new__(cls) -> "_NotRecorded":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NOT_RECORDED"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+NOT_RECORDED: Any = _NotRecorded()
+
+
 @dataclass(frozen=True)
 class FlagSpec:
-    """One option as argparse defines it: value type, choices, nargs, action, deprecation."""
+    """One option as argparse defines it: value type, choices, nargs, action, deprecation, and its default.
+
+    `default` is the value the parser hands the engine when the flag is not given (NOT_RECORDED when
+    unknown); `default_rule` says how the engine resolves it at startup when that value is only a
+    placeholder (e.g. None -> picked from the GPU's memory), `default_source` where (file::function),
+    `default_tiers` the per-device values of that rule when the wheel states them as data (vLLM
+    get_batch_defaults: first tier whose min_memory_gib and exclude_names match wins).
+    """
 
     name: str
     type: str = "str"
@@ -30,6 +57,10 @@ class FlagSpec:
     nargs: str | int | None = None
     action: str = "store"
     deprecated: bool = False
+    default: Any = field(default=NOT_RECORDED, hash=False)
+    default_rule: str | None = None
+    default_source: tuple[str, ...] = ()
+    default_tiers: tuple[dict[str, Any], ...] = field(default=(), hash=False)
 
     @property
     def takes_value(self) -> bool:
@@ -47,6 +78,10 @@ class FlagSpec:
             nargs=data.get("nargs"),
             action=data.get("action", "store"),
             deprecated=bool(data.get("deprecated", False)),
+            default=data["default"] if "default" in data else NOT_RECORDED,
+            default_rule=data.get("default_rule"),
+            default_source=tuple(data.get("default_source", ())),
+            default_tiers=tuple(data.get("default_tiers", ())),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -62,6 +97,14 @@ class FlagSpec:
             out["action"] = self.action
         if self.deprecated:
             out["deprecated"] = True
+        if self.default is not NOT_RECORDED:
+            out["default"] = self.default
+        if self.default_rule:
+            out["default_rule"] = self.default_rule
+        if self.default_source:
+            out["default_source"] = list(self.default_source)
+        if self.default_tiers:
+            out["default_tiers"] = list(self.default_tiers)
         return out
 
 
@@ -175,3 +218,43 @@ def installed_version(backend: str) -> str | None:
         except metadata.PackageNotFoundError:
             continue
     return None
+
+
+@dataclass(frozen=True)
+class FlagDefault:
+    """A flag's default in one engine version, as its parser defines it (flag_default)."""
+
+    backend: str
+    version: str                 # the covered version it was read from (nearest <= the one asked for)
+    flag: str                    # canonical option, e.g. --gpu-memory-utilization
+    value: Any                   # what the parser hands the engine when the flag is not given
+    rule: str | None = None      # how the engine replaces `value` at startup (then `value` is a placeholder)
+    source: tuple[str, ...] = ()
+    tiers: tuple[dict[str, Any], ...] = ()   # per-device values of the rule (FlagSpec.default_tiers)
+
+    @property
+    def resolved_at_runtime(self) -> bool:
+        """True when the engine decides the effective value at startup (GPU memory, model, usage context)."""
+        return self.rule is not None
+
+
+def _option(flag: str) -> str:
+    """`gpu_memory_utilization`, `gpu-memory-utilization` or `--gpu-memory-utilization` -> an option string."""
+    return flag if flag.startswith("-") else "--" + flag.replace("_", "-")
+
+
+def flag_default(backend: str, version: str | None, flag: str) -> FlagDefault | None:
+    """The default of `flag` in `backend` `version` (the nearest covered version <= it; newest when None).
+
+    None when that version has no such flag or its schema does not record the default.
+    """
+    schema = load_schema(backend, version)
+    option = _option(flag)
+    if schema.normalize_underscores and option.startswith("--"):
+        option = "--" + option[2:].replace("_", "-")
+    canonical = schema.aliases.get(option, option)
+    spec = schema.flags.get(canonical)
+    if spec is None or spec.default is NOT_RECORDED:
+        return None
+    return FlagDefault(backend, schema.version, canonical, spec.default, spec.default_rule, spec.default_source,
+                       spec.default_tiers)

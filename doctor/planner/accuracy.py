@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 
 import yaml
+from packaging.version import InvalidVersion, Version
 
 from doctor.planner.hardware import GIB
 
@@ -110,6 +111,14 @@ def residuals(entries: list[dict[str, Any]], leave_one_out: bool = False) -> lis
     return out
 
 
+def release(version: str) -> str:
+    """The release a build belongs to: 0.22.1rc1.dev26+g4721bb3aa -> 0.22.1 (the calibrated region is per release)."""
+    try:
+        return Version(version).base_version
+    except InvalidVersion:
+        return version
+
+
 @lru_cache(maxsize=1)
 def calibration() -> dict[str, Any]:
     """The shipped summary of the residuals (calibration.yaml)."""
@@ -127,7 +136,7 @@ def band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tuple[floa
         outside.append(f"GPUs under {region['min_gpu_gib']} GiB")
     if tp > region["max_tp"]:
         outside.append(f"TP > {region['max_tp']}")
-    if version not in region["versions"]:
+    if release(version) not in region["versions"]:
         outside.append(f"vLLM {version}")
     if quantization not in region["quantization"]:
         outside.append(f"{quantization} checkpoints")

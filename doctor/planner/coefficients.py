@@ -39,6 +39,7 @@ class Coefficients:
     non_torch_bytes: dict[str, int] = field(default_factory=dict)        # tp_key -> bytes
     graph_bytes_per_graph: dict[str, float] = field(default_factory=dict)  # graph_key -> bytes
     graph_actual_over_estimate: float = 1.0
+    uma_non_torch_bytes: int | None = None      # unified-memory GPUs: host memory vLLM counts as device memory
     boots: tuple[str, ...] = ()
 
     def non_torch(self, tp: int) -> int:
@@ -70,6 +71,8 @@ class Coefficients:
                    non_torch_bytes={str(k): int(v) for k, v in data["non_torch_bytes"].items()},
                    graph_bytes_per_graph={str(k): float(v) for k, v in data["graph_bytes_per_graph"].items()},
                    graph_actual_over_estimate=float(data["graph_actual_over_estimate"]),
+                   uma_non_torch_bytes=(None if data.get("uma_non_torch_bytes") is None
+                                        else int(data["uma_non_torch_bytes"])),
                    boots=tuple(data.get("boots") or ()))
 
 

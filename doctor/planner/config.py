@@ -30,7 +30,10 @@ class ServeConfig:
     max_num_batched_tokens: int | None = None  # vLLM --max-num-batched-tokens / SGLang --chunked-prefill-size
     language_model_only: bool = False          # vLLM --language-model-only / SGLang --language-only
     mm_encoder_tp_mode: str = "weights"        # vLLM --mm-encoder-tp-mode (data = replicated vision tower)
-    mtp_tokens: int = 0                        # MTP speculative tokens (0 = off)
+    mtp_tokens: int = 0                        # speculative tokens (0 = off): the MTP head's, or the drafter's
+    speculative_method: str | None = None      # vLLM --speculative-config method / SGLang --speculative-algorithm
+                                               # (None or an MTP method: the checkpoint's own MTP layer)
+    drafter: str | None = None                 # a separate drafter model (registry name or local directory)
     prefix_caching: bool | None = None         # vLLM --enable-prefix-caching (hybrid: mamba "align" mode);
                                                # None: the default of backend_version (versions.py)
     enforce_eager: bool = False                # vLLM --enforce-eager / SGLang --disable-cuda-graph
@@ -51,18 +54,29 @@ class ServeConfig:
         return self.tp * self.dp if self.expert_parallel else self.tp
 
     @property
+    def uses_mtp_head(self) -> bool:
+        """Speculative decoding with the checkpoint's own MTP layer (not a separate drafter, not n-gram)."""
+        from doctor.planner.drafters import MTP_METHODS
+
+        return bool(self.mtp_tokens) and self.drafter is None and (self.speculative_method or "").lower() in MTP_METHODS
+
+    @property
     def prefix_caching_on(self) -> bool:
         """Prefix caching as set, or on (plan() resolves None to the version's default first)."""
         return self.prefix_caching is not False
 
     @property
     def utilization(self) -> float:
-        """--gpu-memory-utilization, or the default of this vLLM version (vllm/config/cache.py)."""
+        """--gpu-memory-utilization, else the default of this vLLM version as its flag schema records it
+        (vllm/config/cache.py), else, where the version resolves it at startup (0.34), versions.vllm_rules."""
+        from doctor.planner.flags import literal_default
         from doctor.planner.versions import vllm_rules
 
         if self.gpu_memory_utilization is not None:
             return self.gpu_memory_utilization
-        return vllm_rules(self.backend_version or "0.26.0").gpu_memory_utilization
+        version = self.backend_version or "0.26.0"
+        default = literal_default("vllm", version, "gpu_memory_utilization")
+        return float(default) if isinstance(default, (int, float)) else vllm_rules(version).gpu_memory_utilization
 
     def with_(self, **changes: object) -> "ServeConfig":
         return replace(self, **changes)

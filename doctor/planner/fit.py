@@ -12,13 +12,18 @@ configuration of the entry gives what the term scales with (overhead.overhead_in
 - non-torch bytes: mean per TP class (one GPU; several, where NCCL buffers replace cuBLAS-only ones);
 - bytes per captured graph: estimate / graphs, mean per checkpoint kind x TP class;
 - actual over estimated graph memory: mean of logged actual / estimate.
+- host bytes on unified memory (overhead.uma_host_bytes): on a unified-memory GPU vLLM's non-torch term takes
+  in host memory growth, which no flag predicts. Per such boot: its plan with its logged weights and no host
+  term, minus its logged KV memory; the mean over those boots (these boots log no "peak activation" line, so
+  the figure also carries the error of the other terms on that platform).
 Each coefficient is a mean (or median) over boots, never tuned to one configuration; a class with no boot
 falls back as coefficients.Coefficients documents.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from statistics import mean, median
 from typing import Any
 
@@ -59,8 +64,8 @@ def logged_boot(entry: dict[str, Any]) -> LoggedBoot | None:
     return LoggedBoot(entry["id"], boot, inputs, cfg.tp, spec.quantization.method != "none")
 
 
-def fit(boots: list[LoggedBoot]) -> Coefficients:
-    """Coefficients from these boots (module docstring for the rules)."""
+def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = ()) -> Coefficients:
+    """Coefficients from these boots and unified-memory entries (module docstring for the rules)."""
     act = {b.id: b.boot.activation_gib * GIB for b in boots}
     sampler_fits = [act[b.id] / b.inputs.logits for b in boots
                     if b.inputs.logits and b.inputs.forward_bytes < SAMPLER_BOUND * act[b.id]
@@ -77,13 +82,38 @@ def fit(boots: list[LoggedBoot]) -> Coefficients:
             graphs.setdefault(graph_key(b.quantized, b.tp), []).append(b.boot.graph_estimate_gib * GIB / b.inputs.graphs)
     ratios = [b.boot.graph_actual_gib / b.boot.graph_estimate_gib for b in boots
               if b.boot.graph_actual_gib and b.boot.graph_estimate_gib]
-    return Coefficients(
+    fitted = Coefficients(
         sampler_bytes_per_logit=per_logit,
         forward_scale=median(forward_fits) if forward_fits else 1.0,
         non_torch_bytes={k: int(mean(v)) for k, v in sorted(non_torch.items())},
         graph_bytes_per_graph={k: mean(v) for k, v in sorted(graphs.items())},
         graph_actual_over_estimate=mean(ratios) if ratios else 1.0,
         boots=tuple(b.id for b in boots))
+    if not uma:
+        return fitted
+    host = [uma_host_gap(entry, fitted) for entry in uma]
+    return replace(fitted, uma_non_torch_bytes=max(0, int(mean(host))),
+                   boots=fitted.boots + tuple(e["id"] for e in uma))
+
+
+def uma_host_gap(entry: dict[str, Any], coefficients: Coefficients) -> float:
+    """Bytes a unified-memory boot's plan (its logged weights, no host term) exceeds its logged KV memory by."""
+    from doctor.planner.accuracy import residual
+    from doctor.planner.coefficients import using
+
+    with using(replace(coefficients, uma_non_torch_bytes=None)):
+        row = residual({**entry, "predict": "overhead"})
+    if row.logged_available_gib is None:
+        raise ValueError(f"entry {entry['id']}: a unified-memory boot needs its 'Available KV cache memory' line")
+    return (row.planned_available_gib - row.logged_available_gib) * GIB
+
+
+def uma_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The fully described boots on unified-memory GPUs whose log names the weights (fitted for the host term)."""
+    from doctor.planner.hardware import parse_gpus
+
+    return [e for e in entries if e.get("predict") is True and parse_gpus(e["gpus"]).gpu.unified
+            and any("Model loading took" in line for line in e["log"])]
 
 
 def logged_boots(entries: list[dict[str, Any]]) -> list[LoggedBoot]:
@@ -94,5 +124,6 @@ def logged_boots(entries: list[dict[str, Any]]) -> list[LoggedBoot]:
 
 def leave_one_out(entries: list[dict[str, Any]]) -> dict[str, Coefficients]:
     """For every entry id: coefficients fitted on the logged boots of all the other entries."""
-    boots = logged_boots(entries)
-    return {e["id"]: fit([b for b in boots if b.id != e["id"]]) for e in entries}
+    boots, uma = logged_boots(entries), uma_entries(entries)
+    return {e["id"]: fit([b for b in boots if b.id != e["id"]], [u for u in uma if u["id"] != e["id"]])
+            for e in entries}

@@ -1,8 +1,11 @@
-"""A backend command line (profile, deploy argv, boot log's flags) -> the planner's ServeConfig.
+"""A backend command line (profile, deploy argv, boot log's flags) -> the planner's ServeConfig, and the
+engine's own default of each ServeConfig field for the version in question.
 
 Flag names follow `vllm serve` (vllm/engine/arg_utils.py) and `sglang.launch_server`
 (python/sglang/srt/server_args.py); both spellings map to one ServeConfig field. Flags that do not
 change memory are ignored; a memory flag with an unreadable value is a PlanInputError (exit 2).
+Defaults come from the flag schemas (doctor/flags/schemas, extracted from each wheel by
+scripts/extract_flag_schema.py), of the nearest covered version <= the one planned.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
+from doctor.flags.schema import FlagDefault, SchemaError, flag_default
 from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
 
@@ -54,25 +58,64 @@ def _bytes(text: str) -> int:
     return int(float(t[:-1] if scale != 1 else t) * scale)
 
 
-def _speculative_tokens(text: str) -> int:
-    """vLLM --speculative-config JSON: num_speculative_tokens of an MTP drafter (the only drafter whose
-    weights and KV layers the planner models)."""
+def _speculative_config(text: str) -> dict[str, Any]:
+    """vLLM --speculative-config JSON -> mtp_tokens (num_speculative_tokens), speculative_method and, for
+    EAGLE / EAGLE3 / DFlash, the drafter model as given (plan() resolves it: an unknown drafter is a
+    PlanInputError there, exit 2)."""
     try:
         conf = json.loads(text)
     except json.JSONDecodeError:
         raise PlanInputError(f"--speculative-config {text!r} is not JSON") from None
     if not isinstance(conf, dict):
         raise PlanInputError("--speculative-config must be a JSON object")
-    method = str(conf.get("method", "")).lower()
+    method = str(conf.get("method") or "mtp").lower()
     tokens = conf.get("num_speculative_tokens", 0)
-    if not isinstance(tokens, int) or tokens < 0:
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
         raise PlanInputError(f"--speculative-config num_speculative_tokens {tokens!r} is not a count")
-    return tokens if method in ("mtp", "qwen3_next_mtp", "qwen3_5_mtp", "") else 0
+    model = conf.get("model")
+    return {"mtp_tokens": tokens, "speculative_method": method, "drafter": _drafter_ref(method, model)}
+
+
+def _drafter_ref(method: str, model: object) -> str | None:
+    """The drafter model a speculative method loads besides the target (None: MTP head, n-gram)."""
+    from doctor.planner.drafters import MTP_METHODS, NO_MODEL_METHODS
+
+    if method in MTP_METHODS or method in NO_MODEL_METHODS:
+        return None
+    return str(model) if model else ""
+
+
+# SGLang auto_choose_speculative_params (srt/server_args.py 0.5.9): (steps, topk, draft tokens) = (3, 1, 4) for
+# Qwen3.5 (not a listed architecture) when --speculative-algorithm is set without them.
+SGLANG_AUTO_STEPS = 3
+_SGLANG_SPEC = ("--speculative-algorithm", "--speculative-draft-model-path", "--speculative-draft-model",
+                "--speculative-num-steps", "--speculative-num-draft-tokens")
+
+
+def _sglang_speculative(found: dict[str, str]) -> dict[str, Any]:
+    """SGLang --speculative-* flags -> mtp_tokens (D - 1: the draft tokens verified per step, topk 1),
+    speculative_method and the drafter model as given."""
+    out: dict[str, Any] = {}
+    algorithm = found.get("--speculative-algorithm")
+    model = found.get("--speculative-draft-model-path") or found.get("--speculative-draft-model")
+    if "--speculative-num-steps" in found:
+        out["mtp_tokens"] = _parse("--speculative-num-steps", found["--speculative-num-steps"], int)
+    if "--speculative-num-draft-tokens" in found:
+        out["mtp_tokens"] = max(_parse("--speculative-num-draft-tokens", found["--speculative-num-draft-tokens"],
+                                       int) - 1, 0)
+    if algorithm is not None:
+        method = algorithm.lower()
+        if method in ("eagle", "eagle3", "nextn") and not model:
+            method = "nextn"  # no draft model path: the checkpoint's own MTP layer (sgl-cookbook Qwen3.5 MTP)
+        out.update(speculative_method=method, drafter=_drafter_ref(method, model))
+        out.setdefault("mtp_tokens", SGLANG_AUTO_STEPS)
+    return out
 
 
 def config_kwargs(argv: list[str]) -> dict[str, Any]:
     """The ServeConfig fields a command line sets (the last occurrence of a flag wins)."""
     out: dict[str, Any] = {}
+    sglang_spec: dict[str, str] = {}
     i = 0
     while i < len(argv):
         token = argv[i]
@@ -82,20 +125,21 @@ def config_kwargs(argv: list[str]) -> dict[str, Any]:
         if normalized in _SWITCHES and not eq:
             field, value = _SWITCHES[normalized]
             out[field] = value
-        elif normalized in _VALUED or normalized in ("--speculative-config", "--speculative-num-steps"):
+        elif normalized in _VALUED or normalized in ("--speculative-config", "-sc") or normalized in _SGLANG_SPEC:
             value = inline if eq else (argv[i + 1] if i + 1 < len(argv) else None)
             if not eq:
                 i += 1
             if value is None:
                 raise PlanInputError(f"{name} needs a value")
-            if normalized == "--speculative-config":
-                out["mtp_tokens"] = _speculative_tokens(value)
-            elif normalized == "--speculative-num-steps":
-                out["mtp_tokens"] = _parse(normalized, value, int)
+            if normalized in ("--speculative-config", "-sc"):
+                out.update(_speculative_config(value))
+            elif normalized in _SGLANG_SPEC:
+                sglang_spec[normalized] = value
             else:
                 field, parse = _VALUED[normalized]
                 out[field] = _parse(normalized, value, parse)
         i += 1
+    out.update(_sglang_speculative(sglang_spec))
     return out
 
 
@@ -111,3 +155,64 @@ def serve_config_from_argv(backend: str, argv: list[str], **overrides: Any) -> S
     kwargs = config_kwargs(list(argv))
     kwargs.update({k: v for k, v in overrides.items() if v is not None})
     return ServeConfig(backend=backend, **kwargs)
+
+
+# ServeConfig field -> the flag that sets it (vLLM, SGLang); None: the backend has no such flag
+FIELD_FLAGS: dict[str, tuple[str | None, str | None]] = {
+    "gpu_memory_utilization": ("--gpu-memory-utilization", None),
+    "mem_fraction_static": (None, "--mem-fraction-static"),
+    "max_num_batched_tokens": ("--max-num-batched-tokens", "--chunked-prefill-size"),
+    "max_num_seqs": ("--max-num-seqs", "--max-running-requests"),
+    "block_size": ("--block-size", "--page-size"),
+    "max_model_len": ("--max-model-len", "--context-length"),
+    "kv_cache_dtype": ("--kv-cache-dtype", "--kv-cache-dtype"),
+    "mm_encoder_tp_mode": ("--mm-encoder-tp-mode", None),
+    "mamba_full_memory_ratio": (None, "--mamba-full-memory-ratio"),
+    "max_mamba_cache_size": (None, "--max-mamba-cache-size"),
+}
+
+
+def engine_default(backend: str, version: str | None, field: str) -> FlagDefault | None:
+    """The default of the flag behind ServeConfig `field` in `backend` `version` (nearest covered version
+    <= it), or None when the backend has no such flag or its schema does not record the default."""
+    flags = FIELD_FLAGS.get(field)
+    flag = flags[0 if backend == "vllm" else 1] if flags else None
+    if flag is None:
+        return None
+    try:
+        return flag_default(backend, version, flag)
+    except SchemaError:
+        return None
+
+
+def literal_default(backend: str, version: str | None, field: str) -> Any:
+    """The value the engine uses for `field` when the user does not set it, where that is a fixed literal
+    of the version; None when it is resolved at startup (GPU memory, model) or unknown."""
+    found = engine_default(backend, version, field)
+    if found is None or found.resolved_at_runtime and found.value is None:
+        return None
+    return found.value
+
+
+def _tier_matches(tier: dict[str, Any], total_bytes: int, gpu_name: str, capability: tuple[int, int]) -> bool:
+    return (total_bytes >= tier.get("min_memory_gib", 0) * (1 << 30)
+            and not any(name in gpu_name.lower() for name in tier.get("exclude_names", ()))
+            and list(capability) not in [list(c) for c in tier.get("exclude_capabilities", ())])
+
+
+def vllm_batch_defaults_of(version: str | None, total_bytes: int, gpu_name: str,
+                           capability: tuple[int, int]) -> tuple[int, int] | None:
+    """(max_num_batched_tokens, max_num_seqs) `vllm serve` of `version` picks on a CUDA GPU with torch total
+    `total_bytes`, from the get_batch_defaults tiers of its flag schema; None when the schema has no exact
+    tiers (the caller's own rule applies)."""
+    out = []
+    for field in ("max_num_batched_tokens", "max_num_seqs"):
+        found = engine_default("vllm", version, field)
+        tiers = found.tiers if found else ()
+        if not tiers or not all(t.get("exact") for t in tiers):
+            return None
+        match = next((t for t in tiers if _tier_matches(t, total_bytes, gpu_name, capability)), None)
+        if match is None or not isinstance(match.get("value"), int):
+            return None
+        out.append(match["value"])
+    return out[0], out[1]

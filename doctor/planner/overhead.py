@@ -1,16 +1,18 @@
 """Memory a rank needs besides weights and cache, term by term as the engines measure it.
 
-vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.21-0.33):
+vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.20-0.33):
   available KV = torch total x gpu_memory_utilization - weights - torch peak increase of the profile run
-                 - non-torch increase - CUDA-graph estimate (subtracted by default since 0.21).
+                 - non-torch increase - CUDA-graph estimate (subtracted by default since 0.20.0, versions.py).
   The profile run (v1/worker/gpu_model_runner.py profile_run) is a dummy forward over
   max_num_batched_tokens (after the vision encoder's dummy batch, unless --language-model-only), then
   `_dummy_sampler_run` over max_num_seqs rows of logits; the peak is the larger of the two.
   The CUDA-graph estimate (gpu_model_runner.py profile_cudagraph_memory) captures two graphs per mode and
   extrapolates to every capture size (config/vllm.py: sizes 1, 2, 4, 8..248 step 8, 256..max step 16,
   max = min(2 x max_num_seqs x (1 + speculative tokens), 512, max_num_batched_tokens)).
+On unified-memory GPUs (GB10) the non-torch term also holds the host memory gained during init
+(vllm/utils/mem_utils.py MemorySnapshot.measure counts system memory there; uma_host_bytes).
 Coefficients (bytes per sampler logit, scale of the forward estimate, non-torch bytes, bytes per captured
-graph, actual over estimated graph memory) are fitted on the logged boots of tests/data/published_kv/ and
+graph, actual over estimated graph memory, host bytes on unified memory) are fitted on the logged boots of tests/data/published_kv/ and
 validated leave-one-out (doctor/planner/fit.py, bench/plan_accuracy.py); doctor/planner/coefficients.py
 holds the set in force.
 SGLang takes activations and graphs out of (1 - mem_fraction_static); only the context and NCCL
@@ -22,8 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from doctor.models.spec import ModelSpec, dtype_bytes
-from doctor.planner.coefficients import current
+from doctor.planner.coefficients import Coefficients, current
 from doctor.planner.config import ServeConfig
+from doctor.planner.flags import vllm_batch_defaults_of
 from doctor.planner.hardware import GIB, MIB, GPU
 from doctor.planner.versions import vllm_rules
 
@@ -38,8 +41,17 @@ def vllm_batch_defaults(gpu: GPU, version: str | None = None) -> tuple[int, int]
     """(max_num_batched_tokens, max_num_seqs) vLLM's API server picks (engine/arg_utils.py get_batch_defaults).
 
     >= 70 GiB and not an A100: 8192 / 1024; since 0.28.0, >= 160 GiB: 16384 / 1024; else 2048 / 256.
+    The size is NVML's (platforms/cuda.py get_device_total_memory, nvmlDeviceGetMemoryInfo): a unified-memory GPU
+    (GB10) has no NVML memory, the lookup fails and get_batch_defaults falls back to 0 bytes, hence 2048 / 256
+    (the GB10 boots of tests/data/published_kv/vllm.yaml compile range (1, 2048) and capture FULL up to 256).
+    The tiers the version's flag schema extracted from its wheel win (0.33 keeps GB10 on the small tier).
     """
+    if gpu.unified:
+        return 2048, 256
     total = gpu.usable_bytes
+    extracted = vllm_batch_defaults_of(version or "0.26.0", total, gpu.name, gpu.capability)
+    if extracted is not None:
+        return extracted
     rules = vllm_rules(version or "0.26.0")
     if rules.large_gpu_batch_defaults and total >= 160 * GIB:
         return 16384, 1024
@@ -123,6 +135,18 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> OverheadInpu
     return OverheadInputs(forward, seqs * spec.vocab_size, graphs, tokens, seqs)
 
 
+def uma_host_bytes(coef: Coefficients) -> int:
+    """Host memory vLLM counts as device memory on a unified-memory GPU (GB10 / DGX Spark, Thor, Orin).
+
+    vllm/utils/mem_utils.py MemorySnapshot.measure (0.20-0.33): on compute capability 8.7, 11.0 and 12.1 the free
+    memory is psutil.virtual_memory().available, so "non-torch" memory = (total - available) - torch reserved, and
+    its increase from the start of init_device to the end of the profile run takes in every byte the host gained
+    meanwhile (the engine process, torch.compile workers, the API server). It is not predictable from the flags:
+    its size is fitted on the unified-memory boots of tests/data/published_kv/ (fit.py), 0 when none is held.
+    """
+    return coef.uma_non_torch_bytes or 0
+
+
 def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> VllmOverhead:
     """Each overhead term for one rank of this configuration on this GPU, under cfg.backend_version's rules
     and the coefficients in force (coefficients.current())."""
@@ -132,6 +156,8 @@ def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> VllmOver
     forward = int(inputs.forward_bytes * coef.forward_scale)
     sampler = int(inputs.logits * coef.sampler_bytes_per_logit)
     non_torch = coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
+    if gpu.unified:
+        non_torch += uma_host_bytes(coef)
     per_graph = coef.per_graph(spec.quantization.method != "none", cfg.tp)
     estimate = int(inputs.graphs * per_graph) if rules.cudagraph_estimate_subtracted else 0
     if rules.extensible_kv_cache:
@@ -156,5 +182,5 @@ def sglang_overhead(cfg: ServeConfig) -> int:
     return CONTEXT_BYTES + (NCCL_BYTES if cfg.tp * cfg.pp > 1 else 0)
 
 
-__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "vllm_overhead", "sglang_overhead", "vllm_batch_defaults",
+__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "vllm_overhead", "sglang_overhead", "vllm_batch_defaults",
            "capture_sizes", "activation_bytes", "encoder_bytes", "MIB"]

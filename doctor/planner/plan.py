@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from doctor.models.spec import ModelSpec
 from doctor.planner.config import ServeConfig
+from doctor.planner.drafters import drafter_capacity, drafter_of, sglang_draft_pool_in_budget
 from doctor.planner.divisibility import RuleResult, check_divisibility, valid_tensor_parallel_sizes
 from doctor.planner.hardware import GIB, Hardware
 from doctor.planner.errors import PlanInputError
@@ -44,6 +45,7 @@ class RankPlan:
     mamba_slots: int = 0       # SGLang mamba pool (max_mamba_cache_size)
     max_running_requests: int = 0
     terms: VllmOverhead | None = None   # vLLM: peak activation, non-torch, CUDA-graph estimate
+    drafter_kv_bytes: int = 0  # SGLang: the draft worker's own KV pool (outside --mem-fraction-static)
 
 
 @dataclass
@@ -80,9 +82,13 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
           measured: Measured | None = None) -> RankPlan:
     start, end = pp_partition(spec.num_layers, cfg.pp)[pp_rank]
     full, linear = layers_in_stage(spec, start, end)
-    if cfg.mtp_tokens and pp_rank == cfg.pp - 1:
+    if cfg.uses_mtp_head and pp_rank == cfg.pp - 1:
         full += spec.mtp_layers          # the MTP drafter's attention layers share the KV pool
     weights = rank_weights(spec, cfg, pp_rank)
+    drafter = drafter_of(cfg) if pp_rank == cfg.pp - 1 else None
+    if drafter is not None:
+        own = {k: v for k, v in weights.items() if k != "total"}
+        weights = {**own, "drafter": drafter.weight_bytes(cfg.tp), "total": weights["total"] + drafter.weight_bytes(cfg.tp)}
     if measured is not None and measured.weights_bytes is not None:
         weights = {"measured": measured.weights_bytes, "total": measured.weights_bytes}
     if cfg.backend == "vllm":
@@ -99,23 +105,40 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
             budget = total
             given = int(cfg.kv_cache_memory_gib * GIB)
             cache = given if weights["total"] + overhead + given <= total else total - weights["total"] - overhead
+        if drafter is not None and drafter.same_kv_spec_as(spec, cfg.tp):
+            full += drafter.num_layers    # identical KV spec: the drafter's layers join the target's groups
         layout = vllm_layout(spec, cfg, full, linear)
         cap = vllm_capacity(layout, cache, max_len, cfg)
-        tokens = cap.tokens if vllm_rules(cfg.backend_version or "0.26.0").tokens_from_concurrency \
-            else cap.legacy_tokens
+        use_concurrency = vllm_rules(cfg.backend_version or "0.26.0").tokens_from_concurrency
+        tokens, concurrency = (cap.tokens if use_concurrency else cap.legacy_tokens), cap.max_concurrency
+        if drafter is not None and not drafter.same_kv_spec_as(spec, cfg.tp):
+            draft = drafter_capacity(spec, cfg, drafter, layout, full, linear, cache, max_len,
+                                     terms.max_num_batched_tokens)
+            tokens = draft.tokens if use_concurrency else draft.legacy_tokens
+            concurrency = draft.max_concurrency
         return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cache, tokens,
-                        cap.max_concurrency, block_size=layout.block_size,
+                        concurrency, block_size=layout.block_size,
                         max_running_requests=cfg.max_num_seqs or terms.max_num_seqs, terms=terms)
     overhead = sglang_context_bytes(cfg)
     if measured is None or measured.weights_bytes is None:
         weights = {**weights, "load buffers": LOAD_BUFFER_BYTES, "total": weights["total"] + LOAD_BUFFER_BYTES}
-    cap = sglang_capacity(spec, cfg, hw.gpu, weights, overhead, (start, end),
+    # SGLang sizes the target's pool before the draft worker loads (drafters.py): the drafter's weights and its
+    # own pool of the same token count come out of the memory outside --mem-fraction-static.
+    target_weights = {**weights, "total": weights["total"] - weights.get("drafter", 0)}
+    cap = sglang_capacity(spec, cfg, hw.gpu, target_weights, overhead, (start, end),
                           pp_partition(spec.num_layers, cfg.pp), max_len)
     budget = int(cap.pre_model_load * cap.mem_fraction_static)
-    concurrency = cap.max_total_num_tokens / max_len if max_len else 0.0
+    tokens, draft_pool = cap.max_total_num_tokens, 0
+    if drafter is not None:
+        draft_cell = drafter.num_layers * drafter.kv_bytes_per_token_per_layer(spec, cfg)
+        if sglang_draft_pool_in_budget(drafter, cfg.backend_version) and cap.cell_size:
+            tokens = tokens * cap.cell_size // (cap.cell_size + draft_cell)
+        else:
+            draft_pool = tokens * draft_cell
+    concurrency = tokens / max_len if max_len else 0.0
     return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cap.rest,
-                    cap.max_total_num_tokens, concurrency, mamba_slots=cap.mamba_slots,
-                    max_running_requests=cap.max_running_requests)
+                    tokens, concurrency, mamba_slots=cap.mamba_slots,
+                    max_running_requests=cap.max_running_requests, drafter_kv_bytes=draft_pool)
 
 
 def _evaluate(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, measured: Measured | None = None) -> Plan:
@@ -152,6 +175,11 @@ def _problems(plan: Plan) -> list[str]:
                            f"budget {r.budget_bytes / GIB:.2f} GiB)")
         elif r.kv_tokens <= 0 and cfg.backend == "sglang":
             out.append("Not enough memory. Please try to increase --mem-fraction-static.")
+        elif r.drafter_kv_bytes and r.budget_bytes + r.weights.get("drafter", 0) + r.drafter_kv_bytes \
+                > hw.gpu.usable_bytes - r.overhead_bytes:     # SGLang's budget is a share of the pre-load free memory
+            out.append(f"The drafter's weights ({r.weights['drafter'] / GIB:.2f} GiB) and its KV pool "
+                       f"({r.drafter_kv_bytes / GIB:.2f} GiB for {r.kv_tokens:,} tokens) do not fit beside the "
+                       f"static pool (stage {r.pp_rank}); lower --mem-fraction-static")
         elif r.max_concurrency < 1:
             out.append(f"To serve at least one request with the model's max seq len ({plan.max_model_len}), "
                        f"the KV cache must hold it; it holds {r.kv_tokens} tokens "
@@ -216,6 +244,7 @@ def _suggest(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, plan: Plan) -> lis
 def resolve_config(model: ModelSpec, config: ServeConfig) -> ServeConfig:
     """Fill what the user left to the engine: its version, and that version's prefix-caching default."""
     config = config.with_(backend_version=resolve_version(config.backend, config.backend_version))
+    drafter_of(config)   # an unknown drafter or speculative method fails here, before any sizing
     if config.prefix_caching is None:
         on = config.backend != "vllm" or not model.is_hybrid or vllm_rules(config.backend_version).hybrid_prefix_caching
         config = config.with_(prefix_caching=on)

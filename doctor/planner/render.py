@@ -57,6 +57,24 @@ def render_layouts(plans: list[Plan]) -> str:
     return "\n".join(lines)
 
 
+def _speculation(p: Plan) -> list[str]:
+    """One line naming the speculative decoding the plan includes."""
+    from doctor.planner.drafters import drafter_of
+
+    cfg = p.config
+    if not cfg.mtp_tokens and cfg.drafter is None:
+        return []
+    drafter = drafter_of(cfg)
+    if drafter is None:
+        what = "the checkpoint's MTP layer" if cfg.uses_mtp_head else f"{cfg.speculative_method} (no drafter model)"
+        return [f"  speculative decoding: {what}, {cfg.mtp_tokens} tokens per step"]
+    kv = ("its layers join the target's KV groups" if drafter.same_kv_spec_as(p.model, cfg.tp)
+          else "its layers form their own KV groups") if cfg.backend == "vllm" else \
+        "its own KV pool of the same token count"
+    return [f"  speculative decoding: {drafter.method} drafter {drafter.name} ({drafter.num_layers} layers, "
+            f"{drafter.weight_bytes(cfg.tp) / GIB:.2f} GiB/GPU; {kv}), {cfg.mtp_tokens} tokens per step"]
+
+
 def render_text(p: Plan) -> str:
     cfg, spec = p.config, p.model
     lines = [
@@ -66,6 +84,7 @@ def render_text(p: Plan) -> str:
         f"{p.kv_bytes_per_token / 1024:,.1f} KiB/token/GPU ({len(spec.full_attention_layers)} of "
         f"{spec.num_layers} layers keep one)"
         + (f" · GDN state {p.gdn_state_bytes_per_seq / MIB:,.1f} MiB/sequence/GPU" if p.gdn_state_bytes_per_seq else ""),
+        *_speculation(p),
         "",
     ]
     share = "gpu-memory-utilization" if cfg.backend == "vllm" else "mem-fraction-static"

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from doctor.models.spec import ModelSpec
+from doctor.planner.drafters import NO_MODEL_METHODS
 from doctor.planner.config import ServeConfig
 from doctor.planner.hardware import GIB, GPU, MIB
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
@@ -102,7 +103,7 @@ def default_mem_fraction_static(total_bytes: int, cfg: ServeConfig, spec: ModelS
             reserved += len(prefill_capture_sizes(prefill_max)) * 8
     if gpu_mem > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    if cfg.mtp_tokens and rules.speculative_reserve:
+    if cfg.mtp_tokens and rules.speculative_reserve and (cfg.speculative_method or "").lower() not in NO_MODEL_METHODS:
         reserved += 2 * 1024
     fraction = round((gpu_mem - reserved) / gpu_mem, 3)
     if spec.vision is not None and not cfg.language_model_only:
@@ -207,7 +208,7 @@ def sglang_geometry(spec: ModelSpec, cfg: ServeConfig) -> dict[str, int]:
     rules = rules_of(cfg)
     full = len(spec.full_attention_layers)
     cell = kv_bytes_per_token_per_layer(spec, cfg) * full
-    if cfg.mtp_tokens and rules.draft_kv_in_cell and full:
+    if cfg.uses_mtp_head and rules.draft_kv_in_cell and full:
         cell = int(cell * (1 + spec.mtp_layers / full))
     return {"cell_bytes": cell, "mamba_cache_per_req": mamba_cache_per_req(spec, cfg, [(0, spec.num_layers)]),
             "mm_reservation_mib": rules.mm_reservation_mib if spec.vision is not None else 0,
@@ -231,7 +232,7 @@ def sglang_capacity(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, weights: dict[s
         rest_gib -= rules.mm_reservation_mib / 1024
     full = layers_in_stage(spec, *stage)[0]
     cell = kv_bytes_per_token_per_layer(spec, cfg) * full
-    if cfg.mtp_tokens and rules.draft_kv_in_cell and full:
+    if cfg.uses_mtp_head and rules.draft_kv_in_cell and full:
         cell = int(cell * (1 + spec.mtp_layers / full))
     per_req = mamba_cache_per_req(spec, cfg, stages) if layers_in_stage(spec, *stage)[1] else 0
     rest = int(rest_gib * GIB)

@@ -62,8 +62,11 @@ def vllm_rules(version: str) -> VllmRules:
       `Field(default=0.92)` from 0.20.0 to 0.33.0; 0.34.0 makes it `None`, resolved to 1.0 with the
       extensible KV cache (its default on CUDA) and 0.92 otherwise (`resolved_gpu_memory_utilization`).
     - CUDA-graph estimate subtracted from the KV budget: vllm/v1/worker/gpu_worker.py
-      determine_available_memory, `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS` ("default since v0.21.0",
-      logged by the same file).
+      determine_available_memory, `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`. The 0.20.0 wheel already has it on:
+      its boots log "CUDA graph memory profiling is enabled (default since v0.21.0) ... --gpu-memory-utilization=0.9000
+      is equivalent to ... 0.8886" (0.0114 x 31.84 GiB = the logged 0.36 GiB estimate), while 0.19.2rc1 logs "In
+      v0.19, CUDA graph memory profiling will be enabled by default" and 0.18.1rc1 does not subtract either
+      (tests/data/published_kv/vllm-partial.yaml, 99sono boots; vllm.yaml, guardkit boots).
     - logged "GPU KV cache size": vllm/v1/core/kv_cache_utils.py, `int(max_concurrency * max_model_len)`
       from 0.20.1; 0.20.0 and earlier logged num_blocks // groups x block size (vllm PR #38364).
     - batch defaults: vllm/engine/arg_utils.py get_batch_defaults gains a >= 160 GiB branch in 0.28.0.
@@ -76,7 +79,7 @@ def vllm_rules(version: str) -> VllmRules:
     return VllmRules(
         version=version,
         gpu_memory_utilization=1.0 if extensible else (0.92 if v >= Version("0.20.0") else 0.9),
-        cudagraph_estimate_subtracted=v >= Version("0.21.0"),
+        cudagraph_estimate_subtracted=v >= Version("0.20.0"),
         tokens_from_concurrency=v >= Version("0.20.1"),
         large_gpu_batch_defaults=v >= Version("0.28.0"),
         extensible_kv_cache=extensible,

@@ -96,13 +96,13 @@ def rank_weights(spec: ModelSpec, cfg: ServeConfig, pp_rank: int = 0) -> dict[st
     tensors: list[Tensor] = [t for t in text_tensors(spec)
                if (t.group == "embed" and pp_rank == 0)
                or (t.group != "embed" and t.layer is not None and start <= t.layer < end)]
-    if cfg.mtp_tokens and last:
+    if cfg.uses_mtp_head and last:
         tensors += list(mtp_tensors(spec))
     if spec.vision and not cfg.language_model_only and pp_rank == 0:
         tensors += list(vision_tensors(spec))
     vision_tp = 1 if cfg.mm_encoder_tp_mode == "data" else cfg.tp
     out: dict[str, float] = defaultdict(float)
-    mtp_names = {t.name for t in mtp_tensors(spec)} if cfg.mtp_tokens and last else set()
+    mtp_names = {t.name for t in mtp_tensors(spec)} if cfg.uses_mtp_head and last else set()
     for t in tensors:
         unquantized_mtp = t.name in mtp_names and spec.quantization.mtp_unquantized
         per_param = dtype_bytes(spec.dtype) if unquantized_mtp else bytes_per_param(spec, t)

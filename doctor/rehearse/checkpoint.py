@@ -95,7 +95,40 @@ def served_config(config: dict[str, Any]) -> dict[str, Any]:
     if "vision_config" in out:
         for key, value in VISION_IDS.items():
             out.setdefault(key, value)
+    quant = out.get("quantization_config")
+    if isinstance(quant, dict) and quant.get("quant_method") == "fp8" and quant.get("weight_block_size") \
+            and not quant.get("modules_to_not_convert") and not quant.get("ignored_layers"):
+        quant["modules_to_not_convert"] = fp8_unconverted(out)
     return out
+
+
+def fp8_unconverted(config: dict[str, Any]) -> list[str]:
+    """The modules a block-FP8 Qwen checkpoint keeps in BF16, by checkpoint name, as Qwen's FP8 releases list
+    them in `modules_to_not_convert` (Qwen3-Next-80B-A3B-*-FP8: `linear_attn.in_proj_ba`, `mlp.gate`,
+    `mlp.shared_expert_gate` per layer): the GDN `in_proj_a` / `in_proj_b` (linear_num_value_heads = 32 rows,
+    not a multiple of the 128 block), the router and shared-expert gates, and every Linear of the vision
+    tower (its 4304-wide MLP is not a multiple of 128). SGLang 0.5.16 builds one fused `in_proj_ba` and, with no
+    `packed_modules_mapping` in the config, matches that fused name (layers/quantization/utils.py
+    is_layer_skipped), so it is listed too. vLLM matches names exactly (vLLM
+    quantization/fp8.py reads `modules_to_not_convert` when `ignored_layers` is absent, 0.26.0); without them
+    SGLang 0.5.16 stops with "output_partition_size = 32 is not divisible by weight quantization block_n = 128"
+    and vLLM 0.26.0 with the vision MLP's (tests/fixtures/h200-rehearsal/)."""
+    text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    layers = int(text.get("num_hidden_layers", 0))
+    interval = int(text.get("full_attention_interval", 4) or 4)
+    names: list[str] = []
+    for i in range(layers):
+        prefix = f"model.language_model.layers.{i}"
+        if (i + 1) % interval:
+            names += [f"{prefix}.linear_attn.in_proj_a", f"{prefix}.linear_attn.in_proj_b",
+                      f"{prefix}.linear_attn.in_proj_ba"]
+        names += [f"{prefix}.mlp.gate", f"{prefix}.mlp.shared_expert_gate"]
+    vision = config.get("vision_config")
+    if isinstance(vision, dict):
+        names += [f"model.visual.blocks.{i}.{m}" for i in range(int(vision.get("depth", 0)))
+                  for m in ("attn.qkv", "attn.proj", "mlp.linear_fc1", "mlp.linear_fc2")]
+        names += ["model.visual.merger.linear_fc1", "model.visual.merger.linear_fc2"]
+    return names
 
 
 def vision_processor_configs(config: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -134,7 +167,10 @@ def tokenizer_config(template: str, vocab: int = VOCAB_SIZE) -> dict[str, Any]:
 
 
 def _hash(config: dict[str, Any], copied: dict[str, bytes]) -> str:
-    h = hashlib.sha256(json.dumps({"config": config, "recipe": tok.RECIPE}, sort_keys=True).encode())
+    """The folder's cache key: everything written into it, so a changed rule for config.json (not only a
+    changed model config) gets a new folder."""
+    written = {"config": served_config(config), "processors": vision_processor_configs(config)}
+    h = hashlib.sha256(json.dumps({**written, "recipe": tok.RECIPE}, sort_keys=True).encode())
     for name in sorted(copied):
         h.update(name.encode() + b"\0" + hashlib.sha256(copied[name]).digest())
     h.update(chat_template().encode())

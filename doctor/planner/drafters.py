@@ -1,0 +1,299 @@
+"""Speculative drafters that are separate models (EAGLE, EAGLE3, DFlash): their weights and KV cache per rank.
+
+Read from vLLM 0.26.0 (the files of the published wheel):
+- weights: model_executor/models/qwen3_dflash.py (DFlashQwen3Model: QKVParallelLinear / RowParallelLinear
+  attention and a TP-sharded SwiGLU MLP per layer, `fc` a ReplicatedLinear over len(target_layer_ids) x
+  the target's hidden size) and llama_eagle3.py (layer 0 takes 2 x hidden into q/k/v, `fc` ReplicatedLinear
+  over 3 hidden states, its own `lm_head` over draft_vocab_size plus the int64 `draft_id_to_target_id` map).
+  The drafter runs with the target's TP. v1/spec_decode/llm_base_proposer.py _maybe_share_embeddings /
+  _maybe_share_lm_head: a drafter without its own embed_tokens / lm_head in the checkpoint uses the
+  target's, and the draft copies are deleted before "Model loading took" is measured
+  (utils/mem_utils.py DeviceMemoryProfiler: allocated bytes, so freed copies do not count).
+- KV cache: every drafter attention layer gets its own KV spec (FullAttentionSpec with the drafter's
+  kv heads / head size) and joins the hybrid KV manager (v1/core/kv_cache_utils.py):
+  unify_kv_cache_spec_page_size raises the block size of a smaller page to the largest page (mamba pages
+  are padded), _get_kv_cache_groups_uniform_page_size groups layers of identical spec, group size = the
+  smallest layer count of a spec (the largest when max < 1.5 x min), cdiv(layers, group size) groups per
+  spec. A drafter whose spec equals the target's (the checkpoint's MTP layer) merges with it.
+- SGLang 0.5.9 (model_executor/model_runner_kv_cache_mixin.py init_memory_pool): the target sizes
+  max_total_num_tokens from its own layers only; the draft worker then allocates a KV pool of the same
+  number of tokens (draft_runner_cache_size) for its own layers, out of the memory left outside
+  --mem-fraction-static.
+  SGLang 0.5.23 (mem_cache/draft_kv_budget.py resolve_dflash_draft_cell_size: "Bytes/token the DFLASH draft
+  KV pool will cost the target's pool budget") sizes a DFLASH drafter's pool inside the target's budget: one
+  token costs the target's cell plus the drafter's. Versions between 0.5.9 and 0.5.23 were not read and
+  follow 0.5.9; EAGLE-family drafters follow 0.5.9 everywhere (unverified for >= 0.5.23). SGLang's pool is
+  planned for every drafter layer (sliding-window drafter layers as full attention: an upper bound).
+- Not modelled: the drafter's own profile run and CUDA graphs (vLLM captures graphs for the drafter too;
+  vllm-project/vllm#50722 logged a 2.22 GiB graph estimate for a TP 4 DFlash boot).
+Drafter configs live in doctor/models/registry.yaml (`drafters:`, each with a cited source); a local
+drafter directory with a config.json is read the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from doctor.models.spec import ModelSpec, dtype_bytes
+from doctor.planner.config import ServeConfig
+from doctor.planner.errors import PlanInputError
+from doctor.planner.state import kv_dtype_bytes, kv_heads_per_rank
+
+# --speculative-config "method" (vLLM) / --speculative-algorithm (SGLang), lower-cased
+MTP_METHODS = ("mtp", "qwen3_5_mtp", "qwen3_next_mtp", "nextn", "deepseek_mtp", "")
+MODEL_METHODS = ("eagle", "eagle3", "dflash", "draft_model", "standalone")
+NO_MODEL_METHODS = ("ngram", "ngram_gpu", "suffix")
+
+
+@dataclass(frozen=True)
+class DrafterSpec:
+    """The parts of a drafter's config.json that decide its memory."""
+
+    name: str
+    method: str                    # dflash | eagle3 | eagle
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    draft_vocab_size: int
+    aux_hidden_states: int         # target hidden states `fc` concatenates (0: no fc)
+    target_hidden_size: int
+    sliding_layers: int = 0
+    sliding_window: int = 0
+    dtype: str = "bfloat16"
+    source: str = ""
+
+    @property
+    def own_lm_head(self) -> bool:
+        """EAGLE3 heads ship an lm_head over a smaller draft vocabulary; DFlash / EAGLE share the target's."""
+        return self.draft_vocab_size != self.vocab_size
+
+    def weight_bytes(self, tp: int) -> int:
+        """Bytes of the drafter's weights on one rank of a TP group of `tp`."""
+        h, hd, kv = self.hidden_size, self.head_dim, max(1, self.num_kv_heads // tp)
+        params = 0.0
+        for layer in range(self.num_layers):
+            width = 2 * h if self.method == "eagle3" and layer == 0 else h
+            params += self.num_heads * hd * width / tp + 2 * kv * hd * width   # q / k / v
+            params += self.num_heads * hd * h / tp                              # o
+            params += 3 * h * self.intermediate_size / tp                       # gate, up, down
+            params += 2 * h + 2 * hd                                            # norms, q/k norms
+        params += self.aux_hidden_states * self.target_hidden_size * h + 2 * h  # fc (replicated), norms
+        if self.own_lm_head:
+            params += math.ceil(self.draft_vocab_size / tp) * h
+        mapping = 8 * self.draft_vocab_size if self.own_lm_head else 0         # int64 draft -> target ids
+        return int(params * dtype_bytes(self.dtype) + mapping)
+
+    def kv_bytes_per_token_per_layer(self, target: ModelSpec, cfg: ServeConfig) -> int:
+        """K and V of one token in one drafter layer on one rank (the target's KV cache dtype)."""
+        return int(2 * max(1, self.num_kv_heads // cfg.tp) * self.head_dim * kv_dtype_bytes(target, cfg))
+
+    def same_kv_spec_as(self, target: ModelSpec, tp: int) -> bool:
+        """Whether vLLM gives the drafter's layers the target's KV spec (then they share its groups)."""
+        a = target.attention
+        return (self.sliding_layers == 0 and self.head_dim == a.head_dim
+                and max(1, self.num_kv_heads // tp) == kv_heads_per_rank(target, tp))
+
+
+def drafter_from_config(config: dict[str, Any], name: str, source: str, method: str | None = None) -> DrafterSpec:
+    """A DrafterSpec from a drafter's config.json content (HF field names)."""
+    config = {**config, **(config.get("text_config") or {})}
+    arch = " ".join(config.get("architectures") or []).lower()
+    kind = (method or ("dflash" if "dflash" in arch else "eagle3" if "eagle3" in arch else "eagle")).lower()
+    dflash = {**(config.get("eagle_config") or {}), **(config.get("dflash_config") or {})}
+    try:
+        hidden = int(config["hidden_size"])
+        heads = int(config["num_attention_heads"])
+        layers = int(config["num_hidden_layers"])
+        vocab = int(config["vocab_size"])
+        aux = len(dflash.get("target_layer_ids") or config.get("eagle_aux_hidden_state_layer_ids") or [])
+        if not aux:
+            aux = layers if kind == "dflash" else (3 if kind == "eagle3" else 0)
+        types = config.get("layer_types") or []
+        return DrafterSpec(
+            name=name, method=kind, hidden_size=hidden, num_layers=layers, num_heads=heads,
+            num_kv_heads=int(config.get("num_key_value_heads", heads)),
+            head_dim=int(config.get("head_dim") or hidden // heads),
+            intermediate_size=int(config["intermediate_size"]), vocab_size=vocab,
+            draft_vocab_size=int(config.get("draft_vocab_size") or vocab), aux_hidden_states=aux,
+            target_hidden_size=int(config.get("target_hidden_size") or hidden),
+            # qwen3_dflash.py _resolve_layer_attention: dflash_config.use_swa without sliding layer_types
+            # makes every layer sliding
+            sliding_layers=sum(1 for t in types if t == "sliding_attention")
+            or (layers if dflash.get("use_swa") else 0),
+            sliding_window=int(dflash.get("swa_window_size") or config.get("sliding_window") or 0),
+            dtype=str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"), source=source)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise PlanInputError(f"drafter {name}: config.json lacks a usable {exc} field") from None
+
+
+@lru_cache(maxsize=1)
+def known_drafters() -> dict[str, DrafterSpec]:
+    """The `drafters:` of doctor/models/registry.yaml by lower-cased name and alias."""
+    text = resources.files("doctor.models").joinpath("registry.yaml").read_text(encoding="utf-8")
+    entries = (yaml.safe_load(text) or {}).get("drafters") or {}
+    out: dict[str, DrafterSpec] = {}
+    for name, entry in entries.items():
+        if not entry.get("source"):
+            raise PlanInputError(f"drafter registry entry {name!r} must cite a source")
+        spec = drafter_from_config(entry["config"], name, str(entry["source"]), entry.get("method"))
+        for key in [name, *(entry.get("aliases") or [])]:
+            out[str(key).lower()] = spec
+    return out
+
+
+def _basename(ref: str) -> str:
+    return Path(ref.rstrip("/")).name.lower()
+
+
+def resolve_drafter(method: str, model: str | None) -> DrafterSpec | None:
+    """The drafter a --speculative-config / --speculative-algorithm names; None when it is the checkpoint's
+    own MTP head or a method without a model (ngram). A model that is neither registered nor a local
+    directory with config.json is a PlanInputError naming the known drafters."""
+    kind = method.lower()
+    if kind in MTP_METHODS or kind in NO_MODEL_METHODS:
+        return None
+    if kind not in MODEL_METHODS:
+        raise PlanInputError(f"speculative method {method!r} is not planned; known: "
+                             f"{', '.join(m for m in MTP_METHODS + MODEL_METHODS + NO_MODEL_METHODS if m)}")
+    if not model:
+        raise PlanInputError(f"speculative method {method} needs the drafter model (\"model\" / "
+                             "--speculative-draft-model-path)")
+    registry = known_drafters()
+    found = registry.get(model.lower()) or next(
+        (s for k, s in registry.items() if _basename(k) == _basename(model)), None)
+    if found is not None:
+        return found
+    path = Path(model)
+    config = path / "config.json" if path.is_dir() else path
+    if config.is_file():
+        try:
+            data = json.loads(config.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise PlanInputError(f"drafter {model}: unreadable config.json ({exc})") from None
+        return drafter_from_config(data, str(path), f"local {config}", None if kind == "draft_model" else kind)
+    names = sorted({s.name for s in registry.values()})
+    raise PlanInputError(f"unknown drafter {model!r} for speculative method {method}: not in the drafter "
+                         f"registry ({', '.join(names) or 'none'}) and not a local directory with config.json")
+
+
+@dataclass(frozen=True)
+class KVType:
+    """One KV spec of a rank: its layers, block size after page unification, page bytes, and the sliding
+    window of a SlidingWindowSpec (0: full attention)."""
+
+    layers: int
+    block_size: int
+    page_bytes: int
+    window: int = 0
+
+    def blocks_per_request(self, max_model_len: int, in_flight_tokens: int) -> int:
+        """Full attention: cdiv(max_model_len, block); sliding window (kv_cache_interface.py SlidingWindowSpec
+        max_admission_blocks_per_request): cdiv(min(window - 1 + in-flight tokens, max_model_len), block) + 1."""
+        if not self.window:
+            return math.ceil(max_model_len / self.block_size)
+        return math.ceil(min(self.window - 1 + in_flight_tokens, max_model_len) / self.block_size) + 1
+
+
+def grouped_layout(types: list[KVType], mamba_layers: int, mamba_page: int) -> tuple[int, int, list[int], int]:
+    """(page bytes, group size, groups per attention type, mamba groups) the way vLLM 0.26 groups them
+    (kv_cache_utils.py unify_kv_cache_spec_page_size + _get_kv_cache_groups_uniform_page_size)."""
+    page = max([t.page_bytes for t in types] + [mamba_page])
+    counts = [t.layers for t in types if t.layers] + ([mamba_layers] if mamba_layers else [])
+    lo, hi = min(counts), max(counts)
+    size = hi if hi < lo * 1.5 else lo
+    return page, size, [math.ceil(t.layers / size) for t in types], math.ceil(mamba_layers / size)
+
+
+def unified_types(types: list[KVType], mamba_page: int) -> list[KVType]:
+    """Raise the block size of attention specs whose page is smaller than the largest one (pages that do
+    not divide it keep their block size and are padded)."""
+    page = max([t.page_bytes for t in types] + [mamba_page])
+    out = []
+    for t in types:
+        ratio = page // t.page_bytes if t.page_bytes and page % t.page_bytes == 0 else 1
+        out.append(KVType(t.layers, t.block_size * ratio, page, t.window))
+    return out
+
+
+@dataclass(frozen=True)
+class DraftCapacity:
+    """vLLM's capacity with a drafter's own KV spec: what "GPU KV cache size" and concurrency would log."""
+
+    block_size: int
+    page_bytes: int
+    group_size: int
+    attention_groups: int
+    mamba_groups: int
+    num_blocks: int
+    tokens: int
+    max_concurrency: float
+    legacy_tokens: int
+
+
+def vllm_capacity_with_drafter(types: list[KVType], mamba_layers: int, mamba_page: int, mamba_blocks: int,
+                               available_bytes: int, max_model_len: int, in_flight_tokens: int = 0) -> DraftCapacity:
+    """Blocks, tokens and max concurrency of a rank whose attention layers form several KV specs."""
+    types = [t for t in types if t.layers]
+    unified = unified_types(types, mamba_page)
+    page, size, groups, mamba_groups = grouped_layout(unified, mamba_layers, mamba_page)
+    num_blocks = max(0, available_bytes) // (page * size)
+    per_request = sum(g * t.blocks_per_request(max_model_len, in_flight_tokens) for g, t in zip(groups, unified))
+    per_request += mamba_groups * mamba_blocks
+    concurrency = num_blocks / per_request if per_request else 0.0
+    all_groups = sum(groups) + mamba_groups
+    smallest = min(t.block_size for t in unified)
+    return DraftCapacity(unified[0].block_size, page, size, sum(groups), mamba_groups, num_blocks,
+                         int(concurrency * max_model_len), concurrency, num_blocks // all_groups * smallest)
+
+
+def drafter_of(cfg: ServeConfig) -> DrafterSpec | None:
+    """The separate drafter a configuration runs, or None (no speculation, MTP head, n-gram); an unknown
+    drafter or method is a PlanInputError."""
+    if cfg.drafter is None and (cfg.speculative_method or "").lower() in MTP_METHODS + NO_MODEL_METHODS:
+        return None
+    return resolve_drafter(cfg.speculative_method or "draft_model", cfg.drafter or None)
+
+
+def drafter_capacity(target: ModelSpec, cfg: ServeConfig, drafter: DrafterSpec, layout: Any, full: int,
+                     linear: int, available_bytes: int, max_model_len: int, in_flight_tokens: int) -> DraftCapacity:
+    """vLLM capacity of a rank whose drafter layers have their own KV spec beside the target's `layout`
+    (block size already aligned to the GDN state by vllm_kv.vllm_layout). Sliding-window drafter layers hold
+    at most their window plus the tokens in flight (`in_flight_tokens`: max_num_batched_tokens here;
+    VllmConfig.max_in_flight_tokens may count more under async scheduling)."""
+    from doctor.planner.state import kv_bytes_per_token_per_layer
+
+    block = layout.block_size
+    draft_page = block * drafter.kv_bytes_per_token_per_layer(target, cfg)
+    window = drafter.sliding_window if drafter.sliding_layers else 0
+    sliding = drafter.sliding_layers if window else 0
+    types = [KVType(full, block, block * kv_bytes_per_token_per_layer(target, cfg)),
+             KVType(drafter.num_layers - sliding, block, draft_page),
+             KVType(sliding, block, draft_page, window)]
+    mamba_blocks = (2 if cfg.prefix_caching_on else 1) + cfg.mtp_tokens
+    mamba_page = layout.page_bytes if linear else 0
+    return vllm_capacity_with_drafter(types, linear, mamba_page, mamba_blocks, available_bytes, max_model_len,
+                                      in_flight_tokens)
+
+
+SGLANG_DFLASH_POOL_IN_BUDGET = "0.5.23"
+
+
+def sglang_draft_pool_in_budget(drafter: DrafterSpec, version: str | None) -> bool:
+    """Whether SGLang `version` takes the drafter's KV pool out of the target's pool budget (else: outside
+    --mem-fraction-static)."""
+    from packaging.version import Version
+
+    return drafter.method == "dflash" and Version(version or SGLANG_DFLASH_POOL_IN_BUDGET) >= Version(
+        SGLANG_DFLASH_POOL_IN_BUDGET)

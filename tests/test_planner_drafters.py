@@ -1,0 +1,165 @@
+"""Speculative drafters that are separate models (EAGLE3, DFlash): weights, KV groups and pools per rank,
+as vLLM 0.26 / SGLang lay them out, and clear errors for drafters the planner cannot size."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from doctor.models import get_model
+from doctor.planner import parse_gpus, plan
+from doctor.planner.drafters import KVType, grouped_layout, known_drafters, resolve_drafter, unified_types
+from doctor.planner.errors import PlanInputError
+from doctor.planner.flags import config_kwargs, serve_config_from_argv
+
+QWEN = get_model("Qwen/Qwen3.5-35B-A3B")
+DFLASH = '{"method": "dflash", "model": "z-lab/Qwen3.5-35B-A3B-DFlash", "num_speculative_tokens": 15}'
+MTP = '{"method": "qwen3_5_mtp", "num_speculative_tokens": 3}'
+
+
+def _plan(backend: str, argv: list[str], gpus: str = "1xH200", **overrides):
+    cfg = serve_config_from_argv(backend, argv, **overrides)
+    return plan(QWEN, parse_gpus(gpus), cfg)
+
+
+def test_registered_dflash_drafter_weighs_what_its_checkpoint_holds() -> None:
+    """8 layers (q 4096, kv 4 x 128, SwiGLU 6144) + fc over 5 target layers: 473,995,264 BF16 parameters."""
+    drafter = known_drafters()["z-lab/qwen3.5-35b-a3b-dflash"]
+    assert drafter.weight_bytes(1) == 2 * 473_995_264
+    assert not drafter.own_lm_head
+
+
+def test_drafter_layers_shard_with_the_target_tp_but_fc_is_replicated() -> None:
+    drafter = known_drafters()["z-lab/qwen3.5-35b-a3b-dflash"]
+    layers = 8 * (2 * 4096 * 2048 + 2 * 512 * 2048 + 3 * 2048 * 6144)
+    fc = 5 * 2048 * 2048
+    small = 8 * (2 * 2048 + 2 * 128) + 2 * 2048
+    assert drafter.weight_bytes(4) == 2 * (layers // 4 + fc + small)
+
+
+def test_vllm_groups_layers_like_kv_cache_utils() -> None:
+    """kv_cache_utils.py: 12 sw + 13 full (gpt-oss + eagle) -> group size 13; 10 full + 20 sw -> 10, 3 groups."""
+    assert grouped_layout([KVType(13, 16, 1), KVType(12, 16, 1)], 0, 0)[1:] == (13, [1, 1], 0)
+    assert grouped_layout([KVType(10, 16, 1), KVType(20, 16, 1)], 0, 0)[1:] == (10, [1, 2], 0)
+    # Qwen3.5 + DFlash at TP 1: 10 target attention, 8 drafter attention, 30 GDN layers
+    assert grouped_layout([KVType(10, 1, 1), KVType(8, 1, 1)], 30, 1)[1:] == (8, [2, 1], 4)
+
+
+def test_a_smaller_drafter_page_gets_a_larger_block() -> None:
+    """unify_kv_cache_spec_page_size: the smaller page's block size grows until the pages match."""
+    unified = unified_types([KVType(10, 544, 544 * 1024), KVType(8, 544, 544 * 512)], 544 * 1024)
+    assert [(t.block_size, t.page_bytes) for t in unified] == [(544, 544 * 1024), (1088, 544 * 1024)]
+
+
+def test_dflash_loads_its_weights_and_costs_kv_capacity_in_vllm() -> None:
+    base = _plan("vllm", [], tp=1, backend_version="0.26.0", language_model_only=True)
+    dflash = _plan("vllm", ["--speculative-config", DFLASH], tp=1, backend_version="0.26.0", language_model_only=True)
+    rank = dflash.ranks[0]
+    assert rank.weights["drafter"] == 2 * 473_995_264 and "mtp" not in rank.weights
+    assert rank.weights["total"] == base.ranks[0].weights["total"] + rank.weights["drafter"]
+    assert dflash.kv_tokens < base.kv_tokens
+
+
+def test_the_mtp_head_still_plans_as_before() -> None:
+    mtp = _plan("vllm", ["--speculative-config", MTP], tp=1, backend_version="0.26.0", language_model_only=True)
+    assert "mtp" in mtp.ranks[0].weights and "drafter" not in mtp.ranks[0].weights
+    assert mtp.ranks[0].full_layers == 11
+
+
+def test_sglang_0_5_9_sizes_the_drafter_pool_outside_the_static_fraction() -> None:
+    flags = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "z-lab/Qwen3.5-35B-A3B-DFlash",
+             "--speculative-num-steps", "3"]
+    with_drafter = _plan("sglang", flags, tp=1, backend_version="0.5.9", language_model_only=True)
+    rank = with_drafter.ranks[0]
+    assert rank.drafter_kv_bytes == rank.kv_tokens * 8 * 2 * 4 * 128 * 2
+
+
+def test_sglang_0_5_23_takes_the_dflash_pool_out_of_the_target_budget() -> None:
+    flags = ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "z-lab/Qwen3.5-35B-A3B-DFlash",
+             "--speculative-num-draft-tokens", "16"]
+    in_budget = _plan("sglang", flags, tp=1, backend_version="0.5.23", language_model_only=True)
+    no_model = _plan("sglang", ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "16"], tp=1,
+                     backend_version="0.5.23", language_model_only=True)
+    assert in_budget.ranks[0].drafter_kv_bytes == 0
+    target_cell, draft_cell = 10 * 2 * 2 * 256 * 2, 8 * 2 * 4 * 128 * 2
+    assert in_budget.kv_tokens == no_model.kv_tokens * target_cell // (target_cell + draft_cell)
+
+
+def test_sglang_eagle_without_a_draft_model_is_the_mtp_head() -> None:
+    kwargs = config_kwargs(["--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3"])
+    assert kwargs == {"mtp_tokens": 3, "speculative_method": "nextn", "drafter": None}
+
+
+def test_sglang_algorithm_without_steps_takes_auto_choose_speculative_params() -> None:
+    kwargs = config_kwargs(["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path",
+                            "/models/Qwen3.5-35B-A3B-DFlash"])
+    assert kwargs["mtp_tokens"] == 3 and kwargs["drafter"] == "/models/Qwen3.5-35B-A3B-DFlash"
+    assert resolve_drafter("dflash", kwargs["drafter"]).name == "z-lab/Qwen3.5-35B-A3B-DFlash"
+
+
+def test_unknown_drafter_is_a_clear_input_error() -> None:
+    flags = ["--speculative-config", '{"method": "eagle3", "model": "me/Qwen3.5-35B-A3B-Eagle3"}']
+    assert config_kwargs(flags)["drafter"] == "me/Qwen3.5-35B-A3B-Eagle3"   # parsing alone never refuses it
+    with pytest.raises(PlanInputError, match="unknown drafter 'me/Qwen3.5-35B-A3B-Eagle3'.*z-lab/Qwen3.5-35B-A3B-DFlash"):
+        _plan("vllm", flags, tp=1)
+    with pytest.raises(PlanInputError, match="needs the drafter model"):
+        resolve_drafter("dflash", None)
+    with pytest.raises(PlanInputError, match="not planned"):
+        resolve_drafter("medusa-ish", "x")
+
+
+def test_a_local_eagle3_drafter_is_read_from_its_config(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 2048, "num_attention_heads": 16,
+        "num_key_value_heads": 4, "head_dim": 128, "num_hidden_layers": 1, "intermediate_size": 8192,
+        "vocab_size": 248320, "draft_vocab_size": 32000, "torch_dtype": "bfloat16"}))
+    drafter = resolve_drafter("eagle3", str(tmp_path))
+    assert drafter is not None and drafter.method == "eagle3" and drafter.own_lm_head
+    attention = 16 * 128 * 4096 + 2 * 4 * 128 * 4096 + 16 * 128 * 2048     # layer 0 reads 2 x hidden
+    params = attention + 3 * 2048 * 8192 + 2 * 2048 + 2 * 128 + 3 * 2048 * 2048 + 2 * 2048 + 32000 * 2048
+    assert drafter.weight_bytes(1) == 2 * params + 8 * 32000
+
+
+def test_vllm_50722_dflash_boot_weights_are_closer_with_the_drafter() -> None:
+    """vllm-project/vllm#50722 (tests/data/published_kv/vllm-partial.yaml): a TP 4 BF16 rank logged 16.92 GiB
+    of weights; the thread's other boot ran the DFlash drafter. Whether this one did is not stated, so this
+    only checks the direction: planning the drafter moves the rank toward the logged figure."""
+    logged = 16.92 * (1 << 30)
+    common = ["--tensor-parallel-size", "4", "--max-num-batched-tokens", "40000", "--max-model-len", "183872"]
+    without = _plan("vllm", common, "4xA100-80G", backend_version="0.26.0")
+    with_dflash = _plan("vllm", common + ["--speculative-config", DFLASH], "4xA100-80G", backend_version="0.26.0")
+    assert abs(with_dflash.ranks[0].weights["total"] - logged) < abs(without.ranks[0].weights["total"] - logged)
+
+
+def test_cli_plans_a_speculative_config_and_rejects_an_unknown_drafter() -> None:
+    ok = subprocess.run([sys.executable, "-m", "doctor", "plan", "--gpus", "1xH200", "--tp", "1",
+                         "--speculative-config", DFLASH], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0 and "dflash drafter z-lab/Qwen3.5-35B-A3B-DFlash" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "doctor", "plan", "--gpus", "1xH200", "--flag",
+                          "--speculative-algorithm EAGLE3 --speculative-draft-model-path nobody/none"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "unknown drafter 'nobody/none'" in bad.stderr
+
+
+def test_sliding_window_drafter_layers_hold_only_their_window(tmp_path: Path) -> None:
+    """SlidingWindowSpec: a sliding drafter layer needs cdiv(min(window - 1 + in-flight, len), block) + 1 blocks,
+    so a drafter whose layers slide costs less KV capacity than the same drafter with full attention."""
+    config = {"architectures": ["DFlashDraftModel"], "hidden_size": 2048, "num_attention_heads": 32,
+              "num_key_value_heads": 8, "head_dim": 128, "num_hidden_layers": 6, "intermediate_size": 6144,
+              "vocab_size": 248320, "dflash_config": {"target_layer_ids": [1, 6, 11, 16, 22, 27, 32, 37]}}
+    full_dir, swa_dir = tmp_path / "full", tmp_path / "swa"
+    full_dir.mkdir(), swa_dir.mkdir()
+    (full_dir / "config.json").write_text(json.dumps(config))
+    (swa_dir / "config.json").write_text(json.dumps({**config, "sliding_window": 4096, "use_sliding_window": True,
+                                                     "layer_types": ["sliding_attention"] * 5 + ["full_attention"]}))
+    assert resolve_drafter("dflash", str(swa_dir)).sliding_layers == 5
+    assert KVType(5, 1000, 1, 4096).blocks_per_request(262144, 8192) == 13 + 1   # cdiv(12287, 1000) + 1
+    plans = [_plan("vllm", ["--speculative-config", json.dumps({"method": "dflash", "model": str(d),
+                                                                "num_speculative_tokens": 7})],
+                   tp=1, backend_version="0.26.0", language_model_only=True) for d in (full_dir, swa_dir)]
+    assert plans[0].ranks[0].weights["drafter"] == plans[1].ranks[0].weights["drafter"]
+    assert plans[1].kv_tokens > plans[0].kv_tokens
