@@ -180,3 +180,16 @@ def test_a_pools_entry_takes_the_free_memory_before_the_load_from_mem_usage_when
     without_end = {**entry, "log": [line for line in entry["log"] if "Load weight end" not in line]}
     with pytest.raises(ValueError, match="Load weight end"):
         sglang_residual(without_end)
+
+
+def test_an_sglang_plan_prints_a_band_only_inside_the_span_of_the_boots_planned_end_to_end():
+    from doctor.planner.render import band_text
+
+    def band(gpus: str, version: str, model=BF16) -> str:
+        return band_text(plan(model, parse_gpus(gpus), sglang(version, mem_fraction_static=0.8)))
+
+    shipped = calibration()["sglang"]
+    assert band("1xH200", "0.5.16").startswith(f"± {shipped['kv_tokens_max_abs_error']:.1%}")
+    assert band("1xH200", "0.5.16", get_model("Qwen/Qwen3.5-35B-A3B-FP8")).startswith("±")
+    assert "not measured" in band("1xH200", "0.5.21") and "SGLang 0.5.21" in band("1xH200", "0.5.21")
+    assert "GPUs under 139 GiB" in band("2xA100-80G", "0.5.16")

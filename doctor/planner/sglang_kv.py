@@ -5,14 +5,19 @@ mem_cache/kv_cache_configurator.py _profile_available_bytes from 0.5.16), per ve
 - rest = free memory after the weights load - free memory before it x (1 - mem_fraction_static)
   ("Load weight end. avail mem" - "Load weight begin. avail mem" x (1 - fraction), in GiB), less
   SGLANG_VLM_CACHE_SIZE_MB for multimodal models from 0.5.18. The free memory before the load is torch's total
-  less the CUDA context (and NCCL buffers with TP / PP > 1): overhead.sglang_overhead.
+  less the context held then (context_bytes); "Load weight end. mem usage" is exactly before - after, so the
+  begin figure follows from the end line alone. What the load takes = the checkpoint's tensors + LOAD_BUFFER_BYTES;
+  POST_LOAD_BYTES more are in use when the pools are sized. From 0.5.14 a drafter (the MTP layer, EAGLE, DFLASH)
+  is loaded before the pools are sized (managers/scheduler.py init_memory_pools), so its weights are counted
+  ("Loaded weights (target + draft)"); in 0.5.9 it loads afterwards, out of the slack.
 - `_handle_max_mamba_cache`: mamba slots = --max-mamba-cache-size, or --max-running-requests when the
   radix cache is off, else rest x ratio / (1 + ratio) // mamba_cache_per_req (ratio = --mamba-full-memory-ratio,
   0.9); one slot = conv + temporal state x GDN layers (configs/mamba_utils.py BaseLinearStateParams); the pool
   then takes slots x mamba_cache_per_req off the rest (MambaPool allocates one padding slot more, priced from
   0.5.18: slots = (budget - per_req) // per_req, (slots + 1) x per_req off the rest).
-- tokens = int(rest x 2^30) // cell // page_size x page_size; the cell counts only full-attention layers, x
-  (1 + draft layers / full layers) for EAGLE / NEXTN (MTP) from 0.5.14 (pool_configurator.py).
+- tokens = int(rest x 2^30) // cell // page_size x page_size (--page-size: ServeConfig.block_size); the cell
+  counts only full-attention layers, x (1 + draft layers / full layers) for EAGLE / NEXTN (MTP) from 0.5.14
+  (pool_configurator.py; DFLASH scales it too, scale_kv_cell_size_per_token_for_dflash, 0.5.14+).
 - max_running_requests = clamp(tokens / context_len x 512, 2048, 4096) (or --max-running-requests), <= tokens // 2
   from 0.5.14, and <= slots // mamba ratio: 3 per request (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO) + 2
   ping-pong slots when the radix cache resolves to extra_buffer with the overlap scheduler (0.5.14+ default),
@@ -21,9 +26,11 @@ MTP (NEXTN, run as EAGLE with topk 1: speculative_num_draft_tokens D = steps + 1
 set) keeps D intermediate mamba states per running request: 0.5.9 takes per_req x 48 x D off the rest before the
 split, 0.5.14+ solves slots x per_req x (1 + D / ratio) = mamba budget and takes the states of
 min(48, slots // ratio) requests off the rest.
-Verified against real boots in tests/data/published_kv/sglang*.yaml (bench/plan_accuracy.py). Unverified: the
-draft model's own weights and KV with MTP (its "Load weight end" line is not in any recorded boot), pages > 1,
-DP attention, PP (SGLang's stage split is taken as vLLM's).
+Verified against real boots in tests/data/published_kv/sglang*.yaml (bench/plan_accuracy.py): the H200 0.5.16
+BF16 / FP8 boots (in-sample for the three measured constants) and a 2 x RTX 4090 boot of Qwen3.5-9B (pools, out of
+sample). Unverified: any MTP / drafter boot (no logged one), the context on other GPUs and TP > 2, pages > 1 (0.5.16
+picks page 64 with trtllm_mha on SM100 when extra_buffer is on: _qwen3_5_hybrid_overrides), DP attention
+(attn_dp_size), PP (SGLang's stage split is taken as vLLM's).
 This is the real meaning of the article's invented "radix table sizing" (`radix_size=`).
 """
 
