@@ -113,11 +113,12 @@ def _engine_reading(ctx: CheckContext, backend: str, capability: str | None) -> 
     except InvalidVersion:
         pass
     profile = ctx.profile
-    if profile is not None and getattr(profile, "backend", None) == backend and getattr(profile, "backend_version", None):
+    if getattr(profile, "backend", None) == backend and getattr(profile, "backend_version", None):
         try:
             spec = SpecifierSet(str(profile.backend_version))
         except InvalidSpecifier:
             spec = None
+        # the versions with a schema, both sides of each rule change, and "0.0" for anything older
         probes = [*known_versions(backend), *UMA_AVAILABLE_SINCE[backend], *UMA_LAST_BEFORE[backend], "0.0"]
         inside = sorted((v for v in probes if spec is not None and spec.contains(v, prereleases=True)), key=Version)
         readings = [_reading(backend, v, capability) for v in inside]

@@ -135,7 +135,8 @@ def unified_memory_note(p: Plan) -> str:
     from doctor.planner.versions import UMA_AVAILABLE_SINCE, known_versions, uma_reads_available
 
     cfg, gpu = p.config, p.hardware.gpu
-    name, flag = ("SGLang", "--mem-fraction-static") if cfg.backend == "sglang" else ("vLLM", "--gpu-memory-utilization")
+    sglang = cfg.backend == "sglang"
+    name, flag = ("SGLang", "--mem-fraction-static") if sglang else ("vLLM", "--gpu-memory-utilization")
     version = cfg.backend_version or known_versions(cfg.backend)[-1]
     assumed = "" if cfg.backend_version else " (assumed)"
     since = UMA_AVAILABLE_SINCE[cfg.backend][0]
