@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from doctor.context import CheckContext
 from doctor.gpus import gib, label, select
 from doctor.registry import check
@@ -66,19 +68,79 @@ def foreign_processes(ctx: CheckContext) -> Outcome:
 
 # GPUs that share the host's memory (integrated / unified): their CUDA free memory is the host's.
 UNIFIED_MEMORY_GPUS = ("GB10", "Thor", "Orin")
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 
 
 def _unified(ctx: CheckContext) -> list[dict]:
     return [g for g in ctx.facts.gpus if any(name in str(g.get("name") or "") for name in UNIFIED_MEMORY_GPUS)]
 
 
+class EngineReading(NamedTuple):
+    """Which host figure an engine version takes as the free memory of a unified-memory GPU."""
+
+    reads_available: bool   # MemAvailable (page cache counts as free), else MemFree
+    version: str
+    rule: str               # the version rule in words
+    known: bool             # False: the version was assumed
+
+
+def _reading(backend: str, version: str, capability: str | None, known: bool = True) -> EngineReading:
+    from doctor.planner.versions import UMA_AVAILABLE_SINCE, UMA_CAPABILITIES, uma_reads_available
+
+    name, (since, integrated) = ENGINE_NAMES[backend], UMA_AVAILABLE_SINCE[backend]
+    if uma_reads_available(backend, version, capability):
+        rule = f"{name} {version} takes MemAvailable as free memory on unified-memory GPUs (since {since})"
+    elif uma_reads_available(backend, version):
+        rule = (f"{name} {version} takes MemAvailable only on compute capability {', '.join(UMA_CAPABILITIES)} "
+                f"(from {integrated}: every integrated GPU); on {capability} cudaMemGetInfo's MemFree")
+    else:
+        rule = f"{name} {version} takes cudaMemGetInfo's free memory, MemFree (MemAvailable from {since})"
+    return EngineReading(uma_reads_available(backend, version, capability), version, rule, known)
+
+
+def _engine_reading(ctx: CheckContext, backend: str, capability: str | None) -> EngineReading:
+    """From the installed version in the facts, else the profile's range when every version in it reads alike,
+    else the newest version with a schema (what the planner assumes), saying so."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    from doctor.planner.versions import UMA_AVAILABLE_SINCE, UMA_LAST_BEFORE, known_versions
+
+    installed = ctx.facts.package_version(backend)
+    try:
+        if installed:
+            return _reading(backend, Version(installed).public, capability)
+    except InvalidVersion:
+        pass
+    profile = ctx.profile
+    if getattr(profile, "backend", None) == backend and getattr(profile, "backend_version", None):
+        try:
+            spec = SpecifierSet(str(profile.backend_version))
+        except InvalidSpecifier:
+            spec = None
+        # the versions with a schema, both sides of each rule change, and "0.0" for anything older
+        probes = [*known_versions(backend), *UMA_AVAILABLE_SINCE[backend], *UMA_LAST_BEFORE[backend], "0.0"]
+        inside = sorted((v for v in probes if spec is not None and spec.contains(v, prereleases=True)), key=Version)
+        readings = [_reading(backend, v, capability) for v in inside]
+        if readings and len({r.reads_available for r in readings}) == 1:
+            first = readings[0]
+            return first._replace(version=f"{spec}", rule=f"{first.rule}; so does every version in the profile's "
+                                  f"range {spec}")
+    newest = known_versions(backend)[-1]
+    assumed = _reading(backend, newest, capability, known=False)
+    return assumed._replace(rule=f"{ENGINE_NAMES[backend]} version unknown, assumed {newest}: {assumed.rule}")
+
+
 @check("QD-MEM-003", "Unified memory: free memory as the engine sees it", category="memory", severity="high")
 def unified_memory(ctx: CheckContext) -> Outcome:
-    """On GB10 (DGX Spark) and Jetson, GPU memory is host memory. torch.cuda.mem_get_info() there returns the
-    kernel's MemFree, which counts the reclaimable page cache as used: vLLM's start-up check ('Free memory on
-    device ... is less than desired GPU memory utilization') fails after a model's files were read, although
-    MemAvailable would cover it (vllm-project/vllm#48140). SGLang reads MemAvailable on integrated GPUs
-    (srt/utils get_available_gpu_memory); NVML reports no memory at all on GB10 (vllm-project/vllm#55828)."""
+    """On GB10 (DGX Spark) and Jetson, GPU memory is host memory and torch.cuda.mem_get_info() returns the
+    kernel's MemFree, which counts the reclaimable page cache as used. The engine's start-up check ('Free
+    memory on device ... is less than desired GPU memory utilization') compares MemFree up to vLLM 0.11.0 and
+    SGLang 0.5.3, MemAvailable from vLLM 0.11.1 and SGLang 0.5.4 (doctor/planner/versions.py vllm_rules /
+    sglang_rules, read in the wheels; vllm-project/vllm#48140 was retracted for that reason). NVML reports no
+    memory at all on GB10 (vllm-project/vllm#55828)."""
+    from doctor.planner.versions import UMA_AVAILABLE_SINCE, uma_reads_available
+
     gpus = _unified(ctx)
     if not gpus:
         return skip("no unified-memory GPU (GB10, Thor, Orin)")
@@ -89,24 +151,40 @@ def unified_memory(ctx: CheckContext) -> Outcome:
     cached = memory.get("cached") or 0
     fraction, flag = _fraction(ctx)
     want = fraction * total
-    sees = available if ctx.backend == "sglang" else free
+    backend = "sglang" if ctx.backend == "sglang" or flag == "--mem-fraction-static" else "vllm"
+    capability = gpus[0].get("compute_capability")
+    engine = _engine_reading(ctx, backend, str(capability) if capability else None)
+    name = ENGINE_NAMES[backend]
+    sees = available if engine.reads_available else free
     details = [f"host memory {gib(total)}: MemFree {gib(free)}, MemAvailable {gib(available)}, page cache {gib(cached)}",
-               f"{flag} {fraction} asks for {gib(want)}; {'SGLang' if ctx.backend == 'sglang' else 'vLLM'} "
-               f"sees {gib(sees)} free"]
-    evidence = {"total": total, "free": free, "available": available, "cached": cached, "fraction": fraction}
+               engine.rule, f"{flag} {fraction} asks for {gib(want)}; {name} sees {gib(sees)} free"]
+    evidence = {"total": total, "free": free, "available": available, "cached": cached, "fraction": fraction,
+                "reads": "MemAvailable" if engine.reads_available else "MemFree", "version": engine.version,
+                "version_known": engine.known}
     drop = "sync; echo 3 | sudo tee /proc/sys/vm/drop_caches   (right before the start: reading weights refills it)"
     if sees >= want:
+        if not engine.known and free < want:
+            since = UMA_AVAILABLE_SINCE[backend][0]
+            return warn(f"{gib(available)} available covers {flag} {fraction} ({gib(want)}) for {name} >= {since} "
+                        f"(version not recorded, assumed {engine.version}); an older one reads MemFree, {gib(free)}",
+                        details=details, evidence=evidence,
+                        fix=[f"Collect the facts where {name} is installed so that its version is known, or {drop}."])
         return ok(f"{gib(sees)} free covers {flag} {fraction} ({gib(want)}) of the {gib(total)} shared memory",
                   details=details, evidence=evidence,
-                  fix=[] if cached < total * 0.1 else [f"Page cache holds {gib(cached)}; after a model load, {drop}"])
+                  fix=[] if engine.reads_available or cached < total * 0.1
+                  else [f"Page cache holds {gib(cached)}; after a model load, {drop}"])
     if available >= want:
-        return fail(f"the page cache ({gib(cached)}) makes the engine see only {gib(sees)} free, below the "
-                    f"{gib(want)} that {flag} {fraction} asks for", details=details, evidence=evidence,
-                    remedy_ids=["QD-R-VLLM-FREE-MEMORY-LOW"],
+        since, integrated = UMA_AVAILABLE_SINCE[backend]
+        upgrade = since if uma_reads_available(backend, since, str(capability) if capability else None) else integrated
+        return fail(f"{name} {engine.version} reads MemFree, not MemAvailable: the page cache ({gib(cached)}) leaves "
+                    f"{gib(sees)} free, below the {gib(want)} that {flag} {fraction} asks for",
+                    details=details, evidence=evidence, remedy_ids=["QD-R-VLLM-FREE-MEMORY-LOW"],
                     fix=[f"Drop the page cache: {drop}.",
+                         f"Or upgrade to {name} >= {upgrade}, which takes MemAvailable (page cache counts as free).",
                          "Keep host processes small (a desktop session, a large Ray object store: "
                          "ray start --object-store-memory=1000000000)."])
     can = max(0.05, available / total - 0.05)
     return fail(f"only {gib(available)} of {gib(total)} is available, below the {gib(want)} {flag} {fraction} asks for",
                 details=details, evidence=evidence, remedy_ids=["QD-R-VLLM-FREE-MEMORY-LOW"],
-                fix=[f"Lower {flag} to <= {can:.2f}, or stop host processes that hold memory.", f"Then {drop}."])
+                fix=[f"Lower {flag} to <= {can:.2f}, or stop host processes that hold memory.",
+                     *([] if engine.reads_available else [f"Then {drop}."])])

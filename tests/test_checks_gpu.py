@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
+from doctor import registry, runner
+from doctor.context import CheckContext
+from doctor.planner.versions import known_versions
+from profiles import load_profile
 from tests.conftest import facts_with, load_fixture, run, status_of
 
 
@@ -99,3 +105,80 @@ def test_lower_utilization_makes_room_next_to_foreign_process():
 def test_sglang_mem_fraction_static_is_the_share_checked():
     result = run(load_fixture("pcie-4x-l40s-docker"), backend="sglang", only=("QD-MEM-001",), mem_fraction_static=0.88)
     assert "--mem-fraction-static 0.88" in result["QD-MEM-001"][0].details[0]
+
+
+# QD-MEM-003 on the GB10 fixture: 121.7 GiB shared, MemFree 34 GiB, MemAvailable 112 GiB (76 GiB page cache).
+# What the engine compares is per version (doctor/planner/versions.py, read in the wheels): vLLM MemFree up to
+# 0.11.0, MemAvailable from 0.11.1; SGLang MemFree up to 0.5.3.post3, MemAvailable from 0.5.4.
+
+def _mem003(backend: str, version: str | None, **options):
+    facts = facts_with("gb10-spark", packages={backend: version}) if version else load_fixture("gb10-spark")
+    (result,) = run(facts, backend=backend, only=("QD-MEM-003",), **options)["QD-MEM-003"]
+    return result
+
+
+def test_gb10_page_cache_fails_a_vllm_that_reads_memfree_and_names_the_version_rule():
+    old = _mem003("vllm", "0.11.0", gpu_memory_utilization=0.7)
+    assert old.status.value == "fail"
+    assert "vLLM 0.11.0 reads MemFree" in old.summary and "page cache (76.0 GiB)" in old.summary
+    assert "MemAvailable from 0.11.1" in " ".join(old.details)
+    assert "drop_caches" in old.fix[0] and "upgrade to vLLM >= 0.11.1" in old.fix[1]
+    assert old.evidence["reads"] == "MemFree"
+
+
+@pytest.mark.parametrize("version", ["0.11.1", "0.19.1", "0.32.0"])
+def test_gb10_page_cache_passes_a_vllm_that_reads_memavailable(version):
+    new = _mem003("vllm", version, gpu_memory_utilization=0.7)
+    assert new.status.value == "ok", new.summary
+    assert f"vLLM {version} takes MemAvailable" in " ".join(new.details) and "since 0.11.1" in " ".join(new.details)
+    assert "112.0 GiB free covers" in new.summary and not new.fix
+
+
+def test_memavailable_below_the_request_fails_every_vllm_and_asks_for_a_lower_utilization():
+    greedy = _mem003("vllm", "0.32.0", gpu_memory_utilization=0.95)
+    assert greedy.status.value == "fail" and "only 112.0 GiB of 121.7 GiB is available" in greedy.summary
+    assert greedy.fix == ["Lower --gpu-memory-utilization to <= 0.87, or stop host processes that hold memory."]
+
+
+def test_sglang_reads_memfree_until_0_5_4():
+    assert _mem003("sglang", "0.5.3", mem_fraction_static=0.7).status.value == "fail"
+    assert "SGLang 0.5.3 reads MemFree" in _mem003("sglang", "0.5.3", mem_fraction_static=0.7).summary
+    assert _mem003("sglang", "0.5.4", mem_fraction_static=0.7).status.value == "ok"
+    greedy = _mem003("sglang", "0.5.23", mem_fraction_static=0.95)
+    assert greedy.status.value == "fail" and "Lower --mem-fraction-static" in greedy.fix[0]
+
+
+def test_an_unrecorded_version_is_assumed_newest_and_warns_when_memfree_would_fail():
+    unknown = _mem003("vllm", None, gpu_memory_utilization=0.7)
+    newest = known_versions("vllm")[-1]
+    assert unknown.status.value == "warn"
+    assert f"assumed {newest}" in unknown.summary and "vLLM >= 0.11.1" in unknown.summary
+    assert f"vLLM version unknown, assumed {newest}" in unknown.details[1]
+    assert _mem003("vllm", None, gpu_memory_utilization=0.2).status.value == "ok"   # MemFree covers it as well
+
+
+def test_the_profile_range_decides_when_the_facts_hold_no_version():
+    facts = load_fixture("gb10-spark")
+    profile = load_profile("vllm-stable")   # backend_version >=0.17.0: every release there reads MemAvailable
+    (result,) = run_with_profile(facts, profile, gpu_memory_utilization=0.7)
+    assert result.status.value == "ok"
+    assert f"every version in the profile's range {profile.backend_version}" in result.details[1]
+
+
+def test_before_0_20_vllm_recognised_unified_memory_by_compute_capability_only():
+    def thor(version: str):
+        facts = facts_with("gb10-spark", packages={"vllm": version})
+        facts.data["nvml"]["gpus"][0].update(name="NVIDIA Thor", compute_capability="10.1")  # not 8.7, 11.0, 12.1
+        (result,) = run(facts, backend="vllm", only=("QD-MEM-003",), gpu_memory_utilization=0.7)["QD-MEM-003"]
+        return result
+
+    old = thor("0.19.1")
+    assert old.status.value == "fail" and "only on compute capability 8.7, 11.0, 12.1" in old.details[1]
+    assert "upgrade to vLLM >= 0.20.0" in old.fix[1]
+    assert thor("0.20.0").status.value == "ok"   # is_integrated_gpu: cudaDevAttrIntegrated (vllm PR #35356)
+
+
+def run_with_profile(facts, profile, **options):
+    specs = runner.select(registry.load(plugins=False), profile.backend, ("QD-MEM-003",))
+    return runner.run_checks(specs, CheckContext(facts=facts, backend=profile.backend, profile=profile,
+                                                 options=options))

@@ -37,8 +37,21 @@ def test_acceptance_gpus_are_planned(gpus):
     assert "qwen-doctor plan:" in r.output
 
 
-def test_gb10_warns_about_unified_memory():
-    assert "shares one memory between CPU and GPU" in run("--gpus", "1xGB10").output
+def _unified_note(*args: str) -> str:
+    (line,) = [line for line in run("--gpus", "1xGB10", *args).output.splitlines() if "shares one memory" in line]
+    return line
+
+
+@pytest.mark.parametrize("backend, old, new", [("vllm", "0.11.0", "0.11.1"), ("sglang", "0.5.3", "0.5.4")])
+def test_gb10_warning_names_the_free_memory_the_engine_version_reads(backend, old, new):
+    """vLLM up to 0.11.0 and SGLang up to 0.5.3 size from MemFree (page cache counts as used); later ones from
+    MemAvailable (doctor/planner/versions.py)."""
+    before = _unified_note("--backend", backend, "--backend-version", old)
+    assert f"{old} takes as free memory cudaMemGetInfo's MemFree" in before
+    assert f"MemAvailable from {new} on" in before and "drop_caches" in before
+    after = _unified_note("--backend", backend, "--backend-version", new)
+    assert f"{new} takes as free memory the host's MemAvailable (since {new})" in after
+    assert "page cache counts as free" in after and "drop_caches" not in after
 
 
 def test_without_tp_every_layout_is_listed_best_first():

@@ -142,16 +142,3 @@ def test_the_live_probe_reports_interfaces_of_this_machine() -> None:
     data = netif_probe.probe()
     assert any(i["name"] == "lo" or i["name"].startswith("lo") for i in data["interfaces"])
     assert isinstance(data["rdma"], list) and isinstance(data["hostname_ips"], list)
-
-
-def test_gb10_unified_memory_page_cache_hides_free_memory_from_vllm_but_not_from_sglang() -> None:
-    from tests.conftest import load_fixture
-
-    gb10 = load_fixture("gb10-spark")
-    (vllm,) = run(gb10, backend="vllm", only=("QD-MEM-003",), gpu_memory_utilization=0.7)["QD-MEM-003"]
-    assert vllm.status.value == "fail" and "page cache" in vllm.summary and "drop_caches" in " ".join(vllm.fix)
-    (sglang,) = run(gb10, backend="sglang", only=("QD-MEM-003",), mem_fraction_static=0.7)["QD-MEM-003"]
-    assert sglang.status.value == "ok"
-    (greedy,) = run(gb10, backend="sglang", only=("QD-MEM-003",), mem_fraction_static=0.95)["QD-MEM-003"]
-    assert greedy.status.value == "fail" and "Lower --mem-fraction-static" in greedy.fix[0]
-    assert status_of(run(load_fixture("h200"), only=("QD-MEM-003",)), "QD-MEM-003") == ["skip"]

@@ -118,10 +118,7 @@ def render_text(p: Plan) -> str:
         lines.append("  " + name.ljust(width) + "  ".join(v.ljust(c) for v, c in zip(values, cols)))
     lines.append("")
     if p.hardware.gpu.unified:
-        lines.append(f"  ! {p.hardware.gpu.name} shares one memory between CPU and GPU: vLLM sizes from the free "
-                     "memory cudaMemGetInfo reports, which page cache and host processes shrink; drop caches "
-                     "(sync; echo 3 > /proc/sys/vm/drop_caches) before starting and keep "
-                     "--gpu-memory-utilization low enough for the host")
+        lines.append(f"  ! {unified_memory_note(p)}")
     for r in p.rules:
         if not r.ok:
             mark = "✗" if r.severity == "fail" else "!"
@@ -140,6 +137,25 @@ def render_text(p: Plan) -> str:
         else:
             lines.append("    no single change makes it fit: add GPUs or combine the changes above")
     return "\n".join(line.rstrip() for line in lines)
+
+
+def unified_memory_note(p: Plan) -> str:
+    """What the engine version takes as free memory on a unified-memory GPU (versions.py uma_reads_available)."""
+    from doctor.planner.versions import UMA_AVAILABLE_SINCE, known_versions, uma_reads_available
+
+    cfg, gpu = p.config, p.hardware.gpu
+    sglang = cfg.backend == "sglang"
+    name, flag = ("SGLang", "--mem-fraction-static") if sglang else ("vLLM", "--gpu-memory-utilization")
+    version = cfg.backend_version or known_versions(cfg.backend)[-1]
+    assumed = "" if cfg.backend_version else " (assumed)"
+    since = UMA_AVAILABLE_SINCE[cfg.backend][0]
+    head = f"{gpu.name} shares one memory between CPU and GPU: {name} {version}{assumed} takes as free memory "
+    if uma_reads_available(cfg.backend, version, gpu.compute_capability):
+        return (head + f"the host's MemAvailable (since {since}): page cache counts as free, memory that host "
+                f"processes hold does not; keep {flag} low enough for them")
+    return (head + f"cudaMemGetInfo's MemFree, which page cache and host processes shrink (MemAvailable from {since} "
+            f"on); drop caches (sync; echo 3 > /proc/sys/vm/drop_caches) right before starting and keep {flag} "
+            "low enough for the host")
 
 
 def plan_to_dict(p: Plan) -> dict[str, Any]:

@@ -42,6 +42,13 @@ def resolve_version(backend: str, requested: str | None) -> str:
     return text
 
 
+# Integrated GPUs, free memory: (first version reading MemAvailable, first keying on cudaDevAttrIntegrated
+# instead of UMA_CAPABILITIES), and the last version before each; sources in vllm_rules / sglang_rules.
+UMA_AVAILABLE_SINCE = {"vllm": ("0.11.1", "0.20.0"), "sglang": ("0.5.4", "0.5.9")}
+UMA_LAST_BEFORE = {"vllm": ("0.11.0", "0.19.1"), "sglang": ("0.5.3.post3", "0.5.8.post1")}
+UMA_CAPABILITIES = ("8.7", "11.0", "12.1")  # Orin, Thor, Spark (GB10)
+
+
 @dataclass(frozen=True)
 class VllmRules:
     """What `determine_available_memory` and the KV-cache sizing of one vLLM version do by default."""
@@ -53,6 +60,8 @@ class VllmRules:
     large_gpu_batch_defaults: bool
     extensible_kv_cache: bool
     hybrid_prefix_caching: bool
+    uma_free_is_available: bool = False  # integrated GPU: start-up free memory is MemAvailable, not MemFree
+    uma_by_capability: bool = False      # ... but only on UMA_CAPABILITIES (before cudaDevAttrIntegrated)
 
 
 def vllm_rules(version: str) -> VllmRules:
@@ -73,6 +82,16 @@ def vllm_rules(version: str) -> VllmRules:
     - prefix caching on hybrid (GDN) models: engine/arg_utils.py
       _set_default_chunked_prefill_and_prefix_caching_args keeps it opt-in ("not model_config.is_hybrid")
       in 0.26.0-0.27.1 only; on by default before and after (our H200 log: enable_prefix_caching=False).
+    - free memory on an integrated (unified-memory) GPU, which the start-up check ('Free memory on device ...
+      is less than desired GPU memory utilization', v1/worker/gpu_worker.py) compares: MemorySnapshot.measure
+      takes torch.cuda.mem_get_info() (cudaMemGetInfo = the kernel's MemFree there, page cache counted as
+      used) up to 0.11.0 (vllm/utils/__init__.py); from 0.11.1 (vllm/utils/mem_utils.py) it replaces it by
+      `psutil.virtual_memory().available` (MemAvailable) when the compute capability is in
+      `shared_sysmem_device_mem_sms = ((8, 7), (11, 0), (12, 1))  # Orin, Thor, Spark`; from 0.20.0 when
+      `current_platform.is_integrated_gpu()` (platforms/cuda.py: torch's `is_integrated`, i.e.
+      cudaDevAttrIntegrated; vllm PR #35356). Read in the 0.11.0, 0.11.1, 0.11.2, 0.12.0, 0.13.0, 0.15.0,
+      0.17.0-0.19.1, 0.20.0 and 0.32.0 wheels. A GB10 on 0.24.0 reads MemAvailable (vllm issue #48140, the
+      reporter's retraction: is_integrated True, the ValueError showed MemAvailable).
     """
     v = Version(version)
     extensible = v >= Version("0.34.0")
@@ -84,6 +103,8 @@ def vllm_rules(version: str) -> VllmRules:
         large_gpu_batch_defaults=v >= Version("0.28.0"),
         extensible_kv_cache=extensible,
         hybrid_prefix_caching=not Version("0.26.0") <= v < Version("0.28.0"),
+        uma_free_is_available=v >= Version(UMA_AVAILABLE_SINCE["vllm"][0]),
+        uma_by_capability=v < Version(UMA_AVAILABLE_SINCE["vllm"][1]),
     )
 
 
@@ -110,6 +131,8 @@ class SglangRules:
     mamba_padding_slot: bool         # the pool's padding slot (and one more request's MTP states) is priced
     mm_reservation_mib: int          # reserved off the rest for multimodal models (embedding cache)
     formula_checked: bool            # False: outside the versions read, the nearest read formula applies
+    uma_free_is_available: bool = False  # integrated GPU: get_available_gpu_memory is MemAvailable
+    uma_by_capability: bool = False      # ... but only on UMA_CAPABILITIES (before torch's is_integrated)
 
 
 def sglang_rules(version: str) -> SglangRules:
@@ -173,4 +196,15 @@ def sglang_rules(version: str) -> SglangRules:
         mamba_pp_stage_share=v >= Version("0.5.18"),
         mamba_padding_slot=v >= Version("0.5.18"),
         mm_reservation_mib=100 if v >= Version("0.5.18") else 0,
-        formula_checked=read[0] <= v <= read[-1])
+        formula_checked=read[0] <= v <= read[-1],
+        uma_free_is_available=v >= Version(UMA_AVAILABLE_SINCE["sglang"][0]),
+        uma_by_capability=v < Version(UMA_AVAILABLE_SINCE["sglang"][1]))
+
+
+def uma_reads_available(backend: str, version: str, compute_capability: str | None = None) -> bool:
+    """Whether `backend` `version` takes MemAvailable (else MemFree) as the free memory of an integrated GPU
+    of `compute_capability` (None: one the engine recognises). See vllm_rules / sglang_rules."""
+    rules = sglang_rules(version) if backend == "sglang" else vllm_rules(version)
+    if not rules.uma_free_is_available:
+        return False
+    return not rules.uma_by_capability or compute_capability is None or compute_capability in UMA_CAPABILITIES
