@@ -33,6 +33,19 @@ def replay(name: str, stop_at: str | None = None) -> LogFollower:
     return follower
 
 
+def h200() -> GPU:
+    """The GPU of the recorded machine, as its facts describe it."""
+    g = Facts(json.loads((HERE / "facts.json").read_text())).gpus[0]
+    return GPU(g["name"], int(g["memory"]["total"]), str(g["compute_capability"]))
+
+
+def assert_planned_within_tolerance(boot: dict, cfg: ServeConfig, gpu: GPU) -> None:
+    c = boot["config"]
+    predicted = plan(get_model(c["model"]), Hardware(gpu, c["tp"]), cfg).kv_tokens
+    status, summary = kv.compare(boot["logged"]["kv_tokens"], kv.KVPrediction(predicted, "replayed plan"))
+    assert status == "ok", summary
+
+
 def report(name: str) -> dict:
     return json.loads((HERE / f"{name}.json").read_text())
 
@@ -96,15 +109,11 @@ def test_recorded_figures_are_those_the_log_says(boot: dict) -> None:
 
 @pytest.mark.parametrize("boot", FIGURES["boots"], ids=lambda b: b["name"])
 def test_kv_logged_matches_the_plan_for_that_vllm_version_within_tolerance(boot: dict) -> None:
-    facts = Facts(json.loads((HERE / "facts.json").read_text()))
-    g = facts.gpus[0]
-    gpu = GPU(g["name"], int(g["memory"]["total"]), str(g["compute_capability"]))
+    gpu = h200()
     c = boot["config"]
     cfg = ServeConfig(backend="vllm", max_model_len=c["max_model_len"], backend_version=c["backend_version"],
                       language_model_only=not c["vision_tower"])
-    predicted = plan(get_model(c["model"]), Hardware(gpu, c["tp"]), cfg).kv_tokens
-    status, summary = kv.compare(boot["logged"]["kv_tokens"], kv.KVPrediction(predicted, "replayed plan"))
-    assert status == "ok", summary
+    assert_planned_within_tolerance(boot, cfg, gpu)
 
 
 @pytest.mark.parametrize("boot", [b for b in FIGURES["boots"] if b["planned_kv_tokens"]], ids=lambda b: b["name"])
@@ -165,15 +174,11 @@ def test_recorded_sglang_figures_are_those_the_log_says(boot: dict) -> None:
 
 @pytest.mark.parametrize("boot", FIGURES["sglang_boots"], ids=lambda b: b["name"])
 def test_sglang_kv_logged_matches_the_plan_for_that_version_within_tolerance(boot: dict) -> None:
-    facts = Facts(json.loads((HERE / "facts.json").read_text()))
-    g = facts.gpus[0]
-    gpu = GPU(g["name"], int(g["memory"]["total"]), str(g["compute_capability"]))
+    gpu = h200()
     c = boot["config"]
     cfg = ServeConfig(backend="sglang", max_model_len=c["context_length"], backend_version=c["backend_version"],
                       mem_fraction_static=c["mem_fraction_static"], language_model_only=not c["vision_tower"])
-    predicted = plan(get_model(c["model"]), Hardware(gpu, c["tp"]), cfg).kv_tokens
-    status, summary = kv.compare(boot["logged"]["kv_tokens"], kv.KVPrediction(predicted, "replayed plan"))
-    assert status == "ok", summary
+    assert_planned_within_tolerance(boot, cfg, gpu)
 
 
 def test_the_sglang_runs_pinned_the_transformers_and_tokenizers_sglang_asks_for() -> None:
