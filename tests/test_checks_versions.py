@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import facts_with, run, status_of
 
 
@@ -51,11 +53,29 @@ def test_local_version_tags_compare_on_the_public_version():
     results = run(facts, backend="sglang", only=("QD-VER",))
     assert status_of(results, "QD-VER-002") == ["ok"]
     assert status_of(results, "QD-VER-003") == ["ok"]
-    assert status_of(results, "QD-VER-004") == ["skip"]  # SGLang rows carry no flashinfer pin
+    assert status_of(results, "QD-VER-004") == ["ok"]  # pinned 0.7.2, not installed: other attention backends
+
+
+@pytest.mark.parametrize("transformers", ["5.17.0", "5.6.0"])
+def test_sglang_pins_one_exact_transformers_per_release(transformers: str) -> None:
+    # sglang 0.5.16 Requires-Dist transformers==5.12.1; 5.17 stops it at import
+    # (tests/fixtures/h200-rehearsal/sglang-transformers-5.17.log), 5.6.0 is 0.5.11's pin
+    facts = facts_with(packages={"sglang": "0.5.16", "torch": "2.11.0", "transformers": transformers})
+    result = run(facts, backend="sglang", only=("QD-VER-003",))["QD-VER-003"][0]
+    assert result.status.value == "fail" and "5.12.1" in result.summary
+
+
+def test_sglang_flashinfer_pin_follows_the_release():
+    facts = facts_with(packages={"sglang": "0.5.16", "torch": "2.11.0", "transformers": "5.12.1",
+                                 "flashinfer": "0.6.12"})
+    assert status_of(run(facts, backend="sglang", only=("QD-VER-004",)), "QD-VER-004") == ["warn"]
+    facts = facts_with(packages={"sglang": "0.5.16", "torch": "2.11.0", "transformers": "5.12.1",
+                                 "flashinfer": "0.6.14"})
+    assert status_of(run(facts, backend="sglang", only=("QD-VER-004",)), "QD-VER-004") == ["ok"]
 
 
 def test_unlisted_release_is_skipped_rather_than_guessed():
-    facts = facts_with(packages={"sglang": "0.5.17", "torch": "2.11.0"})
+    facts = facts_with(packages={"sglang": "0.5.24", "torch": "2.11.0"})
     assert status_of(run(facts, backend="sglang", only=("QD-VER-002",)), "QD-VER-002") == ["skip"]
 
 

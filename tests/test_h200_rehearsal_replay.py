@@ -188,3 +188,10 @@ def test_the_sglang_runs_pinned_the_transformers_and_tokenizers_sglang_asks_for(
     assert "KeyError: 'rope_theta'" in (HERE / "sglang-rope-keyerror.log").read_text()
     assert "output_partition_size = 32 is not divisible by weight quantization block_n = 128" in (
         HERE / "sglang-fp8-gdn-gate-block.log").read_text()
+
+
+def test_preflight_named_the_transformers_pin_the_forced_start_then_crashed_on() -> None:
+    res = results("sglang-transformers-5.17")
+    assert res["QD-VER-003"]["status"] == "fail" and "5.12.1" in res["QD-VER-003"]["summary"]
+    assert res["QD-DEPLOY-START"]["status"] == "fail"
+    assert "is already used by a Transformers config" in (HERE / "sglang-transformers-5.17.log").read_text()
