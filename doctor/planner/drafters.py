@@ -17,8 +17,9 @@ Read from vLLM 0.26.0 (the files of the published wheel):
   spec. A drafter whose spec equals the target's (the checkpoint's MTP layer) merges with it.
 - SGLang (versions.sglang_rules, read in the 0.5.9-0.5.23 wheels): up to 0.5.13 the target sizes its pools
   (model_runner_kv_cache_mixin.py init_memory_pool) before managers/scheduler.py loads the draft worker, whose
-  EAGLE / EAGLE3 / STANDALONE drafter then gets a KV pool of the same number of tokens (draft_runner_cache_size)
-  for its own layers, out of the memory left outside --mem-fraction-static. The target's cell (bytes per token)
+  EAGLE / EAGLE3 / STANDALONE drafter then gets a KV pool of the same number of tokens (0.5.9
+  draft_runner_cache_size, the target's MemoryPoolConfig from 0.5.10) for its own layers, out of the memory
+  left outside --mem-fraction-static. The target's cell (bytes per token)
   prices the drafter's KV for DFLASH from 0.5.11 (x (full + draft layers) / full layers, rounded up) and for
   EAGLE / EAGLE3 / STANDALONE from 0.5.14 (x (1 + draft layers / full layers): pool_configurator.py
   DefaultPoolConfigurator); from 0.5.14 the drafter also loads before the pools are sized, so its weights
