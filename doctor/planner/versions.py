@@ -163,8 +163,9 @@ def sglang_rules(version: str) -> SglangRules:
     DefaultPoolConfigurator, speculative/dflash_utils.py scale_kv_cell_size_per_token_for_dflash):
     - 0.5.9-0.5.13: the target's ModelRunner sizes its pools in its constructor, before maybe_init_draft_worker
       loads the drafter; EAGLE / EAGLE3 / STANDALONE drafters then get a pool of the target's token count
-      (draft_runner_cache_size; MemoryPoolConfig from 0.5.10) for their own layers, outside the fraction. SpeculativeAlgorithm has no DFLASH before
-      0.5.11; 0.5.11-0.5.13 price DFLASH's drafter into the target's cell: ceil(cell x (full + draft layers) / full).
+      (draft_runner_cache_size; MemoryPoolConfig from 0.5.10) for their own layers, outside the fraction.
+      SpeculativeAlgorithm has no DFLASH before 0.5.11; 0.5.11-0.5.13 price DFLASH's drafter into the target's
+      cell: ceil(cell x (full + draft layers) / full).
     - 0.5.14: init_model_worker loads target and drafter, then init_memory_pools ("Loaded weights (target + draft)",
       model_runner_kv_cache_mixin.py _profile_available_bytes); EAGLE / EAGLE3 / STANDALONE scale the cell by
       (1 + draft layers / full layers) (draft layers: num_nextn_predict_layers, else the drafter's
