@@ -12,9 +12,12 @@ import pytest
 
 from doctor.models import get_model
 from doctor.planner import parse_gpus, plan
-from doctor.planner.drafters import KVType, grouped_layout, known_drafters, resolve_drafter, unified_types
+from doctor.planner.drafters import (KVType, grouped_layout, known_drafters, resolve_drafter,
+                                     sglang_drafter_cell_bytes, unified_types)
 from doctor.planner.errors import PlanInputError
 from doctor.planner.flags import config_kwargs, serve_config_from_argv
+from doctor.planner.sglang_kv import sglang_pools
+from doctor.planner.versions import sglang_rules
 
 QWEN = get_model("Qwen/Qwen3.5-35B-A3B")
 DFLASH = '{"method": "dflash", "model": "z-lab/Qwen3.5-35B-A3B-DFlash", "num_speculative_tokens": 15}'
@@ -70,23 +73,74 @@ def test_the_mtp_head_still_plans_as_before() -> None:
     assert mtp.ranks[0].full_layers == 11
 
 
-def test_sglang_0_5_9_sizes_the_drafter_pool_outside_the_static_fraction() -> None:
-    flags = ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "z-lab/Qwen3.5-35B-A3B-DFlash",
-             "--speculative-num-steps", "3"]
-    with_drafter = _plan("sglang", flags, tp=1, backend_version="0.5.9", language_model_only=True)
-    rank = with_drafter.ranks[0]
-    assert rank.drafter_kv_bytes == rank.kv_tokens * 8 * 2 * 4 * 128 * 2
+def _eagle3_dir(tmp_path: Path) -> Path:
+    """A one-layer EAGLE3 head with Qwen3.5-35B-A3B's per-layer KV size (4 kv heads x 128 = 2 x 256)."""
+    (tmp_path / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 2048, "num_attention_heads": 16,
+        "num_key_value_heads": 4, "head_dim": 128, "num_hidden_layers": 1, "intermediate_size": 8192,
+        "vocab_size": 248320, "draft_vocab_size": 32000, "torch_dtype": "bfloat16"}))
+    return tmp_path
 
 
-def test_sglang_0_5_23_takes_the_dflash_pool_out_of_the_target_budget() -> None:
-    flags = ["--speculative-algorithm", "DFLASH", "--speculative-draft-model-path", "z-lab/Qwen3.5-35B-A3B-DFlash",
-             "--speculative-num-draft-tokens", "16"]
-    in_budget = _plan("sglang", flags, tp=1, backend_version="0.5.23", language_model_only=True)
-    no_model = _plan("sglang", ["--speculative-algorithm", "NGRAM", "--speculative-num-draft-tokens", "16"], tp=1,
-                     backend_version="0.5.23", language_model_only=True)
-    assert in_budget.ranks[0].drafter_kv_bytes == 0
+def _sglang_pair(algorithm: str, drafter: str, version: str, tp: int = 1):
+    """The drafter's plan and an NGRAM plan with the same draft tokens and fraction (no drafter weights or KV)."""
+    common = ["--speculative-num-draft-tokens", "4", "--mem-fraction-static", "0.8"]
+    gpus = f"{tp}xH200"
+    with_drafter = _plan("sglang", ["--speculative-algorithm", algorithm, "--speculative-draft-model-path", drafter,
+                                    *common], gpus, tp=tp, backend_version=version, language_model_only=True)
+    ngram = _plan("sglang", ["--speculative-algorithm", "NGRAM", *common], gpus, tp=tp, backend_version=version,
+                  language_model_only=True)
+    return with_drafter, ngram
+
+
+def _tokens_for_cell(p, cell: int) -> int:
+    """max_total_num_tokens of the plan's rest with the given bytes per token (sglang_kv.sglang_pools)."""
+    return sglang_pools(p.ranks[0].cache_bytes, cell, p.gdn_state_bytes_per_seq, p.config, p.max_model_len
+                        ).max_total_num_tokens
+
+
+def test_sglang_0_5_9_sizes_the_eagle3_pool_outside_the_fraction_0_5_16_inside(tmp_path: Path) -> None:
+    """0.5.9: the target's pools are sized before the draft worker loads; the drafter's weights and its pool of
+    the target's token count (draft_runner_cache_size) come out of the memory outside --mem-fraction-static.
+    0.5.16: the drafter loads first (its weights shrink the rest) and the target's cell grows by 1 drafter layer /
+    10 full layers (pool_configurator.py DefaultPoolConfigurator)."""
+    drafter = str(_eagle3_dir(tmp_path))
+    old, old_ngram = _sglang_pair("EAGLE3", drafter, "0.5.9")
+    assert old.ranks[0].cache_bytes == old_ngram.ranks[0].cache_bytes
+    assert old.kv_tokens == old_ngram.kv_tokens
+    assert old.ranks[0].drafter_kv_bytes == old.kv_tokens * 1 * 2 * 4 * 128 * 2
+
+    new, new_ngram = _sglang_pair("EAGLE3", drafter, "0.5.16")
+    weights = new.ranks[0].weights["drafter"]
+    assert abs(new_ngram.ranks[0].cache_bytes - new.ranks[0].cache_bytes - weights) <= 1
+    assert new.ranks[0].drafter_kv_bytes == 0
+    target_cell = 10 * 2 * 2 * 256 * 2
+    assert new.kv_tokens == _tokens_for_cell(new, int(target_cell * (1 + 1 / 10))) < new_ngram.kv_tokens
+
+
+def test_sglang_prices_the_dflash_drafter_by_version() -> None:
+    """DFLASH (absent before 0.5.11): 0.5.11-0.5.17 scale the target's cell by (10 + 8) / 10 layers, rounded up;
+    0.5.18+ add the drafter's own bytes per token (8 layers x its kv heads per rank x 128 x K and V). At TP 4 the
+    target keeps 1 of 2 kv heads x 256 and the drafter 1 of 4 x 128: the two rules differ."""
+    drafter = known_drafters()["z-lab/qwen3.5-35b-a3b-dflash"]
+    cfg = serve_config_from_argv("sglang", [], tp=4)
+    target_cell = 10 * 1 * 256 * 2 * 2
+    extra = {v: sglang_drafter_cell_bytes(drafter, "dflash", target_cell, 10, QWEN, cfg, sglang_rules(v))
+             for v in ("0.5.9", "0.5.13", "0.5.16", "0.5.17", "0.5.18", "0.5.23")}
+    assert extra == {"0.5.9": 0, "0.5.13": 8 * 1024, "0.5.16": 8 * 1024, "0.5.17": 8 * 1024,
+                     "0.5.18": 8 * 512, "0.5.23": 8 * 512}
+    eagle3 = {v: sglang_drafter_cell_bytes(drafter, "eagle3", target_cell, 10, QWEN, cfg, sglang_rules(v))
+              for v in ("0.5.13", "0.5.14")}
+    assert eagle3 == {"0.5.13": 0, "0.5.14": 8 * 1024}
+
+
+def test_sglang_0_5_23_takes_the_dflash_pool_and_weights_out_of_the_target_budget() -> None:
+    dflash, ngram = _sglang_pair("DFLASH", "z-lab/Qwen3.5-35B-A3B-DFlash", "0.5.23")
+    rank = dflash.ranks[0]
+    assert rank.drafter_kv_bytes == 0
+    assert abs(ngram.ranks[0].cache_bytes - rank.cache_bytes - rank.weights["drafter"]) <= 1
     target_cell, draft_cell = 10 * 2 * 2 * 256 * 2, 8 * 2 * 4 * 128 * 2
-    assert in_budget.kv_tokens == no_model.kv_tokens * target_cell // (target_cell + draft_cell)
+    assert dflash.kv_tokens == _tokens_for_cell(dflash, target_cell + draft_cell)
 
 
 def test_sglang_eagle_without_a_draft_model_is_the_mtp_head() -> None:

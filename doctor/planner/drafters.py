@@ -15,15 +15,17 @@ Read from vLLM 0.26.0 (the files of the published wheel):
   are padded), _get_kv_cache_groups_uniform_page_size groups layers of identical spec, group size = the
   smallest layer count of a spec (the largest when max < 1.5 x min), cdiv(layers, group size) groups per
   spec. A drafter whose spec equals the target's (the checkpoint's MTP layer) merges with it.
-- SGLang 0.5.9 (model_executor/model_runner_kv_cache_mixin.py init_memory_pool): the target sizes
-  max_total_num_tokens from its own layers only; the draft worker then allocates a KV pool of the same
-  number of tokens (draft_runner_cache_size) for its own layers, out of the memory left outside
-  --mem-fraction-static.
-  SGLang 0.5.23 (mem_cache/draft_kv_budget.py resolve_dflash_draft_cell_size: "Bytes/token the DFLASH draft
-  KV pool will cost the target's pool budget") sizes a DFLASH drafter's pool inside the target's budget: one
-  token costs the target's cell plus the drafter's. Versions between 0.5.9 and 0.5.23 were not read and
-  follow 0.5.9; EAGLE-family drafters follow 0.5.9 everywhere (unverified for >= 0.5.23). SGLang's pool is
-  planned for every drafter layer (sliding-window drafter layers as full attention: an upper bound).
+- SGLang (versions.sglang_rules, read in the 0.5.9-0.5.23 wheels): up to 0.5.13 the target sizes its pools
+  (model_runner_kv_cache_mixin.py init_memory_pool) before managers/scheduler.py loads the draft worker, whose
+  EAGLE / EAGLE3 / STANDALONE drafter then gets a KV pool of the same number of tokens (0.5.9
+  draft_runner_cache_size, the target's MemoryPoolConfig from 0.5.10) for its own layers, out of the memory
+  left outside --mem-fraction-static. The target's cell (bytes per token)
+  prices the drafter's KV for DFLASH from 0.5.11 (x (full + draft layers) / full layers, rounded up) and for
+  EAGLE / EAGLE3 / STANDALONE from 0.5.14 (x (1 + draft layers / full layers): pool_configurator.py
+  DefaultPoolConfigurator); from 0.5.14 the drafter also loads before the pools are sized, so its weights
+  count. From 0.5.18 DFLASH adds the drafter's own bytes per token (its kv heads and head size) instead of the
+  layer ratio. SGLang's pool is planned for every drafter layer (sliding-window drafter layers as full
+  attention: an upper bound); --speculative-draft-kv-cache-dtype is not modelled (the target's KV dtype).
 - Not modelled: the drafter's own profile run and CUDA graphs (vLLM captures graphs for the drafter too;
   vllm-project/vllm#50722 logged a 2.22 GiB graph estimate for a TP 4 DFlash boot).
 Drafter configs live in doctor/models/registry.yaml (`drafters:`, each with a cited source); a local
@@ -46,6 +48,7 @@ from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
 from doctor.planner.state import kv_dtype_bytes, kv_heads_per_rank
+from doctor.planner.versions import SglangRules
 
 # --speculative-config "method" (vLLM) / --speculative-algorithm (SGLang), lower-cased
 MTP_METHODS = ("mtp", "qwen3_5_mtp", "qwen3_next_mtp", "nextn", "deepseek_mtp", "")
@@ -287,13 +290,17 @@ def drafter_capacity(target: ModelSpec, cfg: ServeConfig, drafter: DrafterSpec, 
                                       in_flight_tokens)
 
 
-SGLANG_DFLASH_POOL_IN_BUDGET = "0.5.23"
-
-
-def sglang_draft_pool_in_budget(drafter: DrafterSpec, version: str | None) -> bool:
-    """Whether SGLang `version` takes the drafter's KV pool out of the target's pool budget (else: outside
-    --mem-fraction-static)."""
-    from packaging.version import Version
-
-    return drafter.method == "dflash" and Version(version or SGLANG_DFLASH_POOL_IN_BUDGET) >= Version(
-        SGLANG_DFLASH_POOL_IN_BUDGET)
+def sglang_drafter_cell_bytes(drafter: DrafterSpec, method: str, target_cell: int, target_full_layers: int,
+                              target: ModelSpec, cfg: ServeConfig, rules: SglangRules) -> int:
+    """Bytes per token SGLang adds to the target's cell (`target_cell` over `target_full_layers` layers) for the
+    drafter's KV under --speculative-algorithm `method`; 0 when the drafter's pool is sized outside
+    --mem-fraction-static (its algorithm not in rules.drafter_cell_methods) or the stage has no full layers."""
+    kind = method.lower()
+    if kind not in rules.drafter_cell_methods or target_full_layers <= 0 or drafter.num_layers <= 0:
+        return 0
+    if kind == "dflash":
+        if rules.dflash_own_cell:
+            return drafter.num_layers * drafter.kv_bytes_per_token_per_layer(target, cfg)
+        total = target_full_layers + drafter.num_layers
+        return (target_cell * total + target_full_layers - 1) // target_full_layers - target_cell
+    return int(target_cell * (1 + drafter.num_layers / target_full_layers)) - target_cell

@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 
 from doctor.models.spec import ModelSpec
 from doctor.planner.config import ServeConfig
-from doctor.planner.drafters import drafter_capacity, drafter_of, sglang_draft_pool_in_budget
+from doctor.planner.drafters import drafter_capacity, drafter_of, sglang_drafter_cell_bytes
 from doctor.planner.divisibility import RuleResult, check_divisibility, valid_tensor_parallel_sizes
 from doctor.planner.hardware import GIB, Hardware
 from doctor.planner.errors import PlanInputError
 from doctor.planner.overhead import VllmOverhead, vllm_overhead_terms
-from doctor.planner.sglang_kv import LOAD_BUFFER_BYTES, sglang_capacity
+from doctor.planner.sglang_kv import LOAD_BUFFER_BYTES, rules_of, sglang_capacity, sglang_pools
 from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
 from doctor.planner.versions import resolve_version, vllm_rules
@@ -122,23 +122,27 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
     overhead = sglang_context_bytes(cfg)
     if measured is None or measured.weights_bytes is None:
         weights = {**weights, "load buffers": LOAD_BUFFER_BYTES, "total": weights["total"] + LOAD_BUFFER_BYTES}
-    # SGLang sizes the target's pool before the draft worker loads (drafters.py): the drafter's weights and its
-    # own pool of the same token count come out of the memory outside --mem-fraction-static.
-    target_weights = {**weights, "total": weights["total"] - weights.get("drafter", 0)}
+    # The drafter's weights count in the pools' budget when it loads first (rules.draft_kv_in_cell, 0.5.14+),
+    # else they come out of the memory outside --mem-fraction-static (drafters.py).
+    rules = rules_of(cfg)
+    loads_first = drafter is not None and rules.draft_kv_in_cell
+    target_weights = weights if loads_first else {**weights, "total": weights["total"] - weights.get("drafter", 0)}
     cap = sglang_capacity(spec, cfg, hw.gpu, target_weights, overhead, (start, end),
                           pp_partition(spec.num_layers, cfg.pp), max_len)
     budget = int(cap.pre_model_load * cap.mem_fraction_static)
-    tokens, draft_pool = cap.max_total_num_tokens, 0
+    tokens, running, draft_pool = cap.max_total_num_tokens, cap.max_running_requests, 0
     if drafter is not None:
-        draft_cell = drafter.num_layers * drafter.kv_bytes_per_token_per_layer(spec, cfg)
-        if sglang_draft_pool_in_budget(drafter, cfg.backend_version) and cap.cell_size:
-            tokens = tokens * cap.cell_size // (cap.cell_size + draft_cell)
+        extra = sglang_drafter_cell_bytes(drafter, cfg.speculative_method or "", cap.cell_size,
+                                          layers_in_stage(spec, start, end)[0], spec, cfg, rules)
+        if extra:
+            pools = sglang_pools(cap.rest, cap.cell_size + extra, cap.mamba_cache_per_req, cfg, max_len)
+            tokens, running = pools.max_total_num_tokens, pools.max_running_requests
         else:
-            draft_pool = tokens * draft_cell
+            draft_pool = tokens * drafter.num_layers * drafter.kv_bytes_per_token_per_layer(spec, cfg)
     concurrency = tokens / max_len if max_len else 0.0
     return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cap.rest,
                     tokens, concurrency, mamba_slots=cap.mamba_slots,
-                    max_running_requests=cap.max_running_requests, drafter_kv_bytes=draft_pool)
+                    max_running_requests=running, drafter_kv_bytes=draft_pool)
 
 
 def _evaluate(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, measured: Measured | None = None) -> Plan:

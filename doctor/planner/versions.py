@@ -125,6 +125,8 @@ class SglangRules:
     spec_states_before_split: bool   # MTP's intermediate mamba states come off the rest before the split
     draft_kv_in_cell: bool           # the drafter loads before the pools: its weights count, and its KV is
                                      # priced into the target's cell
+    drafter_cell_methods: tuple[str, ...]  # algorithms whose separate drafter's KV the target's cell prices
+    dflash_own_cell: bool            # DFLASH prices the drafter's own bytes per token, not the layer ratio
     mamba_extra_buffer: bool         # radix cache "auto" resolves to extra_buffer: 2 more slots per request
     running_capped_by_tokens: bool   # max_running_requests <= max_total_num_tokens // 2
     mamba_pp_stage_share: bool       # with PP, mamba_cache_per_req counts the largest stage's GDN layers
@@ -179,6 +181,21 @@ def sglang_rules(version: str) -> SglangRules:
       slots = (budget - per_req) // per_req, (slots + 1) x per_req come off the rest, MTP solves
       (budget - per_req x (1 + D)) // (per_req x (1 + D / ratio)) and prices (min(48, slots // ratio) + 1) x D
       intermediate states.
+    Separate drafters (--speculative-draft-model-path; drafters.sglang_drafter_cell_bytes), read in the wheels of
+    0.5.9-0.5.23 (managers/scheduler.py init_model_worker, model_executor/pool_configurator.py
+    DefaultPoolConfigurator, speculative/dflash_utils.py scale_kv_cell_size_per_token_for_dflash):
+    - 0.5.9-0.5.13: the target's ModelRunner sizes its pools in its constructor, before maybe_init_draft_worker
+      loads the drafter; EAGLE / EAGLE3 / STANDALONE drafters then get a pool of the target's token count
+      (draft_runner_cache_size; MemoryPoolConfig from 0.5.10) for their own layers, outside the fraction.
+      SpeculativeAlgorithm has no DFLASH before 0.5.11; 0.5.11-0.5.13 price DFLASH's drafter into the target's
+      cell: ceil(cell x (full + draft layers) / full).
+    - 0.5.14: init_model_worker loads target and drafter, then init_memory_pools ("Loaded weights (target + draft)",
+      model_runner_kv_cache_mixin.py _profile_available_bytes); EAGLE / EAGLE3 / STANDALONE scale the cell by
+      (1 + draft layers / full layers) (draft layers: num_nextn_predict_layers, else the drafter's
+      num_hidden_layers), DFLASH as 0.5.11; the drafter's pool gets the target's token count inside the budget.
+    - 0.5.18: DFLASH prices the drafter's own geometry: target cell + draft kv heads per rank x (head_dim +
+      v_head_dim) x draft layers x KV dtype (spec_aux_hidden_state.py _resolve_dflash_draft_cell_size;
+      mem_cache/draft_kv_budget.py resolve_dflash_draft_cell_size in 0.5.23); 0.5.17 still scales by layers.
     """
     v = Version(version)
     read = [Version(r) for r in SGLANG_READ]
@@ -191,6 +208,9 @@ def sglang_rules(version: str) -> SglangRules:
         speculative_reserve=v < Version("0.5.14"),
         spec_states_before_split=v < Version("0.5.14"),
         draft_kv_in_cell=v >= Version("0.5.14"),
+        drafter_cell_methods=(("eagle", "eagle3", "standalone", "dflash") if v >= Version("0.5.14")
+                              else ("dflash",) if v >= Version("0.5.11") else ()),
+        dflash_own_cell=v >= Version("0.5.18"),
         mamba_extra_buffer=v >= Version("0.5.14"),
         running_capped_by_tokens=v >= Version("0.5.14"),
         mamba_pp_stage_share=v >= Version("0.5.18"),
