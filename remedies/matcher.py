@@ -22,7 +22,7 @@ is matched on its own first (numbered as itself), then the joined record for wha
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import BinaryIO, Generator, Iterable, Iterator
 
 from remedies import crash as crash_rules
@@ -320,7 +320,8 @@ class Matcher:
             for number, shown, span, remedy, values in self._match_record(chunk, first, pieces, lineno - at, anchors, limit):
                 yield Match(remedy, number, shown, *self._context(chunk, *span, limit), values)
             if crashes and CRASH in anchors and first >= parsed_until:
-                event, parsed_until = self._crash(chunk, first, limit, lineno - chunk.count(b"\n", first, start), pieces)
+                event, parsed_until = self._crash(chunk, first, last, limit,
+                                                  lineno - chunk.count(b"\n", first, start), pieces)
                 if event is not None and not any(self.match_line(text) for text in event.readings):
                     yield Match(UNKNOWN, event.lineno, _shorten(event.exception), crash=event)
         return lineno + chunk.count(b"\n", counted, limit)
@@ -396,18 +397,20 @@ class Matcher:
             line_start, end = end + 1, following
         return first, end, pieces, at
 
-    def _crash(self, chunk: bytearray, first: int, limit: int, lineno: int,
+    def _crash(self, chunk: bytearray, first: int, last: int, limit: int, lineno: int,
                pieces: list[Line]) -> tuple[Crash | None, int]:
-        """A fatal event starting at this record, and the byte up to which its lines were read."""
+        """A fatal event starting at this record (ending at byte `last`), with the records of progress that
+        follow it counted (`remedies.crash.progress`), and the byte up to which its lines were read."""
         head = pieces[0]
-        if not head.text.strip().startswith(crash_rules.HEADER):
+        if not crash_rules.starts_traceback(head.text):
             text = join([p.text for p in pieces]).strip()
             fatal = crash_rules.death(Line(text, head.level, True))
             if fatal is None:
                 return None, first
             kind = "exception" if crash_rules.exception_line(fatal) else "died"
             tight = join([p.text for p in pieces], "").strip() if len(pieces) > 1 else ""
-            return Crash(lineno, fatal, fatal, None, crash_rules.component_of((), fatal), kind, tight), first
+            return Crash(lineno, fatal, fatal, None, crash_rules.component_of((), fatal), kind, tight,
+                         self._carried_on(chunk, last, limit)), first
         level = head.level
         if level is None and first > 0:
             previous = self._read(chunk, chunk.rfind(b"\n", 0, first - 1) + 1, first - 1)[1].level
@@ -423,8 +426,24 @@ class Matcher:
                 yield number, line
                 pos = end
 
-        event, last = crash_rules.parse_traceback(following(), level)
-        return event, ends.get(last, ends[lineno])
+        event, used = crash_rules.parse_traceback(following(), level)
+        end = ends.get(used, ends[lineno])
+        if event is not None:
+            event = replace(event, carried_on=self._carried_on(chunk, end, limit))
+        return event, end
+
+    def _carried_on(self, chunk: bytearray, end: int, limit: int) -> int:
+        """Records of progress after the line ending at byte `end`, up to the next fatal-looking line (at most
+        CARRIED_ON counted, LOOKAHEAD_LINES read, within the chunk)."""
+        count, pos = 0, end
+        for _ in range(crash_rules.LOOKAHEAD_LINES):
+            if pos + 1 >= limit or count >= crash_rules.CARRIED_ON:
+                break
+            pos, line = self._read(chunk, pos + 1, limit)
+            if crash_rules.fatal_looking(line):
+                break
+            count += crash_rules.progress(line)
+        return count
 
     def _context(self, chunk: bytearray, start: int, end: int, limit: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         before: list[str] = []
