@@ -28,7 +28,7 @@ from typing import BinaryIO, Generator, Iterable, Iterator
 from remedies import crash as crash_rules
 from remedies.crash import Crash
 from remedies.loader import Catalogue, load_catalogue
-from remedies.model import UNKNOWN, FixStep, Remedy
+from remedies.model import CONTEXT_LINES, UNKNOWN, FixStep, Remedy
 from remedies.normalise import Line, join, normalise
 from remedies.prefilter import cached_prefilter
 
@@ -138,6 +138,32 @@ def _piece_of(pieces: list[Line], literal: str) -> int:
     return next((i for i, p in enumerate(pieces) if head and head in p.text), 0)
 
 
+def with_context(found: list[tuple[int, Remedy, tuple[tuple[str, str], ...]]], before: list[str]
+                 ) -> list[tuple[int, Remedy, tuple[tuple[str, str], ...]]]:
+    """Apply entries' `context` to (line, entry, values) matches of one record, given the normalised lines
+    before it (read line by line and glued, for a word a terminal cut): an entry whose context is not there
+    is dropped, one whose context is gains its named groups (the last occurrence's) and names its line alone
+    (entries on that line matched without context evidence are dropped)."""
+    kept: list[tuple[int, Remedy, tuple[tuple[str, str], ...]]] = []
+    texts = ("\n".join(before), "".join(before))
+    for line, remedy, values in found:
+        if remedy.context_regex is None:
+            kept.append((line, remedy, values))
+            continue
+        hit = None
+        for text in texts:
+            for hit in remedy.context_regex.finditer(text):
+                pass
+            if hit is not None:
+                break
+        if hit is not None:
+            extra = tuple((k, v) for k, v in hit.groupdict().items() if v is not None)
+            kept.append((line, remedy, values + tuple(e for e in extra if e[0] not in dict(values))))
+    specific = {line for line, remedy, _ in kept if remedy.context_regex is not None}
+    return [(line, remedy, values) for line, remedy, values in kept
+            if remedy.context_regex is not None or line not in specific]
+
+
 class Matcher:
     """Match log records against a catalogue (the shipped one by default).
 
@@ -157,6 +183,8 @@ class Matcher:
         self._wrap_plan = self._plan_for([n.encode() for n in cached_prefilter(literals, wrap_tolerant=True)])
         self._crash_needles = [n.encode() for n in cached_prefilter(tuple(sorted(crash_rules.LITERALS)))]
         self._recent: deque[str] = deque(maxlen=context)
+        self._history: deque[str] = deque(maxlen=CONTEXT_LINES)
+        self._contexts = any(r.context_regex is not None for r in self.catalogue)
         self._pieces: list[Line] = []
         self._last_len = 0
         self._record_hits: set[str] = set()
@@ -177,8 +205,10 @@ class Matcher:
         return [a.text for a in self._anchors]
 
     def match_line(self, line: str) -> list[Remedy]:
-        """Entries whose literal and regex both match this one line, normalised (no state, no joining)."""
-        return [r for r, _ in self._match_texts([normalise(line[:MAX_LINE]).text], range(len(self._anchors)))]
+        """Entries whose literal and regex both match this one line, normalised (no state, no joining); an
+        entry with a `context` needs the lines before the message, so it never names a line alone."""
+        return [r for r, _ in self._match_texts([normalise(line[:MAX_LINE]).text], range(len(self._anchors)))
+                if r.context_regex is None]
 
     def _match_texts(self, texts: list[str], anchors: Iterable[int]) -> list[tuple[Remedy, tuple[tuple[str, str], ...]]]:
         found: list[tuple[Remedy, tuple[tuple[str, str], ...]]] = []
@@ -217,12 +247,17 @@ class Matcher:
             before = tuple(self._recent)[:-len(self._pieces) + 1] if len(self._pieces) <= self.context else ()
         else:
             self._recent.append(_shorten(text))
+            self._history.append(piece.text[:MAX_SHOWN * 4])
             return []
         shown = _shorten(text) if len(self._pieces) == 1 else _shorten(join([p.text for p in self._pieces]))
         self._recent.append(_shorten(text))
         found = []
         texts = [piece.text] if len(self._pieces) == 1 else [piece.text, *_variants(self._pieces)]
-        for remedy, values in self._match_texts(texts, range(len(self._anchors))):
+        hits = [(lineno, remedy, values) for remedy, values in self._match_texts(texts, range(len(self._anchors)))]
+        if self._contexts and hits:
+            hits = with_context(hits, list(self._history)[:len(self._history) - len(self._pieces) + 1])
+        self._history.append(piece.text[:MAX_SHOWN * 4])
+        for _, remedy, values in hits:
             if remedy.id not in self._record_hits:
                 self._record_hits.add(remedy.id)
                 found.append(Match(remedy, lineno, shown, before, (), values))
@@ -350,7 +385,21 @@ class Matcher:
                     continue
                 index = _piece_of(pieces, remedy.literal)
                 found.append((number + index, joined, (spans[0][0], spans[-1][1]), remedy, values))
+        if self._contexts and found:
+            shown = {(f[0], f[3].id): (f[1], f[2]) for f in found}
+            found = [(line, *shown[(line, remedy.id)], remedy, values) for line, remedy, values
+                     in with_context([(f[0], f[3], f[4]) for f in found], self._before(chunk, first))]
         return sorted(found, key=lambda f: f[0])
+
+    @staticmethod
+    def _before(chunk: bytearray, start: int) -> list[str]:
+        """The CONTEXT_LINES lines before byte `start` (within the chunk), normalised, for entries' `context`."""
+        pos = start
+        for _ in range(CONTEXT_LINES):
+            if pos <= 0:
+                break
+            pos = chunk.rfind(b"\n", 0, pos - 1) + 1
+        return [normalise(line).text for line in _decode(chunk[pos:start][:MAX_LINE]).split("\n")]
 
     def _huge_line(self, chunk: bytearray, start: int, end: int, limit: int, lineno: int,
                    anchors: set[int]) -> Iterator[Match]:
