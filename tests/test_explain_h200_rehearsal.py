@@ -46,7 +46,7 @@ def test_the_transformers_pin_fix_names_the_model_type_registered_twice():
     (finding,) = findings(REHEARSAL / "sglang-transformers-5.17.log")
     assert finding.first.line == 18
     assert 'pip install "transformers==5.12.1"' in finding.steps[0].text and "'qwen3_asr'" in finding.steps[0].text
-    assert finding.steps[0].applies == "sglang>=0.5.15,<0.5.17"
+    assert finding.steps[0].applies == "sglang>=0.5.15,<0.5.22"
 
 
 def test_the_dependency_fix_installs_a_version_inside_the_logged_range():
