@@ -8,6 +8,19 @@ exited non-zero, was killed or crashed natively, or an exception line printed at
 
 A traceback or exception line logged at WARNING / INFO / DEBUG level is not fatal (a handled error); so is
 a traceback without a level of its own right after a WARNING record (`logger.warning(..., exc_info=True)`).
+A record that ends with the traceback header (SGLang's `Scheduler hit an exception: Traceback (most recent
+call last):`) starts a traceback like a bare header does.
+
+Not every error-looking traceback ends a log: a server that catches an exception and logs it goes on
+working (SGLang 0.5.16 logs each multimodal processor it cannot import, torchcodec's five FFmpeg tracebacks
+included, under `logger.warning(f"Ignore import error when loading {name}: " f"{e}")`, a format that prints
+no level: python/sglang/srt/managers/multimodal_processor.py, import_processors). So each fatal event
+records `carried_on`: how many records of normal `progress` follow it before the next fatal-looking line
+(at most CARRIED_ON are counted). Events printed back to back, with fewer than CARRIED_ON such records
+between them, belong together (one message holding several tracebacks; a root cause and its wrappers); a
+group whose last event is followed by CARRIED_ON records of progress was survived, and the crash is the
+group that ends the log (`final_group`). A dying server's own notices ("Received sigquit from a child
+process", "kill_process_tree called", "Shutting down") are not progress.
 """
 
 from __future__ import annotations
@@ -28,6 +41,9 @@ LITERALS = (
     "exit code", "exitcode", "Fatal Python error", "terminate called after throwing", "died with",
 )
 HARMLESS_LEVELS = ("WARNING", "INFO", "DEBUG", "TRACE")
+PROGRESS_LEVELS = (None, "INFO", "DEBUG", "TRACE")
+CARRIED_ON = 3
+LOOKAHEAD_LINES = 400
 MAX_FRAMES_LINES = 4000
 MAX_MESSAGE_LINES = 20
 
@@ -38,6 +54,11 @@ _DEATH = re.compile(
     r"Segmentation fault|core dumped|Fatal Python error|terminate called after throwing"
     r"|(?:^|[\s:])Killed(?:[\s:]|$)|exited with (?:exit )?code[ =:]{0,3}-?[1-9]|exit ?code[ =:]{1,3}-?[1-9]"
     r"|died with <Signals\.SIG"
+)
+# Words of a process that is stopping: its notices are the end of a log, not a server carrying on.
+_SHUTDOWN = re.compile(
+    r"(?i)kill|\bsig[a-z]{0,3}(?:quit|term|int|abrt|kill)|shut ?down|shutting|terminat|\bexit|abort|crash"
+    r"|clean ?up|destroy|\bdied\b|\bdead\b|\bstopp|finished server|\bfail"
 )
 _COMPONENTS = (
     ("vllm", "vllm"), ("sglang", "sglang"), ("ray", "ray"), ("transformers", "transformers"),
@@ -69,6 +90,7 @@ class Crash:
     component: str
     kind: str
     tight: str = field(default="", compare=False)
+    carried_on: int = field(default=0, compare=False)
 
     @property
     def readings(self) -> tuple[str, ...]:
@@ -102,6 +124,39 @@ def exception_line(text: str) -> bool:
     """Whether a normalised line reads like Python's last traceback line (`ValueError: ...`)."""
     found = _EXCEPTION.match(text)
     return bool(found and _EXCEPTION_NAME.search(found.group("name")))
+
+
+def starts_traceback(text: str) -> bool:
+    """Whether a normalised line opens a traceback: the bare header, or a record that ends with it."""
+    stripped = text.strip()
+    return stripped.startswith(HEADER) or stripped.rstrip(":").endswith(HEADER)
+
+
+def fatal_looking(line: Line) -> bool:
+    """Whether a line could start or continue a fatal event (a traceback, a chain line, an exception, a death)."""
+    text = line.text.strip()
+    return (starts_traceback(text) or any(text.startswith(c) for c in CHAINS) or exception_line(text)
+            or bool(_DEATH.search(text)))
+
+
+def progress(line: Line) -> bool:
+    """Whether a line shows a server carrying on: a record of its own at INFO / DEBUG level or without one,
+    not indented (a traceback frame or a wrapped message), neither fatal-looking nor a shutdown notice."""
+    text = line.text
+    return (line.record and line.level in PROGRESS_LEVELS and bool(text.strip()) and text[:1] not in " \t"
+            and not fatal_looking(line) and not _SHUTDOWN.search(text))
+
+
+def final_group(events: Iterable[Crash]) -> list[Crash]:
+    """The fatal events (of one log, in order) that end it: events printed back to back form a group, which
+    ends at an event followed by CARRIED_ON records of progress (a survived group, dropped) or at the log's
+    end (the group kept). Empty when the server carried on after every event."""
+    group: list[Crash] = []
+    for event in events:
+        group.append(event)
+        if event.carried_on >= CARRIED_ON:
+            group = []
+    return group
 
 
 def death(line: Line) -> str | None:

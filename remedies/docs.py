@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from remedies.loader import Catalogue, load_catalogue
-from remedies.model import COMPONENTS, Remedy
+from remedies.model import COMPONENTS, CONTEXT_LINES, Remedy
 
 DOCS_PATH = Path(__file__).resolve().parents[1] / "docs" / "remedies.md"
 HEADER = """# Remedy catalogue
@@ -23,7 +23,8 @@ def render_entry(remedy: Remedy) -> str:
     lines = [f"### {remedy.id}: {remedy.title}", "",
              f"*{remedy.component} · {remedy.severity}" + (" · wrapper (the cause is reported elsewhere)" if remedy.wrapper else "") + "*",
              "", "**Looks like**", "", "```text", *remedy.samples, "```", "",
-             f"Prefilter literal `{remedy.literal}`, pattern `{remedy.pattern}`.", "",
+             f"Prefilter literal `{remedy.literal}`, pattern `{remedy.pattern}`"
+             + (f", only with `{remedy.context}` in the {CONTEXT_LINES} lines before it." if remedy.context else "."), "",
              "**Why it happens**", "", remedy.why, "", "**Fix**", ""]
     lines += [f"{n}. {step.text}" + (f" *(applies to {step.applies})*" if step.applies else "")
               + (f" *(figures from the log; without them: {step.otherwise})*" if step.otherwise else "")

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable
 
-from remedies.crash import Crash
+from remedies.crash import Crash, final_group
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
@@ -118,14 +118,23 @@ class Collector:
         return f"{nearest.remedy.id} ({nearest.remedy.title}) at {nearest.first}"
 
     def unknown(self) -> Finding | None:
-        """QD-R-UNKNOWN for the first fatal event (the first traceback when there is one: its root exception
-        says more than a death notice), unless an entry other than a wrapper named an error."""
+        """QD-R-UNKNOWN for the fatal events that end each log (`remedies.crash.final_group`: not those a
+        server survived and carried on after), named by the first of them (the first traceback when there
+        is one: its root exception says more than a death notice), unless an entry other than a wrapper
+        named an error."""
         if not self._crashes or not self.wants_crashes():
             return None
         ordered = sorted(self._crashes.items(), key=lambda item: (self._sources[item[0][0]], item[0][1]))
-        tracebacks = [item for item in ordered if item[1].crash is not None and item[1].crash.kind == "traceback"]
-        (source, line), match = (tracebacks or ordered)[0]
-        (last_source, last_line), last_match = ordered[-1]
+        ending: list[tuple[tuple[str, int], Match]] = []
+        for source in sorted(self._sources, key=self._sources.__getitem__):
+            events = [item for item in ordered if item[0][0] == source]
+            kept = {id(event) for event in final_group(item[1].crash for item in events if item[1].crash)}
+            ending += [item for item in events if item[1].crash is not None and id(item[1].crash) in kept]
+        if not ending:
+            return None
+        tracebacks = [item for item in ending if item[1].crash is not None and item[1].crash.kind == "traceback"]
+        (source, line), match = (tracebacks or ending)[0]
+        (last_source, last_line), last_match = ending[-1]
         here, last = Location(source, line), Location(last_source, last_line)
         precursor = self._precursor(source, line)
         assert match.crash is not None
@@ -133,8 +142,8 @@ class Collector:
         final = last_match.crash
         if final is not None and final is not crash:
             crash = Crash(crash.lineno, crash.exception, final.final, crash.frame, crash.component, crash.kind)
-        return Finding(replace(UNKNOWN, component=crash.component), len(ordered), here, last, match.line, match.before, match.after,
-                       len(self._findings), crash=crash, precursor=precursor)
+        return Finding(replace(UNKNOWN, component=crash.component), len(ending), here, last, match.line, match.before,
+                       match.after, len(self._findings), crash=crash, precursor=precursor)
 
     def findings(self) -> list[Finding]:
         """Errors before warnings before info; within a severity the root cause first, wrappers last."""

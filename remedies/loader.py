@@ -30,7 +30,7 @@ from remedies.model import (
 
 CATALOGUE_DIR = Path(__file__).parent / "catalogue"
 REQUIRED = ("id", "severity", "title", "literal", "pattern", "why", "fix", "source", "samples")
-OPTIONAL = ("component", "root_cause_rank", "wrapper", "article_claim", "versions")
+OPTIONAL = ("component", "root_cause_rank", "wrapper", "article_claim", "versions", "context")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -132,13 +132,20 @@ def _entry(path: Path, index: int, raw: Any, default_component: Any) -> Remedy:
     claim = raw.get("article_claim")
     if claim is not None and not isinstance(claim, str):
         raise bad("'article_claim' must be a string")
+    context = raw.get("context")
+    if context is not None and (not isinstance(context, str) or not context.strip()):
+        raise bad("'context' must be a non-empty regex string")
+    try:
+        context_regex = re.compile(context) if context else None
+    except re.error as exc:
+        raise bad(f"context does not compile: {exc}") from None
     fix = tuple(_fix_steps(raw["fix"], bad))
-    groups = set(regex.groupindex)
+    groups = set(regex.groupindex) | set(context_regex.groupindex if context_regex else ())
     for step in fix:
         missing = sorted(set(step.fields) - groups - derivable(groups))
         if missing:
             raise bad(f"fix template field(s) {', '.join(missing)} are not named groups of the pattern "
-                      "(nor derived from them, see remedies/figures.py)")
+                      "or its context (nor derived from them, see remedies/figures.py)")
     return Remedy(
         id=raw["id"],
         component=component,
@@ -154,7 +161,9 @@ def _entry(path: Path, index: int, raw: Any, default_component: Any) -> Remedy:
         wrapper=wrapper,
         article_claim=claim,
         versions=tuple(_wordings(raw.get("versions", []), bad)),
+        context=context,
         regex=regex,
+        context_regex=context_regex,
         origin=path.name,
     )
 

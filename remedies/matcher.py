@@ -22,13 +22,13 @@ is matched on its own first (numbered as itself), then the joined record for wha
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import BinaryIO, Generator, Iterable, Iterator
 
 from remedies import crash as crash_rules
 from remedies.crash import Crash
 from remedies.loader import Catalogue, load_catalogue
-from remedies.model import UNKNOWN, FixStep, Remedy
+from remedies.model import CONTEXT_LINES, UNKNOWN, FixStep, Remedy
 from remedies.normalise import Line, join, normalise
 from remedies.prefilter import cached_prefilter
 
@@ -138,6 +138,32 @@ def _piece_of(pieces: list[Line], literal: str) -> int:
     return next((i for i, p in enumerate(pieces) if head and head in p.text), 0)
 
 
+def with_context(found: list[tuple[int, Remedy, tuple[tuple[str, str], ...]]], before: list[str]
+                 ) -> list[tuple[int, Remedy, tuple[tuple[str, str], ...]]]:
+    """Apply entries' `context` to (line, entry, values) matches of one record, given the normalised lines
+    before it (read line by line and glued, for a word a terminal cut): an entry whose context is not there
+    is dropped, one whose context is gains its named groups (the last occurrence's) and names its line alone
+    (entries on that line matched without context evidence are dropped)."""
+    kept: list[tuple[int, Remedy, tuple[tuple[str, str], ...]]] = []
+    texts = ("\n".join(before), "".join(before))
+    for line, remedy, values in found:
+        if remedy.context_regex is None:
+            kept.append((line, remedy, values))
+            continue
+        hit = None
+        for text in texts:
+            for hit in remedy.context_regex.finditer(text):
+                pass
+            if hit is not None:
+                break
+        if hit is not None:
+            extra = tuple((k, v) for k, v in hit.groupdict().items() if v is not None)
+            kept.append((line, remedy, values + tuple(e for e in extra if e[0] not in dict(values))))
+    specific = {line for line, remedy, _ in kept if remedy.context_regex is not None}
+    return [(line, remedy, values) for line, remedy, values in kept
+            if remedy.context_regex is not None or line not in specific]
+
+
 class Matcher:
     """Match log records against a catalogue (the shipped one by default).
 
@@ -157,6 +183,8 @@ class Matcher:
         self._wrap_plan = self._plan_for([n.encode() for n in cached_prefilter(literals, wrap_tolerant=True)])
         self._crash_needles = [n.encode() for n in cached_prefilter(tuple(sorted(crash_rules.LITERALS)))]
         self._recent: deque[str] = deque(maxlen=context)
+        self._history: deque[str] = deque(maxlen=CONTEXT_LINES)
+        self._contexts = any(r.context_regex is not None for r in self.catalogue)
         self._pieces: list[Line] = []
         self._last_len = 0
         self._record_hits: set[str] = set()
@@ -177,8 +205,10 @@ class Matcher:
         return [a.text for a in self._anchors]
 
     def match_line(self, line: str) -> list[Remedy]:
-        """Entries whose literal and regex both match this one line, normalised (no state, no joining)."""
-        return [r for r, _ in self._match_texts([normalise(line[:MAX_LINE]).text], range(len(self._anchors)))]
+        """Entries whose literal and regex both match this one line, normalised (no state, no joining); an
+        entry with a `context` needs the lines before the message, so it never names a line alone."""
+        return [r for r, _ in self._match_texts([normalise(line[:MAX_LINE]).text], range(len(self._anchors)))
+                if r.context_regex is None]
 
     def _match_texts(self, texts: list[str], anchors: Iterable[int]) -> list[tuple[Remedy, tuple[tuple[str, str], ...]]]:
         found: list[tuple[Remedy, tuple[tuple[str, str], ...]]] = []
@@ -217,12 +247,17 @@ class Matcher:
             before = tuple(self._recent)[:-len(self._pieces) + 1] if len(self._pieces) <= self.context else ()
         else:
             self._recent.append(_shorten(text))
+            self._history.append(piece.text[:MAX_SHOWN * 4])
             return []
         shown = _shorten(text) if len(self._pieces) == 1 else _shorten(join([p.text for p in self._pieces]))
         self._recent.append(_shorten(text))
         found = []
         texts = [piece.text] if len(self._pieces) == 1 else [piece.text, *_variants(self._pieces)]
-        for remedy, values in self._match_texts(texts, range(len(self._anchors))):
+        hits = [(lineno, remedy, values) for remedy, values in self._match_texts(texts, range(len(self._anchors)))]
+        if self._contexts and hits:
+            hits = with_context(hits, list(self._history)[:len(self._history) - len(self._pieces) + 1])
+        self._history.append(piece.text[:MAX_SHOWN * 4])
+        for _, remedy, values in hits:
             if remedy.id not in self._record_hits:
                 self._record_hits.add(remedy.id)
                 found.append(Match(remedy, lineno, shown, before, (), values))
@@ -320,7 +355,8 @@ class Matcher:
             for number, shown, span, remedy, values in self._match_record(chunk, first, pieces, lineno - at, anchors, limit):
                 yield Match(remedy, number, shown, *self._context(chunk, *span, limit), values)
             if crashes and CRASH in anchors and first >= parsed_until:
-                event, parsed_until = self._crash(chunk, first, limit, lineno - chunk.count(b"\n", first, start), pieces)
+                event, parsed_until = self._crash(chunk, first, last, limit,
+                                                  lineno - chunk.count(b"\n", first, start), pieces)
                 if event is not None and not any(self.match_line(text) for text in event.readings):
                     yield Match(UNKNOWN, event.lineno, _shorten(event.exception), crash=event)
         return lineno + chunk.count(b"\n", counted, limit)
@@ -349,7 +385,21 @@ class Matcher:
                     continue
                 index = _piece_of(pieces, remedy.literal)
                 found.append((number + index, joined, (spans[0][0], spans[-1][1]), remedy, values))
+        if self._contexts and found:
+            shown = {(f[0], f[3].id): (f[1], f[2]) for f in found}
+            found = [(line, *shown[(line, remedy.id)], remedy, values) for line, remedy, values
+                     in with_context([(f[0], f[3], f[4]) for f in found], self._before(chunk, first))]
         return sorted(found, key=lambda f: f[0])
+
+    @staticmethod
+    def _before(chunk: bytearray, start: int) -> list[str]:
+        """The CONTEXT_LINES lines before byte `start` (within the chunk), normalised, for entries' `context`."""
+        pos = start
+        for _ in range(CONTEXT_LINES):
+            if pos <= 0:
+                break
+            pos = chunk.rfind(b"\n", 0, pos - 1) + 1
+        return [normalise(line).text for line in _decode(chunk[pos:start][:MAX_LINE]).split("\n")]
 
     def _huge_line(self, chunk: bytearray, start: int, end: int, limit: int, lineno: int,
                    anchors: set[int]) -> Iterator[Match]:
@@ -396,18 +446,20 @@ class Matcher:
             line_start, end = end + 1, following
         return first, end, pieces, at
 
-    def _crash(self, chunk: bytearray, first: int, limit: int, lineno: int,
+    def _crash(self, chunk: bytearray, first: int, last: int, limit: int, lineno: int,
                pieces: list[Line]) -> tuple[Crash | None, int]:
-        """A fatal event starting at this record, and the byte up to which its lines were read."""
+        """A fatal event starting at this record (ending at byte `last`), with the records of progress that
+        follow it counted (`remedies.crash.progress`), and the byte up to which its lines were read."""
         head = pieces[0]
-        if not head.text.strip().startswith(crash_rules.HEADER):
+        if not crash_rules.starts_traceback(head.text):
             text = join([p.text for p in pieces]).strip()
             fatal = crash_rules.death(Line(text, head.level, True))
             if fatal is None:
                 return None, first
             kind = "exception" if crash_rules.exception_line(fatal) else "died"
             tight = join([p.text for p in pieces], "").strip() if len(pieces) > 1 else ""
-            return Crash(lineno, fatal, fatal, None, crash_rules.component_of((), fatal), kind, tight), first
+            return Crash(lineno, fatal, fatal, None, crash_rules.component_of((), fatal), kind, tight,
+                         self._carried_on(chunk, last, limit)), first
         level = head.level
         if level is None and first > 0:
             previous = self._read(chunk, chunk.rfind(b"\n", 0, first - 1) + 1, first - 1)[1].level
@@ -423,8 +475,24 @@ class Matcher:
                 yield number, line
                 pos = end
 
-        event, last = crash_rules.parse_traceback(following(), level)
-        return event, ends.get(last, ends[lineno])
+        event, used = crash_rules.parse_traceback(following(), level)
+        end = ends.get(used, ends[lineno])
+        if event is not None:
+            event = replace(event, carried_on=self._carried_on(chunk, end, limit))
+        return event, end
+
+    def _carried_on(self, chunk: bytearray, end: int, limit: int) -> int:
+        """Records of progress after the line ending at byte `end`, up to the next fatal-looking line (at most
+        CARRIED_ON counted, LOOKAHEAD_LINES read, within the chunk)."""
+        count, pos = 0, end
+        for _ in range(crash_rules.LOOKAHEAD_LINES):
+            if pos + 1 >= limit or count >= crash_rules.CARRIED_ON:
+                break
+            pos, line = self._read(chunk, pos + 1, limit)
+            if crash_rules.fatal_looking(line):
+                break
+            count += crash_rules.progress(line)
+        return count
 
     def _context(self, chunk: bytearray, start: int, end: int, limit: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
         before: list[str] = []

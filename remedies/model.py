@@ -13,6 +13,7 @@ COMPONENTS = ("vllm", "sglang", "ray", "nccl", "torch", "cuda", "hf", "spark")
 SEVERITIES = ("error", "warning", "info")
 ID_PATTERN = re.compile(r"^QD-R-(VLLM|SGLANG|RAY|NCCL|TORCH|CUDA|HF|SPARK)-[A-Z0-9]+(-[A-Z0-9]+)*$")
 DEFAULT_RANK = 50
+CONTEXT_LINES = 80
 WRAPPER_RANK = 90
 
 
@@ -72,7 +73,13 @@ class Wording:
 
 @dataclass(frozen=True)
 class Remedy:
-    """A documented error: how to recognise it in a log, why it happens and what to change."""
+    """A documented error: how to recognise it in a log, why it happens and what to change.
+
+    `context` (optional) is a regex the CONTEXT_LINES lines before the message (its traceback) must match
+    too: it tells apart causes that print the same message (the frame of the layer that raised), its named
+    groups fill the fix like the pattern's, and on that line it names the message alone (an entry matched
+    without context evidence is dropped there, see `remedies.matcher`).
+    """
 
     id: str
     component: str
@@ -88,7 +95,9 @@ class Remedy:
     wrapper: bool = False
     article_claim: str | None = None
     versions: tuple[Wording, ...] = ()
+    context: str | None = None
     regex: re.Pattern[str] = field(compare=False, repr=False, default=re.compile(""))
+    context_regex: re.Pattern[str] | None = field(compare=False, repr=False, default=None)
     origin: str = field(compare=False, default="")
 
     def render_fix(self, values: Mapping[str, str]) -> tuple[FixStep, ...]:
@@ -120,6 +129,7 @@ class Remedy:
             "wrapper": self.wrapper,
             "article_claim": self.article_claim,
             "versions": [w.to_dict() for w in self.versions],
+            "context": self.context,
         }
 
 

@@ -132,3 +132,82 @@ def test_the_unknown_remedy_can_be_shown_like_any_entry():
     unknown = load_catalogue().get("qd-r-unknown")
     assert unknown is not None and unknown.severity == "error" and unknown.fix
     assert unknown not in list(load_catalogue())
+
+
+# SGLang 0.5.16 on an H200 (tests/fixtures/h200-rehearsal/sglang-rope-keyerror.log, abridged): the multimodal
+# processor import probe logs torchcodec's tracebacks under "Ignore import error when loading ..." (a
+# logger.warning whose format prints no level) and the server carries on; the scheduler's traceback ends the log.
+PROBE = """\
+[2026-12-03 06:01:11] Ignore import error when loading sglang.srt.multimodal.processors.mimo_audio: Could not load libtorchcodec. Likely causes:
+        The following exceptions were raised as we tried to load libtorchcodec:
+
+[start of libtorchcodec loading traceback]
+FFmpeg version 8:
+Traceback (most recent call last):
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/_ops.py", line 1503, in load_library
+    ctypes.CDLL(path)
+  File "/usr/lib/python3.12/ctypes/__init__.py", line 379, in __init__
+    self._handle = _dlopen(self._name, mode)
+OSError: libavutil.so.60: cannot open shared object file: No such file or directory
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/tmp/site/torchcodec/_internally_replaced_utils.py", line 93, in load_torchcodec_shared_libraries
+    torch.ops.load_library(core_library_path)
+  File "/opt/torch/.venv/lib/python3.12/site-packages/torch/_ops.py", line 1505, in load_library
+    raise OSError(f"Could not load this library: {path}") from e
+OSError: Could not load this library: /tmp/site/torchcodec/libtorchcodec_core8.so
+
+FFmpeg version 7:
+Traceback (most recent call last):
+  File "/usr/lib/python3.12/ctypes/__init__.py", line 379, in __init__
+    self._handle = _dlopen(self._name, mode)
+OSError: libavutil.so.59: cannot open shared object file: No such file or directory
+[end of libtorchcodec loading traceback].
+[2026-12-03 06:01:46] Init torch distributed begin.
+[2026-12-03 06:01:46] Init torch distributed ends. elapsed=0.21 s, mem usage=0.09 GB
+[2026-12-03 06:01:47] Load weight begin. avail mem=139.07 GB
+"""
+SCHEDULER = """\
+[2026-12-03 06:01:47] Scheduler hit an exception: Traceback (most recent call last):
+  File "/tmp/site/sglang/srt/managers/scheduler.py", line 4623, in run_scheduler_process
+    scheduler = Scheduler(
+  File "/tmp/site/sglang/srt/models/qwen3_5.py", line 1924, in get_frobnicator
+    return self.frobnicators[name]
+KeyError: 'frobnicator'
+
+[2026-12-03 06:01:47] Received sigquit from a child process. It usually means the child failed.
+[2026-12-03 06:01:47] kill_process_tree called: parent_pid=1488, include_parent=True, pid=1488
+"""
+
+
+def test_tracebacks_a_server_logged_and_carried_on_after_are_not_the_crash_the_one_that_ends_the_log_is(tmp_path):
+    unknown = next(f for f in explain(tmp_path, PROBE + SCHEDULER) if f.remedy.id == "QD-R-UNKNOWN")
+    assert unknown.crash.exception == "KeyError: 'frobnicator'"
+    assert unknown.crash.frame.function == "get_frobnicator" and unknown.crash.component == "sglang"
+    assert unknown.count == 1 and "libavutil" not in unknown.why
+
+
+def test_a_log_whose_only_tracebacks_the_server_carried_on_after_has_no_crash(tmp_path):
+    serving = "[2026-12-03 06:02:10] The server is fired up and ready to roll!\n"
+    assert explain(tmp_path, PROBE + serving) == []
+
+
+def test_a_record_that_ends_with_the_traceback_header_starts_the_traceback(tmp_path):
+    unknown = next(f for f in explain(tmp_path, SCHEDULER) if f.remedy.id == "QD-R-UNKNOWN")
+    assert (unknown.crash.kind, unknown.crash.frame.line) == ("traceback", 1924)
+
+
+def test_shutdown_notices_after_a_crash_are_not_a_server_carrying_on(tmp_path):
+    uvicorn = ("INFO:     Shutting down\nINFO:     Waiting for application shutdown.\n"
+               "INFO:     Application shutdown complete.\nINFO:     Finished server process [1]\n")
+    (finding,) = explain(tmp_path, TRACEBACK + uvicorn)
+    assert finding.remedy.id == "QD-R-UNKNOWN" and finding.crash.exception == "KeyError: 'Qwen3_5MoeMTP'"
+
+
+def test_a_root_cause_printed_right_before_its_wrapper_stays_the_root(tmp_path):
+    wrapper = TRACEBACK.replace("KeyError: 'Qwen3_5MoeMTP'", "RuntimeError: Worker failed with error 'frob'")
+    unknown = explain(tmp_path, TRACEBACK + "ERROR 12-03 10:00:01 [core.py:7] EngineCore failed to start.\n" + wrapper)[0]
+    assert unknown.crash.exception == "KeyError: 'Qwen3_5MoeMTP'"
+    assert unknown.crash.final == "RuntimeError: Worker failed with error 'frob'"

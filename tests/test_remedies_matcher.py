@@ -10,6 +10,8 @@ import pytest
 
 from remedies import LogReadError, Matcher, load_catalogue
 from remedies import matcher as matcher_module
+from remedies.model import CONTEXT_LINES
+from remedies.normalise import normalise
 from remedies.reader import open_log
 
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB"
@@ -27,11 +29,16 @@ def scan_bytes(matcher: Matcher, data: bytes) -> list[tuple[int, str]]:
 
 
 def naive(data: bytes) -> list[tuple[int, str]]:
-    """Reference answer: every regex on every line, no prefilter."""
+    """Reference answer: every regex on every line, no prefilter; an entry with a context only when its
+    context is in the CONTEXT_LINES lines before, and then it names the line alone."""
     found = []
-    for lineno, raw in enumerate(data.split(b"\n"), start=1):
-        line = raw.decode("utf-8", errors="replace")
-        found += [(lineno, r.id) for r in load_catalogue() if r.literal in line and r.regex.search(line)]
+    lines = [raw.decode("utf-8", errors="replace") for raw in data.split(b"\n")]
+    for lineno, line in enumerate(lines, start=1):
+        before = "\n".join(normalise(text).text for text in lines[max(0, lineno - 1 - CONTEXT_LINES):lineno - 1])
+        hits = [r for r in load_catalogue() if r.literal in line and r.regex.search(line)
+                and (r.context_regex is None or r.context_regex.search(before))]
+        specific = [r for r in hits if r.context_regex is not None]
+        found += [(lineno, r.id) for r in (specific or hits)]
     return found
 
 
