@@ -85,11 +85,16 @@ class Collector:
         self._findings: dict[str, Finding] = {}
         self._crashes: dict[tuple[str, int], Match] = {}
         self._sources: dict[str, int] = {}
+        self._stops: dict[str, int] = {}
+        self._after_stop: dict[str, list[Location]] = {}
         self.lines: set[tuple[str, int]] = set()
 
     def add(self, match: Match, source: str) -> None:
         here = Location(source, match.lineno)
         self._sources.setdefault(source, len(self._sources))
+        if match.remedy.stop:
+            self._stops[source] = min(self._stops.get(source, match.lineno), match.lineno)
+            return
         if match.crash is not None:
             self._crashes.setdefault((source, match.lineno), match)
             return
@@ -104,9 +109,20 @@ class Collector:
             found.count += 1
             found.last = here
 
+    def _stopped(self, where: Location) -> bool:
+        """`where` comes after an operator's stop request in its source (a `stop` entry's line): what the
+        server prints then is the stop's doing (SIGTERM exit codes, children reaped), not why it failed."""
+        stop = self._stops.get(where.source)
+        return stop is not None and where.line > stop
+
+    def _standing(self) -> list[Finding]:
+        """The findings not first seen after an operator's stop request (the request itself is a marker, not a
+        finding: a log that ends in an intended stop is a healthy log)."""
+        return [f for f in self._findings.values() if not self._stopped(f.first)]
+
     def wants_crashes(self) -> bool:
         """No entry other than a wrapper named an error: an unrecognised crash must be looked for."""
-        return not any(f.remedy.severity == "error" and not f.remedy.wrapper for f in self._findings.values())
+        return not any(f.remedy.severity == "error" and not f.remedy.wrapper for f in self._standing())
 
     def _precursor(self, source: str, line: int) -> str | None:
         """The last warning an entry named in this source before this line."""
@@ -122,9 +138,10 @@ class Collector:
         server survived and carried on after), named by the first of them (the first traceback when there
         is one: its root exception says more than a death notice), unless an entry other than a wrapper
         named an error."""
-        if not self._crashes or not self.wants_crashes():
+        crashes = {key: m for key, m in self._crashes.items() if not self._stopped(Location(*key))}
+        if not crashes or not self.wants_crashes():
             return None
-        ordered = sorted(self._crashes.items(), key=lambda item: (self._sources[item[0][0]], item[0][1]))
+        ordered = sorted(crashes.items(), key=lambda item: (self._sources[item[0][0]], item[0][1]))
         ending: list[tuple[tuple[str, int], Match]] = []
         for source in sorted(self._sources, key=self._sources.__getitem__):
             events = [item for item in ordered if item[0][0] == source]
@@ -149,7 +166,7 @@ class Collector:
         """Errors before warnings before info; within a severity the root cause first, wrappers last."""
         unknown = self.unknown()
         return sorted(
-            [*self._findings.values(), *([unknown] if unknown else [])],
+            [*self._standing(), *([unknown] if unknown else [])],
             key=lambda f: (SEVERITIES.index(f.remedy.severity), f.remedy.rank, f.order),
         )
 

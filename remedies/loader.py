@@ -30,7 +30,7 @@ from remedies.model import (
 
 CATALOGUE_DIR = Path(__file__).parent / "catalogue"
 REQUIRED = ("id", "severity", "title", "literal", "pattern", "why", "fix", "source", "samples")
-OPTIONAL = ("component", "root_cause_rank", "wrapper", "article_claim", "versions", "context")
+OPTIONAL = ("component", "root_cause_rank", "wrapper", "article_claim", "versions", "context", "stop")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -126,6 +126,11 @@ def _entry(path: Path, index: int, raw: Any, default_component: Any) -> Remedy:
     wrapper = raw.get("wrapper", False)
     if not isinstance(wrapper, bool):
         raise bad("'wrapper' must be true or false")
+    stop = raw.get("stop", False)
+    if not isinstance(stop, bool):
+        raise bad("'stop' must be true or false")
+    if stop and raw["severity"] != "info":
+        raise bad("a 'stop' entry (an operator's stop request) has severity info")
     rank = raw.get("root_cause_rank", WRAPPER_RANK if wrapper else DEFAULT_RANK)
     if not isinstance(rank, int) or isinstance(rank, bool) or not 0 <= rank <= 100:
         raise bad("'root_cause_rank' must be an integer from 0 (root cause) to 100 (wrapper)")
@@ -162,6 +167,7 @@ def _entry(path: Path, index: int, raw: Any, default_component: Any) -> Remedy:
         article_claim=claim,
         versions=tuple(_wordings(raw.get("versions", []), bad)),
         context=context,
+        stop=stop,
         regex=regex,
         context_regex=context_regex,
         origin=path.name,

@@ -96,6 +96,7 @@ class Remedy:
     article_claim: str | None = None
     versions: tuple[Wording, ...] = ()
     context: str | None = None
+    stop: bool = False
     regex: re.Pattern[str] = field(compare=False, repr=False, default=re.compile(""))
     context_regex: re.Pattern[str] | None = field(compare=False, repr=False, default=None)
     origin: str = field(compare=False, default="")
@@ -130,6 +131,7 @@ class Remedy:
             "article_claim": self.article_claim,
             "versions": [w.to_dict() for w in self.versions],
             "context": self.context,
+            "stop": self.stop,
         }
 
 

@@ -98,3 +98,33 @@ def test_a_healthy_run_with_the_torchcodec_import_probe_gives_no_finding_before_
     served = tmp_path / log
     served.write_bytes(b"\n".join(lines[:stop]) + b"\n")
     assert explain_sources([served]) == []
+
+
+@pytest.mark.parametrize("name", ["sglang-bf16-vision", "sglang-fp8-vision", "vllm-bf16-vision"])
+def test_a_whole_log_that_ends_in_an_intended_stop_explains_to_nothing(name: str) -> None:
+    # SGLang 0.5.16 reports its own scheduler as "crashed with exit code -15" after SIGTERM; vLLM force-kills
+    # the remaining workers: the stop's doing, not a failure
+    log = REHEARSAL / f"{name}.log"
+    assert "SIGTERM" in log.read_text()
+    assert explain_sources([log]) == []
+
+
+def test_findings_before_the_stop_request_still_count(tmp_path) -> None:
+    log = tmp_path / "oom-then-stop.log"
+    log.write_text("[2026-12-03 06:05:00] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+                   "GPU 0 has a total capacity of 139.81 GiB of which 1.00 GiB is free.\n"
+                   "[2026-12-03 06:05:32] SIGTERM received. signum=None frame=None. Draining requests and shutting down...\n"
+                   "[2026-12-03 06:05:33] Subprocess scheduler_0 (pid=1927) crashed with exit code -15. Triggering SIGQUIT for cleanup...\n")
+    ids = [f.remedy.id for f in explain_sources([log])]
+    assert ids and "OOM" in ids[0] and "QD-R-UNKNOWN" not in ids
+
+
+def test_the_live_watch_stops_matching_at_a_stop_request() -> None:
+    from doctor.deploy.remedy import RemedyWatch
+
+    watch = RemedyWatch()
+    lines = (REHEARSAL / "sglang-bf16-vision.log").read_text(errors="replace").splitlines()
+    for n, line in enumerate(lines, 1):
+        watch.feed(line, n)
+    assert watch.stop_line is not None and "SIGTERM received" in lines[watch.stop_line - 1]
+    assert watch.hits == []

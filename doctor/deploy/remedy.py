@@ -57,12 +57,19 @@ class RemedyWatch:
         self.matcher = matcher or Matcher()
         self.hits: list[RemedyHit] = []
         self._seen: set[str] = set()
+        self.stop_line: int | None = None
 
     def feed(self, line: str, lineno: int) -> list[RemedyHit]:
-        """Match one line; return the entries seen for the first time."""
+        """Match one line; return the entries seen for the first time. After the server announces a stop
+        request (a `stop` entry: SIGTERM from whoever sent it) nothing more is matched: the rest is the stop."""
         new: list[RemedyHit] = []
+        if self.stop_line is not None:
+            return new
         for m in self.matcher.feed(line, lineno):
             r = m.remedy
+            if r.stop:
+                self.stop_line = lineno
+                break
             if r.id in self._seen:
                 continue
             self._seen.add(r.id)
