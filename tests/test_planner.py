@@ -183,6 +183,14 @@ def test_gpu_notation():
     assert parse_gpus("MYGPU:96:9.0").gpu.memory_bytes == 96 * GIB
 
 
+def test_an_rtx_3090_budget_is_torch_s_23_56_gib_not_nvml_s_24_gib():
+    # vLLM multiplies torch's total by --gpu-memory-utilization; on an RTX 3090 it logs
+    # "Free memory on device (22.93/23.56 GiB)" (wtdcode/vllm-backport#34), not NVML's 24,576 MiB.
+    gpu = parse_gpus("2xRTX3090").gpu
+    assert round(gpu.usable_bytes / GIB, 2) == 23.56
+    assert gpu.usable_bytes < gpu.memory_bytes
+
+
 def test_vllm_overhead_terms_reproduce_the_h200_boot_of_vllm_0_26():
     from doctor.planner.overhead import vllm_overhead, vllm_overhead_terms
 
