@@ -217,7 +217,19 @@ def test_the_sampler_peak_scales_with_max_num_seqs_and_the_forward_with_batched_
     h200 = parse_gpus("1xH200").gpu
     few = vllm_overhead_terms(BF16, ServeConfig(max_num_seqs=1, backend_version="0.26.0"), h200)
     assert few.peak_activation >= activation_bytes(BF16, ServeConfig(), 8192)
-    assert few.graphs == 2 * 2      # capture sizes 1 and 2 (2 x max_num_seqs), FULL and PIECEWISE
+    assert few.graphs == 2 + 1      # capture sizes 1 and 2 (2 x max_num_seqs) PIECEWISE, FULL only for 1 request
+
+
+def test_full_graphs_are_captured_only_for_batches_of_at_most_max_num_seqs_decodes():
+    from doctor.planner.overhead import capture_sizes, graph_count
+
+    # GB10 boots of vLLM 0.18.1 with 256 sequences log "PIECEWISE=51 (largest=512), FULL=35 (largest=256)";
+    # the H200 boots with 1024 sequences capture 51 + 51 (test above).
+    assert len(capture_sizes(256, 2048)) == 51 and graph_count(256, 2048) == 51 + 35
+    assert graph_count(1024, 8192) == 51 + 51
+    assert graph_count(4, 8192) == 4 + 3                    # sizes 1, 2, 4, 8; FULL for 1, 2 and 4 requests
+    # speculative decoding: a uniform decode batch holds 1 + k tokens per request, q <= size <= q x max_num_seqs
+    assert capture_sizes(5, 8192, 2) == [1, 2, 4, 8, 16, 24] and graph_count(5, 8192, 2) == 6 + 2
 
 
 def test_an_sglang_plan_says_whether_its_version_s_formula_was_read():
