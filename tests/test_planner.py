@@ -183,6 +183,14 @@ def test_gpu_notation():
     assert parse_gpus("MYGPU:96:9.0").gpu.memory_bytes == 96 * GIB
 
 
+def test_an_rtx_3090_budget_is_torch_s_23_56_gib_not_nvml_s_24_gib():
+    # vLLM multiplies torch's total by --gpu-memory-utilization; on an RTX 3090 it logs
+    # "Free memory on device (22.93/23.56 GiB)" (wtdcode/vllm-backport#34), not NVML's 24,576 MiB.
+    gpu = parse_gpus("2xRTX3090").gpu
+    assert round(gpu.usable_bytes / GIB, 2) == 23.56
+    assert gpu.usable_bytes < gpu.memory_bytes
+
+
 def test_vllm_overhead_terms_reproduce_the_h200_boot_of_vllm_0_26():
     from doctor.planner.overhead import vllm_overhead, vllm_overhead_terms
 
@@ -209,7 +217,19 @@ def test_the_sampler_peak_scales_with_max_num_seqs_and_the_forward_with_batched_
     h200 = parse_gpus("1xH200").gpu
     few = vllm_overhead_terms(BF16, ServeConfig(max_num_seqs=1, backend_version="0.26.0"), h200)
     assert few.peak_activation >= activation_bytes(BF16, ServeConfig(), 8192)
-    assert few.graphs == 2 * 2      # capture sizes 1 and 2 (2 x max_num_seqs), FULL and PIECEWISE
+    assert few.graphs == 2 + 1      # capture sizes 1 and 2 (2 x max_num_seqs) PIECEWISE, FULL only for 1 request
+
+
+def test_full_graphs_are_captured_only_for_batches_of_at_most_max_num_seqs_decodes():
+    from doctor.planner.overhead import capture_sizes, graph_count
+
+    # GB10 boots of vLLM 0.18.1 with 256 sequences log "PIECEWISE=51 (largest=512), FULL=35 (largest=256)";
+    # the H200 boots with 1024 sequences capture 51 + 51 (test above).
+    assert len(capture_sizes(256, 2048)) == 51 and graph_count(256, 2048) == 51 + 35
+    assert graph_count(1024, 8192) == 51 + 51
+    assert graph_count(4, 8192) == 4 + 3                    # sizes 1, 2, 4, 8; FULL for 1, 2 and 4 requests
+    # speculative decoding: a uniform decode batch holds 1 + k tokens per request, q <= size <= q x max_num_seqs
+    assert capture_sizes(5, 8192, 2) == [1, 2, 4, 8, 16, 24] and graph_count(5, 8192, 2) == 6 + 2
 
 
 def test_an_sglang_plan_says_whether_its_version_s_formula_was_read():

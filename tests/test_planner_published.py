@@ -110,3 +110,52 @@ def test_the_graph_estimate_is_subtracted_from_the_0_20_0_wheel_on():
     assert vllm_rules("0.20.0").cudagraph_estimate_subtracted
     assert not vllm_rules("0.19.2rc1.dev8").cudagraph_estimate_subtracted
     assert not vllm_rules("0.18.1rc1.dev147+g290809456").cudagraph_estimate_subtracted
+
+
+# club-3090 banks each boot's pool as its report script transcribes it (BENCHMARKS.md, compose headers): GiB and
+# tokens ("KV pool 16.58 GiB / **3,292,687 tok**"), or tokens and concurrency only. These are TP=2 boots on
+# RTX 3090 / RTX 5090 pairs: one KV head, 10 attention + 30 GDN layers per rank.
+TRANSCRIBED = re.compile(r"KV pool ([\d.]+) GiB / \**([\d,]+) tok")
+POOL_AND_CONCURRENCY = re.compile(r"([\d,]+)(?:-token| tokens = ).*?([\d.]+) × 262K")
+WITH_TRANSCRIBED = [e for e in PARTIAL if any(TRANSCRIBED.search(line) for line in e["log"])]
+
+
+def base_layout(entry):
+    spec = get_model("Qwen/Qwen3.5-35B-A3B")
+    cfg = resolve_config(spec, ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"]))
+    return vllm_layout(spec, cfg, len(spec.full_attention_layers), len(spec.linear_attention_layers)), cfg
+
+
+@pytest.mark.parametrize("entry", WITH_TRANSCRIBED, ids=[e["id"] for e in WITH_TRANSCRIBED])
+def test_transcribed_tp2_pools_follow_the_layout(entry):
+    layout, cfg = base_layout(entry)
+    gib, tokens = find(TRANSCRIBED, entry["log"]).groups()
+    logged = int(tokens.replace(",", ""))
+    low = vllm_capacity(layout, int((float(gib) - 0.005) * GIB), cfg.max_model_len, cfg)
+    high = vllm_capacity(layout, int((float(gib) + 0.005) * GIB), cfg.max_model_len, cfg)
+    assert entry["gpus"] == "2xRTX5090" and cfg.tp == 2
+    assert logged_figure(entry, low) <= logged <= logged_figure(entry, high)
+
+
+def test_the_2x3090_agentworld_pool_is_904_blocks_of_2096_tokens():
+    # 1,795,289 tokens at 6.85x: block 2096 (one fp8 KV head of 256 per rank, page padded to the GDN state),
+    # a 262,144-token request takes cdiv(262144, 2096) = 126 attention blocks + 3 GDN groups x 2 ("align");
+    # 904 / 132 = 6.8485x -> int(6.8485 x 262144) = 1,795,289: 904 x 2096 x 1024 x 10 B = 9.04 GiB per rank.
+    entry = next(e for e in PARTIAL if e["id"] == "club-3090-2x3090-agentworld-awq-0.25.1")
+    layout, cfg = base_layout(entry)
+    tokens, concurrency = find(POOL_AND_CONCURRENCY, entry["log"]).groups()
+    assert (layout.block_size, layout.group_size, layout.mamba_groups) == (2096, 10, 3)
+    assert layout.blocks_per_request(cfg.max_model_len, cfg) == 132
+    capacity = vllm_capacity(layout, 904 * layout.bytes_per_block, cfg.max_model_len, cfg)
+    assert capacity.tokens == int(tokens.replace(",", "")) and round(capacity.max_concurrency, 2) == float(concurrency)
+    assert round(904 * layout.bytes_per_block / GIB, 2) == 9.04
+
+
+def test_the_2x3090_autoround_pool_is_1031_blocks():
+    # "7.81× concurrency, 2.05M-token KV pool" on vLLM 0.22.0 (fp8_e5m2, one sequence, vision on): 1,031 blocks.
+    entry = next(e for e in PARTIAL if e["id"] == "club-3090-2x3090-autoround-dual-0.22.0")
+    layout, cfg = base_layout(entry)
+    fits = [b for b in range(1, 3000) if round(b / layout.blocks_per_request(cfg.max_model_len, cfg), 2) == 7.81]
+    assert fits == [1031]
+    capacity = vllm_capacity(layout, 1031 * layout.bytes_per_block, cfg.max_model_len, cfg)
+    assert round(capacity.tokens / 1e6, 2) == 2.05

@@ -8,7 +8,8 @@ vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.20-0.33):
   `_dummy_sampler_run` over max_num_seqs rows of logits; the peak is the larger of the two.
   The CUDA-graph estimate (gpu_model_runner.py profile_cudagraph_memory) captures two graphs per mode and
   extrapolates to every capture size (config/vllm.py: sizes 1, 2, 4, 8..248 step 8, 256..max step 16,
-  max = min(2 x max_num_seqs x (1 + speculative tokens), 512, max_num_batched_tokens)).
+  max = min(2 x max_num_seqs x (1 + speculative tokens), 512, max_num_batched_tokens)); PIECEWISE captures every
+  size, FULL only the sizes a uniform decode batch of at most max_num_seqs requests fills (graph_count).
 On unified-memory GPUs (GB10) the non-torch term also holds the host memory gained during init
 (vllm/utils/mem_utils.py MemorySnapshot.measure counts system memory there; uma_host_bytes).
 Coefficients (bytes per sampler logit, scale of the forward estimate, non-torch bytes, bytes per captured
@@ -65,6 +66,16 @@ def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: i
     top = min(max_num_seqs * (1 + spec_tokens) * 2, MAX_CAPTURE_SIZE, max_num_batched_tokens)
     sizes = [s for s in (1, 2, 4) if s <= top] + list(range(8, min(top + 1, 256), 8))
     return sizes + list(range(256, top + 1, 16))
+
+
+def graph_count(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0) -> int:
+    """Graphs FULL_AND_PIECEWISE captures: one PIECEWISE graph per capture size, one FULL graph per capture size
+    a uniform decode batch fills, q <= size <= q x max_num_seqs with q = 1 + speculative tokens
+    (vllm/v1/cudagraph_dispatcher.py initialize_cudagraph_keys). Logged: "PIECEWISE=51 (largest=512),
+    FULL=35 (largest=256)" for 256 sequences (tests/data/published_kv/vllm.yaml, GB10 boots of vLLM 0.18.1)."""
+    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, spec_tokens)
+    query = 1 + spec_tokens
+    return len(sizes) + sum(1 for s in sizes if query <= s <= query * max_num_seqs)
 
 
 def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
@@ -130,7 +141,7 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> OverheadInpu
     tokens = cfg.max_num_batched_tokens or tokens
     seqs = cfg.max_num_seqs or seqs
     forward = activation_bytes(spec, cfg, tokens) + encoder_bytes(spec, cfg, tokens)
-    graphs = 0 if cfg.enforce_eager else 2 * len(capture_sizes(seqs, tokens, cfg.mtp_tokens))  # FULL_AND_PIECEWISE
+    graphs = 0 if cfg.enforce_eager else graph_count(seqs, tokens, cfg.mtp_tokens)
     # every rank samples over the full vocabulary (LogitsProcessor all-gathers the vocab-parallel logits)
     return OverheadInputs(forward, seqs * spec.vocab_size, graphs, tokens, seqs)
 
@@ -183,4 +194,4 @@ def sglang_overhead(cfg: ServeConfig) -> int:
 
 
 __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "vllm_overhead", "sglang_overhead", "vllm_batch_defaults",
-           "capture_sizes", "activation_bytes", "encoder_bytes", "MIB"]
+           "capture_sizes", "graph_count", "activation_bytes", "encoder_bytes", "MIB"]
