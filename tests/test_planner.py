@@ -220,6 +220,50 @@ def test_the_sampler_peak_scales_with_max_num_seqs_and_the_forward_with_batched_
     assert few.graphs == 2 + 1      # capture sizes 1 and 2 (2 x max_num_seqs) PIECEWISE, FULL only for 1 request
 
 
+def test_the_encoder_is_profiled_on_full_size_images_within_the_encoder_budget():
+    from doctor.planner.overhead import encoder_profile_tokens, image_item_tokens
+
+    # compute_mm_encoder_budget / MultiModalBudget (vLLM 0.20.1-0.32.0): budget = max(max_num_batched_tokens,
+    # largest item), items = max(1, min(budget // item, max_num_seqs x items per prompt)). A 16,777,216-pixel
+    # image is 16384 merged tokens: the H200 vision boot logs "budget of 16384 tokens, and profiled with 1 image
+    # items" at 8192 batched tokens.
+    cfg = ServeConfig(max_model_len=262144)
+    assert image_item_tokens(BF16) == 16384
+    assert encoder_profile_tokens(BF16, cfg, 8192, 1024) == 16384
+    assert encoder_profile_tokens(BF16, cfg, 2048, 256) == 16384
+    assert encoder_profile_tokens(BF16, cfg, 40000, 1024) == 2 * 16384
+    assert encoder_profile_tokens(BF16, cfg.with_(max_model_len=16384), 40000, 1) == 16384   # one image per batch
+    assert encoder_profile_tokens(BF16, cfg.with_(language_model_only=True), 8192, 1024) == 0
+
+
+def test_the_profile_peak_is_the_larger_of_the_encoder_and_the_forward_holding_its_outputs():
+    from doctor.planner.coefficients import Coefficients
+    from doctor.planner.overhead import OverheadInputs, peak_activation
+
+    coef = Coefficients(sampler_bytes_per_logit=2.0)
+    lm_bound = OverheadInputs(forward_bytes=100, logits=10, graphs=0, max_num_batched_tokens=8192, max_num_seqs=1,
+                              encoder_bytes=60, encoder_outputs=5)
+    assert peak_activation(lm_bound, coef) == 5 + 100
+    encoder_bound = OverheadInputs(forward_bytes=40, logits=30, graphs=0, max_num_batched_tokens=8192,
+                                   max_num_seqs=1, encoder_bytes=90, encoder_outputs=5)
+    assert peak_activation(encoder_bound, coef) == 90
+
+
+def test_the_graph_estimate_is_the_first_capture_plus_increments_per_mode():
+    from doctor.planner.coefficients import Coefficients
+    from doctor.planner.overhead import OverheadInputs, cudagraph_estimate, graph_modes
+
+    assert graph_modes(1, 8192) == 2 and graph_modes(1024, 8192) == 2
+    coef = Coefficients(graph_bytes_per_graph={"none-tp1": 3.0}, graph_first_capture_bytes=100)
+
+    def inputs(graphs: int, modes: int) -> OverheadInputs:
+        return OverheadInputs(0, 0, graphs, 8192, 1, graph_modes=modes)
+
+    assert cudagraph_estimate(inputs(2, 2), coef, False, 1) == 100               # PIECEWISE=1, FULL=1
+    assert cudagraph_estimate(inputs(102, 2), coef, False, 1) == 100 + 100 * 3   # PIECEWISE=51, FULL=51
+    assert cudagraph_estimate(inputs(0, 0), coef, False, 1) == 0                 # eager
+
+
 def test_full_graphs_are_captured_only_for_batches_of_at_most_max_num_seqs_decodes():
     from doctor.planner.overhead import capture_sizes, graph_count
 
