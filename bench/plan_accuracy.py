@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from doctor.planner.accuracy import Residual, SglangResidual, release, residuals, sglang_residuals  # noqa: E402
 from doctor.planner.coefficients import using  # noqa: E402
-from doctor.planner.fit import fit, logged_boots, uma_entries  # noqa: E402
+from doctor.planner.fit import first_capture_samples, fit, logged_boots, uma_entries  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "published_kv"
 CALIBRATION = ROOT / "doctor" / "planner" / "calibration.yaml"
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="refit and refresh doctor/planner/calibration.yaml")
     args = parser.parse_args(argv)
     entries = load_entries()
-    coefficients = fit(logged_boots(entries), uma_entries(entries))
+    coefficients = fit(logged_boots(entries), uma_entries(entries), first_capture_samples(entries))
     with using(coefficients):
         in_sample = residuals(entries)
     if not in_sample:

@@ -10,7 +10,8 @@ import yaml
 from doctor.planner.accuracy import band, calibration, residuals
 from doctor.planner.bootlog import parse_boot_log
 from doctor.planner.coefficients import Coefficients, shipped, using
-from doctor.planner.fit import fit, leave_one_out, logged_boot, logged_boots, uma_entries, uma_host_gap
+from doctor.planner.fit import (first_capture_samples, fit, leave_one_out, logged_boot, logged_boots, uma_entries,
+                                uma_host_gap)
 from doctor.planner.hardware import GIB
 
 DATA = Path(__file__).parent / "data" / "published_kv"
@@ -26,8 +27,10 @@ def test_h200_truth_is_met_within_two_percent():
 
 
 def test_the_shipped_coefficients_are_the_fit_of_the_shipped_boots():
-    fitted = fit(logged_boots(ENTRIES), uma_entries(ENTRIES))
+    fitted = fit(logged_boots(ENTRIES), uma_entries(ENTRIES), first_capture_samples(ENTRIES))
     assert fitted.boots == shipped().boots
+    assert fitted.first_capture_boots == shipped().first_capture_boots
+    assert fitted.graph_first_capture_bytes == shipped().graph_first_capture_bytes
     assert fitted.sampler_bytes_per_logit == pytest.approx(shipped().sampler_bytes_per_logit)
     assert fitted.graph_bytes_per_graph == pytest.approx(shipped().graph_bytes_per_graph)
     assert fitted.non_torch_bytes == shipped().non_torch_bytes
@@ -53,6 +56,44 @@ def test_partly_described_boots_are_kept_but_never_fitted_on():
     partial = [e for e in ENTRIES if "missing" in e]
     assert partial and all(not e.get("predict") for e in partial)
     assert not {e["id"] for e in partial} & set(shipped().boots)
+
+
+def test_the_first_capture_is_read_from_boots_that_capture_one_graph_per_mode():
+    # profile_cudagraph_memory (vLLM 0.20.1-0.32.0) = max first capture + (graphs - 1) x increment per mode: with
+    # "PIECEWISE=1 (largest=1), FULL=1 (largest=1)" the logged estimate is the first capture itself. The RTX 5090
+    # boots log 0.36 GiB; the GB10 boot with the same captures (0.47 GiB) is left out: unified memory.
+    samples = first_capture_samples(ENTRIES)
+    assert set(samples) == {"rtx5090-wsl-99sono-redhat-nvfp4-64k-8192", "rtx5090-wsl-99sono-redhat-nvfp4-64k-16384"}
+    assert shipped().graph_first_capture_bytes == pytest.approx(0.36 * GIB, abs=1)
+    # the per-graph figure is what the H200's 100 further graphs add beyond it: (0.64 - 0.36) GiB / 100
+    assert shipped().graph_bytes_per_graph["none-tp1"] == pytest.approx(0.28 * GIB / 100, rel=1e-6)
+
+
+def test_a_small_capture_reserves_the_first_capture_not_a_per_graph_share():
+    from doctor.models import get_model
+    from doctor.planner.config import ServeConfig
+    from doctor.planner.hardware import parse_gpus
+    from doctor.planner.overhead import vllm_overhead_terms
+
+    # the club-3090 RTX 5090 boots: one sequence -> capture sizes 1, 2 PIECEWISE and 1 FULL (3 graphs, 2 modes)
+    spec, gpu = get_model("nvidia/Qwen3.6-35B-A3B-NVFP4"), parse_gpus("1xRTX5090").gpu
+    cfg = ServeConfig(max_num_seqs=1, max_num_batched_tokens=8192, max_model_len=131072, backend_version="0.24.0")
+    terms = vllm_overhead_terms(spec, cfg, gpu)
+    c = shipped()
+    assert terms.graphs == 3
+    assert terms.cudagraph_estimate == int(c.first_capture() + 1 * c.per_graph(True, 1))
+    assert terms.cudagraph_estimate > 0.3 * GIB       # the RTX 5090 boots with 2-6 graphs log 0.36-0.45 GiB
+
+
+def test_the_vision_boot_adds_the_encoder_outputs_to_the_peak_not_the_encoder_peak():
+    # H200, vLLM 0.26.0 defaults: the logged peak is 4.01 GiB language-model only and 4.26 GiB with the vision
+    # encoder profiled on one 16384-token image; its own peak (65,536 patches through the ViT) stays under the
+    # sampler's 4 GiB, so the encoder adds only the outputs profile_run keeps (maxed, not added).
+    rows = {r.id: r for r in residuals(ENTRIES)}
+    boot = logged_boot(next(e for e in ENTRIES if e["id"] == "h200-vllm-0.26-bf16-vision-kv"))
+    assert boot.inputs.encoder_outputs == 16384 * 2048 * 2
+    assert boot.inputs.encoder_bytes < 4.01 * GIB
+    assert abs(rows["h200-vllm-0.26-bf16-vision-kv"].tokens_error) <= 0.01
 
 
 def test_the_sampler_rule_reads_bytes_per_logit_from_a_sampler_bound_boot():

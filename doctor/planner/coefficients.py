@@ -37,10 +37,12 @@ class Coefficients:
     sampler_bytes_per_logit: float = SAMPLER_BYTES_PER_LOGIT_PHYSICS
     forward_scale: float = 1.0
     non_torch_bytes: dict[str, int] = field(default_factory=dict)        # tp_key -> bytes
-    graph_bytes_per_graph: dict[str, float] = field(default_factory=dict)  # graph_key -> bytes
+    graph_bytes_per_graph: dict[str, float] = field(default_factory=dict)  # graph_key -> bytes per further graph
+    graph_first_capture_bytes: int | None = None   # profile_cudagraph_memory's first capture of a mode
     graph_actual_over_estimate: float = 1.0
     uma_non_torch_bytes: int | None = None      # unified-memory GPUs: host memory vLLM counts as device memory
     boots: tuple[str, ...] = ()
+    first_capture_boots: tuple[str, ...] = ()   # boots whose graph lines alone gave graph_first_capture_bytes
 
     def non_torch(self, tp: int) -> int:
         """Non-torch bytes for this TP class, else the other class's, else 0.25 GiB."""
@@ -49,6 +51,10 @@ class Coefficients:
             return own
         others = list(self.non_torch_bytes.values())
         return int(sum(others) / len(others)) if others else int(0.25 * GIB)
+
+    def first_capture(self) -> int:
+        """Bytes of a mode's first capture; 0 when no boot logged one (every graph then costs per_graph)."""
+        return self.graph_first_capture_bytes or 0
 
     def per_graph(self, quantized: bool, tp: int) -> float:
         """Bytes per captured graph: own class, else same checkpoint kind, else same TP class, else any."""
@@ -62,6 +68,7 @@ class Coefficients:
     def to_yaml(self) -> dict[str, Any]:
         data = asdict(self)
         data["boots"] = list(self.boots)
+        data["first_capture_boots"] = list(self.first_capture_boots)
         return data
 
     @classmethod
@@ -71,9 +78,12 @@ class Coefficients:
                    non_torch_bytes={str(k): int(v) for k, v in data["non_torch_bytes"].items()},
                    graph_bytes_per_graph={str(k): float(v) for k, v in data["graph_bytes_per_graph"].items()},
                    graph_actual_over_estimate=float(data["graph_actual_over_estimate"]),
+                   graph_first_capture_bytes=(None if data.get("graph_first_capture_bytes") is None
+                                              else int(data["graph_first_capture_bytes"])),
                    uma_non_torch_bytes=(None if data.get("uma_non_torch_bytes") is None
                                         else int(data["uma_non_torch_bytes"])),
-                   boots=tuple(data.get("boots") or ()))
+                   boots=tuple(data.get("boots") or ()),
+                   first_capture_boots=tuple(data.get("first_capture_boots") or ()))
 
 
 @lru_cache(maxsize=1)

@@ -5,12 +5,21 @@ non-torch memory, and G GiB for CUDAGraph memory" line (vllm/v1/worker/gpu_worke
 "Estimated CUDA graph memory" (gpu_model_runner.py profile_cudagraph_memory) give each term; the
 configuration of the entry gives what the term scales with (overhead.overhead_inputs). Rules:
 
-- sampler bytes per logit: boots whose forward estimate is under half their logged peak and whose logits
+- the language-model phase of the peak is the logged peak less the encoder outputs profile_run holds through
+  it (overhead.peak_activation; the encoder's own peak stays under it on every logged boot);
+- sampler bytes per logit: boots whose forward estimate is under half that phase and whose logits
   could hold it (at most twice the bytes per logit the sampler's tensors take): the peak is then the
   sampler's dummy run over max_num_seqs x vocabulary logits (gpu_model_runner.py _dummy_sampler_run);
-- forward scale: logged peak / forward estimate on the boots whose sampler cannot reach the peak;
+- forward scale: that phase / forward estimate on the boots whose sampler cannot reach the peak;
 - non-torch bytes: mean per TP class (one GPU; several, where NCCL buffers replace cuBLAS-only ones);
-- bytes per captured graph: estimate / graphs, mean per checkpoint kind x TP class;
+- first-capture bytes (profile_cudagraph_memory, 0.20.1-0.32.0: max over modes of the first capture +
+  (graphs - 1) x increment per mode): the logged estimate of boots that capture one graph per mode, where the
+  estimate IS the first capture. Their "Profiling CUDA graph memory: PIECEWISE=1 (largest=1), FULL=1 ..." and
+  "Estimated CUDA graph memory" lines state the term whole, so they count even when the rest of their
+  configuration is only partly known (tests/data/published_kv/vllm-partial.yaml); unified-memory GPUs are left
+  out (there torch's free memory moves with the host: a GB10 boot logged -0.90 GiB);
+- bytes per further captured graph: (estimate - first capture) / (graphs - capture modes), mean per
+  checkpoint kind x TP class;
 - actual over estimated graph memory: mean of logged actual / estimate.
 - host bytes on unified memory (overhead.uma_host_bytes): on a unified-memory GPU vLLM's non-torch term takes
   in host memory growth, which no flag predicts. Per such boot: its plan with its logged weights and no host
@@ -22,6 +31,7 @@ falls back as coefficients.Coefficients documents.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from statistics import mean, median
@@ -64,9 +74,31 @@ def logged_boot(entry: dict[str, Any]) -> LoggedBoot | None:
     return LoggedBoot(entry["id"], boot, inputs, cfg.tp, spec.quantization.method != "none")
 
 
-def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = ()) -> Coefficients:
-    """Coefficients from these boots and unified-memory entries (module docstring for the rules)."""
-    act = {b.id: b.boot.activation_gib * GIB for b in boots}
+def graph_captures(entry: dict[str, Any]) -> tuple[int, ...] | None:
+    """Graphs per mode of the entry's "Profiling CUDA graph memory: PIECEWISE=3 (largest=4), FULL=3 ..." line."""
+    line = next((x for x in entry["log"] if "Profiling CUDA graph memory:" in x), None)
+    return None if line is None else tuple(int(n) for n in re.findall(r"\b[A-Z_]+=(\d+) \(largest", line))
+
+
+def first_capture_samples(entries: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """entry id -> logged graph estimate (bytes) of the discrete-GPU boots that capture one graph per mode."""
+    from doctor.planner.hardware import parse_gpus
+
+    out: dict[str, float] = {}
+    for e in entries:
+        captures = graph_captures(e)
+        estimate = parse_boot_log("\n".join(e["log"])).graph_estimate_gib
+        if captures and set(captures) == {1} and estimate and not parse_gpus(e["gpus"]).gpu.unified:
+            out[e["id"]] = estimate * GIB
+    return out
+
+
+def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = (),
+        first_captures: dict[str, float] | None = None) -> Coefficients:
+    """Coefficients from these boots, unified-memory entries and first-capture samples (first_capture_samples;
+    module docstring for the rules)."""
+    first = mean(first_captures.values()) if first_captures else 0.0
+    act = {b.id: b.boot.activation_gib * GIB - b.inputs.encoder_outputs for b in boots}
     sampler_fits = [act[b.id] / b.inputs.logits for b in boots
                     if b.inputs.logits and b.inputs.forward_bytes < SAMPLER_BOUND * act[b.id]
                     and act[b.id] / b.inputs.logits <= SAMPLER_MAX_BYTES]
@@ -78,8 +110,10 @@ def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = ()) -> Coeffici
     for b in boots:
         if b.boot.non_torch_gib is not None:
             non_torch.setdefault(tp_key(b.tp), []).append(b.boot.non_torch_gib * GIB)
-        if b.boot.graph_estimate_gib is not None and b.inputs.graphs:
-            graphs.setdefault(graph_key(b.quantized, b.tp), []).append(b.boot.graph_estimate_gib * GIB / b.inputs.graphs)
+        further = b.inputs.graphs - b.inputs.graph_modes
+        if b.boot.graph_estimate_gib is not None and further > 0:
+            graphs.setdefault(graph_key(b.quantized, b.tp), []).append(
+                max(0.0, b.boot.graph_estimate_gib * GIB - first) / further)
     ratios = [b.boot.graph_actual_gib / b.boot.graph_estimate_gib for b in boots
               if b.boot.graph_actual_gib and b.boot.graph_estimate_gib]
     fitted = Coefficients(
@@ -88,7 +122,9 @@ def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = ()) -> Coeffici
         non_torch_bytes={k: int(mean(v)) for k, v in sorted(non_torch.items())},
         graph_bytes_per_graph={k: mean(v) for k, v in sorted(graphs.items())},
         graph_actual_over_estimate=mean(ratios) if ratios else 1.0,
-        boots=tuple(b.id for b in boots))
+        graph_first_capture_bytes=int(first) if first_captures else None,
+        boots=tuple(b.id for b in boots),
+        first_capture_boots=tuple(sorted(first_captures or ())))
     if not uma:
         return fitted
     host = [uma_host_gap(entry, fitted) for entry in uma]
@@ -124,6 +160,7 @@ def logged_boots(entries: list[dict[str, Any]]) -> list[LoggedBoot]:
 
 def leave_one_out(entries: list[dict[str, Any]]) -> dict[str, Coefficients]:
     """For every entry id: coefficients fitted on the logged boots of all the other entries."""
-    boots, uma = logged_boots(entries), uma_entries(entries)
-    return {e["id"]: fit([b for b in boots if b.id != e["id"]], [u for u in uma if u["id"] != e["id"]])
+    boots, uma, firsts = logged_boots(entries), uma_entries(entries), first_capture_samples(entries)
+    return {e["id"]: fit([b for b in boots if b.id != e["id"]], [u for u in uma if u["id"] != e["id"]],
+                         {k: v for k, v in firsts.items() if k != e["id"]})
             for e in entries}

@@ -3,19 +3,29 @@
 vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.20-0.33):
   available KV = torch total x gpu_memory_utilization - weights - torch peak increase of the profile run
                  - non-torch increase - CUDA-graph estimate (subtracted by default since 0.20.0, versions.py).
-  The profile run (v1/worker/gpu_model_runner.py profile_run) is a dummy forward over
-  max_num_batched_tokens (after the vision encoder's dummy batch, unless --language-model-only), then
-  `_dummy_sampler_run` over max_num_seqs rows of logits; the peak is the larger of the two.
-  The CUDA-graph estimate (gpu_model_runner.py profile_cudagraph_memory) captures two graphs per mode and
-  extrapolates to every capture size (config/vllm.py: sizes 1, 2, 4, 8..248 step 8, 256..max step 16,
-  max = min(2 x max_num_seqs x (1 + speculative tokens), 512, max_num_batched_tokens)); PIECEWISE captures every
-  size, FULL only the sizes a uniform decode batch of at most max_num_seqs requests fills (graph_count).
+  The profile run (v1/worker/gpu_model_runner.py profile_run, 0.20.1 / 0.24.0 / 0.26.0 / 0.32.0) first runs the
+  vision encoder over its dummy batch (unless --language-model-only) and keeps only its outputs
+  (`self.encoder_cache[f"tmp_{i}"] = output`), then a dummy forward over max_num_batched_tokens and
+  `_dummy_sampler_run` over max_num_seqs rows of logits, and clears the encoder cache at the end. The peak is
+  therefore max(encoder peak, encoder outputs + max(forward, sampler)) -- the terms are maxed, not added.
+  The encoder's dummy batch is sized by multimodal/encoder_budget.py MultiModalBudget and
+  v1/core/encoder_cache_manager.py compute_mm_encoder_budget (same code in 0.20.1-0.32.0):
+  budget = max(max_num_encoder_input_tokens (= max_num_batched_tokens, config/scheduler.py), tokens of the
+  largest item); items = max(1, min(budget // item tokens, max_num_seqs x items per prompt)) -- one full-size
+  image at 8192 batched tokens ("budget of 16384 tokens, and profiled with 1 image items",
+  tests/fixtures/h200-rehearsal/vllm-bf16-vision.log).
+  The CUDA-graph estimate (gpu_model_runner.py profile_cudagraph_memory, 0.20.1 / 0.24.0 / 0.26.0 / 0.32.0)
+  captures the two largest graphs of each mode and returns max over modes of the first capture + per mode
+  (graphs - 1) x the second capture's increment. Capture sizes (config/vllm.py: 1, 2, 4, 8..248 step 8,
+  256..max step 16, max = min(2 x max_num_seqs x (1 + speculative tokens), 512, max_num_batched_tokens));
+  PIECEWISE captures every size, FULL only the sizes a uniform decode batch of at most max_num_seqs requests
+  fills (graph_count).
 On unified-memory GPUs (GB10) the non-torch term also holds the host memory gained during init
 (vllm/utils/mem_utils.py MemorySnapshot.measure counts system memory there; uma_host_bytes).
-Coefficients (bytes per sampler logit, scale of the forward estimate, non-torch bytes, bytes per captured
-graph, actual over estimated graph memory, host bytes on unified memory) are fitted on the logged boots of tests/data/published_kv/ and
-validated leave-one-out (doctor/planner/fit.py, bench/plan_accuracy.py); doctor/planner/coefficients.py
-holds the set in force.
+Coefficients (bytes per sampler logit, scale of the forward estimate, non-torch bytes, first-capture bytes,
+bytes per further captured graph, actual over estimated graph memory, host bytes on unified memory) are fitted
+on the logged boots of tests/data/published_kv/ and validated leave-one-out (doctor/planner/fit.py,
+bench/plan_accuracy.py); doctor/planner/coefficients.py holds the set in force.
 SGLang takes activations and graphs out of (1 - mem_fraction_static); only the context and NCCL
 buffers held when the pool is sized count here.
 """
@@ -36,6 +46,9 @@ NCCL_BYTES = int(0.5 * GIB)           # SGLang: NCCL / custom all-reduce buffers
 # Expert parallelism adds all-to-all buffers to the non-torch memory: 0.95 GiB logged by a GB200 TP4 EP rank.
 NON_TORCH_EP_BYTES = int(0.95 * GIB)
 MAX_CAPTURE_SIZE = 512
+# Qwen3.5 / Qwen3.6 preprocessor_config.json "size": {"longest_edge": 16777216} pixels per image (the files
+# doctor/rehearse/checkpoint.py copies); vLLM's Qwen-VL processor sizes its largest dummy image from it.
+IMAGE_MAX_PIXELS = 16777216
 
 
 def vllm_batch_defaults(gpu: GPU, version: str | None = None) -> tuple[int, int]:
@@ -68,6 +81,14 @@ def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: i
     return sizes + list(range(256, top + 1, 16))
 
 
+def graph_modes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0) -> int:
+    """Capture modes holding at least one graph (PIECEWISE, and FULL when a decode batch fills a size): each
+    mode's first capture is measured whole by profile_cudagraph_memory, the others by the increment."""
+    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, spec_tokens)
+    query = 1 + spec_tokens
+    return (1 if sizes else 0) + (1 if any(query <= s <= query * max_num_seqs for s in sizes) else 0)
+
+
 def graph_count(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0) -> int:
     """Graphs FULL_AND_PIECEWISE captures: one PIECEWISE graph per capture size, one FULL graph per capture size
     a uniform decode batch fills, q <= size <= q x max_num_seqs with q = 1 + speculative tokens
@@ -95,16 +116,40 @@ def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
     return int(hidden + moe + gdn)
 
 
-def encoder_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
-    """The vision encoder's dummy batch (profile_run profiles the encoder unless --language-model-only):
-    `tokens` merged image tokens = 4 x tokens patches through the ViT, plus the encoder cache it fills."""
+def image_item_tokens(spec: ModelSpec) -> int:
+    """Merged tokens of the largest image the processor accepts (the encoder budget's item size)."""
     v = spec.vision
-    if v is None or cfg.language_model_only:
+    return IMAGE_MAX_PIXELS // (v.patch_size ** 2 * v.spatial_merge_size ** 2) if v else 0
+
+
+def encoder_profile_tokens(spec: ModelSpec, cfg: ServeConfig, max_num_batched_tokens: int,
+                           max_num_seqs: int) -> int:
+    """Merged image tokens of the encoder's dummy batch in profile_run (0 without a vision tower, or with
+    --language-model-only): items x item tokens, as MultiModalBudget._get_max_items and
+    compute_mm_encoder_budget size it (module docstring). Items per prompt are bounded by max_model_len only
+    (the planner does not model --limit-mm-per-prompt; vLLM keeps at least one)."""
+    if spec.vision is None or cfg.language_model_only:
+        return 0
+    item = image_item_tokens(spec)
+    budget = max(max_num_batched_tokens, item)
+    per_prompt = max(1, (cfg.max_model_len or spec.max_position_embeddings) // item)
+    return max(1, min(budget // item, max_num_seqs * per_prompt)) * item
+
+
+def encoder_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
+    """Peak of the vision encoder over `tokens` merged image tokens = merge^2 x tokens patches through the ViT
+    (estimate, upper-leaning: hidden states and the MLP's intermediate of the widest layer)."""
+    v = spec.vision
+    if v is None or cfg.language_model_only or not tokens:
         return 0
     patches = tokens * v.spatial_merge_size ** 2
     tp = 1 if cfg.mm_encoder_tp_mode == "data" else cfg.tp
-    return int(patches * (v.hidden_size * 6 + v.intermediate_size / tp * 2) * dtype_bytes(spec.dtype)
-               + tokens * spec.hidden_size * dtype_bytes(spec.dtype))
+    return int(patches * (v.hidden_size * 6 + v.intermediate_size / tp * 2) * dtype_bytes(spec.dtype))
+
+
+def encoder_output_bytes(spec: ModelSpec, tokens: int) -> int:
+    """The encoder outputs profile_run keeps in its encoder cache through the language-model forward."""
+    return tokens * spec.hidden_size * dtype_bytes(spec.dtype)
 
 
 @dataclass(frozen=True)
@@ -127,11 +172,14 @@ class VllmOverhead:
 class OverheadInputs:
     """What the overhead terms scale with, before any fitted coefficient: the physics of one rank."""
 
-    forward_bytes: int        # activation_bytes + encoder_bytes at max_num_batched_tokens
+    forward_bytes: int        # activation_bytes of the language model at max_num_batched_tokens
     logits: int               # max_num_seqs x vocabulary rows the sampler's dummy run holds
     graphs: int               # graphs captured (0: eager)
     max_num_batched_tokens: int
     max_num_seqs: int
+    encoder_bytes: int = 0          # the vision encoder's own peak over its dummy batch
+    encoder_outputs: int = 0        # its outputs, held through the language-model forward
+    graph_modes: int = 0            # capture modes with at least one graph (one first capture each)
 
 
 def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> OverheadInputs:
@@ -140,10 +188,28 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> OverheadInpu
     tokens, seqs = vllm_batch_defaults(gpu, rules.version)
     tokens = cfg.max_num_batched_tokens or tokens
     seqs = cfg.max_num_seqs or seqs
-    forward = activation_bytes(spec, cfg, tokens) + encoder_bytes(spec, cfg, tokens)
+    image_tokens = encoder_profile_tokens(spec, cfg, tokens, seqs)
     graphs = 0 if cfg.enforce_eager else graph_count(seqs, tokens, cfg.mtp_tokens)
+    modes = 0 if cfg.enforce_eager else graph_modes(seqs, tokens, cfg.mtp_tokens)
     # every rank samples over the full vocabulary (LogitsProcessor all-gathers the vocab-parallel logits)
-    return OverheadInputs(forward, seqs * spec.vocab_size, graphs, tokens, seqs)
+    return OverheadInputs(activation_bytes(spec, cfg, tokens), seqs * spec.vocab_size, graphs, tokens, seqs,
+                          encoder_bytes(spec, cfg, image_tokens), encoder_output_bytes(spec, image_tokens), modes)
+
+
+def peak_activation(inputs: OverheadInputs, coef: Coefficients) -> int:
+    """profile_run's torch peak: max(encoder peak, encoder outputs + max(forward, sampler))."""
+    forward = int(inputs.forward_bytes * coef.forward_scale)
+    sampler = int(inputs.logits * coef.sampler_bytes_per_logit)
+    encoder = int(inputs.encoder_bytes * coef.forward_scale)
+    return max(encoder, inputs.encoder_outputs + max(forward, sampler))
+
+
+def cudagraph_estimate(inputs: OverheadInputs, coef: Coefficients, quantized: bool, tp: int) -> int:
+    """profile_cudagraph_memory's figure: the first capture + (graphs - 1) increments per mode."""
+    if not inputs.graphs:
+        return 0
+    further = inputs.graphs - inputs.graph_modes
+    return int(coef.first_capture() + further * coef.per_graph(quantized, tp))
 
 
 def uma_host_bytes(coef: Coefficients) -> int:
@@ -164,18 +230,16 @@ def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> VllmOver
     rules = vllm_rules(cfg.backend_version or "0.26.0")
     coef = current()
     inputs = overhead_inputs(spec, cfg, gpu)
-    forward = int(inputs.forward_bytes * coef.forward_scale)
-    sampler = int(inputs.logits * coef.sampler_bytes_per_logit)
     non_torch = coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
     if gpu.unified:
         non_torch += uma_host_bytes(coef)
-    per_graph = coef.per_graph(spec.quantization.method != "none", cfg.tp)
-    estimate = int(inputs.graphs * per_graph) if rules.cudagraph_estimate_subtracted else 0
+    graph = cudagraph_estimate(inputs, coef, spec.quantization.method != "none", cfg.tp)
+    estimate = graph if rules.cudagraph_estimate_subtracted else 0
     if rules.extensible_kv_cache:
         # vLLM 0.34's extensible KV cache is sized from memory free after capture (v1/worker/gpu_worker.py,
         # enable_extensible_kv_cache): the actual graph pool, not the estimate, is what it subtracts there.
-        estimate = int(inputs.graphs * per_graph * coef.graph_actual_over_estimate)
-    return VllmOverhead(max(forward, sampler), non_torch, estimate, inputs.max_num_batched_tokens,
+        estimate = int(graph * coef.graph_actual_over_estimate)
+    return VllmOverhead(peak_activation(inputs, coef), non_torch, estimate, inputs.max_num_batched_tokens,
                         inputs.max_num_seqs, inputs.graphs)
 
 
@@ -194,4 +258,6 @@ def sglang_overhead(cfg: ServeConfig) -> int:
 
 
 __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "vllm_overhead", "sglang_overhead", "vllm_batch_defaults",
-           "capture_sizes", "graph_count", "activation_bytes", "encoder_bytes", "MIB"]
+           "capture_sizes", "graph_count", "graph_modes", "activation_bytes", "encoder_bytes",
+           "encoder_output_bytes", "encoder_profile_tokens", "image_item_tokens", "peak_activation",
+           "cudagraph_estimate", "MIB"]
