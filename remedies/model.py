@@ -157,7 +157,7 @@ UNKNOWN = Remedy(
                  "that raised it; search the backend's issue tracker for that exact message."),
          FixStep("Run `qwen-doctor check` on this machine: a failed check often explains an unknown crash.")),
     source=("qwen-doctor: traceback and process-death recognition (remedies/crash.py)",),
-    samples=("Traceback (most recent call last): ... KeyError: 'Qwen3_5MoeMTP'", "Segmentation fault (core dumped)",
+    samples=("KeyError: 'Qwen3_5MoeMTP' (the last line of a traceback)", "Segmentation fault (core dumped)",
              "vllm-1 exited with code 137"),
     root_cause_rank=85,
 )
