@@ -127,17 +127,29 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
     report_out.check()
     spec = get_model(model)
     if from_log:
-        from doctor.planner.bootlog import read_boot_log
-        from doctor.planner.replan import logged_config, logged_gpu, replan
+        from doctor.planner.sglang_bootlog import read_sglang_boot_log, sniff_sglang
 
-        if backend != "vllm":
-            raise PlanInputError("--from-log reads vLLM boot logs; use --backend vllm")
-        boot = read_boot_log(from_log)
-        logged = logged_config(boot, ServeConfig())
-        wanted = logged.with_(**kwargs)
-        hardware = parse_gpus(gpus) if gpus else parse_gpus(f"{wanted.world_size}x{logged_gpu(boot).name}:"
-                                                            f"{boot.total_gib}")
-        result, layouts = replan(spec, boot, logged, wanted, hardware), []
+        if sniff_sglang(from_log):
+            from doctor.planner.replan import sglang_logged_config, sglang_replan
+
+            sg_boot = read_sglang_boot_log(from_log)
+            logged = sglang_logged_config(sg_boot, ServeConfig(backend_version=kwargs.get("backend_version")))
+            wanted = logged.with_(**kwargs)
+            backend = "sglang"
+            result, layouts = sglang_replan(spec, sg_boot, logged, wanted, parse_gpus(gpus) if gpus else None), []
+        else:
+            from doctor.planner.bootlog import read_boot_log
+            from doctor.planner.replan import logged_config, logged_gpu, replan
+
+            if backend != "vllm":
+                raise PlanInputError("--from-log reads vLLM and SGLang boot logs; this one is neither SGLang's "
+                                     "(no 'Load weight end' line) nor, with --backend sglang, vLLM's")
+            boot = read_boot_log(from_log)
+            logged = logged_config(boot, ServeConfig())
+            wanted = logged.with_(**kwargs)
+            hardware = parse_gpus(gpus) if gpus else parse_gpus(f"{wanted.world_size}x{logged_gpu(boot).name}:"
+                                                                f"{boot.total_gib}")
+            result, layouts = replan(spec, boot, logged, wanted, hardware), []
     else:
         if gpus is None:
             raise PlanInputError("plan needs --gpus (e.g. --gpus 2xH200), or --from-log with a vLLM boot log")

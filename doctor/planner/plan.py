@@ -120,6 +120,8 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
                         concurrency, block_size=layout.block_size,
                         max_running_requests=cfg.max_num_seqs or terms.max_num_seqs, terms=terms)
     overhead = sglang_context_bytes(cfg)
+    if measured is not None and measured.overhead_bytes is not None:
+        overhead = measured.overhead_bytes     # plan --from-log: the GPU is what was free before the load
     if measured is None or measured.weights_bytes is None:
         weights = {**weights, "load buffers": LOAD_BUFFER_BYTES, "total": weights["total"] + LOAD_BUFFER_BYTES}
     # The drafter's weights count in the pools' budget when it loads first (rules.draft_kv_in_cell, 0.5.14+),

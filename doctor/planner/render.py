@@ -95,7 +95,8 @@ def render_text(p: Plan) -> str:
         (f"budget ({share})", [f"{_gib(r.budget_bytes)} ({r.budget_bytes / _budget_base(p, r):.3f})" for r in p.ranks]),
         ("weights", [_gib(r.weights["total"]) for r in p.ranks]),
         ("  of which", [_weights_detail(r.weights) for r in p.ranks]),
-        ("overhead (estimate)", [_gib(r.overhead_bytes) for r in p.ranks]),
+        ("overhead (measured)" if all("measured" in r.weights for r in p.ranks) else "overhead (estimate)",
+         [_gib(r.overhead_bytes) for r in p.ranks]),
         *([("  of which", [f"activation {r.terms.peak_activation / GIB:.2f}, non-torch {r.terms.non_torch / GIB:.2f}, "
                             f"CUDA graphs {r.terms.cudagraph_estimate / GIB:.2f}" for r in p.ranks])]
           if cfg.backend == "vllm" and all(r.terms for r in p.ranks) and cfg.overhead_gib is None else []),

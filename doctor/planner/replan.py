@@ -1,4 +1,4 @@
-"""Re-plan other flags from a real boot log: its measured terms replace the planner's estimates.
+"""Re-plan other flags from a real boot log (vLLM or SGLang): its measured terms replace the planner's estimates.
 
 The log's own figures are exact for the flags it ran with; for changed flags the planner adds only the
 difference its model predicts between the two flag sets (e.g. --max-num-seqs moves the sampler peak,
@@ -14,6 +14,7 @@ from doctor.planner.errors import PlanInputError
 from doctor.planner.hardware import GIB, GPU, Hardware
 from doctor.planner.overhead import vllm_overhead_terms
 from doctor.planner.plan import Measured, Plan, plan, resolve_config
+from doctor.planner.sglang_bootlog import SglangBootLog
 from doctor.planner.weights import rank_weights
 
 
@@ -54,3 +55,39 @@ def replan(spec: ModelSpec, boot: BootLog, logged: ServeConfig, wanted: ServeCon
     measured = Measured(weights_bytes=int(boot.weights_gib * GIB + weights_delta),
                         overhead_bytes=int(logged_overhead + model_delta))
     return plan(spec, hardware, wanted, measured)
+
+
+_SGLANG_KV_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+
+
+def sglang_logged_config(boot: SglangBootLog, base: ServeConfig) -> ServeConfig:
+    """The flags the logged SGLang boot ran with, from its ServerArgs dump (`base` for the rest)."""
+    changes: dict[str, object] = {"backend": "sglang"}
+    dtype = _SGLANG_KV_DTYPES.get(boot.kv_cache_dtype or "", boot.kv_cache_dtype)
+    for name, value in (("mem_fraction_static", boot.mem_fraction_static), ("max_model_len", boot.context_length),
+                        ("tp", boot.tp), ("pp", boot.pp), ("kv_cache_dtype", dtype),
+                        ("max_num_seqs", boot.max_running_requests),
+                        ("max_num_batched_tokens", boot.chunked_prefill_size), ("prefix_caching", boot.radix_cache),
+                        ("max_mamba_cache_size", boot.max_mamba_cache_size),
+                        ("mamba_full_memory_ratio", boot.mamba_full_memory_ratio)):
+        if value is not None:
+            changes[name] = value
+    return base.with_(**changes)
+
+
+def sglang_logged_hardware(boot: SglangBootLog, cfg: ServeConfig) -> Hardware:
+    """The GPUs as the boot saw them: what was free before the weights load is what SGLang sizes from."""
+    free = int(boot.avail_before_gib * GIB)
+    return Hardware(GPU("logged-GPU", free, "9.0", free), cfg.world_size)
+
+
+def sglang_replan(spec: ModelSpec, boot: SglangBootLog, logged: ServeConfig, wanted: ServeConfig,
+                  hardware: Hardware | None = None) -> Plan:
+    """Plan `wanted` from what the SGLang boot of `logged` measured: the free memory before the load and the
+    load's own usage are exact; a changed TP/PP/quantisation moves the weights by the planner's difference. On
+    `hardware` other than the logged GPUs, the CUDA context is the planner's estimate again."""
+    logged, wanted = resolve_config(spec, logged), resolve_config(spec, wanted)
+    weights_delta = rank_weights(spec, wanted)["total"] - rank_weights(spec, logged)["total"]
+    measured = Measured(weights_bytes=int(boot.weights_gib * GIB + weights_delta),
+                        overhead_bytes=None if hardware is not None else 0)
+    return plan(spec, hardware or sglang_logged_hardware(boot, wanted), wanted, measured)
