@@ -41,8 +41,6 @@ from doctor.planner.flags import vllm_batch_defaults_of
 from doctor.planner.hardware import GIB, MIB, GPU
 from doctor.planner.versions import vllm_rules
 
-CONTEXT_BYTES = int(0.5 * GIB)        # SGLang: CUDA context + cuBLAS workspaces when the pool is sized
-NCCL_BYTES = int(0.5 * GIB)           # SGLang: NCCL / custom all-reduce buffers when TP/PP > 1
 # Expert parallelism adds all-to-all buffers to the non-torch memory: 0.95 GiB logged by a GB200 TP4 EP rank.
 NON_TORCH_EP_BYTES = int(0.95 * GIB)
 MAX_CAPTURE_SIZE = 512
@@ -250,14 +248,7 @@ def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
     return vllm_overhead_terms(spec, cfg, gpu).total
 
 
-def sglang_overhead(cfg: ServeConfig) -> int:
-    """Bytes in use besides weights when SGLang sizes its pools (context, NCCL)."""
-    if cfg.overhead_gib is not None:
-        return int(cfg.overhead_gib * GIB)
-    return CONTEXT_BYTES + (NCCL_BYTES if cfg.tp * cfg.pp > 1 else 0)
-
-
-__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "vllm_overhead", "sglang_overhead", "vllm_batch_defaults",
+__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "vllm_overhead", "vllm_batch_defaults",
            "capture_sizes", "graph_count", "graph_modes", "activation_bytes", "encoder_bytes",
            "encoder_output_bytes", "encoder_profile_tokens", "image_item_tokens", "peak_activation",
            "cudagraph_estimate", "MIB"]

@@ -17,7 +17,8 @@ mem_cache/kv_cache_configurator.py _profile_available_bytes from 0.5.16), per ve
   0.5.18: slots = (budget - per_req) // per_req, (slots + 1) x per_req off the rest).
 - tokens = int(rest x 2^30) // cell // page_size x page_size (--page-size: ServeConfig.block_size); the cell
   counts only full-attention layers, x (1 + draft layers / full layers) for EAGLE / NEXTN (MTP) from 0.5.14
-  (pool_configurator.py; DFLASH scales it too, scale_kv_cell_size_per_token_for_dflash, 0.5.14+).
+  (pool_configurator.py); DFLASH is priced into the cell from 0.5.11 (scale_kv_cell_size_per_token_for_dflash)
+  and by the drafter's own geometry from 0.5.18 (drafters.py sglang_drafter_cell_bytes).
 - max_running_requests = clamp(tokens / context_len x 512, 2048, 4096) (or --max-running-requests), <= tokens // 2
   from 0.5.14, and <= slots // mamba ratio: 3 per request (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO) + 2
   ping-pong slots when the radix cache resolves to extra_buffer with the overlap scheduler (0.5.14+ default),
