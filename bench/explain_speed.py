@@ -75,7 +75,8 @@ def generate(path: Path, size: int, error_every: int, seed: int) -> int:
     """Write about `size` bytes; return how many error lines were sprinkled in."""
     rng = random.Random(seed)
     pool = healthy_pool(rng)
-    errors = [(s + "\n").encode() for r in load_catalogue() if not r.stop for s in r.samples]  # stop markers: not reported
+    # Stop markers (`stop: true`) end the report instead of naming a finding, so they are not sprinkled.
+    errors = [(s + "\n").encode() for r in load_catalogue() if not r.stop for s in r.samples]
     written = inserted = 0
     with open(path, "wb") as out:
         while written < size:
