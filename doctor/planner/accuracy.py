@@ -22,6 +22,7 @@ import yaml
 from packaging.version import InvalidVersion, Version
 
 from doctor.planner.hardware import GIB
+from doctor.planner.sglang_bootlog import KV_TOKENS, LOAD_BEGIN, LOAD_END, MAMBA_SLOTS, RUNNING
 
 _WEIGHTS = re.compile(r"(?:Model loading took|Actual usage is) ([\d.]+) GiB (?:memory|for weight)")
 _AVAILABLE = re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) ([\d.]+) GiB")
@@ -150,11 +151,6 @@ def band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tuple[floa
 # ("plan": planned end to end from model, GPUs and flags; "pools": the pools recomputed from the logged free
 # memory around the weights load, which tests the pool accounting alone), never `predict`, so the vLLM fit above
 # never sees them.
-_SG_BEGIN = re.compile(r"Load weight begin\. avail mem=([\d.]+) GB")
-_SG_END = re.compile(r"Load weight end\..*?avail mem=([\d.]+) GB, mem usage=([\d.]+) GB")
-_SG_SLOTS = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
-_SG_TOKENS = re.compile(r"KV Cache is allocated\..*?#tokens: (\d+)")
-_SG_RUNNING = re.compile(r"max_running_requests=(\d+)")
 _SG_FRACTION = re.compile(r"mem_fraction_static=([\d.]+)")
 
 
@@ -204,22 +200,22 @@ def sglang_residual(entry: dict[str, Any], mode: str | None = None) -> SglangRes
 
     modes = entry["sglang_predict"]
     mode = mode or (modes if isinstance(modes, str) else modes[0])
-    tokens = _sglang_found(entry, _SG_TOKENS)
+    tokens = _sglang_found(entry, KV_TOKENS)
     if tokens is None:
         raise ValueError(f"entry {entry['id']}: no 'KV Cache is allocated. #tokens' line")
-    slots, running = _sglang_found(entry, _SG_SLOTS), _sglang_found(entry, _SG_RUNNING)
-    weights = _sglang_found(entry, _SG_END, 2)
+    slots, running = _sglang_found(entry, MAMBA_SLOTS), _sglang_found(entry, RUNNING)
+    weights = _sglang_found(entry, LOAD_END, 2)
     cfg = ServeConfig(backend="sglang", backend_version=str(entry["sglang"]), **entry["flags"])
     if mode == "plan":
         p = plan(get_model(entry["model"]), parse_gpus(entry["gpus"]), cfg)
         rank = min(p.ranks, key=lambda r: r.kv_tokens)
         planned = (rank.kv_tokens, rank.mamba_slots, rank.max_running_requests, rank.weights["total"] / GIB)
     elif mode == "pools":
-        end = _sglang_found(entry, _SG_END)
+        end = _sglang_found(entry, LOAD_END)
         if end is None or weights is None or cfg.mem_fraction_static is None:
             raise ValueError(f"entry {entry['id']}: pools need the 'Load weight end' line and mem_fraction_static")
         # "mem usage" is the free memory before the load less after it (model_runner.py load_model)
-        begin = float(_sglang_found(entry, _SG_BEGIN) or float(end) + float(weights))
+        begin = float(_sglang_found(entry, LOAD_BEGIN) or float(end) + float(weights))
         cfg = cfg.with_(prefix_caching=cfg.prefix_caching is not False)      # the radix cache is on by default
         geometry = entry.get("geometry") or sglang_geometry(get_model(entry["model"]), cfg)
         rest = int((float(end) - begin * (1 - cfg.mem_fraction_static)

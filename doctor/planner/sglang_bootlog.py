@@ -21,11 +21,11 @@ from doctor.planner.bootlog import MAX_LOG_BYTES
 from doctor.planner.errors import PlanInputError
 
 _SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)")
-_BEGIN = re.compile(r"Load weight begin\. avail mem=([\d.]+) GB")
-_END = re.compile(r"Load weight end\..*?avail mem=([\d.]+) GB, mem usage=([\d.]+) GB")
-_SLOTS = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
-_TOKENS = re.compile(r"KV Cache is allocated\.(?: dtype: [\w.]+,)? #tokens: (\d+)")
-_RUNNING = re.compile(r"max_total_num_tokens=\d+, .*?max_running_requests=(\d+)")
+LOAD_BEGIN = re.compile(r"Load weight begin\. avail mem=([\d.]+) GB")
+LOAD_END = re.compile(r"Load weight end\..*?avail mem=([\d.]+) GB, mem usage=([\d.]+) GB")
+MAMBA_SLOTS = re.compile(r"Mamba Cache is allocated\. max_mamba_cache_size: (\d+)")
+KV_TOKENS = re.compile(r"KV Cache is allocated\.(?: dtype: [\w.]+,)? #tokens: (\d+)")
+RUNNING = re.compile(r"max_total_num_tokens=\d+, .*?max_running_requests=(\d+)")
 
 
 def _arg(args: str, name: str) -> str | None:
@@ -60,7 +60,7 @@ class SglangBootLog:
 
 
 def is_sglang_log(text: str) -> bool:
-    return bool(_END.search(text) or _SERVER_ARGS.search(text))
+    return bool(LOAD_END.search(text) or _SERVER_ARGS.search(text))
 
 
 def sniff_sglang(path: str) -> bool:
@@ -74,7 +74,7 @@ def sniff_sglang(path: str) -> bool:
 
 def parse_sglang_boot_log(text: str) -> SglangBootLog | None:
     """The figures of the first engine boot in `text`, or None without a "Load weight end" line."""
-    end = _END.search(text)
+    end = LOAD_END.search(text)
     if end is None:
         return None
     m = _SERVER_ARGS.search(text)
@@ -91,7 +91,7 @@ def parse_sglang_boot_log(text: str) -> SglangBootLog | None:
         hit = pattern.search(text)
         return int(hit.group(1)) if hit else None
 
-    begin = _BEGIN.search(text)
+    begin = LOAD_BEGIN.search(text)
     after, usage = float(end.group(1)), float(end.group(2))
     radix = _arg(args, "disable_radix_cache")
     return SglangBootLog(
@@ -102,7 +102,7 @@ def parse_sglang_boot_log(text: str) -> SglangBootLog | None:
         max_mamba_cache_size=number("max_mamba_cache_size"),
         mamba_full_memory_ratio=number("mamba_full_memory_ratio", float),
         avail_before_gib=float(begin.group(1)) if begin else after + usage, avail_after_gib=after,
-        weights_gib=usage, kv_tokens=found(_TOKENS), mamba_slots=found(_SLOTS), running=found(_RUNNING))
+        weights_gib=usage, kv_tokens=found(KV_TOKENS), mamba_slots=found(MAMBA_SLOTS), running=found(RUNNING))
 
 
 def read_sglang_boot_log(path: str) -> SglangBootLog:
