@@ -67,10 +67,10 @@ SGLANG_LINES = [
 ]
 UNNAMED_TRACEBACK = """\
 Traceback (most recent call last):
-  File "/usr/lib/python3.12/site-packages/vllm/model_executor/models/qwen3_moe.py", line 512, in load_weights
-    param = params_dict[name]
-            ~~~~~~~~~~~^^^^^^
-KeyError: 'model.layers.47.mlp.experts.w13_qzeros'
+  File "/usr/lib/python3.12/site-packages/vllm/model_executor/layers/fused_moe/layer.py", line 812, in weight_loader
+    expert_data = param.data[expert_id]
+                  ~~~~~~~~~~^^^^^^^^^^^
+IndexError: index 256 is out of bounds for dimension 0 with size 128
 
 The above exception was the direct cause of the following exception:
 
@@ -79,8 +79,8 @@ Traceback (most recent call last):
   File "/usr/lib/python3.12/site-packages/vllm/model_executor/model_loader/default_loader.py", line 269, in load_weights
     loaded_weights = model.load_weights(self.get_all_weights(model_config, model))
   File "/usr/lib/python3.12/site-packages/vllm/model_executor/models/qwen3_moe.py", line 515, in load_weights
-    raise RuntimeError(f"checkpoint has no parameter {name}") from exc
-RuntimeError: checkpoint has no parameter model.layers.47.mlp.experts.w13_qzeros"""
+    raise RuntimeError(f"cannot load expert {expert_id} of {name}") from exc
+RuntimeError: cannot load expert 256 of model.layers.47.mlp.experts"""
 MAX_LEN_ERROR = ("Value error, User-specified max_model_len (999999) is greater than the derived max_model_len "
                  "(max_position_embeddings=256 or model_max_length=None in model's config.json). To allow overriding "
                  "this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must "
