@@ -86,7 +86,6 @@ class Collector:
         self._crashes: dict[tuple[str, int], Match] = {}
         self._sources: dict[str, int] = {}
         self._stops: dict[str, int] = {}
-        self._after_stop: dict[str, list[Location]] = {}
         self.lines: set[tuple[str, int]] = set()
 
     def add(self, match: Match, source: str) -> None:
