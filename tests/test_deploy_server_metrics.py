@@ -88,6 +88,12 @@ def test_the_probe_stage_reports_the_servers_own_figures_beside_the_clients(back
     assert {r.check_id: r.status.value for r in out.results}["QD-SERVER-KV"] == "ok"
 
 
+def test_requests_the_server_records_late_are_waited_for_rather_than_missed(monkeypatch) -> None:
+    monkeypatch.setenv("FAKE_SERVER_RECORD_LAG", "0.3")
+    out = probe()
+    assert out.server["latency_requests"] == 4, "neither a late warm-up nor a late burst request shifts the window"
+
+
 def test_a_server_under_kv_pressure_is_judged_with_remedies() -> None:
     out = probe("pressure")
     by_id = {r.check_id: r for r in out.results}

@@ -20,6 +20,13 @@ from doctor.deploy.exercise import EXERCISES, Exercise, ExerciseConfig, burst, w
 from doctor.results import Result
 
 SAMPLE_EVERY_S = 0.5
+SETTLE_S = 2.0
+
+
+def _finished(snap: server_metrics.Snapshot, since: server_metrics.Snapshot) -> int:
+    """Requests whose end-to-end latency the server recorded between two scrapes."""
+    h = snap.histograms.get("e2el")
+    return int(h.minus(since.histograms.get("e2el")).count) if h is not None else 0
 
 
 @dataclass
@@ -34,7 +41,7 @@ class ProbeResult:
 
     @property
     def burst(self) -> dict[str, Any] | None:
-        b = next((e for e in self.exercises if e.name == "burst"), None)
+        b = _named(self.exercises, "burst")
         return b.data if b is not None and b.data else None
 
 
@@ -52,6 +59,19 @@ async def scrape(client: httpx.AsyncClient) -> server_metrics.Snapshot:
     return snap
 
 
+async def settled_scrape(client: httpx.AsyncClient, since: server_metrics.Snapshot,
+                         expected: int) -> server_metrics.Snapshot:
+    """Scrape until the server has recorded `expected` finished requests since `since` (at most SETTLE_S): a
+    server records a request's latency around its last bytes, so a scrape right after the client's last read
+    can miss the final requests (and a window started then would take them in)."""
+    snap = await scrape(client)
+    deadline = time.perf_counter() + SETTLE_S
+    while _finished(snap, since) < expected and time.perf_counter() < deadline:
+        await asyncio.sleep(0.05)
+        snap = await scrape(client)
+    return snap
+
+
 async def _sample(client: httpx.AsyncClient, peaks: dict[str, float], stop: asyncio.Event) -> None:
     """Keep the highest KV usage / waiting / running seen until `stop` is set."""
     while not stop.is_set():
@@ -63,13 +83,23 @@ async def _sample(client: httpx.AsyncClient, peaks: dict[str, float], stop: asyn
             await asyncio.wait_for(stop.wait(), SAMPLE_EVERY_S)
 
 
+def _named(exercises: list[Exercise], name: str) -> Exercise | None:
+    return next((e for e in exercises if e.name == name), None)
+
+
 async def exercise_server(base_url: str, cfg: ExerciseConfig, slo: dict[str, float] | None = None) -> ProbeResult:
     """Run every exercise in order (an exception in one becomes its failure) between two /metrics scrapes."""
     limits = httpx.Limits(max_connections=max(cfg.burst, 4) + 4)
     timeout = httpx.Timeout(cfg.request_timeout, connect=5.0)
     exercises: list[Exercise] = []
+    answered = {"n": 0}
+
+    async def count(response: httpx.Response) -> None:
+        if response.request.url.path.endswith("/chat/completions") and response.status_code == 200:
+            answered["n"] += 1
+
     async with httpx.AsyncClient(base_url=base_url, timeout=timeout, limits=limits, trust_env=False,
-                                 headers=dict(cfg.headers)) as client:
+                                 headers=dict(cfg.headers), event_hooks={"response": [count]}) as client:
         before: server_metrics.Snapshot | None = None
         unavailable = ""
         try:
@@ -88,7 +118,7 @@ async def exercise_server(base_url: str, cfg: ExerciseConfig, slo: dict[str, flo
                     await warm_up(client, cfg)
                     if before is not None:
                         with contextlib.suppress(server_metrics.MetricsError):
-                            burst_before = await scrape(client)
+                            burst_before = await settled_scrape(client, before, answered["n"])
                         sampler = asyncio.create_task(_sample(client, peaks, stop))
                 exercises.append(await fn(client, cfg))
             except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -100,7 +130,8 @@ async def exercise_server(base_url: str, cfg: ExerciseConfig, slo: dict[str, flo
         server = None
         if before is not None:
             try:
-                server = server_metrics.compare(before, await scrape(client), peaks, latency_from=burst_before)
+                after = await settled_scrape(client, before, answered["n"])
+                server = server_metrics.compare(before, after, peaks, latency_from=burst_before)
             except server_metrics.MetricsError as exc:
                 unavailable = f"after the exercises: {exc}"
     out = ProbeResult(exercises, server, unavailable)

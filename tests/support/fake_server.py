@@ -23,6 +23,7 @@ answered; FAKE_SERVER_NO_METRICS=1 answers 404 there instead.
 FAKE_SERVER_CHILD=1 also starts a grandchild process (as vLLM starts EngineCore) to test group cleanup;
 FAKE_SERVER_TRACEBACK_ON_TERM=1 makes slow mode print that traceback and exit 1 on SIGTERM;
 FAKE_SERVER_IGNORE_TERM=1 makes the server ignore SIGTERM (to test the SIGKILL fallback).
+FAKE_SERVER_RECORD_LAG=S records a request's metrics S seconds after its last bytes (a scrape can miss it).
 FAKE_SERVER_SAY=LINE logs LINE at start (to plant text, a secret say, in the server log).
 With `--nnodes N` (N > 1) it is one node of a multi-node SGLang launch, as torch.distributed's TCP rendezvous
 behaves: rank 0 listens on `--dist-init-addr HOST:PORT` and serves HTTP only after the N-1 other ranks connected;
@@ -129,6 +130,13 @@ class Metrics:
 
     def end(self, t0: float, ttft: float, tokens: int) -> None:
         e2e = time.perf_counter() - t0
+        lag = float(os.environ.get("FAKE_SERVER_RECORD_LAG") or 0)
+        if lag:
+            threading.Timer(lag, self._record, (e2e, ttft, tokens)).start()
+        else:
+            self._record(e2e, ttft, tokens)
+
+    def _record(self, e2e: float, ttft: float, tokens: int) -> None:
         with self.lock:
             self.active -= 1
             self.running.set(self.active)
