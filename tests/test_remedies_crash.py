@@ -24,7 +24,7 @@ CHAINED = """\
 Traceback (most recent call last):
   File "/opt/venv/lib/python3.11/site-packages/torch/distributed/rendezvous.py", line 231, in _store
     return TCPStore(host, port, world, start)
-torch.distributed.DistNetworkError: The client socket has timed out after 600s while trying to connect to (10.0.0.1, 29501).
+torch.distributed.DistNetworkError: Connection reset by peer
 
 The above exception was the direct cause of the following exception:
 
@@ -55,7 +55,7 @@ def test_a_traceback_no_entry_names_is_reported_with_its_exception_frame_and_com
 def test_a_chained_exception_is_one_event_whose_root_is_the_innermost_cause(tmp_path):
     (finding,) = explain(tmp_path, CHAINED)
     assert finding.count == 1
-    assert finding.crash.exception.startswith("torch.distributed.DistNetworkError: The client socket has timed out")
+    assert finding.crash.exception == "torch.distributed.DistNetworkError: Connection reset by peer"
     assert finding.crash.final == "RuntimeError: Initialization failed."
     assert finding.crash.component == "torch" and finding.crash.frame.function == "_store"
 
