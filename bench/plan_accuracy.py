@@ -4,6 +4,8 @@
     python bench/plan_accuracy.py --write    # also refit the coefficients and refresh the band
                                              # (doctor/planner/calibration.yaml)
 
+Partly described boots that name `plan_as` (a registry checkpoint of their quantization kind) are planned
+with their logged weights and printed apart: never fitted on, they measure the planner out of sample.
 Entries marked `predict: true` (model, GPUs, vLLM version and flags all known) are predicted end to end;
 `predict: overhead` entries are planned with their logged weights; `predict: weights` entries check the
 weights only. In-sample: the coefficients fitted on
@@ -24,7 +26,8 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from doctor.planner.accuracy import Residual, SglangResidual, release, residuals, sglang_residuals  # noqa: E402
+from doctor.planner.accuracy import (Residual, SglangResidual, partial_residuals, release, residuals,
+                                     sglang_residuals)  # noqa: E402
 from doctor.planner.coefficients import using  # noqa: E402
 from doctor.planner.fit import first_capture_samples, fit, logged_boots, uma_entries  # noqa: E402
 
@@ -129,6 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     table("In-sample (coefficients fitted on every logged boot)", in_sample)
     kv, wts = table("Leave-one-out (each boot planned with coefficients fitted on the others)",
                     residuals(entries, leave_one_out=True))
+    with using(coefficients):
+        partial = partial_residuals(entries)
+    if partial:
+        table("Out of sample (partly described boots, `plan_as`: planned with their logged weights, never fitted)",
+              partial)
     sglang_rows = sglang_residuals(entries)
     sglang = sglang_table(sglang_rows) if sglang_rows else None
     if args.write:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from doctor.planner.accuracy import band, calibration, residuals
+from doctor.planner.accuracy import band, calibration, partial_residuals, residuals
 from doctor.planner.bootlog import parse_boot_log
 from doctor.planner.coefficients import Coefficients, shipped, using
 from doctor.planner.fit import (first_capture_samples, fit, leave_one_out, logged_boot, logged_boots, uma_entries,
@@ -56,6 +56,15 @@ def test_partly_described_boots_are_kept_but_never_fitted_on():
     partial = [e for e in ENTRIES if "missing" in e]
     assert partial and all(not e.get("predict") for e in partial)
     assert not {e["id"] for e in partial} & set(shipped().boots)
+
+
+def test_partly_described_boots_with_a_stand_in_are_planned_out_of_sample_with_their_logged_weights():
+    rows = {r.id: r for r in partial_residuals(ENTRIES)}
+    named = {e["id"] for e in ENTRIES if e.get("plan_as") and not e.get("predict")}
+    assert rows and set(rows) == named and not named & set(shipped().boots)
+    row = rows["dgx-spark-99sono-prismaquant-mtp3-0.22.0"]
+    assert row.mode == "overhead" and row.planned_weights_gib == pytest.approx(21.42)
+    assert abs(row.kv_error) <= 0.03
 
 
 def test_the_first_capture_is_read_from_boots_that_capture_one_graph_per_mode():

@@ -112,6 +112,14 @@ def residuals(entries: list[dict[str, Any]], leave_one_out: bool = False) -> lis
     return out
 
 
+def partial_residuals(entries: list[dict[str, Any]]) -> list[Residual]:
+    """Out-of-sample residuals of the partly described boots (no `predict`) that name `plan_as`, a registry
+    checkpoint of the same quantization kind as their own unregistered one: each is planned with its logged
+    weights ("overhead" mode) and the coefficients in force. fit.py never fits on these boots."""
+    return [residual({**e, "model": e["plan_as"], "predict": "overhead"}) for e in entries
+            if not e.get("predict") and e.get("plan_as")]
+
+
 def release(version: str) -> str:
     """The release a build belongs to: 0.22.1rc1.dev26+g4721bb3aa -> 0.22.1 (the calibrated region is per release)."""
     try:
