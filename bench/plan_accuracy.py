@@ -4,8 +4,9 @@
     python bench/plan_accuracy.py --write    # also refit the coefficients and refresh the band
                                              # (doctor/planner/calibration.yaml)
 
-Partly described boots that name `plan_as` (a registry checkpoint of their quantization kind) are planned
-with their logged weights and printed apart: never fitted on, they measure the planner out of sample.
+Partly described boots that name `plan_as` (the registry checkpoint they ran, or one of their quantization kind)
+are planned with their logged weights where the log names them, else end to end, and printed apart: never fitted
+on, they measure the planner out of sample.
 Entries marked `predict: true` (model, GPUs, vLLM version and flags all known) are predicted end to end;
 `predict: overhead` entries are planned with their logged weights; `predict: weights` entries check the
 weights only. In-sample: the coefficients fitted on
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     with using(coefficients):
         partial = partial_residuals(entries)
     if partial:
-        table("Out of sample (partly described boots, `plan_as`: planned with their logged weights, never fitted)",
+        table("Out of sample (partly described boots naming `plan_as`; never fitted on)",
               partial)
     sglang_rows = sglang_residuals(entries)
     sglang = sglang_table(sglang_rows) if sglang_rows else None

@@ -27,6 +27,8 @@ from doctor.planner.sglang_bootlog import KV_TOKENS, LOAD_BEGIN, LOAD_END, MAMBA
 _WEIGHTS = re.compile(r"(?:Model loading took|Actual usage is) ([\d.]+) GiB (?:memory|for weight)")
 _AVAILABLE = re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) ([\d.]+) GiB")
 _TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+# club-3090's report script transcribes both figures as "KV pool 16.58 GiB / 3,292,687 tok" (BENCHMARKS.md).
+_TRANSCRIBED = re.compile(r"KV pool ([\d.]+) GiB / \**([\d,]+) tok")
 
 
 @dataclass(frozen=True)
@@ -89,8 +91,9 @@ def residual(entry: dict[str, Any]) -> Residual:
     cfg = ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"])
     p = plan(get_model(entry["model"]), parse_gpus(entry["gpus"]), cfg, measured)
     rank = min(p.ranks, key=lambda r: r.kv_tokens)
-    available = _find(_AVAILABLE, entry["log"])
-    tokens = _find(_TOKENS, entry["log"])
+    transcribed = next((m for line in entry["log"] if (m := _TRANSCRIBED.search(line))), None)
+    available = _find(_AVAILABLE, entry["log"]) or (transcribed.group(1) if transcribed else None)
+    tokens = _find(_TOKENS, entry["log"]) or (transcribed.group(2) if transcribed else None)
     return Residual(entry["id"], mode, int(tokens.replace(",", "")) if tokens else None, p.kv_tokens,
                     float(weights) if weights else None, rank.weights["total"] / GIB,
                     float(available) if available else None, rank.cache_bytes / GIB)
@@ -113,11 +116,13 @@ def residuals(entries: list[dict[str, Any]], leave_one_out: bool = False) -> lis
 
 
 def partial_residuals(entries: list[dict[str, Any]]) -> list[Residual]:
-    """Out-of-sample residuals of the partly described boots (no `predict`) that name `plan_as`, a registry
-    checkpoint of the same quantization kind as their own unregistered one: each is planned with its logged
-    weights ("overhead" mode) and the coefficients in force. fit.py never fits on these boots."""
-    return [residual({**e, "model": e["plan_as"], "predict": "overhead"}) for e in entries
-            if not e.get("predict") and e.get("plan_as")]
+    """Out-of-sample residuals of the partly described boots (no `predict`) that name `plan_as`: the registry
+    checkpoint they ran, or one of the same quantization kind as their own unregistered one. Each is planned
+    with the coefficients in force, with its logged weights ("overhead" mode) where the log names them, else
+    end to end. fit.py never fits on these boots."""
+    return [residual({**e, "model": e["plan_as"],
+                      "predict": "overhead" if _find(_WEIGHTS, e["log"]) else True})
+            for e in entries if not e.get("predict") and e.get("plan_as")]
 
 
 def release(version: str) -> str:
