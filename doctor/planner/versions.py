@@ -128,6 +128,11 @@ class SglangRules:
     drafter_cell_methods: tuple[str, ...]  # algorithms whose separate drafter's KV the target's cell prices
     dflash_own_cell: bool            # DFLASH prices the drafter's own bytes per token, not the layer ratio
     mamba_extra_buffer: bool         # radix cache "auto" resolves to extra_buffer: 2 more slots per request
+    extra_buffer_keys_on_overlap: bool  # extra_buffer adds 2 slots with the overlap scheduler, else 1 (0.5.9:
+                                        # 1 with speculative decoding, else 2)
+    decode_graph_capped_by_running: bool  # a default decode graph max bs stops at --max-running-requests
+    spec_keeps_overlap: bool         # speculative decoding (EAGLE family, NEXTN) keeps the overlap scheduler
+    dflash_keeps_overlap: bool       # ... DFLASH too
     running_capped_by_tokens: bool   # max_running_requests <= max_total_num_tokens // 2
     mamba_pp_stage_share: bool       # with PP, mamba_cache_per_req counts the largest stage's GDN layers
     mamba_padding_slot: bool         # the pool's padding slot (and one more request's MTP states) is priced
@@ -163,13 +168,28 @@ def sglang_rules(version: str) -> SglangRules:
       _DEFAULT_PP_PREFILL_CUDA_GRAPH_MAX_TOKENS).
     - 0.5.20: 20-35 GiB GPUs (4090, 5090) default to chunked_prefill_size 4096 and decode max bs 48 / 160
       (was 2048 and 24 / 80).
+    - 0.5.22: a decode graph max bs left to its default stops at --max-running-requests before the reserve is
+      counted (arg_groups/memory_hook.py handle_gpu_memory_settings, `decode_max_bs_is_default`; not in 0.5.21).
+    Flags that move the reserve (all versions read): --cuda-graph-max-bs (--cuda-graph-max-bs-decode from
+    0.5.14, the only name from 0.5.20) replaces the decode max bs; prefill graphs counted only while their backend
+    is on: --disable-prefill-cuda-graph / --disable-piecewise-cuda-graph / --cuda-graph-backend-prefill disabled
+    turn the reserve off, --enable-piecewise-cuda-graph (0.5.9-0.5.13: `len(piecewise_cuda_graph_tokens) x 8`, the
+    same sizes up to chunked_prefill_size) and --enforce-piecewise-cuda-graph / an explicit backend (locked against
+    the multimodal auto-disable) turn it on.
     Pools (profile_max_num_token: model_executor/model_runner_kv_cache_mixin.py 0.5.9-0.5.14,
     mem_cache/kv_cache_configurator.py _profile_available_bytes from 0.5.16):
     rest = free memory after the weights load - free memory before it x (1 - mem_fraction_static).
     - 0.5.9: mamba radix cache "auto" -> no_buffer (server_args.py); MTP's intermediate mamba states
       (per_req x max_running_requests x D) come off the rest before the mamba / full split
       (handle_max_mamba_cache); the draft's KV is a separate pool sized later (not in the target's cell).
-    - 0.5.14: "auto" -> extra_buffer with the overlap scheduler (_handle_mamba_radix_cache), so
+    - 0.5.10: _calculate_mamba_ratio (model_runner_kv_cache_mixin.py, read in 0.5.10-0.5.13) keys extra_buffer's
+      ping-pong slots on the overlap scheduler: 3 + 2 with it, 3 + 1 with --disable-overlap-schedule or
+      extra_buffer_lazy (0.5.13+); 0.5.9 adds 1 with speculative decoding, else 2. no_buffer: 3; radix off: 1.
+      Speculative decoding turns the overlap scheduler off in 0.5.10 (SGLANG_ENABLE_SPEC_V2 False,
+      server_args.py _handle_speculative_decoding) and keeps it from 0.5.11 (environ.py: True), except DFLASH
+      ("Overlap scheduler is disabled when using DFLASH", 0.5.11-0.5.13) and NGRAM (always off).
+    - 0.5.14: "auto" -> extra_buffer with the overlap scheduler or --page-size > 1, else no_buffer (which turns
+      the overlap scheduler off) (_handle_mamba_radix_cache), so
       max_running_requests <= slots // (3 + 2); MTP: joint solve of slots and intermediate states inside the
       mamba budget; the drafter is loaded before the pools are sized (managers/scheduler.py init_memory_pools)
       and EAGLE/NEXTN scale the cell by (1 + draft layers / full layers) (model_executor/pool_configurator.py
@@ -212,6 +232,10 @@ def sglang_rules(version: str) -> SglangRules:
                               else ("dflash",) if v >= Version("0.5.11") else ()),
         dflash_own_cell=v >= Version("0.5.18"),
         mamba_extra_buffer=v >= Version("0.5.14"),
+        extra_buffer_keys_on_overlap=v >= Version("0.5.10"),
+        decode_graph_capped_by_running=v >= Version("0.5.22"),
+        spec_keeps_overlap=v >= Version("0.5.11"),
+        dflash_keeps_overlap=v >= Version("0.5.14"),
         running_capped_by_tokens=v >= Version("0.5.14"),
         mamba_pp_stage_share=v >= Version("0.5.18"),
         mamba_padding_slot=v >= Version("0.5.18"),
