@@ -77,7 +77,8 @@ def sglang_region(entries: list[dict]) -> dict:
     return {"min_gpu_gib": int(min(parse_gpus(e["gpus"]).gpu.usable_bytes / GIB for e in planned)),
             "max_tp": max(int(e["flags"].get("tp", 1)) for e in planned),
             "versions": sorted({str(e["sglang"]) for e in planned}),
-            "quantization": sorted({get_model(e["model"]).quantization.method for e in planned})}
+            "quantization": sorted({get_model(e["model"]).quantization.method for e in planned}),
+            "default_fraction": any(e["flags"].get("mem_fraction_static") is None for e in planned)}
 
 
 def sglang_table(rows: list[SglangResidual]) -> dict:

@@ -287,3 +287,15 @@ def test_an_sglang_plan_says_whether_its_version_s_formula_was_read():
     unread = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.40")))
     assert "error not measured" in read and "as read in its wheel" in read
     assert "SGLang 0.5.40 not read" in unread
+
+
+def test_an_sglang_band_is_measured_only_where_a_logged_boot_chose_its_fraction_the_same_way():
+    from doctor.planner.plan import plan
+    from doctor.planner.render import band_text
+
+    hw = parse_gpus("1xH200")
+    chosen = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.16",
+                                                  mem_fraction_static=0.8)))
+    default = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.16")))
+    assert chosen.startswith("± ") and "default" not in chosen
+    assert "error not measured" in default and "--mem-fraction-static left to its default" in default

@@ -253,9 +253,11 @@ def sglang_residuals(entries: list[dict[str, Any]]) -> list[SglangResidual]:
     return out
 
 
-def sglang_band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tuple[float | None, str]:
+def sglang_band(gpu_bytes: int, tp: int, version: str, quantization: str,
+                default_fraction: bool = False) -> tuple[float | None, str]:
     """(relative band, why) of an SGLang plan: the largest KV-token residual over the logged SGLang boots
-    (calibration.yaml `sglang`) where the plan is inside the span of the boots planned end to end, else None."""
+    (calibration.yaml `sglang`) where the plan is inside the span of the boots planned end to end, else None.
+    A plan that leaves --mem-fraction-static to SGLang's default formula is inside only if a logged boot did."""
     cal = calibration().get("sglang") or {}
     region = cal.get("region") or {}
     if not region:
@@ -269,6 +271,8 @@ def sglang_band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tup
         outside.append(f"SGLang {version}")
     if quantization not in region["quantization"]:
         outside.append(f"{quantization} checkpoints")
+    if default_fraction and not region.get("default_fraction"):
+        outside.append("--mem-fraction-static left to its default")
     if outside:
         return None, "outside the logged SGLang boots (" + ", ".join(outside) + ")"
     return float(cal["kv_tokens_max_abs_error"]), (f"largest residual over {cal['boots']} logged SGLang boots "
