@@ -133,3 +133,21 @@ def driver_table() -> DriverTable:
 def torch_arch_lists() -> dict[str, tuple[str, ...]]:
     raw = load_yaml("doctor.data", "torch_arch.yaml")
     return {str(k): tuple(v) for k, v in raw["by_cuda"].items()}
+
+
+@lru_cache(maxsize=None)
+def _capability_patterns() -> tuple[tuple[Any, str], ...]:
+    import re
+
+    raw = load_yaml("doctor.data", "gpu_capability.yaml")
+    try:
+        return tuple((re.compile(row["pattern"], re.I), str(row["capability"])) for row in raw["patterns"])
+    except (KeyError, TypeError, re.error) as exc:
+        raise DataError(f"doctor/data/gpu_capability.yaml: malformed entry ({exc})") from None
+
+
+def capability_of(name: str | None) -> str | None:
+    """The compute capability of a GPU product name ('NVIDIA H100 PCIe' -> '9.0'), None when unknown."""
+    if not name:
+        return None
+    return next((cc for pattern, cc in _capability_patterns() if pattern.search(name)), None)
