@@ -49,6 +49,7 @@ class BackendPins:
     torch: str
     transformers: tuple[SpecifierSet, ...]
     flashinfer: SpecifierSet | None
+    sgl_kernel: Version | None = None
 
 
 @dataclass(frozen=True)
@@ -57,12 +58,12 @@ class VersionMatrix:
     backends: dict[str, tuple[BackendPins, ...]]
 
     def pins(self, backend: str, version: Version) -> BackendPins | None:
-        """The pins of the release range holding `version` (compared without its local tag)."""
+        """The pins of the release holding `version` (compared without its local tag): a row naming that single
+        release wins over a range holding it."""
         public = Version(version.public)
-        for pins in self.backends.get(backend, ()):
-            if pins.versions.contains(public, prereleases=True):
-                return pins
-        return None
+        rows = [p for p in self.backends.get(backend, ()) if p.versions.contains(public, prereleases=True)]
+        exact = [p for p in rows if all(s.operator in ("==", "===") for s in p.versions)]
+        return (exact or rows or [None])[0]
 
 
 @lru_cache(maxsize=None)
@@ -78,6 +79,7 @@ def version_matrix() -> VersionMatrix:
                     torch=str(row["torch"]),
                     transformers=tuple(_spec(s, where) for s in row["transformers"]),
                     flashinfer=_spec(row["flashinfer"], where) if row.get("flashinfer") else None,
+                    sgl_kernel=Version(str(row["sgl_kernel"])) if row.get("sgl_kernel") else None,
                 )
                 for row in rows
             )

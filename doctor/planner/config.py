@@ -11,6 +11,7 @@ BACKENDS = ("vllm", "sglang")
 MAX_PARALLEL = 4096
 MAX_TOKENS = 1 << 30
 KV_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
+ASSUMED_VLLM_VERSION = "0.26.0"   # whose defaults apply when the vLLM version is not known (our H200 rehearsal's)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ class ServeConfig:
 
         if self.gpu_memory_utilization is not None:
             return self.gpu_memory_utilization
-        version = self.backend_version or "0.26.0"
+        version = self.backend_version or ASSUMED_VLLM_VERSION
         default = literal_default("vllm", version, "gpu_memory_utilization")
         return float(default) if isinstance(default, (int, float)) else vllm_rules(version).gpu_memory_utilization
 
