@@ -31,7 +31,7 @@ def vllm_default_utilization(version: str | None) -> Share:
     who = f"vLLM {known}" if version else f"vLLM {known} (version not recorded; the planner assumes it too)"
     found = engine_default("vllm", known, "gpu_memory_utilization")
     if found is not None and found.resolved_at_runtime:
-        return Share(None, flag, f"{who} resolves its default at startup: {found.rule}")
+        return Share(None, flag, f"{who} resolves its default at startup: {_rule(found.rule)}")
     if found is not None and isinstance(found.value, (int, float)):
         return Share(float(found.value), flag, f"the default of {who}")
     return Share(vllm_rules(known).gpu_memory_utilization, flag, f"the default of {who}")
@@ -46,8 +46,13 @@ def sglang_default_fraction(version: str | None) -> Share:
     who = f"SGLang {version}" if version else "SGLang"
     if found is not None and not found.resolved_at_runtime and isinstance(found.value, (int, float)):
         return Share(float(found.value), "--mem-fraction-static", f"the default of {who}")
-    rule = found.rule if found is not None else "from the GPU memory and the serving flags"
+    rule = _rule(found.rule) if found is not None else "from the GPU memory and the serving flags"
     return Share(None, "--mem-fraction-static", f"{who} computes its default at startup: {rule}")
+
+
+def _rule(text: str | None) -> str:
+    """A flag schema's default rule without its leading 'None: ' (the placeholder the parser hands over)."""
+    return str(text or "").removeprefix("None: ")
 
 
 def _engine_version(ctx: CheckContext, backend: str) -> str | None:

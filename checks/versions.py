@@ -150,7 +150,8 @@ def torch_is_cuda_build(ctx: CheckContext) -> Outcome:
     """A CPU-only torch on a GPU machine cannot serve on the GPUs."""
     torch = ctx.facts.package("torch")
     if torch is None:
-        return skip("torch is not installed" if ctx.facts.knows("packages.torch") else "the torch version is not recorded")
+        known = ctx.facts.knows("packages.torch")
+        return skip("torch is not installed" if known else "the torch version is not recorded")
     if torch.get("cuda"):
         return ok(f"torch {torch['version']} built for CUDA {torch['cuda']}")
     if not ctx.facts.knows("torch.cuda"):

@@ -39,7 +39,8 @@ def test_driver_between_major_floor_and_toolkit_minimum_fails_on_the_ptx_the_eng
 
 
 def test_driver_known_only_by_its_cuda_version_is_compared_with_torchs_cuda():
-    facts = facts_with("old-driver", packages={"torch": {"version": "2.4.0+cu121", "cuda": "12.1", "distribution": "torch"}})
+    torch = {"version": "2.4.0+cu121", "cuda": "12.1", "distribution": "torch"}
+    facts = facts_with("old-driver", packages={"torch": torch})
     facts.data["nvml"].update(driver_version=None, cuda_driver_version="11.4")
     result = run(facts, only=("QD-DRV-002",))["QD-DRV-002"][0]
     assert result.status.value == "fail"

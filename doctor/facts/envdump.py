@@ -55,7 +55,8 @@ PACKAGE_NAMES = {
     "nvidia-ml-py": "nvidia-ml-py", "pynvml": "nvidia-ml-py",
 }
 
-# `nvidia-smi topo -m` connection types -> NVML's nvmlDeviceGetTopologyCommonAncestor levels (doctor/facts/probes/nvml.py).
+# `nvidia-smi topo -m` connection types -> the levels of NVML's nvmlDeviceGetTopologyCommonAncestor
+# (doctor/facts/probes/nvml.py).
 TOPO_LEVELS = {"PIX": "SINGLE", "PXB": "MULTIPLE", "PHB": "HOSTBRIDGE", "NODE": "NODE", "SYS": "SYSTEM"}
 
 _VLLM_KEY = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9 _()/.+-]*?)\s*:(?:\s(?P<value>.*))?$")
@@ -279,7 +280,7 @@ def _read_gpu_list(lines: list[str], i: int, value: str, dump: _Dump) -> int:
         i += 1
     last: dict[str, Any] | None = None
     for entry in entries:
-        if (mig := _MIG_LINE.match(entry)) and last is not None:
+        if _MIG_LINE.match(entry) and last is not None:
             last["mig"] = {"current": True, "pending": True}
             last.setdefault("mig_devices", []).append({"uuid": None, "memory_total": None})
             continue
