@@ -64,6 +64,8 @@ def driver_supports_torch_cuda(ctx: CheckContext) -> Outcome:
     driver = DriverVersion(parse_version(driver_text), driver_text) if parse_version(driver_text) else None
     if cuda is not None and driver is None and parse_version(facts.nvml.get("cuda_driver_version")):
         return _by_driver_cuda(torch, cuda, parse_version(facts.nvml["cuda_driver_version"]))
+    if driver_text is None:
+        return skip(f"the driver version is not recorded (torch {torch['version']} is built for CUDA {cuda_text})")
     if cuda is None or driver is None:
         return skip(f"cannot compare driver {driver_text!r} with CUDA {cuda_text!r}")
     table = driver_table()

@@ -76,6 +76,8 @@ def backend_version(ctx: CheckContext) -> Outcome:
         return skip("no profile selected")
     version = ctx.facts.package_version(profile.backend)
     if version is None:
+        if not ctx.facts.knows(f"packages.{profile.backend}"):
+            return skip(f"the {profile.backend} version is not recorded")
         return skip(f"{profile.backend} is not installed in this environment")
     try:
         inside = profile.backend_version.contains(version, prereleases=True)

@@ -181,3 +181,30 @@ def test_check_from_a_dump_checks_its_engine_and_exits_1_on_the_fault():
     healthy = qd("check", "--from", str(DUMPS / "healthy-vllm-3842-a100-4x.txt"),
                  "--only", "QD-DRV", "--only", "QD-GPU")
     assert healthy.returncode == 0, healthy.stdout
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["file"] for c in CASES])
+def test_a_dump_cut_anywhere_reads_or_is_refused_in_one_line_and_no_check_crashes(case, tmp_path):
+    lines = (DUMPS / case["file"]).read_text(encoding="utf-8").splitlines(keepends=True)
+    path = tmp_path / "cut.txt"
+    for cut in range(1, len(lines), max(1, len(lines) // 6)):
+        path.write_text("".join(lines[:cut]), encoding="utf-8")
+        try:
+            facts = Facts.load(path)
+        except BadBundle as exc:
+            assert "\n" not in str(exc)
+            continue
+        results = run(facts, backend=facts.origin["backend"])
+        assert not [r.summary for rs in results.values() for r in rs if r.status.value == "error"], cut
+
+
+def test_a_rocm_torch_in_a_dump_is_recorded_as_such():
+    # The PyTorch section of a real ROCm dump (vllm#44641), verbatim.
+    section = """PyTorch version              : 2.10.0+git8514f05
+Is debug build               : False
+CUDA used to build PyTorch   : N/A
+ROCM used to build PyTorch   : 7.2.53211
+XPU used to build PyTorch    : N/A"""
+    found = envdump._Dump(envdump.VLLM)
+    envdump._read_vllm(section.split("\n"), found)
+    assert found.packages["torch"]["hip"] == "7.2.53211" and found.packages["torch"]["cuda"] is None

@@ -246,8 +246,11 @@ def _read_vllm(lines: list[str], dump: _Dump) -> None:
         i += 1
     _read_env_section(lines, dump)
     cuda_text = keys.get("CUDA used to build PyTorch")
-    cuda_known = cuda_text is not None and cuda_text.strip().lower() == "none"
+    hip = _clean(keys.get("ROCM used to build PyTorch"))
+    cuda_known = cuda_text is not None and cuda_text.strip().lower() == "none" or hip is not None
     _torch(dump, _clean(keys.get("PyTorch version")), _clean(cuda_text), cuda_known)
+    if hip is not None and dump.packages.get("torch"):
+        dump.packages["torch"]["hip"] = hip
     available = _clean(keys.get("Is CUDA available"))
     if available is not None:
         dump.torch_runtime["cuda_available"] = available.lower() in ("true", "yes")
