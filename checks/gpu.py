@@ -94,6 +94,41 @@ def fp8_capable(ctx: CheckContext) -> Outcome:
     return ok(("FP8 requested; " if wants_fp8 else "") + "all deployment GPUs have FP8 tensor cores (cc >= 8.9)")
 
 
+FP4_NATIVE = (10, 0)
+FP4_MARLIN = (7, 5)
+
+
+def _wants_fp4(ctx: CheckContext) -> bool:
+    quant = str(ctx.option("quantization") or "").lower()
+    model = str(ctx.option("model") or "").lower()
+    return "fp4" in quant or "nvfp4" in model or "-fp4" in model
+
+
+@check("QD-GPU-008", "NVFP4 compute (compute capability >= 10.0)", category="gpu", severity="medium")
+def fp4_capable(ctx: CheckContext) -> Outcome:
+    """FP4 tensor cores need Blackwell (compute capability 10.0 / 12.x: vLLM's cutlass_fp4_supported); from 7.5
+    the engines fall back to a weight-only Marlin kernel (vLLM and SGLang marlin_utils_fp4.is_fp4_marlin_supported:
+    capability >= 75; older SGLang releases require Blackwell), below it NVFP4 checkpoints cannot run."""
+    if (reason := _no_gpus(ctx)) is not None:
+        return reason
+    used = select(ctx).used
+    unable = [g for g in used if (capability(g) or (0, 0)) < FP4_MARLIN]
+    slow = [g for g in used if FP4_MARLIN <= (capability(g) or (0, 0)) < FP4_NATIVE]
+    if not _wants_fp4(ctx):
+        native = not unable and not slow
+        return ok("NVFP4 not requested" + ("; the deployment GPUs have FP4 tensor cores" if native else ""))
+    if unable:
+        return fail(f"NVFP4 requested, but {', '.join(label(g) for g in unable)} is below compute capability 7.5",
+                    fix=["Serve the BF16 checkpoint (Qwen/Qwen3.5-35B-A3B) or the FP8 one on these GPUs."])
+    if slow:
+        return warn(f"NVFP4 requested on {', '.join(label(g) for g in slow)} without FP4 tensor cores",
+                    details=["The engine runs the FP4 weights weight-only through its Marlin kernel (activations in "
+                             "BF16): it fits the memory of an FP4 checkpoint, not its speed. SGLang releases without "
+                             "the Marlin fallback refuse NVFP4 below Blackwell."],
+                    fix=["Expect BF16-like compute; on Hopper the FP8 checkpoint is the faster choice."])
+    return ok("NVFP4 requested; all deployment GPUs have FP4 tensor cores (cc >= 10.0)")
+
+
 def _wants_fp8(ctx: CheckContext) -> bool:
     quant = str(ctx.option("quantization") or "").lower()
     model = str(ctx.option("model") or "").lower()
