@@ -13,6 +13,7 @@ MAX_TOKENS = 1 << 30
 KV_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
 SSM_DTYPES = ("float32", "bfloat16", "float16")
 MAMBA_RADIX_STRATEGIES = ("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy")
+ASSUMED_VLLM_VERSION = "0.26.0"   # whose defaults apply when the vLLM version is not known (our H200 rehearsal's)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class ServeConfig:
 
         if self.gpu_memory_utilization is not None:
             return self.gpu_memory_utilization
-        version = self.backend_version or "0.26.0"
+        version = self.backend_version or ASSUMED_VLLM_VERSION
         default = literal_default("vllm", version, "gpu_memory_utilization")
         return float(default) if isinstance(default, (int, float)) else vllm_rules(version).gpu_memory_utilization
 
