@@ -7,7 +7,8 @@ vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.20-0.33):
   vision encoder over its dummy batch (unless --language-model-only) and keeps only its outputs
   (`self.encoder_cache[f"tmp_{i}"] = output`), then a dummy forward over max_num_batched_tokens and
   `_dummy_sampler_run` over max_num_seqs rows of logits, and clears the encoder cache at the end. The peak is
-  therefore max(encoder peak, encoder outputs + max(forward, sampler)) -- the terms are maxed, not added.
+  therefore max(encoder peak, encoder outputs + max(forward, sampler phase)) -- the terms are maxed, not added;
+  the sampler phase also holds the forward's hidden states (sampler_held_bytes).
   The encoder's dummy batch is sized by multimodal/encoder_budget.py MultiModalBudget and
   v1/core/encoder_cache_manager.py compute_mm_encoder_budget (same code in 0.20.1-0.32.0):
   budget = max(max_num_encoder_input_tokens (= max_num_batched_tokens, config/scheduler.py), tokens of the
@@ -20,6 +21,19 @@ vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.20-0.33):
   256..max step 16, max = min(2 x max_num_seqs x (1 + speculative tokens), 512, max_num_batched_tokens));
   PIECEWISE captures every size, FULL only the sizes a uniform decode batch of at most max_num_seqs requests
   fills (graph_count).
+At TP > 1 (0.11.2-0.26.0 source, each rule at its function): every rank gathers the vocab-parallel logits and
+samples over the full vocabulary, and the gather's buffers (logits_gather_bytes) stay under the sampler's; the
+row-parallel all-reduce adds one output of the residual stream's size to the forward (allreduce_output_bytes); the
+fused-MoE workspaces are as wide as the hidden size whatever the TP (moe_workspace_bytes). Non-torch memory has no
+TP term: gpu_worker.py init_device runs init_worker_distributed_environment -- the NCCL communicators (pynccl.py,
+with a warm-up all-reduce), custom all-reduce's IPC buffers (custom_all_reduce.py create_shared_buffer, cudaMalloc
+outside torch, and its 8 MiB torch rank_data) and torch symmetric memory (symm_mem.py) -- BEFORE the baseline
+MemorySnapshot ("This ensures NCCL buffers are allocated before we measure available memory", 0.11.2-0.32.0), so
+neither the non-torch increase nor the requested memory holds them; they only lower the free memory the start-up
+check compares. CUDA graphs at TP > 1: profile_cudagraph_memory measures device free memory (cudaMemGetInfo), so
+its figure also takes in what NCCL allocates while collectives are captured (custom all-reduce off: NCCL
+src/enqueue.cc uploadWork, persistent work buffers from the communicator's memory pool) -- not derivable from the
+flags; the per-graph figure is fitted per TP class (coefficients.graph_key).
 On unified-memory GPUs (GB10) the non-torch term also holds the host memory gained during init
 (vllm/utils/mem_utils.py MemorySnapshot.measure counts system memory there; uma_host_bytes).
 Coefficients (bytes per sampler logit, scale of the forward estimate, non-torch bytes, first-capture bytes,
@@ -97,21 +111,69 @@ def graph_count(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int
     return len(sizes) + sum(1 for s in sizes if query <= s <= query * max_num_seqs)
 
 
-def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
-    """Peak activation of one dummy forward over `tokens` tokens on one rank (estimate, upper-leaning):
-    residual stream and norms, fused-MoE workspaces [M, topk, max(2I, H)] + [M, topk, I]
-    (fused_moe/modular_kernel.py) and the Gated DeltaNet projections."""
+def moe_workspace_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
+    """The fused-MoE workspaces of one MoE layer over `tokens` tokens on one rank.
+
+    Unquantized checkpoints run TritonExperts (fused_moe/oracle/unquantized.py, 0.26.0: first on Hopper; the
+    fallback elsewhere), whose workspace_shapes (fused_moe.py 0.11.2-0.20.2, experts/triton_moe.py 0.24.0-0.26.0)
+    are [M, topk, max(I_rank, H)] and [M, topk, max(2 I_rank, H)], taken at once by modular_kernel.py
+    _allocate_buffers, with I_rank = moe_intermediate_size / TP (the experts' weights are sharded, the hidden
+    states are not): with H >= 2 I_rank both are H wide, so TP does not shrink them. M is the chunk of
+    vllm_rules(version).fused_moe_chunk tokens where that version chunks. Quantized checkpoints run other
+    experts (FlashInfer, CUTLASS, Marlin) whose workspaces differ per backend: the estimate there stays
+    [M, topk, max(2 I_rank, H)] + [M, topk, I_rank], not derived."""
+    if not spec.moe:
+        return 0
     act = dtype_bytes(spec.dtype)
     h = spec.hidden_size
-    hidden = tokens * h * act * 12
-    moe = 0.0
-    if spec.moe:
-        inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
-        moe = tokens * spec.moe.experts_per_token * (max(2 * inter, h) + inter) * act
+    inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
+    topk = spec.moe.experts_per_token
+    if spec.quantization.method != "none":
+        return int(tokens * topk * (max(2 * inter, h) + inter) * act)
+    chunk = vllm_rules(cfg.backend_version or "0.26.0").fused_moe_chunk
+    m = min(tokens, chunk) if chunk else tokens
+    return int(m * topk * (max(inter, h) + max(2 * inter, h)) * act)
+
+
+def allreduce_output_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
+    """The all-reduce output a row-parallel layer allocates at TP > 1 while its input lives: every backend
+    reduces out of place (distributed/device_communicators, 0.11.2-0.26.0: custom_all_reduce.py, symm_mem.py
+    and pynccl.py `torch.empty_like(...)`, the torch fallback `input_.clone()`); at TP 1
+    GroupCoordinator.all_reduce returns its input (parallel_state.py)."""
+    return tokens * spec.hidden_size * dtype_bytes(spec.dtype) if cfg.tp > 1 else 0
+
+
+def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
+    """Peak activation of one dummy forward over `tokens` tokens on one rank (estimate, upper-leaning):
+    residual stream and norms, the fused-MoE workspaces (moe_workspace_bytes), the Gated DeltaNet projections
+    and, at TP > 1, the all-reduce output (allreduce_output_bytes)."""
+    act = dtype_bytes(spec.dtype)
+    hidden = tokens * spec.hidden_size * act * 12
     gdn = 0.0
     if spec.linear_attention:
         gdn = tokens * spec.linear_attention.conv_dim / cfg.tp * act * 4
-    return int(hidden + moe + gdn)
+    return int(hidden + gdn) + moe_workspace_bytes(spec, cfg, tokens) + allreduce_output_bytes(spec, cfg, tokens)
+
+
+def sampler_held_bytes(spec: ModelSpec, tokens: int, seqs: int) -> int:
+    """What profile_run holds through _dummy_sampler_run: the dummy forward's hidden states [tokens, H] and the
+    rows sampled from them [seqs, H] (gpu_model_runner.py profile_run, 0.11.2-0.32.0: `del hidden_states,
+    output` only after the sampler's run)."""
+    return (tokens + seqs) * spec.hidden_size * dtype_bytes(spec.dtype)
+
+
+def logits_gather_bytes(spec: ModelSpec, tp: int, seqs: int) -> int:
+    """Peak of LogitsProcessor._gather_logits at TP > 1, over `seqs` rows of the vocabulary (0 at TP 1).
+
+    Every rank gathers and samples: platforms/interface.py use_all_gather is True (0.11.2-0.26.0), so each
+    rank all-gathers the vocab-parallel logits and runs _dummy_sampler_run over the full vocabulary. The
+    all-gather (base_device_communicator.py / cuda_communicator.py all_gather, 0.11.2-0.26.0) holds the rank's
+    [seqs, V / TP] logits, the [TP x seqs, V / TP] output it allocates, and the contiguous [seqs, V] copy that
+    movedim + reshape make of it, in the logits' dtype: (2 + 1 / TP) x seqs x V elements at once. The gather's
+    buffers are freed before the sampler runs on the [seqs, V] copy."""
+    if tp == 1:
+        return 0
+    return int(seqs * spec.vocab_size * (2 + 1 / tp) * dtype_bytes(spec.dtype))
 
 
 def image_item_tokens(spec: ModelSpec) -> int:
@@ -178,6 +240,8 @@ class OverheadInputs:
     encoder_bytes: int = 0          # the vision encoder's own peak over its dummy batch
     encoder_outputs: int = 0        # its outputs, held through the language-model forward
     graph_modes: int = 0            # capture modes with at least one graph (one first capture each)
+    sampler_held: int = 0           # forward outputs held through the sampler's run (sampler_held_bytes)
+    logits_gather: int = 0          # the vocab-parallel logits gather's peak at TP > 1 (logits_gather_bytes)
 
 
 def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> OverheadInputs:
@@ -191,15 +255,20 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> OverheadInpu
     modes = 0 if cfg.enforce_eager else graph_modes(seqs, tokens, cfg.mtp_tokens)
     # every rank samples over the full vocabulary (LogitsProcessor all-gathers the vocab-parallel logits)
     return OverheadInputs(activation_bytes(spec, cfg, tokens), seqs * spec.vocab_size, graphs, tokens, seqs,
-                          encoder_bytes(spec, cfg, image_tokens), encoder_output_bytes(spec, image_tokens), modes)
+                          encoder_bytes(spec, cfg, image_tokens), encoder_output_bytes(spec, image_tokens), modes,
+                          sampler_held_bytes(spec, tokens, seqs), logits_gather_bytes(spec, cfg.tp, seqs))
+
+
+def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
+    """The sampler phase of profile_run: the forward outputs it holds + max(logits gather, sampler's run)."""
+    return inputs.sampler_held + max(inputs.logits_gather, int(inputs.logits * coef.sampler_bytes_per_logit))
 
 
 def peak_activation(inputs: OverheadInputs, coef: Coefficients) -> int:
-    """profile_run's torch peak: max(encoder peak, encoder outputs + max(forward, sampler))."""
+    """profile_run's torch peak: max(encoder peak, encoder outputs + max(forward, sampler phase))."""
     forward = int(inputs.forward_bytes * coef.forward_scale)
-    sampler = int(inputs.logits * coef.sampler_bytes_per_logit)
     encoder = int(inputs.encoder_bytes * coef.forward_scale)
-    return max(encoder, inputs.encoder_outputs + max(forward, sampler))
+    return max(encoder, inputs.encoder_outputs + max(forward, sampler_phase(inputs, coef)))
 
 
 def cudagraph_estimate(inputs: OverheadInputs, coef: Coefficients, quantized: bool, tp: int) -> int:
@@ -251,4 +320,5 @@ def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
 __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "vllm_overhead", "vllm_batch_defaults",
            "capture_sizes", "graph_count", "graph_modes", "activation_bytes", "encoder_bytes",
            "encoder_output_bytes", "encoder_profile_tokens", "image_item_tokens", "peak_activation",
-           "cudagraph_estimate", "MIB"]
+           "cudagraph_estimate", "moe_workspace_bytes", "allreduce_output_bytes", "sampler_held_bytes",
+           "logits_gather_bytes", "sampler_phase", "MIB"]
