@@ -24,7 +24,8 @@ vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.20-0.33):
 At TP > 1 (0.11.2-0.26.0 source, each rule at its function): every rank gathers the vocab-parallel logits and
 samples over the full vocabulary, and the gather's buffers (logits_gather_bytes) stay under the sampler's; the
 row-parallel all-reduce adds one output of the residual stream's size to the forward (allreduce_output_bytes); the
-fused-MoE workspaces are as wide as the hidden size whatever the TP (moe_workspace_bytes). Non-torch memory has no
+fused-MoE workspaces are as wide as the hidden size whatever the TP and, from 0.14, outlive the forward under
+the sampler's run (moe_workspace). Non-torch memory has no
 TP term: gpu_worker.py init_device runs init_worker_distributed_environment -- the NCCL communicators (pynccl.py,
 with a warm-up all-reduce), custom all-reduce's IPC buffers (custom_all_reduce.py create_shared_buffer, cudaMalloc
 outside torch, and its 8 MiB torch rank_data) and torch symmetric memory (symm_mem.py) -- BEFORE the baseline
@@ -111,28 +112,53 @@ def graph_count(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int
     return len(sizes) + sum(1 for s in sizes if query <= s <= query * max_num_seqs)
 
 
-def moe_workspace_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
-    """The fused-MoE workspaces of one MoE layer over `tokens` tokens on one rank.
+def triton_experts(spec: ModelSpec, cfg: ServeConfig, capability: tuple[int, int]) -> bool:
+    """Whether vLLM runs this checkpoint's routed experts with its Triton fused-MoE kernels (fused_moe/oracle,
+    0.26.0): unquantized on GPUs below compute capability 10 (Hopper moves the FlashInfer backends behind Triton,
+    TRTLLM needs SM100, FlashInfer CUTLASS SM90/100/120: on Ampere and Ada Triton is the first that runs);
+    block FP8 on Hopper with TP ("prefer Triton for TP and FI CUTLASS for EP", oracle/fp8.py)."""
+    method = spec.quantization.method
+    if method == "none":
+        return capability[0] < 10
+    return method == "fp8" and capability[0] == 9 and not (cfg.expert_parallel and cfg.ep_size > 1)
 
-    Unquantized checkpoints run TritonExperts (fused_moe/oracle/unquantized.py, 0.26.0: first on Hopper; the
-    fallback elsewhere), whose workspace_shapes (fused_moe.py 0.11.2-0.20.2, experts/triton_moe.py 0.24.0-0.26.0)
-    are [M, topk, max(I_rank, H)] and [M, topk, max(2 I_rank, H)], taken at once by modular_kernel.py
-    _allocate_buffers, with I_rank = moe_intermediate_size / TP (the experts' weights are sharded, the hidden
-    states are not): with H >= 2 I_rank both are H wide, so TP does not shrink them. M is the chunk of
-    vllm_rules(version).fused_moe_chunk tokens where that version chunks. Quantized checkpoints run other
-    experts (FlashInfer, CUTLASS, Marlin) whose workspaces differ per backend: the estimate there stays
-    [M, topk, max(2 I_rank, H)] + [M, topk, I_rank], not derived."""
+
+@dataclass(frozen=True)
+class MoeWorkspace:
+    """The fused-MoE buffers of one MoE layer on one rank: at its peak, and what stays allocated after it."""
+
+    peak: int
+    persistent: int
+
+
+def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
+                  capability: tuple[int, int] = (9, 0)) -> MoeWorkspace:
+    """The fused-MoE workspaces over `tokens` tokens (M), per vLLM version (versions.vllm_rules).
+
+    Triton experts (triton_experts), I_rank = moe_intermediate_size / TP (the experts' weights are sharded, the
+    hidden states are not), M chunked at fused_moe_chunk where the version chunks:
+    - from 0.14: TritonExperts.workspace_shapes (fused_moe.py 0.14.1-0.20.2, experts/triton_moe.py 0.24.0-0.26.0)
+      [M, topk, max(I_rank, H)] + [M, topk, max(2 I_rank, H)], taken at once by modular_kernel.py
+      _allocate_buffers (+ the [M_full, H] output where M is chunked) from the WorkspaceManager, which keeps them:
+      profile_run's sampler runs on top of them. With H >= 2 I_rank both are H wide whatever the TP.
+    - up to 0.13: fused_experts_impl's [M, topk, max(2 I_rank, H)] + [M x topk, I_rank], freed after each call.
+    Other experts (FlashInfer, CUTLASS, Marlin) size their workspaces per backend: the fused_experts_impl shapes
+    are kept as an estimate there, not derived, and nothing is counted as persistent."""
     if not spec.moe:
-        return 0
+        return MoeWorkspace(0, 0)
     act = dtype_bytes(spec.dtype)
     h = spec.hidden_size
     inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
     topk = spec.moe.experts_per_token
-    if spec.quantization.method != "none":
-        return int(tokens * topk * (max(2 * inter, h) + inter) * act)
-    chunk = vllm_rules(cfg.backend_version or "0.26.0").fused_moe_chunk
+    rules = vllm_rules(cfg.backend_version or "0.26.0")
+    chunk = rules.fused_moe_chunk
     m = min(tokens, chunk) if chunk else tokens
-    return int(m * topk * (max(inter, h) + max(2 * inter, h)) * act)
+    if not triton_experts(spec, cfg, capability):
+        return MoeWorkspace(int(tokens * topk * (max(2 * inter, h) + inter) * act), 0)
+    if not rules.fused_moe_modular:
+        return MoeWorkspace(int(m * topk * (max(2 * inter, h) + inter) * act), 0)
+    workspace = m * topk * (max(inter, h) + max(2 * inter, h)) * act + (tokens * h * act if m < tokens else 0)
+    return MoeWorkspace(int(workspace), int(workspace))
 
 
 def allreduce_output_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
@@ -143,16 +169,16 @@ def allreduce_output_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> in
     return tokens * spec.hidden_size * dtype_bytes(spec.dtype) if cfg.tp > 1 else 0
 
 
-def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
+def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> int:
     """Peak activation of one dummy forward over `tokens` tokens on one rank (estimate, upper-leaning):
-    residual stream and norms, the fused-MoE workspaces (moe_workspace_bytes), the Gated DeltaNet projections
+    residual stream and norms, the fused-MoE workspaces (moe_workspace), the Gated DeltaNet projections
     and, at TP > 1, the all-reduce output (allreduce_output_bytes)."""
     act = dtype_bytes(spec.dtype)
     hidden = tokens * spec.hidden_size * act * 12
     gdn = 0.0
     if spec.linear_attention:
         gdn = tokens * spec.linear_attention.conv_dim / cfg.tp * act * 4
-    return int(hidden + gdn) + moe_workspace_bytes(spec, cfg, tokens) + allreduce_output_bytes(spec, cfg, tokens)
+    return int(hidden + gdn) + moe_workspace(spec, cfg, tokens, capability).peak + allreduce_output_bytes(spec, cfg, tokens)
 
 
 def sampler_held_bytes(spec: ModelSpec, tokens: int, seqs: int) -> int:
@@ -240,7 +266,8 @@ class OverheadInputs:
     encoder_bytes: int = 0          # the vision encoder's own peak over its dummy batch
     encoder_outputs: int = 0        # its outputs, held through the language-model forward
     graph_modes: int = 0            # capture modes with at least one graph (one first capture each)
-    sampler_held: int = 0           # forward outputs held through the sampler's run (sampler_held_bytes)
+    sampler_held: int = 0           # held through the sampler's run: forward outputs (sampler_held_bytes) and
+                                    # the fused-MoE workspace that outlives the forward (moe_workspace)
     logits_gather: int = 0          # the vocab-parallel logits gather's peak at TP > 1 (logits_gather_bytes)
 
 
@@ -254,9 +281,10 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> OverheadInpu
     graphs = 0 if cfg.enforce_eager else graph_count(seqs, tokens, cfg.mtp_tokens)
     modes = 0 if cfg.enforce_eager else graph_modes(seqs, tokens, cfg.mtp_tokens)
     # every rank samples over the full vocabulary (LogitsProcessor all-gathers the vocab-parallel logits)
-    return OverheadInputs(activation_bytes(spec, cfg, tokens), seqs * spec.vocab_size, graphs, tokens, seqs,
-                          encoder_bytes(spec, cfg, image_tokens), encoder_output_bytes(spec, image_tokens), modes,
-                          sampler_held_bytes(spec, tokens, seqs), logits_gather_bytes(spec, cfg.tp, seqs))
+    held = sampler_held_bytes(spec, tokens, seqs) + moe_workspace(spec, cfg, tokens, gpu.capability).persistent
+    return OverheadInputs(activation_bytes(spec, cfg, tokens, gpu.capability), seqs * spec.vocab_size, graphs,
+                          tokens, seqs, encoder_bytes(spec, cfg, image_tokens), encoder_output_bytes(spec, image_tokens),
+                          modes, held, logits_gather_bytes(spec, cfg.tp, seqs))
 
 
 def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
@@ -320,5 +348,5 @@ def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
 __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "vllm_overhead", "vllm_batch_defaults",
            "capture_sizes", "graph_count", "graph_modes", "activation_bytes", "encoder_bytes",
            "encoder_output_bytes", "encoder_profile_tokens", "image_item_tokens", "peak_activation",
-           "cudagraph_estimate", "moe_workspace_bytes", "allreduce_output_bytes", "sampler_held_bytes",
+           "cudagraph_estimate", "moe_workspace", "MoeWorkspace", "triton_experts", "allreduce_output_bytes", "sampler_held_bytes",
            "logits_gather_bytes", "sampler_phase", "MIB"]
