@@ -5,8 +5,8 @@ non-torch memory, and G GiB for CUDAGraph memory" line (vllm/v1/worker/gpu_worke
 "Estimated CUDA graph memory" (gpu_model_runner.py profile_cudagraph_memory) give each term; the
 configuration of the entry gives what the term scales with (overhead.overhead_inputs). Rules:
 
-- the language-model phase of the peak is the logged peak less the encoder outputs profile_run holds through
-  it (overhead.peak_activation; the encoder's own peak stays under it on every logged boot);
+- the language-model phase of the peak is the logged peak less the encoder outputs and pixel values profile_run
+  holds through it (overhead.peak_activation; the encoder's own peak stays under it on every logged boot);
 - sampler bytes per logit: boots whose forward estimate is under half that phase and whose logits
   could hold it (at most twice the bytes per logit the sampler's tensors take): the peak is then the
   sampler's dummy run over max_num_seqs x vocabulary logits (gpu_model_runner.py _dummy_sampler_run) on top of
@@ -100,7 +100,7 @@ def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = (),
     """Coefficients from these boots, unified-memory entries and first-capture samples (first_capture_samples;
     module docstring for the rules)."""
     first = mean(first_captures.values()) if first_captures else 0.0
-    act = {b.id: b.boot.activation_gib * GIB - b.inputs.encoder_outputs for b in boots}
+    act = {b.id: b.boot.activation_gib * GIB - b.inputs.encoder_outputs - b.inputs.encoder_inputs for b in boots}
     sampled = {b.id: act[b.id] - b.inputs.sampler_held for b in boots}
     sampler_fits = [sampled[b.id] / b.inputs.logits for b in boots
                     if b.inputs.logits and b.inputs.forward_bytes < SAMPLER_BOUND * act[b.id]

@@ -7,8 +7,9 @@ vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.20-0.33):
   vision encoder over its dummy batch (unless --language-model-only) and keeps only its outputs
   (`self.encoder_cache[f"tmp_{i}"] = output`), then a dummy forward over max_num_batched_tokens and
   `_dummy_sampler_run` over max_num_seqs rows of logits, and clears the encoder cache at the end. The peak is
-  therefore max(encoder peak, encoder outputs + max(forward, sampler phase)) -- the terms are maxed, not added;
-  the sampler phase also holds the forward's hidden states (sampler_held_bytes).
+  therefore pixel values + max(encoder peak, encoder outputs + max(forward, sampler phase)) -- the terms are maxed,
+  not added; the dummy batch's pixel values stay for the whole run (encoder_input_bytes) and the sampler phase also
+  holds the forward's hidden states (sampler_held_bytes).
   The encoder's dummy batch is sized by multimodal/encoder_budget.py MultiModalBudget and
   v1/core/encoder_cache_manager.py compute_mm_encoder_budget (same code in 0.20.1-0.32.0):
   budget = max(max_num_encoder_input_tokens (= max_num_batched_tokens, config/scheduler.py), tokens of the
@@ -233,6 +234,18 @@ def encoder_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
     return int(patches * (v.hidden_size * 6 + v.intermediate_size / tp * 2) * dtype_bytes(spec.dtype))
 
 
+def encoder_input_bytes(spec: ModelSpec, tokens: int) -> int:
+    """The dummy batch's pixel values over `tokens` merged image tokens: merge^2 x tokens patches of
+    in_channels x temporal_patch_size x patch_size^2 values in the model dtype (multimodal/processing/context.py
+    _postprocess_output casts floating outputs to it, 0.26.0). profile_run keeps them (`batched_dummy_mm_inputs`,
+    a local of profile_run, gpu_model_runner.py 0.11.2-0.32.0) from before the encoder runs until it returns."""
+    v = spec.vision
+    if v is None or not tokens:
+        return 0
+    patch = v.in_channels * v.temporal_patch_size * v.patch_size ** 2
+    return tokens * v.spatial_merge_size ** 2 * patch * dtype_bytes(spec.dtype)
+
+
 def encoder_output_bytes(spec: ModelSpec, tokens: int) -> int:
     """The encoder outputs profile_run keeps in its encoder cache through the language-model forward."""
     return tokens * spec.hidden_size * dtype_bytes(spec.dtype)
@@ -265,6 +278,7 @@ class OverheadInputs:
     max_num_seqs: int
     encoder_bytes: int = 0          # the vision encoder's own peak over its dummy batch
     encoder_outputs: int = 0        # its outputs, held through the language-model forward
+    encoder_inputs: int = 0         # its dummy batch's pixel values, held from before it to the end
     graph_modes: int = 0            # capture modes with at least one graph (one first capture each)
     sampler_held: int = 0           # held through the sampler's run: forward outputs (sampler_held_bytes) and
                                     # the fused-MoE workspace that outlives the forward (moe_workspace)
@@ -283,8 +297,10 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> OverheadInpu
     # every rank samples over the full vocabulary (LogitsProcessor all-gathers the vocab-parallel logits)
     held = sampler_held_bytes(spec, tokens, seqs) + moe_workspace(spec, cfg, tokens, gpu.capability).persistent
     return OverheadInputs(activation_bytes(spec, cfg, tokens, gpu.capability), seqs * spec.vocab_size, graphs,
-                          tokens, seqs, encoder_bytes(spec, cfg, image_tokens), encoder_output_bytes(spec, image_tokens),
-                          modes, held, logits_gather_bytes(spec, cfg.tp, seqs))
+                          tokens, seqs, encoder_bytes=encoder_bytes(spec, cfg, image_tokens),
+                          encoder_outputs=encoder_output_bytes(spec, image_tokens),
+                          encoder_inputs=encoder_input_bytes(spec, image_tokens), graph_modes=modes,
+                          sampler_held=held, logits_gather=logits_gather_bytes(spec, cfg.tp, seqs))
 
 
 def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
@@ -293,10 +309,11 @@ def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
 
 
 def peak_activation(inputs: OverheadInputs, coef: Coefficients) -> int:
-    """profile_run's torch peak: max(encoder peak, encoder outputs + max(forward, sampler phase))."""
+    """profile_run's torch peak: the encoder's pixel values + max(encoder peak, encoder outputs + max(forward,
+    sampler phase))."""
     forward = int(inputs.forward_bytes * coef.forward_scale)
     encoder = int(inputs.encoder_bytes * coef.forward_scale)
-    return max(encoder, inputs.encoder_outputs + max(forward, sampler_phase(inputs, coef)))
+    return inputs.encoder_inputs + max(encoder, inputs.encoder_outputs + max(forward, sampler_phase(inputs, coef)))
 
 
 def cudagraph_estimate(inputs: OverheadInputs, coef: Coefficients, quantized: bool, tp: int) -> int:
@@ -347,6 +364,6 @@ def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
 
 __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "vllm_overhead", "vllm_batch_defaults",
            "capture_sizes", "graph_count", "graph_modes", "activation_bytes", "encoder_bytes",
-           "encoder_output_bytes", "encoder_profile_tokens", "image_item_tokens", "peak_activation",
+           "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens", "image_item_tokens", "peak_activation",
            "cudagraph_estimate", "moe_workspace", "MoeWorkspace", "triton_experts", "allreduce_output_bytes", "sampler_held_bytes",
            "logits_gather_bytes", "sampler_phase", "MIB"]
