@@ -126,3 +126,12 @@ def test_the_tp4_boot_of_vllm_50722_lies_between_its_forward_and_a_full_default_
     held = inputs.encoder_outputs + inputs.encoder_inputs
     assert 5.0 * GIB < held + inputs.forward_bytes < 5.66 * GIB
     assert 5.66 * GIB < vllm_overhead_terms(BF16, cfg, gpu).peak_activation < 7 * GIB
+
+
+def test_only_the_last_pipeline_stage_runs_the_dummy_sampler():
+    cfg = ServeConfig(pp=2, language_model_only=True, backend_version="0.26.0")
+    last = overhead_inputs(BF16, cfg, H100)
+    first = overhead_inputs(BF16, cfg, H100, last_stage=False)
+    assert last.logits == 1024 * VOCAB and first.logits == first.logits_gather == 0
+    assert vllm_overhead_terms(BF16, cfg, H100, last_stage=False).peak_activation < \
+        vllm_overhead_terms(BF16, cfg, H100).peak_activation

@@ -285,8 +285,10 @@ class OverheadInputs:
     logits_gather: int = 0          # the vocab-parallel logits gather's peak at TP > 1 (logits_gather_bytes)
 
 
-def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> OverheadInputs:
-    """The sizes vLLM's profile run and graph capture work on for this configuration."""
+def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> OverheadInputs:
+    """The sizes vLLM's profile run and graph capture work on for this configuration. Only the last pipeline
+    stage runs the dummy sampler (profile_run: `if get_pp_group().is_last_rank`, 0.11.2-0.32.0); every TP rank
+    of it does."""
     rules = vllm_rules(cfg.backend_version or "0.26.0")
     tokens, seqs = vllm_batch_defaults(gpu, rules.version)
     tokens = cfg.max_num_batched_tokens or tokens
@@ -294,13 +296,15 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> OverheadInpu
     image_tokens = encoder_profile_tokens(spec, cfg, tokens, seqs)
     graphs = 0 if cfg.enforce_eager else graph_count(seqs, tokens, cfg.mtp_tokens)
     modes = 0 if cfg.enforce_eager else graph_modes(seqs, tokens, cfg.mtp_tokens)
-    # every rank samples over the full vocabulary (LogitsProcessor all-gathers the vocab-parallel logits)
+    # every rank of the last stage samples over the full vocabulary (LogitsProcessor all-gathers the logits)
+    logits = seqs * spec.vocab_size if last_stage else 0
     held = sampler_held_bytes(spec, tokens, seqs) + moe_workspace(spec, cfg, tokens, gpu.capability).persistent
-    return OverheadInputs(activation_bytes(spec, cfg, tokens, gpu.capability), seqs * spec.vocab_size, graphs,
+    return OverheadInputs(activation_bytes(spec, cfg, tokens, gpu.capability), logits, graphs,
                           tokens, seqs, encoder_bytes=encoder_bytes(spec, cfg, image_tokens),
                           encoder_outputs=encoder_output_bytes(spec, image_tokens),
                           encoder_inputs=encoder_input_bytes(spec, image_tokens), graph_modes=modes,
-                          sampler_held=held, logits_gather=logits_gather_bytes(spec, cfg.tp, seqs))
+                          sampler_held=held,
+                          logits_gather=logits_gather_bytes(spec, cfg.tp, seqs) if last_stage else 0)
 
 
 def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
@@ -336,12 +340,12 @@ def uma_host_bytes(coef: Coefficients) -> int:
     return coef.uma_non_torch_bytes or 0
 
 
-def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> VllmOverhead:
-    """Each overhead term for one rank of this configuration on this GPU, under cfg.backend_version's rules
-    and the coefficients in force (coefficients.current())."""
+def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> VllmOverhead:
+    """Each overhead term for one rank of this configuration on this GPU (of the last pipeline stage, else of
+    an earlier one), under cfg.backend_version's rules and the coefficients in force (coefficients.current())."""
     rules = vllm_rules(cfg.backend_version or "0.26.0")
     coef = current()
-    inputs = overhead_inputs(spec, cfg, gpu)
+    inputs = overhead_inputs(spec, cfg, gpu, last_stage)
     non_torch = coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
     if gpu.unified:
         non_torch += uma_host_bytes(coef)
