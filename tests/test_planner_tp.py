@@ -108,7 +108,9 @@ def test_the_h200_peak_is_the_moe_workspace_held_hidden_states_and_a_14_byte_sam
     assert abs(physical / GIB - 4.01) < 0.05
 
 
-def test_nccl_and_custom_all_reduce_buffers_add_no_non_torch_memory():
+def test_non_torch_memory_at_tp_above_one_stands_in_from_tp_one_until_a_tp_boot_is_fitted():
+    # NCCL communicators and custom all-reduce buffers are set up before vLLM's baseline snapshot; what NCCL
+    # connects lazily in the profile run depends on the topology, and no fully described TP > 1 boot is held
     one = vllm_overhead_terms(BF16, ServeConfig(tp=1, backend_version="0.26.0"), H100)
     four = vllm_overhead_terms(BF16, ServeConfig(tp=4, backend_version="0.26.0"), H100)
     assert four.non_torch == one.non_torch

@@ -25,17 +25,23 @@ vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.20-0.33):
 At TP > 1 (0.11.2-0.26.0 source, each rule at its function): every rank gathers the vocab-parallel logits and
 samples over the full vocabulary, and the gather's buffers (logits_gather_bytes) stay under the sampler's; the
 row-parallel all-reduce adds one output of the residual stream's size to the forward (allreduce_output_bytes); the
-fused-MoE workspaces are as wide as the hidden size whatever the TP and, from 0.14, outlive the forward under
-the sampler's run (moe_workspace). Non-torch memory has no
-TP term: gpu_worker.py init_device runs init_worker_distributed_environment -- the NCCL communicators (pynccl.py,
-with a warm-up all-reduce), custom all-reduce's IPC buffers (custom_all_reduce.py create_shared_buffer, cudaMalloc
-outside torch, and its 8 MiB torch rank_data) and torch symmetric memory (symm_mem.py) -- BEFORE the baseline
-MemorySnapshot ("This ensures NCCL buffers are allocated before we measure available memory", 0.11.2-0.32.0), so
-neither the non-torch increase nor the requested memory holds them; they only lower the free memory the start-up
-check compares. CUDA graphs at TP > 1: profile_cudagraph_memory measures device free memory (cudaMemGetInfo), so
-its figure also takes in what NCCL allocates while collectives are captured (custom all-reduce off: NCCL
-src/enqueue.cc uploadWork, persistent work buffers from the communicator's memory pool) -- not derivable from the
-flags; the per-graph figure is fitted per TP class (coefficients.graph_key).
+fused-MoE workspaces are as wide as the hidden size whatever the TP and, from 0.14, outlive the forward under the
+sampler's run (moe_workspace). Non-torch memory has no TP term of its own from vLLM: gpu_worker.py init_device runs
+init_worker_distributed_environment -- the NCCL communicators (pynccl.py, with a one-element warm-up all-reduce),
+custom all-reduce's IPC buffers (custom_all_reduce.py create_shared_buffer, cudaMalloc outside torch, and its 8 MiB
+torch rank_data) and torch symmetric memory (symm_mem.py) -- BEFORE the baseline MemorySnapshot ("This ensures NCCL
+buffers are allocated before we measure available memory", 0.11.2-0.32.0), so neither the non-torch increase nor the
+requested memory holds them; they only lower the free memory the start-up check compares. NCCL itself connects
+lazily: from 2.22.3 (src/init.cc, NCCL_RUNTIME_CONNECT=1 where cuMem is supported) an algorithm's channels and
+buffers are set up at its first collective (src/enqueue.cc initAlgoChannels), so an algorithm the warm-up did not
+use (Ring Simple, NVLS on NVSwitch) allocates during the profile run and does land in the non-torch increase. Its
+size follows the topology, not the flags: vLLM 0.11.0 on H100 logged 0.54-0.55 GiB at TP 2 against 0.13-0.14 at TP 1
+(llm-d/llm-d-benchmark, docs: "vLLM Empirical Memory Profiling Results"), the TP-4 boot of vllm#50722 (custom
+all-reduce off) 0.13 GiB. Without a fully described TP > 1 boot the TP-1 figure stands in (coefficients.non_torch)
+and the band says the error is not measured. CUDA graphs at TP > 1: profile_cudagraph_memory measures device free
+memory (cudaMemGetInfo), so its figure also takes in what NCCL allocates while collectives are captured (custom
+all-reduce off: NCCL src/enqueue.cc uploadWork, persistent work buffers from the communicator's memory pool) -- not
+derivable from the flags; the per-graph figure is fitted per TP class (coefficients.graph_key).
 On unified-memory GPUs (GB10) the non-torch term also holds the host memory gained during init
 (vllm/utils/mem_utils.py MemorySnapshot.measure counts system memory there; uma_host_bytes).
 Coefficients (bytes per sampler logit, scale of the forward estimate, non-torch bytes, first-capture bytes,
@@ -179,7 +185,8 @@ def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability:
     gdn = 0.0
     if spec.linear_attention:
         gdn = tokens * spec.linear_attention.conv_dim / cfg.tp * act * 4
-    return int(hidden + gdn) + moe_workspace(spec, cfg, tokens, capability).peak + allreduce_output_bytes(spec, cfg, tokens)
+    moe = moe_workspace(spec, cfg, tokens, capability).peak
+    return int(hidden + gdn) + moe + allreduce_output_bytes(spec, cfg, tokens)
 
 
 def sampler_held_bytes(spec: ModelSpec, tokens: int, seqs: int) -> int:
@@ -366,8 +373,9 @@ def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
     return vllm_overhead_terms(spec, cfg, gpu).total
 
 
-__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "vllm_overhead", "vllm_batch_defaults",
-           "capture_sizes", "graph_count", "graph_modes", "activation_bytes", "encoder_bytes",
-           "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens", "image_item_tokens", "peak_activation",
-           "cudagraph_estimate", "moe_workspace", "MoeWorkspace", "triton_experts", "allreduce_output_bytes", "sampler_held_bytes",
-           "logits_gather_bytes", "sampler_phase", "MIB"]
+__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes",
+           "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "activation_bytes",
+           "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
+           "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
+           "triton_experts", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "sampler_phase",
+           "MIB"]
