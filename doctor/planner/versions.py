@@ -62,6 +62,8 @@ class VllmRules:
     hybrid_prefix_caching: bool
     uma_free_is_available: bool = False  # integrated GPU: start-up free memory is MemAvailable, not MemFree
     uma_by_capability: bool = False      # ... but only on UMA_CAPABILITIES (before cudaDevAttrIntegrated)
+    fused_moe_chunk: int | None = None   # tokens per fused-MoE chunk (None: one chunk of all the tokens)
+    fused_moe_modular: bool = True       # Triton MoE through the modular kernel's persistent workspace
 
 
 def vllm_rules(version: str) -> VllmRules:
@@ -92,6 +94,17 @@ def vllm_rules(version: str) -> VllmRules:
       cudaDevAttrIntegrated; vllm PR #35356). Read in the 0.11.0, 0.11.1, 0.11.2, 0.12.0, 0.13.0, 0.15.0,
       0.17.0-0.19.1, 0.20.0 and 0.32.0 wheels. A GB10 on 0.24.0 reads MemAvailable (vllm issue #48140, the
       reporter's retraction: is_integrated True, the ValueError showed MemAvailable).
+    - unquantized fused MoE: model_executor/layers/fused_moe/unquantized_fused_moe_method.py calls
+      fused_moe.py `fused_experts` (fused_experts_impl: caches allocated and freed per call) in the 0.11.2 and
+      0.13.0 wheels, and a FusedMoEModularKernel over TritonExperts from the 0.14.1 wheel on (read in 0.14.1,
+      0.15.1, 0.16.0, 0.17.1, 0.18.1, 0.20.2, 0.24.0, 0.26.0), whose workspaces live in a buffer that outlives
+      the call (v1/worker/workspace.py WorkspaceManager from 0.13.0, locked after capture: "Max workspace sizes
+      should have been captured during warmup/profiling").
+    - fused-MoE chunking: envs.VLLM_FUSED_MOE_CHUNK_SIZE tokens at a time (fused_experts_impl `M = min(num_tokens,
+      CHUNK_SIZE)`; modular_kernel.py `_chunk_info`): "32768" in the 0.11.2 wheel, 16 * 1024 in the 0.13.0-0.17.1
+      wheels. The 0.18.1, 0.20.2, 0.24.0 and 0.26.0 wheels have neither the variable nor `_chunk_info`: the
+      workspaces are sized for all M tokens (`_allocate_buffers(..., M_full, M_full, ...)`; 0.12.x and 0.18.0
+      not read).
     """
     v = Version(version)
     extensible = v >= Version("0.34.0")
@@ -105,6 +118,8 @@ def vllm_rules(version: str) -> VllmRules:
         hybrid_prefix_caching=not Version("0.26.0") <= v < Version("0.28.0"),
         uma_free_is_available=v >= Version(UMA_AVAILABLE_SINCE["vllm"][0]),
         uma_by_capability=v < Version(UMA_AVAILABLE_SINCE["vllm"][1]),
+        fused_moe_chunk=(32768 if v < Version("0.13.0") else 16384 if v < Version("0.18.0") else None),
+        fused_moe_modular=v >= Version("0.14.0"),
     )
 
 
