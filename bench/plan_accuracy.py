@@ -4,6 +4,9 @@
     python bench/plan_accuracy.py --write    # also refit the coefficients and refresh the band
                                              # (doctor/planner/calibration.yaml)
 
+Partly described boots that name `plan_as` (the registry checkpoint they ran, or one of their quantization kind)
+are planned with their logged weights where the log names them, else end to end, and printed apart: never fitted
+on, they measure the planner out of sample.
 Entries marked `predict: true` (model, GPUs, vLLM version and flags all known) are predicted end to end;
 `predict: overhead` entries are planned with their logged weights; `predict: weights` entries check the
 weights only. In-sample: the coefficients fitted on
@@ -24,7 +27,8 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from doctor.planner.accuracy import Residual, SglangResidual, release, residuals, sglang_residuals  # noqa: E402
+from doctor.planner.accuracy import (Residual, SglangResidual, partial_residuals, release, residuals,
+                                     sglang_residuals)  # noqa: E402
 from doctor.planner.coefficients import using  # noqa: E402
 from doctor.planner.fit import first_capture_samples, fit, logged_boots, uma_entries  # noqa: E402
 
@@ -73,7 +77,8 @@ def sglang_region(entries: list[dict]) -> dict:
     return {"min_gpu_gib": int(min(parse_gpus(e["gpus"]).gpu.usable_bytes / GIB for e in planned)),
             "max_tp": max(int(e["flags"].get("tp", 1)) for e in planned),
             "versions": sorted({str(e["sglang"]) for e in planned}),
-            "quantization": sorted({get_model(e["model"]).quantization.method for e in planned})}
+            "quantization": sorted({get_model(e["model"]).quantization.method for e in planned}),
+            "default_fraction": any(e["flags"].get("mem_fraction_static") is None for e in planned)}
 
 
 def sglang_table(rows: list[SglangResidual]) -> dict:
@@ -129,6 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     table("In-sample (coefficients fitted on every logged boot)", in_sample)
     kv, wts = table("Leave-one-out (each boot planned with coefficients fitted on the others)",
                     residuals(entries, leave_one_out=True))
+    with using(coefficients):
+        partial = partial_residuals(entries)
+    if partial:
+        table("Out of sample (partly described boots naming `plan_as`; never fitted on)",
+              partial)
     sglang_rows = sglang_residuals(entries)
     sglang = sglang_table(sglang_rows) if sglang_rows else None
     if args.write:

@@ -8,14 +8,23 @@ from doctor.knowledge import torch_arch_lists
 from doctor.registry import check
 from doctor.results import Outcome, fail, ok, skip, warn
 
+# What an environment dump leaves out, in words (Facts.knows).
+UNRECORDED = {"gpu.mig": "the dump has no nvidia-smi -L list", "gpu.ecc": "ECC counters come from NVML only",
+              "gpu.persistence_mode": "persistence mode comes from NVML only",
+              "gpu.processes": "the processes on the GPUs come from NVML only"}
 FP8_NATIVE = (8, 9)
 FP8_MARLIN = (7, 5)
 BF16 = (8, 0)
 
 
-def _no_gpus(ctx: CheckContext) -> Outcome | None:
+def _no_gpus(ctx: CheckContext, fact: str | None = None) -> Outcome | None:
+    """Why a GPU check cannot judge: no driver, no GPU, or (a pasted dump) the GPUs or `fact` not recorded."""
     if not ctx.facts.nvml_available:
         return skip("no NVIDIA driver (see QD-DRV-001)")
+    if not ctx.facts.knows("gpus"):
+        return skip("the GPUs are not recorded")
+    if fact is not None and not ctx.facts.knows(fact):
+        return skip(f"not recorded ({UNRECORDED.get(fact, fact)})")
     if not select(ctx).used:
         return skip("no visible GPU (see QD-GPU-001)")
     return None
@@ -26,6 +35,8 @@ def enough_gpus(ctx: CheckContext) -> Outcome:
     """CUDA_VISIBLE_DEVICES leaves at least TP x PP GPUs visible."""
     if not ctx.facts.nvml_available:
         return skip("no NVIDIA driver (see QD-DRV-001)")
+    if not ctx.facts.knows("gpus"):
+        return skip("the GPUs are not recorded")
     sel = select(ctx)
     total = len(ctx.facts.gpus)
     mask = ctx.facts.env.get("CUDA_VISIBLE_DEVICES")
@@ -83,6 +94,41 @@ def fp8_capable(ctx: CheckContext) -> Outcome:
     return ok(("FP8 requested; " if wants_fp8 else "") + "all deployment GPUs have FP8 tensor cores (cc >= 8.9)")
 
 
+FP4_NATIVE = (10, 0)
+FP4_MARLIN = (7, 5)
+
+
+def _wants_fp4(ctx: CheckContext) -> bool:
+    quant = str(ctx.option("quantization") or "").lower()
+    model = str(ctx.option("model") or "").lower()
+    return "fp4" in quant or "nvfp4" in model or "-fp4" in model
+
+
+@check("QD-GPU-008", "NVFP4 compute (compute capability >= 10.0)", category="gpu", severity="medium")
+def fp4_capable(ctx: CheckContext) -> Outcome:
+    """FP4 tensor cores need Blackwell (compute capability 10.0 / 12.x: vLLM's cutlass_fp4_supported); from 7.5
+    the engines fall back to a weight-only Marlin kernel (vLLM and SGLang marlin_utils_fp4.is_fp4_marlin_supported:
+    capability >= 75; older SGLang releases require Blackwell), below it NVFP4 checkpoints cannot run."""
+    if (reason := _no_gpus(ctx)) is not None:
+        return reason
+    used = select(ctx).used
+    unable = [g for g in used if (capability(g) or (0, 0)) < FP4_MARLIN]
+    slow = [g for g in used if FP4_MARLIN <= (capability(g) or (0, 0)) < FP4_NATIVE]
+    if not _wants_fp4(ctx):
+        native = not unable and not slow
+        return ok("NVFP4 not requested" + ("; the deployment GPUs have FP4 tensor cores" if native else ""))
+    if unable:
+        return fail(f"NVFP4 requested, but {', '.join(label(g) for g in unable)} is below compute capability 7.5",
+                    fix=["Serve the BF16 checkpoint (Qwen/Qwen3.5-35B-A3B) or the FP8 one on these GPUs."])
+    if slow:
+        return warn(f"NVFP4 requested on {', '.join(label(g) for g in slow)} without FP4 tensor cores",
+                    details=["The engine runs the FP4 weights weight-only through its Marlin kernel (activations in "
+                             "BF16): it fits the memory of an FP4 checkpoint, not its speed. SGLang releases without "
+                             "the Marlin fallback refuse NVFP4 below Blackwell."],
+                    fix=["Expect BF16-like compute; on Hopper the FP8 checkpoint is the faster choice."])
+    return ok("NVFP4 requested; all deployment GPUs have FP4 tensor cores (cc >= 10.0)")
+
+
 def _wants_fp8(ctx: CheckContext) -> bool:
     quant = str(ctx.option("quantization") or "").lower()
     model = str(ctx.option("model") or "").lower()
@@ -96,22 +142,29 @@ def arch_in_torch(ctx: CheckContext) -> Outcome:
         return reason
     torch = ctx.facts.package("torch")
     if torch is None or not torch.get("cuda"):
-        return skip("no CUDA build of torch installed")
+        if not ctx.facts.knows("packages.torch") or not ctx.facts.knows("torch.cuda"):
+            recorded = (ctx.facts.data.get("torch_runtime") or {}).get("arch_list")
+            if not recorded:
+                return skip("torch's CUDA build is not recorded")
+        else:
+            return skip("no CUDA build of torch installed")
     recorded = (ctx.facts.data.get("torch_runtime") or {}).get("arch_list")
-    arch = recorded or torch_arch_lists().get(str(torch["cuda"]))
+    cuda = (torch or {}).get("cuda")
+    arch = recorded or torch_arch_lists().get(str(cuda))
     if not arch:
-        return skip(f"no known arch list for torch built with CUDA {torch['cuda']}")
-    source = "as torch reports it" if recorded else f"default wheels for CUDA {torch['cuda']}"
+        return skip(f"no known arch list for torch built with CUDA {cuda}")
+    source = "as torch reports it" if recorded else f"default wheels for CUDA {cuda}"
+    version = (torch or {}).get("version") or "(version not recorded)"
     missing = [g for g in select(ctx).used if not _runs_on(capability(g), arch)]
     if missing:
         names = ", ".join(f"{label(g)} sm_{str(g.get('compute_capability')).replace('.', '')}" for g in missing)
-        return fail(f"torch {torch['version']} has no kernels for {names} (has {', '.join(arch)}; {source})",
+        return fail(f"torch {version} has no kernels for {names} (has {', '.join(arch)}; {source})",
                     remedy_ids=["QD-R-CUDA-NO-KERNEL-IMAGE"],
                     details=["CUDA fails with: no kernel image is available for execution on the device."],
                     fix=["Install a torch / backend build that includes this architecture (CUDA 12.8+ builds "
                          "for Blackwell; cu126 or older builds for Volta/Pascal)."],
                     evidence={"arch_list": list(arch)})
-    return ok(f"torch {torch['version']} includes the deployment GPUs' architecture ({source})",
+    return ok(f"torch {version} includes the deployment GPUs' architecture ({source})",
               evidence={"arch_list": list(arch)})
 
 
@@ -132,7 +185,7 @@ def _runs_on(cc: tuple[int, int] | None, arch: list[str] | tuple[str, ...]) -> b
 @check("QD-GPU-005", "MIG disabled on deployment GPUs", category="gpu", severity="high")
 def mig_disabled(ctx: CheckContext) -> Outcome:
     """A MIG slice is a small, separate device: tensor parallelism cannot span MIG instances."""
-    if (reason := _no_gpus(ctx)) is not None:
+    if (reason := _no_gpus(ctx, "gpu.mig")) is not None:
         return reason
     sel = select(ctx)
     mig = [g for g in sel.used if (g.get("mig") or {}).get("current")]
@@ -153,7 +206,7 @@ def mig_disabled(ctx: CheckContext) -> Outcome:
 @check("QD-GPU-006", "GPU memory health (ECC, row remapping)", category="gpu", severity="high")
 def memory_health(ctx: CheckContext) -> Outcome:
     """Uncorrectable ECC errors or failed/pending row remapping mean the GPU needs a reset or service."""
-    if (reason := _no_gpus(ctx)) is not None:
+    if (reason := _no_gpus(ctx, "gpu.ecc")) is not None:
         return reason
     bad, details = [], []
     for g in select(ctx).used:
@@ -178,7 +231,7 @@ def memory_health(ctx: CheckContext) -> Outcome:
 @check("QD-GPU-007", "Persistence mode on", category="gpu", severity="low")
 def persistence_mode(ctx: CheckContext) -> Outcome:
     """Without persistence mode the driver tears down state between processes: slow first CUDA init."""
-    if (reason := _no_gpus(ctx)) is not None:
+    if (reason := _no_gpus(ctx, "gpu.persistence_mode")) is not None:
         return reason
     off = [g for g in select(ctx).used if g.get("persistence_mode") is False]
     if off:

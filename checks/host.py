@@ -14,11 +14,14 @@ NOFILE_RECOMMENDED = 65536
 # config; FP8 ~37 GB (third-party FP8 builds: 36.8 GB); GPTQ-Int4 ~21 GB vram minimum (vllm recipes).
 WEIGHT_BYTES = {"bf16": 72 * 10**9, "fp8": 37 * 10**9, "int4": 22 * 10**9}
 HEADROOM = 1.1
+NOT_IN_DUMP = "not recorded (host facts come from `qwen-doctor collect` only)"
 
 
 @check("QD-HOST-001", "/dev/shm large enough for NCCL", category="host", severity="high")
 def shm_size(ctx: CheckContext) -> Outcome:
     """Docker's default 64 MB /dev/shm breaks NCCL's shared-memory transport and vLLM's shm broadcast."""
+    if not ctx.facts.knows("host"):
+        return skip(NOT_IN_DUMP)
     shm = ctx.facts.host.get("shm")
     if not shm:
         return skip("/dev/shm not found")
@@ -42,6 +45,8 @@ def shm_size(ctx: CheckContext) -> Outcome:
 @check("QD-HOST-002", "Open-file limit", category="host", severity="medium")
 def open_files(ctx: CheckContext) -> Outcome:
     """Serving thousands of connections, Ray and NCCL all need file descriptors: 1024 runs out."""
+    if not ctx.facts.knows("host"):
+        return skip(NOT_IN_DUMP)
     nofile = ctx.facts.host.get("nofile")
     if not nofile:
         return skip("open-file limit not recorded")
@@ -67,6 +72,8 @@ def _checkpoint_kind(model: str) -> str:
 @check("QD-HOST-003", "Disk space for the weights", category="host", severity="high")
 def weights_disk(ctx: CheckContext) -> Outcome:
     """The checkpoint must fit where huggingface_hub downloads it (HF_HUB_CACHE / HF_HOME)."""
+    if not ctx.facts.knows("host"):
+        return skip(NOT_IN_DUMP)
     disk = ctx.facts.host.get("weights_dir")
     if not disk:
         return skip("weights directory not recorded")

@@ -9,16 +9,71 @@ from doctor.gpus import gib, label, select
 from doctor.registry import check
 from doctor.results import Outcome, fail, ok, skip, warn
 
-VLLM_DEFAULT_UTILIZATION = 0.9
+
+class Share(NamedTuple):
+    """The share of each GPU the backend claims, the flag that sets it, and where the value comes from."""
+
+    fraction: float | None   # None: the engine decides it at startup (the rule says how)
+    flag: str
+    origin: str
 
 
-def _fraction(ctx: CheckContext) -> tuple[float, str]:
-    """The share of each GPU the backend will claim, and the flag that sets it."""
-    if ctx.backend == "sglang" or ctx.option("mem_fraction_static") is not None:
-        value = ctx.option("mem_fraction_static")
-        if value is not None:
-            return float(value), "--mem-fraction-static"
-    return float(ctx.option("gpu_memory_utilization", VLLM_DEFAULT_UTILIZATION)), "--gpu-memory-utilization"
+def vllm_default_utilization(version: str | None) -> Share:
+    """vLLM's own --gpu-memory-utilization default in `version` (the installed one; when unknown, the version the
+    planner assumes), as its flag schema records it (doctor/flags/schemas, flag_default), else
+    doctor/planner/versions.vllm_rules: 0.9 up to 0.19.1, 0.92 from 0.20.0, resolved at startup from 0.34.0."""
+    from doctor.planner.config import ASSUMED_VLLM_VERSION
+    from doctor.planner.flags import engine_default
+    from doctor.planner.versions import vllm_rules
+
+    flag = "--gpu-memory-utilization"
+    known = version or ASSUMED_VLLM_VERSION
+    who = f"vLLM {known}" if version else f"vLLM {known} (version not recorded; the planner assumes it too)"
+    found = engine_default("vllm", known, "gpu_memory_utilization")
+    if found is not None and found.resolved_at_runtime:
+        return Share(None, flag, f"{who} resolves its default at startup: {_rule(found.rule)}")
+    if found is not None and isinstance(found.value, (int, float)):
+        return Share(float(found.value), flag, f"the default of {who}")
+    return Share(vllm_rules(known).gpu_memory_utilization, flag, f"the default of {who}")
+
+
+def sglang_default_fraction(version: str | None) -> Share:
+    """SGLang's --mem-fraction-static default: every version with a flag schema computes it at startup from the
+    GPU's memory and the serving flags (flag_default's rule), so no share is known before the engine runs."""
+    from doctor.planner.flags import engine_default
+
+    found = engine_default("sglang", version, "mem_fraction_static")
+    who = f"SGLang {version}" if version else "SGLang"
+    if found is not None and not found.resolved_at_runtime and isinstance(found.value, (int, float)):
+        return Share(float(found.value), "--mem-fraction-static", f"the default of {who}")
+    rule = _rule(found.rule) if found is not None else "from the GPU memory and the serving flags"
+    return Share(None, "--mem-fraction-static", f"{who} computes its default at startup: {rule}")
+
+
+def _rule(text: str | None) -> str:
+    """A flag schema's default rule without its leading 'None: ' (the placeholder the parser hands over)."""
+    return str(text or "").removeprefix("None: ")
+
+
+def _engine_version(ctx: CheckContext, backend: str) -> str | None:
+    from packaging.version import InvalidVersion, Version
+
+    installed = ctx.facts.package_version(backend)
+    try:
+        return Version(installed).public if installed else None
+    except InvalidVersion:
+        return None
+
+
+def _share(ctx: CheckContext) -> Share:
+    """The share of each GPU the backend will claim: the flag given, else the engine version's default."""
+    if ctx.option("mem_fraction_static") is not None:
+        return Share(float(ctx.option("mem_fraction_static")), "--mem-fraction-static", "as given")
+    if ctx.backend == "sglang":
+        return sglang_default_fraction(_engine_version(ctx, "sglang"))
+    if ctx.option("gpu_memory_utilization") is not None:
+        return Share(float(ctx.option("gpu_memory_utilization")), "--gpu-memory-utilization", "as given")
+    return vllm_default_utilization(_engine_version(ctx, "vllm"))
 
 
 @check("QD-MEM-001", "Free GPU memory covers the requested share", category="memory", severity="critical")
@@ -29,7 +84,10 @@ def free_memory(ctx: CheckContext) -> Outcome:
     used_gpus = [g for g in select(ctx).used if g.get("memory")]
     if not used_gpus:
         return skip("no GPU memory facts")
-    fraction, flag = _fraction(ctx)
+    share = _share(ctx)
+    if share.fraction is None:
+        return skip(f"{share.origin}; pass {share.flag} to check free memory against a share")
+    fraction, flag = share.fraction, share.flag
     short, details = [], []
     for g in used_gpus:
         mem = g["memory"]
@@ -42,12 +100,14 @@ def free_memory(ctx: CheckContext) -> Outcome:
         can = worst["memory"]["free"] / worst["memory"]["total"]
         return fail(
             f"{len(short)} GPU(s) have less free memory than {flag} {fraction} asks for",
-            details=details + ["vLLM: 'Free memory on device ... is less than desired GPU memory utilization'."],
+            details=details + [f"{flag} {fraction}: {share.origin}.",
+                               "vLLM: 'Free memory on device ... is less than desired GPU memory utilization'."],
             fix=["Stop the processes holding GPU memory (see QD-MEM-002).",
                  f"Or lower {flag} to <= {max(0.05, can - 0.02):.2f}."],
             evidence={"fraction": fraction}, remedy_ids=["QD-R-VLLM-FREE-MEMORY-LOW"],
         )
-    return ok(f"free memory covers {flag} {fraction} on {len(used_gpus)} GPU(s)", details=details)
+    return ok(f"free memory covers {flag} {fraction} on {len(used_gpus)} GPU(s)",
+              details=details + [f"{flag} {fraction}: {share.origin}."])
 
 
 @check("QD-MEM-002", "No foreign processes on the deployment GPUs", category="memory", severity="medium")
@@ -55,6 +115,8 @@ def foreign_processes(ctx: CheckContext) -> Outcome:
     """Other processes holding GPU memory shrink the KV cache or make the backend's memory profiling wrong."""
     if not ctx.facts.nvml_available:
         return skip("no NVIDIA driver (see QD-DRV-001)")
+    if not ctx.facts.knows("gpus") or not ctx.facts.knows("gpu.processes"):
+        return skip("not recorded (the processes on the GPUs come from NVML only)")
     lines = []
     for g in select(ctx).used:
         for p in g.get("processes") or []:
@@ -149,7 +211,10 @@ def unified_memory(ctx: CheckContext) -> Outcome:
         return skip(f"{gpus[0].get('name')}: host memory facts missing (collect with a newer qwen-doctor)")
     total, free, available = memory["total"], memory["free"], memory.get("available", memory["free"])
     cached = memory.get("cached") or 0
-    fraction, flag = _fraction(ctx)
+    share = _share(ctx)
+    if share.fraction is None:
+        return skip(f"{share.origin}; pass {share.flag} to check free memory against a share")
+    fraction, flag = share.fraction, share.flag
     want = fraction * total
     backend = "sglang" if ctx.backend == "sglang" or flag == "--mem-fraction-static" else "vllm"
     capability = gpus[0].get("compute_capability")

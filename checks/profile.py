@@ -29,6 +29,8 @@ def requirements(ctx: CheckContext) -> list[Outcome]:
         return [ok(f"profile {profile.name} runs on CPU; no GPU needed")]
     if not ctx.facts.nvml_available:
         return [skip("no NVIDIA driver (see QD-DRV-001)")]
+    if not ctx.facts.knows("gpus"):
+        return [skip("the GPUs are not recorded")]
     gpus = ctx.facts.gpus
     out: list[Outcome] = []
     if len(gpus) < hw.gpu_count:
@@ -38,7 +40,9 @@ def requirements(ctx: CheckContext) -> list[Outcome]:
         out.append(ok(f"{len(gpus)} GPU(s) for the {hw.gpu_count} the profile needs"))
     used = gpus[: max(hw.gpu_count, 1)]
     small = [g for g in used if (g.get("memory") or {}).get("total", 0) / GIB < hw.min_gpu_memory_gib]
-    if small:
+    if not ctx.facts.knows("gpu.memory"):
+        out.append(skip(f"GPU memory is not recorded ({profile.name} needs {hw.min_gpu_memory_gib:g} GiB per GPU)"))
+    elif small:
         have = min((g.get("memory") or {}).get("total", 0) for g in small) / GIB
         out.append(fail(f"{label(small[0])} has {have:.1f} GiB; {profile.name} needs {hw.min_gpu_memory_gib:g} GiB per GPU",
                         fix=["Use the FP8 profile (vllm-fp8 / sglang-fp8) or more tensor parallelism."]))
@@ -72,6 +76,8 @@ def backend_version(ctx: CheckContext) -> Outcome:
         return skip("no profile selected")
     version = ctx.facts.package_version(profile.backend)
     if version is None:
+        if not ctx.facts.knows(f"packages.{profile.backend}"):
+            return skip(f"the {profile.backend} version is not recorded")
         return skip(f"{profile.backend} is not installed in this environment")
     try:
         inside = profile.backend_version.contains(version, prereleases=True)

@@ -36,6 +36,9 @@ def backend_supports_qwen35(ctx: CheckContext) -> list[Outcome]:
     for backend in backends:
         minimum, source = version_matrix().minimum[backend]
         entry = ctx.facts.package(backend)
+        if entry is None and not ctx.facts.knows(f"packages.{backend}"):
+            out.append(skip(f"the {backend} version is not recorded", subject=backend))
+            continue
         if entry is None:
             out.append(fail(f"{backend} is not installed", fix=[INSTALL[backend]], subject=backend))
             continue
@@ -66,6 +69,9 @@ def torch_matches_backend(ctx: CheckContext) -> list[Outcome]:
 
 def _torch_verdict(ctx: CheckContext, backend: str, version: Version, pins: BackendPins) -> Outcome:
     torch = parse_version(ctx.facts.package_version("torch"))
+    if torch is None and not ctx.facts.knows("packages.torch"):
+        return skip(f"the torch version is not recorded ({backend} {version} needs torch=={pins.torch})",
+                    subject=backend)
     if torch is None:
         return fail(f"torch is not installed ({backend} {version} needs torch=={pins.torch})",
                     fix=[f"pip install torch=={pins.torch}"], subject=backend)
@@ -91,7 +97,8 @@ def _hf_native(ctx: CheckContext) -> Outcome:
     minimum, source = version_matrix().minimum["transformers"]
     tf = parse_version(ctx.facts.package_version("transformers"))
     if tf is None:
-        return skip("no backend and no transformers installed")
+        return skip("no backend and no transformers installed" if ctx.facts.knows("packages.transformers")
+                    else "no backend installed, and the transformers version is not recorded")
     if Version(tf.public) < minimum:
         return warn(f"transformers {tf} cannot load Qwen3.5 natively (needs >= {minimum})",
                     details=[f"Source: {source}"], fix=[f"pip install -U 'transformers>={minimum}'"])
@@ -101,6 +108,8 @@ def _hf_native(ctx: CheckContext) -> Outcome:
 def _transformers_verdict(ctx: CheckContext, backend: str, version: Version, pins: BackendPins) -> Outcome:
     tf = parse_version(ctx.facts.package_version("transformers"))
     allowed = " or ".join(str(s) for s in pins.transformers)
+    if tf is None and not ctx.facts.knows("packages.transformers"):
+        return skip(f"the transformers version is not recorded ({backend} {version} needs {allowed})", subject=backend)
     if tf is None:
         return fail(f"transformers is not installed ({backend} {version} needs {allowed})",
                     fix=[f"pip install 'transformers{pins.transformers[0]}'"], subject=backend)
@@ -125,6 +134,9 @@ def _flashinfer_verdict(ctx: CheckContext, backend: str, version: Version, pins:
     fi = parse_version(ctx.facts.package_version("flashinfer"))
     if pins.flashinfer is None:
         return skip(f"{backend} {version} declares no flashinfer pin", subject=backend)
+    if fi is None and not ctx.facts.knows("packages.flashinfer"):
+        return skip(f"the flashinfer version is not recorded ({backend} {version} expects {pins.flashinfer})",
+                    subject=backend)
     if fi is None:
         return ok(f"flashinfer not installed ({backend} falls back to its other attention backends)", subject=backend)
     if not pins.flashinfer.contains(Version(fi.public), prereleases=True):
@@ -138,9 +150,14 @@ def torch_is_cuda_build(ctx: CheckContext) -> Outcome:
     """A CPU-only torch on a GPU machine cannot serve on the GPUs."""
     torch = ctx.facts.package("torch")
     if torch is None:
-        return skip("torch is not installed")
+        known = ctx.facts.knows("packages.torch")
+        return skip("torch is not installed" if known else "the torch version is not recorded")
     if torch.get("cuda"):
         return ok(f"torch {torch['version']} built for CUDA {torch['cuda']}")
+    if not ctx.facts.knows("torch.cuda"):
+        if torch.get("cuda_build"):
+            return ok(f"torch {torch['version']} is a CUDA build (its CUDA version is not recorded)")
+        return skip(f"the CUDA version torch {torch['version']} was built with is not recorded")
     if torch.get("hip"):
         return fail(f"torch {torch['version']} is a ROCm build (HIP {torch['hip']}), not CUDA",
                     fix=["Install the CUDA build of torch that the backend pins."])
@@ -148,6 +165,42 @@ def torch_is_cuda_build(ctx: CheckContext) -> Outcome:
         return fail(f"torch {torch['version']} is a CPU-only build on a machine with NVIDIA GPUs",
                     fix=["pip install --force-reinstall torch  # the default PyPI wheel is a CUDA build"])
     return skip(f"torch {torch['version']} is a CPU-only build (no NVIDIA GPU here either)")
+
+
+@check("QD-VER-006", "sgl-kernel matches SGLang's pin", category="versions", severity="high", backends=("sglang",))
+def sgl_kernel_matches_sglang(ctx: CheckContext) -> list[Outcome]:
+    """SGLang pins one sgl-kernel (sglang-kernel) release, compiled against its torch: an older one makes SGLang
+    refuse to start (engine.py `assert_pkg_version("sgl-kernel", ...)`), another one fails to import
+    ('common_ops.abi3.so: undefined symbol', sglang#8373)."""
+    return [o for o in _per_backend(ctx, _sgl_kernel_verdict) if o.subject in (None, "sglang")] or \
+        [skip("SGLang is not the backend checked")]
+
+
+def _sgl_kernel_verdict(ctx: CheckContext, backend: str, version: Version, pins: BackendPins) -> Outcome:
+    if backend != "sglang":
+        return skip("sgl-kernel is SGLang's", subject=backend)
+    if pins.sgl_kernel is None:
+        return skip(f"no verified sgl-kernel pin for sglang {version} in the version matrix", subject=backend)
+    kernel = parse_version(ctx.facts.package_version("sgl-kernel"))
+    wanted = pins.sgl_kernel
+    install = f"pip install 'sgl-kernel=={wanted}'   # sglang-kernel from 0.5.10; or reinstall sglang"
+    if kernel is None and not ctx.facts.knows("packages.sgl-kernel"):
+        return skip(f"the sgl-kernel version is not recorded (sglang {version} pins {wanted})", subject=backend)
+    if kernel is None:
+        return fail(f"sgl-kernel is not installed (sglang {version} pins {wanted})", fix=[install], subject=backend)
+    evidence = {"sgl_kernel": str(kernel), "pin": str(wanted)}
+    if Version(kernel.public) < wanted:
+        return fail(f"sgl-kernel {kernel} is older than sglang {version}'s pin {wanted}",
+                    details=["SGLang refuses to start: 'sgl-kernel is installed with version ..., which is less than "
+                             "the minimum required version' (engine.py assert_pkg_version); a build for another "
+                             "torch fails to import with 'common_ops.abi3.so: undefined symbol'."],
+                    fix=[install], evidence=evidence, subject=backend)
+    if Version(kernel.public) != wanted:
+        return warn(f"sgl-kernel {kernel} installed, sglang {version} pins {wanted}",
+                    details=["sgl-kernel is compiled against one torch release; another one than the pin can fail "
+                             "to import ('undefined symbol')."],
+                    fix=[install], evidence=evidence, subject=backend)
+    return ok(f"sgl-kernel {kernel} == sglang {version}'s pin", evidence=evidence, subject=backend)
 
 
 def _per_backend(ctx: CheckContext, verdict) -> list[Outcome]:
@@ -158,7 +211,9 @@ def _per_backend(ctx: CheckContext, verdict) -> list[Outcome]:
     for backend in backends:
         version, pins = _installed(ctx, backend)
         if version is None:
-            out.append(skip(f"{backend} is not installed", subject=backend))
+            known = ctx.facts.knows(f"packages.{backend}")
+            out.append(skip(f"{backend} is not installed" if known else f"the {backend} version is not recorded",
+                            subject=backend))
         elif pins is None:
             out.append(skip(f"no verified pins for {backend} {version} in the version matrix", subject=backend))
         else:

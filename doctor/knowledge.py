@@ -49,6 +49,7 @@ class BackendPins:
     torch: str
     transformers: tuple[SpecifierSet, ...]
     flashinfer: SpecifierSet | None
+    sgl_kernel: Version | None = None
 
 
 @dataclass(frozen=True)
@@ -57,12 +58,12 @@ class VersionMatrix:
     backends: dict[str, tuple[BackendPins, ...]]
 
     def pins(self, backend: str, version: Version) -> BackendPins | None:
-        """The pins of the release range holding `version` (compared without its local tag)."""
+        """The pins of the release holding `version` (compared without its local tag): a row naming that single
+        release wins over a range holding it."""
         public = Version(version.public)
-        for pins in self.backends.get(backend, ()):
-            if pins.versions.contains(public, prereleases=True):
-                return pins
-        return None
+        rows = [p for p in self.backends.get(backend, ()) if p.versions.contains(public, prereleases=True)]
+        exact = [p for p in rows if all(s.operator in ("==", "===") for s in p.versions)]
+        return (exact or rows or [None])[0]
 
 
 @lru_cache(maxsize=None)
@@ -78,6 +79,7 @@ def version_matrix() -> VersionMatrix:
                     torch=str(row["torch"]),
                     transformers=tuple(_spec(s, where) for s in row["transformers"]),
                     flashinfer=_spec(row["flashinfer"], where) if row.get("flashinfer") else None,
+                    sgl_kernel=Version(str(row["sgl_kernel"])) if row.get("sgl_kernel") else None,
                 )
                 for row in rows
             )
@@ -133,3 +135,21 @@ def driver_table() -> DriverTable:
 def torch_arch_lists() -> dict[str, tuple[str, ...]]:
     raw = load_yaml("doctor.data", "torch_arch.yaml")
     return {str(k): tuple(v) for k, v in raw["by_cuda"].items()}
+
+
+@lru_cache(maxsize=None)
+def _capability_patterns() -> tuple[tuple[Any, str], ...]:
+    import re
+
+    raw = load_yaml("doctor.data", "gpu_capability.yaml")
+    try:
+        return tuple((re.compile(row["pattern"], re.I), str(row["capability"])) for row in raw["patterns"])
+    except (KeyError, TypeError, re.error) as exc:
+        raise DataError(f"doctor/data/gpu_capability.yaml: malformed entry ({exc})") from None
+
+
+def capability_of(name: str | None) -> str | None:
+    """The compute capability of a GPU product name ('NVIDIA H100 PCIe' -> '9.0'), None when unknown."""
+    if not name:
+        return None
+    return next((cc for pattern, cc in _capability_patterns() if pattern.search(name)), None)

@@ -28,12 +28,36 @@ def test_cuda_12_driver_under_cu130_torch_fails_below_major_floor():
     assert any("580.65.06" in f for f in result.fix)
 
 
-def test_driver_between_major_floor_and_toolkit_minimum_warns_minor_version_compatibility():
+def test_driver_between_major_floor_and_toolkit_minimum_fails_on_the_ptx_the_engines_load():
+    # vllm#31700: torch 2.9.0+cu128 on driver 550.144.03 -> "the provided PTX was compiled with an unsupported toolchain"
     facts = facts_with("old-driver", packages={"torch": {"version": "2.9.1", "cuda": "12.8", "distribution": "torch"}})
     facts.data["nvml"]["driver_version"] = "550.54.15"
     result = run(facts, only=("QD-DRV-002",))["QD-DRV-002"][0]
-    assert result.status.value == "warn"
+    assert result.status.value == "fail"
     assert "570.26" in result.summary
+    assert any("unsupported toolchain" in d for d in result.details)
+
+
+def test_driver_known_only_by_its_cuda_version_is_compared_with_torchs_cuda():
+    torch = {"version": "2.4.0+cu121", "cuda": "12.1", "distribution": "torch"}
+    facts = facts_with("old-driver", packages={"torch": torch})
+    facts.data["nvml"].update(driver_version=None, cuda_driver_version="11.4")
+    result = run(facts, only=("QD-DRV-002",))["QD-DRV-002"][0]
+    assert result.status.value == "fail"
+    assert "supports CUDA 11.4" in result.summary
+    facts.data["nvml"]["cuda_driver_version"] = "12.2"
+    assert status_of(run(facts, only=("QD-DRV-002",)), "QD-DRV-002") == ["ok"]
+
+
+def test_torch_that_cannot_initialise_cuda_fails_and_unrecorded_skips():
+    facts = facts_with("h200", torch_runtime={"cuda_available": False, "error": "CUDA initialization: Unexpected error "
+                                              "from cudaGetDeviceCount(). Error 802: system not yet initialized"})
+    result = run(facts, only=("QD-DRV-003",))["QD-DRV-003"][0]
+    assert result.status.value == "fail"
+    assert result.remedy_ids == ["QD-R-CUDA-SYSTEM-NOT-READY"]
+    assert status_of(run(facts_with("h200", torch_runtime={"cuda_available": True}), only=("QD-DRV-003",)),
+                     "QD-DRV-003") == ["ok"]
+    assert status_of(run(facts_with("h200", torch_runtime={}), only=("QD-DRV-003",)), "QD-DRV-003") == ["skip"]
 
 
 def test_cpu_build_of_torch_is_not_compared_with_the_driver():

@@ -182,3 +182,13 @@ def run_with_profile(facts, profile, **options):
     specs = runner.select(registry.load(plugins=False), profile.backend, ("QD-MEM-003",))
     return runner.run_checks(specs, CheckContext(facts=facts, backend=profile.backend, profile=profile,
                                                  options=options))
+
+
+def test_nvfp4_is_native_on_blackwell_weight_only_from_7_5_and_impossible_below():
+    model = "nvidia/Qwen3.6-35B-A3B-NVFP4"
+    assert status_of(run(load_fixture("gb10-spark"), only=("QD-GPU-008",), model=model), "QD-GPU-008") == ["ok"]
+    hopper = run(load_fixture("h200"), only=("QD-GPU-008",), model=model)["QD-GPU-008"][0]
+    assert hopper.status.value == "warn" and "Marlin" in hopper.details[0]
+    assert status_of(run(load_fixture("v100"), only=("QD-GPU-008",), quantization="modelopt_fp4"),
+                     "QD-GPU-008") == ["fail"]
+    assert run(load_fixture("h200"), only=("QD-GPU-008",))["QD-GPU-008"][0].summary == "NVFP4 not requested"

@@ -10,6 +10,7 @@ import yaml
 
 from doctor.models import get_model
 from doctor.planner import ServeConfig
+from doctor.planner.drafters import drafter_capacity, drafter_of
 from doctor.planner.hardware import GIB
 from doctor.planner.plan import resolve_config
 from doctor.planner.versions import vllm_rules
@@ -93,11 +94,35 @@ def test_partly_described_boots_still_confirm_the_cache_layout(entry):
     cfg = resolve_config(spec, ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"]))
     available_gib = float(find(PARTIAL_AVAILABLE, entry["log"]).group(1))
     logged_tokens = int(find(PARTIAL_TOKENS, entry["log"]).group(1).replace(",", ""))
-    full = len(spec.full_attention_layers) + (spec.mtp_layers if cfg.mtp_tokens else 0)
-    layout = vllm_layout(spec, cfg, full, len(spec.linear_attention_layers))
-    low = vllm_capacity(layout, int((available_gib - 0.005) * GIB), cfg.max_model_len, cfg)
-    high = vllm_capacity(layout, int((available_gib + 0.005) * GIB), cfg.max_model_len, cfg)
-    assert logged_figure(entry, low) <= logged_tokens <= logged_figure(entry, high)
+    drafter = drafter_of(cfg)
+    full = len(spec.full_attention_layers) + (spec.mtp_layers if cfg.mtp_tokens and drafter is None else 0)
+    linear = len(spec.linear_attention_layers)
+    layout = vllm_layout(spec, cfg, full, linear)
+
+    def capacity(gib: float):
+        if drafter is None:
+            return vllm_capacity(layout, int(gib * GIB), cfg.max_model_len, cfg)
+        return drafter_capacity(spec, cfg, drafter, layout, full, linear, int(gib * GIB), cfg.max_model_len,
+                                cfg.max_num_batched_tokens)
+
+    assert logged_figure(entry, capacity(available_gib - 0.005)) <= logged_tokens
+    assert logged_tokens <= logged_figure(entry, capacity(available_gib + 0.005))
+
+
+def test_a_dflash_drafter_keeps_its_own_attention_layers_beside_the_gdn_groups():
+    # dgx-spark-99sono-prismaquant-dflash6-0.22.0 (vLLM 0.22.0, BF16 KV, 200,000 tokens, DFlash with 6 tokens):
+    # "Add 2 padding layers" and "Add 6 padding layers": the drafter's 8 attention layers are a second KV spec,
+    # not a layer of the target's attention group; 71.59 GiB gives 7.35x, as logged.
+    entry = next(e for e in PARTIAL if e["id"] == "dgx-spark-99sono-prismaquant-dflash6-0.22.0")
+    spec = get_model("Qwen/Qwen3.5-35B-A3B")
+    cfg = resolve_config(spec, ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"]))
+    full, linear = len(spec.full_attention_layers), len(spec.linear_attention_layers)
+    layout = vllm_layout(spec, cfg, full, linear)
+    with_drafter = drafter_capacity(spec, cfg, drafter_of(cfg), layout, full, linear, int(71.59 * GIB),
+                                    cfg.max_model_len, cfg.max_num_batched_tokens)
+    as_mtp_head = vllm_capacity(vllm_layout(spec, cfg, full + 1, linear), int(71.59 * GIB), cfg.max_model_len, cfg)
+    assert round(with_drafter.max_concurrency, 2) == 7.35
+    assert as_mtp_head.max_concurrency > 2 * with_drafter.max_concurrency
 
 
 def test_the_graph_estimate_is_subtracted_from_the_0_20_0_wheel_on():

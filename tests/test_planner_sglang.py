@@ -12,8 +12,10 @@ from doctor.models import get_model
 from doctor.planner import ServeConfig, parse_gpus, plan
 from doctor.planner.accuracy import calibration, sglang_residual, sglang_residuals
 from doctor.planner.hardware import GIB, MIB, GPU
-from doctor.planner.sglang_kv import (POST_LOAD_BYTES, context_bytes, default_mem_fraction_static,
-                                      mamba_cache_per_req, prefill_capture_sizes, sglang_capacity, sglang_pools)
+from doctor.planner.errors import PlanInputError
+from doctor.planner.sglang_kv import (POST_LOAD_BYTES, context_bytes, decode_graph_max_bs, default_mem_fraction_static,
+                                      mamba_cache_per_req, mamba_ratio, prefill_capture_sizes, sglang_capacity,
+                                      sglang_pools)
 from doctor.planner.versions import sglang_rules
 from doctor.planner.weights import pp_partition
 
@@ -108,6 +110,79 @@ def test_running_requests_per_mamba_radix_strategy():
     # --disable-radix-cache: one slot per request
     off = sglang_pools(rest, CELL, PER_REQ, sglang("0.5.16").with_(prefix_caching=False), 262144)
     assert off.max_running_requests == min(2048, off.max_total_num_tokens // 2, 315)
+
+
+def test_the_mamba_radix_strategy_and_the_overlap_scheduler_set_the_slots_per_request():
+    def ratio(version: str, **flags) -> int:
+        return mamba_ratio(sglang(version, **flags), sglang_rules(version))
+
+    # 0.5.14+: extra_buffer's ping-pong slots are 2 with the overlap scheduler, 1 without it or when lazy
+    assert ratio("0.5.16", mamba_radix_strategy="extra_buffer") == 5
+    assert ratio("0.5.16", mamba_radix_strategy="extra_buffer", overlap_schedule=False) == 4
+    assert ratio("0.5.16", mamba_radix_strategy="extra_buffer_lazy") == 4
+    assert ratio("0.5.16", mamba_radix_strategy="no_buffer") == 3
+    # "auto" without the overlap scheduler is no_buffer, unless pages > 1 ask for extra_buffer
+    assert ratio("0.5.16", overlap_schedule=False) == 3
+    assert ratio("0.5.16", overlap_schedule=False, block_size=64) == 4
+    # speculative decoding keeps the overlap scheduler from 0.5.11 (spec v2), DFLASH from 0.5.14; NGRAM never
+    assert ratio("0.5.16", mtp_tokens=3, speculative_method="nextn") == 5
+    assert ratio("0.5.16", mtp_tokens=3, speculative_method="ngram") == 3
+    assert ratio("0.5.11", mtp_tokens=3, speculative_method="nextn", mamba_radix_strategy="extra_buffer") == 5
+    assert ratio("0.5.11", mtp_tokens=3, speculative_method="dflash", mamba_radix_strategy="extra_buffer") == 4
+    assert ratio("0.5.10", mtp_tokens=3, speculative_method="nextn", mamba_radix_strategy="extra_buffer") == 4
+    # 0.5.9 keys the ping-pong slots on speculative decoding, and "auto" is no_buffer
+    assert ratio("0.5.9", mamba_radix_strategy="extra_buffer") == 5
+    assert ratio("0.5.9", mamba_radix_strategy="extra_buffer", mtp_tokens=3) == 4
+    assert ratio("0.5.9") == 3
+    off = sglang("0.5.16", mamba_radix_strategy="extra_buffer").with_(prefix_caching=False)
+    assert mamba_ratio(off, sglang_rules("0.5.16")) == 1
+
+
+def test_mamba_ssm_dtype_sets_the_recurrent_state_bytes_on_sglang_only():
+    bf16_states = 30 * (8192 * 3 * 2 + 32 * 128 * 128 * 2)
+    stages = [(0, 40)]
+    assert mamba_cache_per_req(BF16, sglang("0.5.16", mamba_ssm_dtype="bfloat16"), stages) == bf16_states
+    assert mamba_cache_per_req(BF16, sglang("0.5.16"), stages) == PER_REQ
+    assert mamba_cache_per_req(BF16, ServeConfig(mamba_ssm_dtype="bfloat16"), stages) == PER_REQ
+
+
+def test_cuda_graph_flags_move_the_default_fraction():
+    base = 512 + 8192 * 1.5 + 1024 / 8
+
+    def fraction(version: str, **flags) -> float:
+        return default_mem_fraction_static(H200_MIB * MIB, sglang(version, language_model_only=True, **flags), BF16)
+
+    prefill = len(prefill_capture_sizes(8192)) * 8
+    # --cuda-graph-max-bs replaces the decode graph limit of the GPU size (256 on 90-160 GiB at TP < 4)
+    assert fraction("0.5.16", cuda_graph_max_bs=32) == round((H200_MIB - base - 32 * 2 - prefill) / H200_MIB, 3)
+    # --disable-prefill-cuda-graph drops the breakable prefill graphs' 8 MB each
+    assert fraction("0.5.16", prefill_cuda_graph=False) == round((H200_MIB - base - 256 * 2) / H200_MIB, 3)
+    # --enable-piecewise-cuda-graph counts them in 0.5.9, where they are opt-in
+    assert fraction("0.5.9", prefill_cuda_graph=True) == round((H200_MIB - base - 256 * 2 - prefill) / H200_MIB, 3)
+    # from 0.5.22 a default decode limit stops at --max-running-requests; a given one does not
+    assert fraction("0.5.22", max_num_seqs=8) == round((H200_MIB - base - 8 * 2 - prefill) / H200_MIB, 3)
+    assert fraction("0.5.21", max_num_seqs=8) == round((H200_MIB - base - 256 * 2 - prefill) / H200_MIB, 3)
+    assert fraction("0.5.22", max_num_seqs=8, cuda_graph_max_bs=64) == \
+        round((H200_MIB - base - 64 * 2 - prefill) / H200_MIB, 3)
+    assert decode_graph_max_bs(24564 * MIB, sglang("0.5.23", tp=4, max_num_seqs=1000), sglang_rules("0.5.23")) == 160
+
+
+def test_engine_flags_that_size_sglang_s_pools_are_read():
+    from doctor.planner.flags import config_kwargs
+
+    argv = ["--page-size", "64", "--mamba-ssm-dtype", "bfloat16", "--mamba-scheduler-strategy", "extra_buffer",
+            "--disable-overlap-schedule", "--cuda-graph-max-bs", "16", "--disable-piecewise-cuda-graph"]
+    assert config_kwargs(argv) == {"block_size": 64, "mamba_ssm_dtype": "bfloat16",
+                                   "mamba_radix_strategy": "extra_buffer", "overlap_schedule": False,
+                                   "cuda_graph_max_bs": 16, "prefill_cuda_graph": False}
+    assert config_kwargs(["--cuda-graph-max-bs-decode", "4", "--cuda-graph-backend-prefill", "breakable",
+                          "--mamba-radix-cache-strategy", "no_buffer"]) == \
+        {"cuda_graph_max_bs": 4, "prefill_cuda_graph": True, "mamba_radix_strategy": "no_buffer"}
+    assert config_kwargs(["--cuda-graph-backend-prefill=disabled"]) == {"prefill_cuda_graph": False}
+    with pytest.raises(PlanInputError, match="mamba-ssm-dtype"):
+        ServeConfig(backend="sglang", mamba_ssm_dtype="fp8").validate()
+    with pytest.raises(PlanInputError, match="mamba-radix-cache-strategy"):
+        ServeConfig(backend="sglang", mamba_radix_strategy="ping_pong").validate()
 
 
 def test_mtp_states_and_draft_kv_per_version():

@@ -26,6 +26,8 @@ def test_the_server_args_and_memory_lines_are_read() -> None:
     assert (boot.kv_cache_dtype, boot.max_running_requests, boot.radix_cache) == ("auto", None, True)
     assert (boot.avail_before_gib, boot.weights_gib) == (139.07, 65.49)
     assert (boot.kv_tokens, boot.mamba_slots, boot.running) == (1261250, 361, 72)
+    assert (boot.mamba_ssm_dtype, boot.mamba_radix_strategy, boot.overlap_schedule, boot.page_size) == \
+        (None, "extra_buffer", True, 1)
 
 
 @pytest.mark.parametrize(("name", "model"), BOOTS)

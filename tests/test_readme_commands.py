@@ -127,6 +127,7 @@ STAND_INS = {
     "deployment-article.md": Path(__file__).parent / "data" / "lint" / "seed-article.txt",
     "gpu.json": Path(__file__).parent / "fixtures" / "h200.json",
     "bundle.json": Path(__file__).parent / "fixtures" / "h200.json",
+    "env.txt": Path(__file__).parent / "fixtures" / "env-dumps" / "vllm-31700-h100-driver-550-torch-cu128.txt",
 }
 
 

@@ -8,6 +8,11 @@ import click
 
 from doctor.cli import options
 
+# The default of the installed vLLM's own flag (flag schemas, doctor/flags/schemas; tests/test_cli_check_dumps.py
+# holds this sentence to every shipped schema).
+GPU_MEMORY_UTILIZATION_HELP = (
+    "vLLM's --gpu-memory-utilization (default: the installed vLLM version's own: 0.9 up to 0.19, 0.92 from 0.20, "
+    "decided at startup from 0.34; 0.26's 0.92 when the version is not known).")
 
 @click.command()
 @options.backend
@@ -23,9 +28,10 @@ from doctor.cli import options
 @click.option("--model", default=None, help="Model id or path the deployment serves (e.g. Qwen/Qwen3.5-35B-A3B-FP8).")
 @click.option("--quantization", default=None, help="Quantization method the deployment uses (e.g. fp8).")
 @click.option("--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help="vLLM's --gpu-memory-utilization (default 0.9).")
+              help=GPU_MEMORY_UTILIZATION_HELP)
 @click.option("--mem-fraction-static", type=click.FloatRange(0, 1, min_open=True), default=None,
-              help="SGLang's --mem-fraction-static.")
+              help="SGLang's --mem-fraction-static (default: computed by SGLang at startup from the GPU's memory; "
+                   "give it to check free memory against it).")
 @options.report_outputs
 @options.fail_on
 @options.verbose
@@ -72,11 +78,17 @@ def check(backend, bundle, profile_name, logs, only, skip_ids, tp, pp, model, qu
 
         for log_file in logs:
             check_readable(log_file)
-    specs = runner.select(reg, backend, only, skip_ids)
+    facts = None
     if bundle:
         options.no_fleet_with_bundle(ray, spark, hf)
         facts, source = Facts.load(bundle), f"bundle {bundle}"
-    else:
+        if facts.origin is not None:   # a pasted vLLM collect_env / SGLang check_env: checked for its engine
+            from doctor.facts.envdump import FORMAT_NAMES
+
+            source = f"{FORMAT_NAMES[facts.origin['format']]} dump {bundle}"
+            backend = backend or facts.origin.get("backend")
+    specs = runner.select(reg, backend, only, skip_ids)
+    if facts is None:
         from doctor.facts.collect import collect
         from doctor.fleet.extend import extend
 

@@ -14,7 +14,8 @@ from doctor.report.outputs import FORMATS as REPORT_FORMATS
 backend = click.option("--backend", type=click.Choice(["vllm", "sglang"]), default=None,
                        help="The serving backend to check for (default: every installed one).")
 from_bundle = click.option("--from", "bundle", type=click.Path(dir_okay=False), default=None,
-                           help="Check a facts bundle written by `qwen-doctor collect` instead of this machine.")
+                           help="Check a facts bundle written by `qwen-doctor collect`, or a vLLM collect_env / "
+                                "SGLang check_env output saved to a file, instead of this machine.")
 fail_on = click.option("--fail-on", type=click.Choice(["warn", "fail"]), default="fail", show_default=True,
                        help="Lowest status that makes the exit code 1.")
 verbose = click.option("-v", "--verbose", is_flag=True, help="Show details of passing checks and tracebacks.")

@@ -74,6 +74,24 @@ class Facts:
         entry = self.package(name)
         return entry["version"] if entry else None
 
+    @property
+    def origin(self) -> dict[str, Any] | None:
+        """Where the facts come from when they are not a collector's bundle: a pasted environment dump
+        (doctor/facts/envdump.py) with its format, engine and the facts it does not hold."""
+        origin = self._data.get("origin")
+        return origin if isinstance(origin, dict) else None
+
+    def knows(self, fact: str) -> bool:
+        """False when the facts come from a dump that does not hold `fact` ('gpus', 'gpu.processes', 'env',
+        'torch.cuda', 'packages.<name>', ...): a check must skip rather than take the absence for a good value.
+        A collector's bundle knows everything it has a section for."""
+        origin = self.origin
+        if origin is None:
+            return True
+        if fact.startswith("packages."):
+            return fact[len("packages."):] in self.packages
+        return fact not in (origin.get("unknown") or [])
+
     def probe_error(self, name: str) -> str | None:
         """Why a probe produced nothing (error or timeout), or None when it ran."""
         probe = self.probes.get(name) or {}
@@ -97,13 +115,26 @@ class Facts:
 
         p = Path(path)
         try:
-            data = load_json(read_bytes(p, "bundle", BUNDLE_MAX_BYTES), "bundle", str(p))
+            raw = read_bytes(p, "bundle", BUNDLE_MAX_BYTES)
+        except InputError as exc:
+            raise BadBundle(str(exc)) from None
+        if raw.lstrip()[:1] not in (b"{", b"[") and _is_text(raw):
+            return cls._from_dump(raw, str(p))
+        try:
+            data = load_json(raw, "bundle", str(p))
         except BadJSON as exc:
             raise BadBundle(f"{p} is not a qwen-doctor facts bundle: invalid JSON ({exc.detail})") from None
         except InputError as exc:
             raise BadBundle(str(exc)) from None
         schema.check_tree(data, str(p))  # what load_json lets through: integers beyond 64 bits, named by path
         return cls.from_dict(data, source=str(p), parsed=True)
+
+    @classmethod
+    def _from_dump(cls, raw: bytes, source: str) -> "Facts":
+        """Facts from a pasted vLLM collect_env / SGLang check_env dump (doctor/facts/envdump.py)."""
+        from doctor.facts import envdump
+
+        return cls.from_dict(envdump.parse(raw.decode("utf-8"), source), source=source)
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "bundle", parsed: bool = False) -> "Facts":
@@ -125,3 +156,14 @@ class Facts:
 
             data = {**data, "fleet": checked(data["fleet"], source, parsed=parsed)}
         return cls(data)
+
+
+def _is_text(raw: bytes) -> bool:
+    """UTF-8 without NUL bytes: what a pasted dump is (anything else is judged as JSON, and refused as such)."""
+    if b"\x00" in raw:
+        return False
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

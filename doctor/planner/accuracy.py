@@ -27,6 +27,8 @@ from doctor.planner.sglang_bootlog import KV_TOKENS, LOAD_BEGIN, LOAD_END, MAMBA
 _WEIGHTS = re.compile(r"(?:Model loading took|Actual usage is) ([\d.]+) GiB (?:memory|for weight)")
 _AVAILABLE = re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) ([\d.]+) GiB")
 _TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+# club-3090's report script transcribes both figures as "KV pool 16.58 GiB / 3,292,687 tok" (BENCHMARKS.md).
+_TRANSCRIBED = re.compile(r"KV pool ([\d.]+) GiB / \**([\d,]+) tok")
 
 
 @dataclass(frozen=True)
@@ -89,8 +91,9 @@ def residual(entry: dict[str, Any]) -> Residual:
     cfg = ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"])
     p = plan(get_model(entry["model"]), parse_gpus(entry["gpus"]), cfg, measured)
     rank = min(p.ranks, key=lambda r: r.kv_tokens)
-    available = _find(_AVAILABLE, entry["log"])
-    tokens = _find(_TOKENS, entry["log"])
+    transcribed = next((m for line in entry["log"] if (m := _TRANSCRIBED.search(line))), None)
+    available = _find(_AVAILABLE, entry["log"]) or (transcribed.group(1) if transcribed else None)
+    tokens = _find(_TOKENS, entry["log"]) or (transcribed.group(2) if transcribed else None)
     return Residual(entry["id"], mode, int(tokens.replace(",", "")) if tokens else None, p.kv_tokens,
                     float(weights) if weights else None, rank.weights["total"] / GIB,
                     float(available) if available else None, rank.cache_bytes / GIB)
@@ -110,6 +113,16 @@ def residuals(entries: list[dict[str, Any]], leave_one_out: bool = False) -> lis
         with using(held_out[e["id"]]):
             out.append(residual(e))
     return out
+
+
+def partial_residuals(entries: list[dict[str, Any]]) -> list[Residual]:
+    """Out-of-sample residuals of the partly described boots (no `predict`) that name `plan_as`: the registry
+    checkpoint they ran, or one of the same quantization kind as their own unregistered one. Each is planned
+    with the coefficients in force, with its logged weights ("overhead" mode) where the log names them, else
+    end to end. fit.py never fits on these boots."""
+    return [residual({**e, "model": e["plan_as"],
+                      "predict": "overhead" if _find(_WEIGHTS, e["log"]) else True})
+            for e in entries if not e.get("predict") and e.get("plan_as")]
 
 
 def release(version: str) -> str:
@@ -240,9 +253,11 @@ def sglang_residuals(entries: list[dict[str, Any]]) -> list[SglangResidual]:
     return out
 
 
-def sglang_band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tuple[float | None, str]:
+def sglang_band(gpu_bytes: int, tp: int, version: str, quantization: str,
+                default_fraction: bool = False) -> tuple[float | None, str]:
     """(relative band, why) of an SGLang plan: the largest KV-token residual over the logged SGLang boots
-    (calibration.yaml `sglang`) where the plan is inside the span of the boots planned end to end, else None."""
+    (calibration.yaml `sglang`) where the plan is inside the span of the boots planned end to end, else None.
+    A plan that leaves --mem-fraction-static to SGLang's default formula is inside only if a logged boot did."""
     cal = calibration().get("sglang") or {}
     region = cal.get("region") or {}
     if not region:
@@ -256,6 +271,8 @@ def sglang_band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tup
         outside.append(f"SGLang {version}")
     if quantization not in region["quantization"]:
         outside.append(f"{quantization} checkpoints")
+    if default_fraction and not region.get("default_fraction"):
+        outside.append("--mem-fraction-static left to its default")
     if outside:
         return None, "outside the logged SGLang boots (" + ", ".join(outside) + ")"
     return float(cal["kv_tokens_max_abs_error"]), (f"largest residual over {cal['boots']} logged SGLang boots "

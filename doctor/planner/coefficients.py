@@ -16,9 +16,13 @@ from typing import Any, Iterator
 
 from doctor.planner.hardware import GIB
 
-# Fallback when no sampler-bound boot is at hand: vllm/v1/sample/sampler.py (0.26.0) holds the bf16 logits
-# (2 B), their float32 copy (4 B), and top-k/top-p's sorted values (4 B) and int64 indices (8 B) at once.
-SAMPLER_BYTES_PER_LOGIT_PHYSICS = 18.0
+# Fallback when no sampler-bound boot is at hand: vLLM 0.26.0's dummy sampler run (v1/sample/sampler.py and
+# ops/topk_topp_sampler.py, forward_native) holds the bf16 logits _dummy_sampler_run keeps (2 B), their float32
+# copy (4 B), the softmax probs (4 B) and the exponential noise random_sample draws (4 B); top-k/top-p runs in
+# place (apply_top_k_top_p_triton from 8 rows, since 0.17.1; its [SMs, V] float32 buffer is not per logit). Up to
+# 0.16.0 top-k/top-p sorts the vocabulary (apply_top_k_top_p_pytorch: float32 values + int64 indices + torch's sort
+# buffers), more bytes per logit than the 0.18-0.26 boots this is fitted on: those versions are outside the band.
+SAMPLER_BYTES_PER_LOGIT_PHYSICS = 14.0
 
 
 def graph_key(quantized: bool, tp: int) -> str:

@@ -11,6 +11,9 @@ BACKENDS = ("vllm", "sglang")
 MAX_PARALLEL = 4096
 MAX_TOKENS = 1 << 30
 KV_DTYPES = ("auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2")
+SSM_DTYPES = ("float32", "bfloat16", "float16")
+MAMBA_RADIX_STRATEGIES = ("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy")
+ASSUMED_VLLM_VERSION = "0.26.0"   # whose defaults apply when the vLLM version is not known (our H200 rehearsal's)
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,12 @@ class ServeConfig:
     block_size: int | None = None              # vLLM --block-size
     mamba_full_memory_ratio: float = 0.9       # SGLang --mamba-full-memory-ratio
     max_mamba_cache_size: int | None = None    # SGLang --max-mamba-cache-size
+    mamba_ssm_dtype: str | None = None         # SGLang --mamba-ssm-dtype (None: the checkpoint's mamba_ssm_dtype)
+    mamba_radix_strategy: str | None = None    # SGLang --mamba-radix-cache-strategy (None: "auto")
+    overlap_schedule: bool = True              # SGLang: False with --disable-overlap-schedule
+    cuda_graph_max_bs: int | None = None       # SGLang --cuda-graph-max-bs(-decode) (None: per GPU size)
+    prefill_cuda_graph: bool | None = None     # SGLang prefill (piecewise / breakable) CUDA graphs (None: the
+                                               # default of backend_version)
     overhead_gib: float | None = None          # activations + CUDA graphs + non-torch memory per GPU
     kv_cache_memory_gib: float | None = None   # vLLM --kv-cache-memory (bytes there): skips the budget
     backend_version: str | None = None         # the engine version whose rules apply (None: newest known)
@@ -74,7 +83,7 @@ class ServeConfig:
 
         if self.gpu_memory_utilization is not None:
             return self.gpu_memory_utilization
-        version = self.backend_version or "0.26.0"
+        version = self.backend_version or ASSUMED_VLLM_VERSION
         default = literal_default("vllm", version, "gpu_memory_utilization")
         return float(default) if isinstance(default, (int, float)) else vllm_rules(version).gpu_memory_utilization
 
@@ -99,7 +108,14 @@ class ServeConfig:
             raise PlanInputError("--gpu-memory-utilization must be in (0, 1]")
         if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static < 1:
             raise PlanInputError("--mem-fraction-static must be in (0, 1)")
-        for name in ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "max_mamba_cache_size"):
+        if self.mamba_ssm_dtype is not None and self.mamba_ssm_dtype not in SSM_DTYPES:
+            raise PlanInputError(f"unknown --mamba-ssm-dtype {self.mamba_ssm_dtype!r}; use one of "
+                                 f"{', '.join(SSM_DTYPES)}")
+        if self.mamba_radix_strategy is not None and self.mamba_radix_strategy not in MAMBA_RADIX_STRATEGIES:
+            raise PlanInputError(f"unknown --mamba-radix-cache-strategy {self.mamba_radix_strategy!r}; use one of "
+                                 f"{', '.join(MAMBA_RADIX_STRATEGIES)}")
+        for name in ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "max_mamba_cache_size",
+                     "cuda_graph_max_bs"):
             value = getattr(self, name)
             if value is not None and not 1 <= value <= MAX_TOKENS:
                 raise PlanInputError(f"--{name.replace('_', '-')} must be between 1 and {MAX_TOKENS:,}")

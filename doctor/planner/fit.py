@@ -5,13 +5,15 @@ non-torch memory, and G GiB for CUDAGraph memory" line (vllm/v1/worker/gpu_worke
 "Estimated CUDA graph memory" (gpu_model_runner.py profile_cudagraph_memory) give each term; the
 configuration of the entry gives what the term scales with (overhead.overhead_inputs). Rules:
 
-- the language-model phase of the peak is the logged peak less the encoder outputs profile_run holds through
-  it (overhead.peak_activation; the encoder's own peak stays under it on every logged boot);
+- the language-model phase of the peak is the logged peak less the encoder outputs and pixel values profile_run
+  holds through it (overhead.peak_activation; the encoder's own peak stays under it on every logged boot);
 - sampler bytes per logit: boots whose forward estimate is under half that phase and whose logits
   could hold it (at most twice the bytes per logit the sampler's tensors take): the peak is then the
-  sampler's dummy run over max_num_seqs x vocabulary logits (gpu_model_runner.py _dummy_sampler_run);
-- forward scale: that phase / forward estimate on the boots whose sampler cannot reach the peak;
-- non-torch bytes: mean per TP class (one GPU; several, where NCCL buffers replace cuBLAS-only ones);
+  sampler's dummy run over max_num_seqs x vocabulary logits (gpu_model_runner.py _dummy_sampler_run) on top of
+  the forward outputs profile_run holds through it (overhead.sampler_held_bytes), which come off first;
+- forward scale: that phase / forward estimate on the boots whose sampler phase cannot reach the peak;
+- non-torch bytes: mean per TP class (vLLM takes its baseline after NCCL and custom all-reduce are set up, so
+  their buffers are in neither class: overhead module docstring; a class with no boot takes the other's);
 - first-capture bytes (profile_cudagraph_memory, 0.20.1-0.32.0: max over modes of the first capture +
   (graphs - 1) x increment per mode): the logged estimate of boots that capture one graph per mode, where the
   estimate IS the first capture. Their "Profiling CUDA graph memory: PIECEWISE=1 (largest=1), FULL=1 ..." and
@@ -98,13 +100,15 @@ def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = (),
     """Coefficients from these boots, unified-memory entries and first-capture samples (first_capture_samples;
     module docstring for the rules)."""
     first = mean(first_captures.values()) if first_captures else 0.0
-    act = {b.id: b.boot.activation_gib * GIB - b.inputs.encoder_outputs for b in boots}
-    sampler_fits = [act[b.id] / b.inputs.logits for b in boots
+    act = {b.id: b.boot.activation_gib * GIB - b.inputs.encoder_outputs - b.inputs.encoder_inputs for b in boots}
+    sampled = {b.id: act[b.id] - b.inputs.sampler_held for b in boots}
+    sampler_fits = [sampled[b.id] / b.inputs.logits for b in boots
                     if b.inputs.logits and b.inputs.forward_bytes < SAMPLER_BOUND * act[b.id]
-                    and act[b.id] / b.inputs.logits <= SAMPLER_MAX_BYTES]
+                    and sampled[b.id] / b.inputs.logits <= SAMPLER_MAX_BYTES]
     per_logit = mean(sampler_fits) if sampler_fits else SAMPLER_BYTES_PER_LOGIT_PHYSICS
     forward_fits = [act[b.id] / b.inputs.forward_bytes for b in boots
-                    if b.inputs.logits * per_logit < FORWARD_BOUND * act[b.id] and b.inputs.forward_bytes]
+                    if b.inputs.sampler_held + b.inputs.logits * per_logit < FORWARD_BOUND * act[b.id]
+                    and b.inputs.forward_bytes]
     non_torch: dict[str, list[float]] = {}
     graphs: dict[str, list[float]] = {}
     for b in boots:

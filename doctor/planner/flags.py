@@ -29,10 +29,14 @@ for _names, _field, _parse in (
     (("--gpu-memory-utilization",), "gpu_memory_utilization", float),
     (("--mem-fraction-static",), "mem_fraction_static", float),
     (("--kv-cache-dtype",), "kv_cache_dtype", str),
-    (("--block-size",), "block_size", int),
+    (("--block-size", "--page-size"), "block_size", int),
     (("--mm-encoder-tp-mode",), "mm_encoder_tp_mode", str),
     (("--mamba-full-memory-ratio",), "mamba_full_memory_ratio", float),
     (("--max-mamba-cache-size",), "max_mamba_cache_size", int),
+    (("--mamba-ssm-dtype",), "mamba_ssm_dtype", str),
+    (("--mamba-radix-cache-strategy", "--mamba-scheduler-strategy"), "mamba_radix_strategy", str),
+    (("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"), "cuda_graph_max_bs", int),
+    (("--cuda-graph-backend-prefill",), "prefill_cuda_graph", lambda v: v.strip().lower() != "disabled"),
     (("--kv-cache-memory", "--kv-cache-memory-bytes"), "kv_cache_memory_gib", lambda v: _bytes(v) / (1 << 30)),
 ):
     for _name in _names:
@@ -48,6 +52,15 @@ _SWITCHES: dict[str, tuple[str, Any]] = {
     "--disable-radix-cache": ("prefix_caching", False),
     "--enforce-eager": ("enforce_eager", True),
     "--disable-cuda-graph": ("enforce_eager", True),
+    "--disable-overlap-schedule": ("overlap_schedule", False),
+    # SGLang prefill CUDA graphs: --disable-piecewise-cuda-graph (0.5.10-0.5.19) and --disable-prefill-cuda-graph
+    # (0.5.14+) set the prefill backend to disabled; the enable / enforce switches lock it on
+    # (server_args.py _parse_cuda_graph_config and its deprecated aliases, 0.5.16-0.5.19).
+    "--disable-prefill-cuda-graph": ("prefill_cuda_graph", False),
+    "--disable-piecewise-cuda-graph": ("prefill_cuda_graph", False),
+    "--enable-piecewise-cuda-graph": ("prefill_cuda_graph", True),
+    "--enforce-piecewise-cuda-graph": ("prefill_cuda_graph", True),
+    "--enable-breakable-cuda-graph": ("prefill_cuda_graph", True),
 }
 
 

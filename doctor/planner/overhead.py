@@ -7,7 +7,9 @@ vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.20-0.33):
   vision encoder over its dummy batch (unless --language-model-only) and keeps only its outputs
   (`self.encoder_cache[f"tmp_{i}"] = output`), then a dummy forward over max_num_batched_tokens and
   `_dummy_sampler_run` over max_num_seqs rows of logits, and clears the encoder cache at the end. The peak is
-  therefore max(encoder peak, encoder outputs + max(forward, sampler)) -- the terms are maxed, not added.
+  therefore pixel values + max(encoder peak, encoder outputs + max(forward, sampler phase)) -- the terms are maxed,
+  not added; the dummy batch's pixel values stay for the whole run (encoder_input_bytes) and the sampler phase also
+  holds the forward's hidden states (sampler_held_bytes).
   The encoder's dummy batch is sized by multimodal/encoder_budget.py MultiModalBudget and
   v1/core/encoder_cache_manager.py compute_mm_encoder_budget (same code in 0.20.1-0.32.0):
   budget = max(max_num_encoder_input_tokens (= max_num_batched_tokens, config/scheduler.py), tokens of the
@@ -20,6 +22,26 @@ vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.20-0.33):
   256..max step 16, max = min(2 x max_num_seqs x (1 + speculative tokens), 512, max_num_batched_tokens));
   PIECEWISE captures every size, FULL only the sizes a uniform decode batch of at most max_num_seqs requests
   fills (graph_count).
+At TP > 1 (0.11.2-0.26.0 source, each rule at its function): every rank gathers the vocab-parallel logits and
+samples over the full vocabulary, and the gather's buffers (logits_gather_bytes) stay under the sampler's; the
+row-parallel all-reduce adds one output of the residual stream's size to the forward (allreduce_output_bytes); the
+fused-MoE workspaces are as wide as the hidden size whatever the TP and, from 0.14, outlive the forward under the
+sampler's run (moe_workspace). Non-torch memory has no TP term of its own from vLLM: gpu_worker.py init_device runs
+init_worker_distributed_environment -- the NCCL communicators (pynccl.py, with a one-element warm-up all-reduce),
+custom all-reduce's IPC buffers (custom_all_reduce.py create_shared_buffer, cudaMalloc outside torch, and its 8 MiB
+torch rank_data) and torch symmetric memory (symm_mem.py) -- BEFORE the baseline MemorySnapshot ("This ensures NCCL
+buffers are allocated before we measure available memory", 0.11.2-0.32.0), so neither the non-torch increase nor the
+requested memory holds them; they only lower the free memory the start-up check compares. NCCL itself connects
+lazily: from 2.22.3 (src/init.cc, NCCL_RUNTIME_CONNECT=1 where cuMem is supported) an algorithm's channels and
+buffers are set up at its first collective (src/enqueue.cc initAlgoChannels), so an algorithm the warm-up did not
+use (Ring Simple, NVLS on NVSwitch) allocates during the profile run and does land in the non-torch increase. Its
+size follows the topology, not the flags: vLLM 0.11.0 on H100 logged 0.54-0.55 GiB at TP 2 against 0.13-0.14 at TP 1
+(llm-d/llm-d-benchmark, docs: "vLLM Empirical Memory Profiling Results"), the TP-4 boot of vllm#50722 (custom
+all-reduce off) 0.13 GiB. Without a fully described TP > 1 boot the TP-1 figure stands in (coefficients.non_torch)
+and the band says the error is not measured. CUDA graphs at TP > 1: profile_cudagraph_memory measures device free
+memory (cudaMemGetInfo), so its figure also takes in what NCCL allocates while collectives are captured (custom
+all-reduce off: NCCL src/enqueue.cc uploadWork, persistent work buffers from the communicator's memory pool) -- not
+derivable from the flags; the per-graph figure is fitted per TP class (coefficients.graph_key).
 On unified-memory GPUs (GB10) the non-torch term also holds the host memory gained during init
 (vllm/utils/mem_utils.py MemorySnapshot.measure counts system memory there; uma_host_bytes).
 Coefficients (bytes per sampler logit, scale of the forward estimate, non-torch bytes, first-capture bytes,
@@ -97,21 +119,95 @@ def graph_count(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int
     return len(sizes) + sum(1 for s in sizes if query <= s <= query * max_num_seqs)
 
 
-def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
-    """Peak activation of one dummy forward over `tokens` tokens on one rank (estimate, upper-leaning):
-    residual stream and norms, fused-MoE workspaces [M, topk, max(2I, H)] + [M, topk, I]
-    (fused_moe/modular_kernel.py) and the Gated DeltaNet projections."""
+def triton_experts(spec: ModelSpec, cfg: ServeConfig, capability: tuple[int, int]) -> bool:
+    """Whether vLLM runs this checkpoint's routed experts with its Triton fused-MoE kernels (fused_moe/oracle,
+    0.26.0): unquantized on GPUs below compute capability 10 (Hopper moves the FlashInfer backends behind Triton,
+    TRTLLM needs SM100, FlashInfer CUTLASS SM90/100/120: on Ampere and Ada Triton is the first that runs);
+    block FP8 on Hopper with TP ("prefer Triton for TP and FI CUTLASS for EP", oracle/fp8.py)."""
+    method = spec.quantization.method
+    if method == "none":
+        return capability[0] < 10
+    return method == "fp8" and capability[0] == 9 and not (cfg.expert_parallel and cfg.ep_size > 1)
+
+
+@dataclass(frozen=True)
+class MoeWorkspace:
+    """The fused-MoE buffers of one MoE layer on one rank: at its peak, and what stays allocated after it."""
+
+    peak: int
+    persistent: int
+
+
+def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
+                  capability: tuple[int, int] = (9, 0)) -> MoeWorkspace:
+    """The fused-MoE workspaces over `tokens` tokens (M), per vLLM version (versions.vllm_rules).
+
+    Triton experts (triton_experts), I_rank = moe_intermediate_size / TP (the experts' weights are sharded, the
+    hidden states are not), M chunked at fused_moe_chunk where the version chunks:
+    - from 0.14: TritonExperts.workspace_shapes (fused_moe.py 0.14.1-0.20.2, experts/triton_moe.py 0.24.0-0.26.0)
+      [M, topk, max(I_rank, H)] + [M, topk, max(2 I_rank, H)], taken at once by modular_kernel.py
+      _allocate_buffers (+ the [M_full, H] output where M is chunked) from the WorkspaceManager, which keeps them:
+      profile_run's sampler runs on top of them. With H >= 2 I_rank both are H wide whatever the TP.
+    - up to 0.13: fused_experts_impl's [M, topk, max(2 I_rank, H)] + [M x topk, I_rank], freed after each call.
+    Other experts (FlashInfer, CUTLASS, Marlin) size their workspaces per backend: the fused_experts_impl shapes
+    are kept as an estimate there, not derived, and nothing is counted as persistent."""
+    if not spec.moe:
+        return MoeWorkspace(0, 0)
     act = dtype_bytes(spec.dtype)
     h = spec.hidden_size
-    hidden = tokens * h * act * 12
-    moe = 0.0
-    if spec.moe:
-        inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
-        moe = tokens * spec.moe.experts_per_token * (max(2 * inter, h) + inter) * act
+    inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
+    topk = spec.moe.experts_per_token
+    rules = vllm_rules(cfg.backend_version or "0.26.0")
+    chunk = rules.fused_moe_chunk
+    m = min(tokens, chunk) if chunk else tokens
+    if not triton_experts(spec, cfg, capability):
+        return MoeWorkspace(int(tokens * topk * (max(2 * inter, h) + inter) * act), 0)
+    if not rules.fused_moe_modular:
+        return MoeWorkspace(int(m * topk * (max(2 * inter, h) + inter) * act), 0)
+    workspace = m * topk * (max(inter, h) + max(2 * inter, h)) * act + (tokens * h * act if m < tokens else 0)
+    return MoeWorkspace(int(workspace), int(workspace))
+
+
+def allreduce_output_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
+    """The all-reduce output a row-parallel layer allocates at TP > 1 while its input lives: every backend
+    reduces out of place (distributed/device_communicators, 0.11.2-0.26.0: custom_all_reduce.py, symm_mem.py
+    and pynccl.py `torch.empty_like(...)`, the torch fallback `input_.clone()`); at TP 1
+    GroupCoordinator.all_reduce returns its input (parallel_state.py)."""
+    return tokens * spec.hidden_size * dtype_bytes(spec.dtype) if cfg.tp > 1 else 0
+
+
+def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> int:
+    """Peak activation of one dummy forward over `tokens` tokens on one rank (estimate, upper-leaning):
+    residual stream and norms, the fused-MoE workspaces (moe_workspace), the Gated DeltaNet projections
+    and, at TP > 1, the all-reduce output (allreduce_output_bytes)."""
+    act = dtype_bytes(spec.dtype)
+    hidden = tokens * spec.hidden_size * act * 12
     gdn = 0.0
     if spec.linear_attention:
         gdn = tokens * spec.linear_attention.conv_dim / cfg.tp * act * 4
-    return int(hidden + moe + gdn)
+    moe = moe_workspace(spec, cfg, tokens, capability).peak
+    return int(hidden + gdn) + moe + allreduce_output_bytes(spec, cfg, tokens)
+
+
+def sampler_held_bytes(spec: ModelSpec, tokens: int, seqs: int) -> int:
+    """What profile_run holds through _dummy_sampler_run: the dummy forward's hidden states [tokens, H] and the
+    rows sampled from them [seqs, H] (gpu_model_runner.py profile_run, 0.11.2-0.32.0: `del hidden_states,
+    output` only after the sampler's run)."""
+    return (tokens + seqs) * spec.hidden_size * dtype_bytes(spec.dtype)
+
+
+def logits_gather_bytes(spec: ModelSpec, tp: int, seqs: int) -> int:
+    """Peak of LogitsProcessor._gather_logits at TP > 1, over `seqs` rows of the vocabulary (0 at TP 1).
+
+    Every rank gathers and samples: platforms/interface.py use_all_gather is True (0.11.2-0.26.0), so each
+    rank all-gathers the vocab-parallel logits and runs _dummy_sampler_run over the full vocabulary. The
+    all-gather (base_device_communicator.py / cuda_communicator.py all_gather, 0.11.2-0.26.0) holds the rank's
+    [seqs, V / TP] logits, the [TP x seqs, V / TP] output it allocates, and the contiguous [seqs, V] copy that
+    movedim + reshape make of it, in the logits' dtype: (2 + 1 / TP) x seqs x V elements at once. The gather's
+    buffers are freed before the sampler runs on the [seqs, V] copy."""
+    if tp == 1:
+        return 0
+    return int(seqs * spec.vocab_size * (2 + 1 / tp) * dtype_bytes(spec.dtype))
 
 
 def image_item_tokens(spec: ModelSpec) -> int:
@@ -143,6 +239,18 @@ def encoder_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
     patches = tokens * v.spatial_merge_size ** 2
     tp = 1 if cfg.mm_encoder_tp_mode == "data" else cfg.tp
     return int(patches * (v.hidden_size * 6 + v.intermediate_size / tp * 2) * dtype_bytes(spec.dtype))
+
+
+def encoder_input_bytes(spec: ModelSpec, tokens: int) -> int:
+    """The dummy batch's pixel values over `tokens` merged image tokens: merge^2 x tokens patches of
+    in_channels x temporal_patch_size x patch_size^2 values in the model dtype (multimodal/processing/context.py
+    _postprocess_output casts floating outputs to it, 0.26.0). profile_run keeps them (`batched_dummy_mm_inputs`,
+    a local of profile_run, gpu_model_runner.py 0.11.2-0.32.0) from before the encoder runs until it returns."""
+    v = spec.vision
+    if v is None or not tokens:
+        return 0
+    patch = v.in_channels * v.temporal_patch_size * v.patch_size ** 2
+    return tokens * v.spatial_merge_size ** 2 * patch * dtype_bytes(spec.dtype)
 
 
 def encoder_output_bytes(spec: ModelSpec, tokens: int) -> int:
@@ -177,11 +285,17 @@ class OverheadInputs:
     max_num_seqs: int
     encoder_bytes: int = 0          # the vision encoder's own peak over its dummy batch
     encoder_outputs: int = 0        # its outputs, held through the language-model forward
+    encoder_inputs: int = 0         # its dummy batch's pixel values, held from before it to the end
     graph_modes: int = 0            # capture modes with at least one graph (one first capture each)
+    sampler_held: int = 0           # held through the sampler's run: forward outputs (sampler_held_bytes) and
+                                    # the fused-MoE workspace that outlives the forward (moe_workspace)
+    logits_gather: int = 0          # the vocab-parallel logits gather's peak at TP > 1 (logits_gather_bytes)
 
 
-def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> OverheadInputs:
-    """The sizes vLLM's profile run and graph capture work on for this configuration."""
+def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> OverheadInputs:
+    """The sizes vLLM's profile run and graph capture work on for this configuration. Only the last pipeline
+    stage runs the dummy sampler (profile_run: `if get_pp_group().is_last_rank`, 0.11.2-0.32.0); every TP rank
+    of it does."""
     rules = vllm_rules(cfg.backend_version or "0.26.0")
     tokens, seqs = vllm_batch_defaults(gpu, rules.version)
     tokens = cfg.max_num_batched_tokens or tokens
@@ -189,17 +303,28 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> OverheadInpu
     image_tokens = encoder_profile_tokens(spec, cfg, tokens, seqs)
     graphs = 0 if cfg.enforce_eager else graph_count(seqs, tokens, cfg.mtp_tokens)
     modes = 0 if cfg.enforce_eager else graph_modes(seqs, tokens, cfg.mtp_tokens)
-    # every rank samples over the full vocabulary (LogitsProcessor all-gathers the vocab-parallel logits)
-    return OverheadInputs(activation_bytes(spec, cfg, tokens), seqs * spec.vocab_size, graphs, tokens, seqs,
-                          encoder_bytes(spec, cfg, image_tokens), encoder_output_bytes(spec, image_tokens), modes)
+    # every rank of the last stage samples over the full vocabulary (LogitsProcessor all-gathers the logits)
+    logits = seqs * spec.vocab_size if last_stage else 0
+    held = sampler_held_bytes(spec, tokens, seqs) + moe_workspace(spec, cfg, tokens, gpu.capability).persistent
+    return OverheadInputs(activation_bytes(spec, cfg, tokens, gpu.capability), logits, graphs,
+                          tokens, seqs, encoder_bytes=encoder_bytes(spec, cfg, image_tokens),
+                          encoder_outputs=encoder_output_bytes(spec, image_tokens),
+                          encoder_inputs=encoder_input_bytes(spec, image_tokens), graph_modes=modes,
+                          sampler_held=held,
+                          logits_gather=logits_gather_bytes(spec, cfg.tp, seqs) if last_stage else 0)
+
+
+def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
+    """The sampler phase of profile_run: the forward outputs it holds + max(logits gather, sampler's run)."""
+    return inputs.sampler_held + max(inputs.logits_gather, int(inputs.logits * coef.sampler_bytes_per_logit))
 
 
 def peak_activation(inputs: OverheadInputs, coef: Coefficients) -> int:
-    """profile_run's torch peak: max(encoder peak, encoder outputs + max(forward, sampler))."""
+    """profile_run's torch peak: the encoder's pixel values + max(encoder peak, encoder outputs + max(forward,
+    sampler phase))."""
     forward = int(inputs.forward_bytes * coef.forward_scale)
-    sampler = int(inputs.logits * coef.sampler_bytes_per_logit)
     encoder = int(inputs.encoder_bytes * coef.forward_scale)
-    return max(encoder, inputs.encoder_outputs + max(forward, sampler))
+    return inputs.encoder_inputs + max(encoder, inputs.encoder_outputs + max(forward, sampler_phase(inputs, coef)))
 
 
 def cudagraph_estimate(inputs: OverheadInputs, coef: Coefficients, quantized: bool, tp: int) -> int:
@@ -222,12 +347,12 @@ def uma_host_bytes(coef: Coefficients) -> int:
     return coef.uma_non_torch_bytes or 0
 
 
-def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> VllmOverhead:
-    """Each overhead term for one rank of this configuration on this GPU, under cfg.backend_version's rules
-    and the coefficients in force (coefficients.current())."""
+def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> VllmOverhead:
+    """Each overhead term for one rank of this configuration on this GPU (of the last pipeline stage, else of
+    an earlier one), under cfg.backend_version's rules and the coefficients in force (coefficients.current())."""
     rules = vllm_rules(cfg.backend_version or "0.26.0")
     coef = current()
-    inputs = overhead_inputs(spec, cfg, gpu)
+    inputs = overhead_inputs(spec, cfg, gpu, last_stage)
     non_torch = coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
     if gpu.unified:
         non_torch += uma_host_bytes(coef)
@@ -248,7 +373,9 @@ def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
     return vllm_overhead_terms(spec, cfg, gpu).total
 
 
-__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "vllm_overhead", "vllm_batch_defaults",
-           "capture_sizes", "graph_count", "graph_modes", "activation_bytes", "encoder_bytes",
-           "encoder_output_bytes", "encoder_profile_tokens", "image_item_tokens", "peak_activation",
-           "cudagraph_estimate", "MIB"]
+__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes",
+           "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "activation_bytes",
+           "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
+           "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
+           "triton_experts", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "sampler_phase",
+           "MIB"]

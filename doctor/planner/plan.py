@@ -93,7 +93,7 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
         weights = {"measured": measured.weights_bytes, "total": measured.weights_bytes}
     if cfg.backend == "vllm":
         total = hw.gpu.usable_bytes
-        terms = vllm_overhead_terms(spec, cfg, hw.gpu)
+        terms = vllm_overhead_terms(spec, cfg, hw.gpu, last_stage=pp_rank == cfg.pp - 1)
         overhead = int(cfg.overhead_gib * GIB) if cfg.overhead_gib is not None else terms.total
         if measured is not None and measured.overhead_bytes is not None:
             overhead = measured.overhead_bytes

@@ -32,14 +32,18 @@ def band_text(p: Plan) -> str:
         from doctor.planner.versions import SGLANG_READ, sglang_rules
 
         version = p.config.backend_version or SGLANG_READ[-1]
-        formula = (f"--mem-fraction-static default of {version} as read in its wheel"
-                   if sglang_rules(version).formula_checked
-                   else f"SGLang {version} not read: the default --mem-fraction-static of the nearest read "
-                        "version applies")
-        rel, why = sglang_band(p.hardware.gpu.usable_bytes, p.config.tp, version, p.model.quantization.method)
+        default = p.config.mem_fraction_static is None
+        formula = ""
+        if default:
+            formula = ("; --mem-fraction-static default of " + version + " as read in its wheel"
+                       if sglang_rules(version).formula_checked
+                       else f"; SGLang {version} not read: the default --mem-fraction-static of the nearest read "
+                            "version applies")
+        rel, why = sglang_band(p.hardware.gpu.usable_bytes, p.config.tp, version, p.model.quantization.method,
+                               default_fraction=default)
         if rel is not None:
-            return f"± {rel:.1%} ({why}; {formula})"
-        return f"SGLang: error not measured ({why}; {formula})"
+            return f"± {rel:.1%} ({why}{formula})"
+        return f"SGLang: error not measured ({why}{formula})"
     rel, why = band(p.hardware.gpu.usable_bytes, p.config.tp, p.config.backend_version or "",
                     p.model.quantization.method)
     return f"± {rel:.1%} ({why})" if rel is not None else why

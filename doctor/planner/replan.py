@@ -69,7 +69,9 @@ def sglang_logged_config(boot: SglangBootLog, base: ServeConfig) -> ServeConfig:
                         ("max_num_seqs", boot.max_running_requests),
                         ("max_num_batched_tokens", boot.chunked_prefill_size), ("prefix_caching", boot.radix_cache),
                         ("max_mamba_cache_size", boot.max_mamba_cache_size),
-                        ("mamba_full_memory_ratio", boot.mamba_full_memory_ratio)):
+                        ("mamba_full_memory_ratio", boot.mamba_full_memory_ratio),
+                        ("mamba_ssm_dtype", boot.mamba_ssm_dtype), ("mamba_radix_strategy", boot.mamba_radix_strategy),
+                        ("overlap_schedule", boot.overlap_schedule), ("block_size", boot.page_size)):
         if value is not None:
             changes[name] = value
     return base.with_(**changes)

@@ -51,6 +51,10 @@ class SglangBootLog:
     radix_cache: bool | None
     max_mamba_cache_size: int | None
     mamba_full_memory_ratio: float | None
+    mamba_ssm_dtype: str | None            # --mamba-ssm-dtype (None: the checkpoint's)
+    mamba_radix_strategy: str | None       # mamba_radix_cache_strategy (0.5.14+) / mamba_scheduler_strategy
+    overlap_schedule: bool | None          # not disable_overlap_schedule
+    page_size: int | None
     avail_before_gib: float
     avail_after_gib: float
     weights_gib: float
@@ -94,6 +98,7 @@ def parse_sglang_boot_log(text: str) -> SglangBootLog | None:
     begin = LOAD_BEGIN.search(text)
     after, usage = float(end.group(1)), float(end.group(2))
     radix = _arg(args, "disable_radix_cache")
+    no_overlap = _arg(args, "disable_overlap_schedule")
     return SglangBootLog(
         mem_fraction_static=number("mem_fraction_static", float), context_length=number("context_length"),
         tp=number("tp_size"), pp=number("pp_size"), kv_cache_dtype=_arg(args, "kv_cache_dtype"),
@@ -101,6 +106,9 @@ def parse_sglang_boot_log(text: str) -> SglangBootLog | None:
         radix_cache=None if radix is None else radix != "True",
         max_mamba_cache_size=number("max_mamba_cache_size"),
         mamba_full_memory_ratio=number("mamba_full_memory_ratio", float),
+        mamba_ssm_dtype=_arg(args, "mamba_ssm_dtype"),
+        mamba_radix_strategy=_arg(args, "mamba_radix_cache_strategy") or _arg(args, "mamba_scheduler_strategy"),
+        overlap_schedule=None if no_overlap is None else no_overlap != "True", page_size=number("page_size"),
         avail_before_gib=float(begin.group(1)) if begin else after + usage, avail_after_gib=after,
         weights_gib=usage, kv_tokens=found(KV_TOKENS), mamba_slots=found(MAMBA_SLOTS), running=found(RUNNING))
 

@@ -20,9 +20,12 @@ mem_cache/kv_cache_configurator.py _profile_available_bytes from 0.5.16), per ve
   (pool_configurator.py); DFLASH is priced into the cell from 0.5.11 (scale_kv_cell_size_per_token_for_dflash)
   and by the drafter's own geometry from 0.5.18 (drafters.py sglang_drafter_cell_bytes).
 - max_running_requests = clamp(tokens / context_len x 512, 2048, 4096) (or --max-running-requests), <= tokens // 2
-  from 0.5.14, and <= slots // mamba ratio: 3 per request (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO) + 2
-  ping-pong slots when the radix cache resolves to extra_buffer with the overlap scheduler (0.5.14+ default),
-  1 with the radix cache off.
+  from 0.5.14, and <= slots // mamba ratio (mamba_ratio): 3 per request (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO)
+  + the ping-pong slots of extra_buffer (2 with the overlap scheduler, 1 without it or lazy; "auto" resolves to it
+  from 0.5.14), 1 with the radix cache off. --mamba-ssm-dtype sets the recurrent state's bytes (state.py).
+- default --mem-fraction-static (default_mem_fraction_static): the decode graph limit is --cuda-graph-max-bs or the
+  GPU size's default (from 0.5.22 at most --max-running-requests), the prefill graphs count while on (the version's
+  default, or as --disable-prefill-cuda-graph / --enable-piecewise-cuda-graph set them).
 MTP (NEXTN, run as EAGLE with topk 1: speculative_num_draft_tokens D = steps + 1, max_running_requests 48 unless
 set) keeps D intermediate mamba states per running request: 0.5.9 takes per_req x 48 x D off the rest before the
 split, 0.5.14+ solves slots x per_req x (1 + D / ratio) = mamba budget and takes the states of
@@ -82,27 +85,50 @@ def rules_of(cfg: ServeConfig) -> SglangRules:
     return sglang_rules(cfg.backend_version or SGLANG_READ[-1])
 
 
+def decode_graph_max_bs(total_bytes: int, cfg: ServeConfig, rules: SglangRules) -> int:
+    """The decode CUDA-graph batch limit the reserve counts: --cuda-graph-max-bs as given, else the default for
+    the GPU size and TP, from 0.5.22 no larger than --max-running-requests (versions.sglang_rules)."""
+    if cfg.cuda_graph_max_bs is not None:
+        return cfg.cuda_graph_max_bs
+    gpu_mem = total_bytes / MIB
+    if gpu_mem < 20 * 1024:
+        graph_bs = 8
+    elif gpu_mem < 35 * 1024:
+        graph_bs = rules.small_gpu_defaults[1 if cfg.tp < 4 else 2]
+    elif gpu_mem < 60 * 1024:
+        graph_bs = 32 if cfg.tp < 4 else 160
+    elif gpu_mem < 160 * 1024:
+        graph_bs = 256 if cfg.tp < 4 else 512
+    else:
+        graph_bs = 512
+    if rules.decode_graph_capped_by_running and cfg.max_num_seqs is not None:
+        graph_bs = min(graph_bs, cfg.max_num_seqs)
+    return graph_bs
+
+
+def default_chunked_prefill_size(total_bytes: int, rules: SglangRules) -> int:
+    """SGLang's default --chunked-prefill-size for a GPU of `total_bytes` (the driver's total)."""
+    gpu_mem = total_bytes / MIB
+    if gpu_mem < 20 * 1024:
+        return 2048
+    if gpu_mem < 35 * 1024:
+        return rules.small_gpu_defaults[0]
+    if gpu_mem < 60 * 1024:
+        return 4096
+    return 8192 if gpu_mem < 160 * 1024 else 16384
+
+
 def default_mem_fraction_static(total_bytes: int, cfg: ServeConfig, spec: ModelSpec) -> float:
     """SGLang's default --mem-fraction-static for a GPU of `total_bytes` (the driver's total), TP and version
     (versions.sglang_rules)."""
     rules = rules_of(cfg)
     gpu_mem = total_bytes / MIB
-    if gpu_mem < 20 * 1024:
-        chunk, graph_bs = 2048, 8
-    elif gpu_mem < 35 * 1024:
-        small_chunk, small_bs, large_tp_bs = rules.small_gpu_defaults
-        chunk, graph_bs = small_chunk, (small_bs if cfg.tp < 4 else large_tp_bs)
-    elif gpu_mem < 60 * 1024:
-        chunk, graph_bs = 4096, (32 if cfg.tp < 4 else 160)
-    elif gpu_mem < 160 * 1024:
-        chunk, graph_bs = 8192, (256 if cfg.tp < 4 else 512)
-    else:
-        chunk, graph_bs = 16384, 512
-    chunk = cfg.max_num_batched_tokens or chunk
+    chunk = cfg.max_num_batched_tokens or default_chunked_prefill_size(total_bytes, rules)
     reserved = 512 + max(chunk, 2048) * 1.5 + cfg.tp * cfg.pp / 8 * 1024
     if not cfg.enforce_eager:
-        reserved += graph_bs * 2
-        if rules.prefill_graph_reserve:
+        reserved += decode_graph_max_bs(total_bytes, cfg, rules) * 2
+        prefill_graphs = rules.prefill_graph_reserve if cfg.prefill_cuda_graph is None else cfg.prefill_cuda_graph
+        if prefill_graphs:
             prefill_max = chunk
             if rules.prefill_graphs_to_context and cfg.max_model_len:
                 prefill_max = min(prefill_max, cfg.max_model_len)
@@ -123,11 +149,37 @@ def default_mem_fraction_static(total_bytes: int, cfg: ServeConfig, spec: ModelS
     return fraction
 
 
+def overlap_scheduler(cfg: ServeConfig, rules: SglangRules) -> bool:
+    """Whether the overlap scheduler runs: off with --disable-overlap-schedule, with NGRAM, and with speculative
+    decoding where the version turns it off (versions.sglang_rules)."""
+    if not cfg.overlap_schedule:
+        return False
+    if not cfg.mtp_tokens:
+        return True
+    method = (cfg.speculative_method or "").lower()
+    if method in NO_MODEL_METHODS:
+        return False
+    return rules.dflash_keeps_overlap if method == "dflash" else rules.spec_keeps_overlap
+
+
 def mamba_ratio(cfg: ServeConfig, rules: SglangRules) -> int:
-    """Mamba slots one running request may hold (_calculate_mamba_ratio / init_memory_pool)."""
+    """Mamba slots one running request may hold (_calculate_mamba_ratio / init_memory_pool): 1 with the radix cache
+    off; else 3 (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO) plus the extra_buffer ping-pong slots
+    (MAMBA_CACHE_V2_ADDITIONAL_RATIO_*) of --mamba-radix-cache-strategy as the version resolves "auto"."""
     if not cfg.prefix_caching_on:
         return 1
-    return MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO + (MAMBA_EXTRA_BUFFER_SLOTS if rules.mamba_extra_buffer else 0)
+    overlap = overlap_scheduler(cfg, rules)
+    strategy = cfg.mamba_radix_strategy or "auto"
+    if strategy == "auto":
+        paged = (cfg.block_size or 1) > 1
+        strategy = "extra_buffer" if rules.mamba_extra_buffer and (overlap or paged) else "no_buffer"
+    if strategy == "no_buffer":
+        return MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
+    if not rules.extra_buffer_keys_on_overlap:
+        return MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO + (1 if cfg.mtp_tokens else MAMBA_EXTRA_BUFFER_SLOTS)
+    if strategy == "extra_buffer_lazy" or not overlap:
+        return MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO + 1
+    return MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO + MAMBA_EXTRA_BUFFER_SLOTS
 
 
 @dataclass(frozen=True)

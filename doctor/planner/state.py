@@ -43,14 +43,16 @@ def gdn_state_bytes_per_layer(spec: ModelSpec, cfg: ServeConfig) -> int:
 
     conv state in the model dtype (vLLM mamba_cache_dtype auto; SGLang bfloat16), recurrent state
     in the config's mamba_ssm_dtype (vllm/model_executor/models/config.py copies Qwen3.5's
-    mamba_ssm_dtype into cache_config.mamba_ssm_cache_dtype; SGLang mamba2_state_dtype reads it too).
+    mamba_ssm_dtype into cache_config.mamba_ssm_cache_dtype; SGLang mamba2_state_dtype reads it too, below
+    --mamba-ssm-dtype, which sets SGLANG_MAMBA_SSM_DTYPE: configs/mamba_utils.py 0.5.9-0.5.23).
     """
     g = spec.linear_attention
     if g is None:
         return 0
     spec_tokens = cfg.mtp_tokens if cfg.backend == "vllm" else 0
     conv, temporal = gdn_state_shapes(spec, cfg.tp, spec_tokens)
-    return int(conv * dtype_bytes(spec.dtype) + temporal * dtype_bytes(g.ssm_dtype))
+    ssm_dtype = cfg.mamba_ssm_dtype if cfg.backend == "sglang" and cfg.mamba_ssm_dtype else g.ssm_dtype
+    return int(conv * dtype_bytes(spec.dtype) + temporal * dtype_bytes(ssm_dtype))
 
 
 def layers_in_stage(spec: ModelSpec, start: int, end: int) -> tuple[int, int]:

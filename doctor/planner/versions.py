@@ -62,6 +62,8 @@ class VllmRules:
     hybrid_prefix_caching: bool
     uma_free_is_available: bool = False  # integrated GPU: start-up free memory is MemAvailable, not MemFree
     uma_by_capability: bool = False      # ... but only on UMA_CAPABILITIES (before cudaDevAttrIntegrated)
+    fused_moe_chunk: int | None = None   # tokens per fused-MoE chunk (None: one chunk of all the tokens)
+    fused_moe_modular: bool = True       # Triton MoE through the modular kernel's persistent workspace
 
 
 def vllm_rules(version: str) -> VllmRules:
@@ -92,6 +94,17 @@ def vllm_rules(version: str) -> VllmRules:
       cudaDevAttrIntegrated; vllm PR #35356). Read in the 0.11.0, 0.11.1, 0.11.2, 0.12.0, 0.13.0, 0.15.0,
       0.17.0-0.19.1, 0.20.0 and 0.32.0 wheels. A GB10 on 0.24.0 reads MemAvailable (vllm issue #48140, the
       reporter's retraction: is_integrated True, the ValueError showed MemAvailable).
+    - unquantized fused MoE: model_executor/layers/fused_moe/unquantized_fused_moe_method.py calls
+      fused_moe.py `fused_experts` (fused_experts_impl: caches allocated and freed per call) in the 0.11.2 and
+      0.13.0 wheels, and a FusedMoEModularKernel over TritonExperts from the 0.14.1 wheel on (read in 0.14.1,
+      0.15.1, 0.16.0, 0.17.1, 0.18.1, 0.20.2, 0.24.0, 0.26.0), whose workspaces live in a buffer that outlives
+      the call (v1/worker/workspace.py WorkspaceManager from 0.13.0, locked after capture: "Max workspace sizes
+      should have been captured during warmup/profiling").
+    - fused-MoE chunking: envs.VLLM_FUSED_MOE_CHUNK_SIZE tokens at a time (fused_experts_impl `M = min(num_tokens,
+      CHUNK_SIZE)`; modular_kernel.py `_chunk_info`): "32768" in the 0.11.2 wheel, 16 * 1024 in the 0.13.0-0.17.1
+      wheels. The 0.18.1, 0.20.2, 0.24.0 and 0.26.0 wheels have neither the variable nor `_chunk_info`: the
+      workspaces are sized for all M tokens (`_allocate_buffers(..., M_full, M_full, ...)`; 0.12.x and 0.18.0
+      not read).
     """
     v = Version(version)
     extensible = v >= Version("0.34.0")
@@ -105,6 +118,8 @@ def vllm_rules(version: str) -> VllmRules:
         hybrid_prefix_caching=not Version("0.26.0") <= v < Version("0.28.0"),
         uma_free_is_available=v >= Version(UMA_AVAILABLE_SINCE["vllm"][0]),
         uma_by_capability=v < Version(UMA_AVAILABLE_SINCE["vllm"][1]),
+        fused_moe_chunk=(32768 if v < Version("0.13.0") else 16384 if v < Version("0.18.0") else None),
+        fused_moe_modular=v >= Version("0.14.0"),
     )
 
 
@@ -128,6 +143,11 @@ class SglangRules:
     drafter_cell_methods: tuple[str, ...]  # algorithms whose separate drafter's KV the target's cell prices
     dflash_own_cell: bool            # DFLASH prices the drafter's own bytes per token, not the layer ratio
     mamba_extra_buffer: bool         # radix cache "auto" resolves to extra_buffer: 2 more slots per request
+    extra_buffer_keys_on_overlap: bool  # extra_buffer adds 2 slots with the overlap scheduler, else 1 (0.5.9:
+                                        # 1 with speculative decoding, else 2)
+    decode_graph_capped_by_running: bool  # a default decode graph max bs stops at --max-running-requests
+    spec_keeps_overlap: bool         # speculative decoding (EAGLE family, NEXTN) keeps the overlap scheduler
+    dflash_keeps_overlap: bool       # ... DFLASH too
     running_capped_by_tokens: bool   # max_running_requests <= max_total_num_tokens // 2
     mamba_pp_stage_share: bool       # with PP, mamba_cache_per_req counts the largest stage's GDN layers
     mamba_padding_slot: bool         # the pool's padding slot (and one more request's MTP states) is priced
@@ -163,13 +183,28 @@ def sglang_rules(version: str) -> SglangRules:
       _DEFAULT_PP_PREFILL_CUDA_GRAPH_MAX_TOKENS).
     - 0.5.20: 20-35 GiB GPUs (4090, 5090) default to chunked_prefill_size 4096 and decode max bs 48 / 160
       (was 2048 and 24 / 80).
+    - 0.5.22: a decode graph max bs left to its default stops at --max-running-requests before the reserve is
+      counted (arg_groups/memory_hook.py handle_gpu_memory_settings, `decode_max_bs_is_default`; not in 0.5.21).
+    Flags that move the reserve (all versions read): --cuda-graph-max-bs (--cuda-graph-max-bs-decode from
+    0.5.14, the only name from 0.5.20) replaces the decode max bs; prefill graphs counted only while their backend
+    is on: --disable-prefill-cuda-graph / --disable-piecewise-cuda-graph / --cuda-graph-backend-prefill disabled
+    turn the reserve off, --enable-piecewise-cuda-graph (0.5.9-0.5.13: `len(piecewise_cuda_graph_tokens) x 8`, the
+    same sizes up to chunked_prefill_size) and --enforce-piecewise-cuda-graph / an explicit backend (locked against
+    the multimodal auto-disable) turn it on.
     Pools (profile_max_num_token: model_executor/model_runner_kv_cache_mixin.py 0.5.9-0.5.14,
     mem_cache/kv_cache_configurator.py _profile_available_bytes from 0.5.16):
     rest = free memory after the weights load - free memory before it x (1 - mem_fraction_static).
     - 0.5.9: mamba radix cache "auto" -> no_buffer (server_args.py); MTP's intermediate mamba states
       (per_req x max_running_requests x D) come off the rest before the mamba / full split
       (handle_max_mamba_cache); the draft's KV is a separate pool sized later (not in the target's cell).
-    - 0.5.14: "auto" -> extra_buffer with the overlap scheduler (_handle_mamba_radix_cache), so
+    - 0.5.10: _calculate_mamba_ratio (model_runner_kv_cache_mixin.py, read in 0.5.10-0.5.13) keys extra_buffer's
+      ping-pong slots on the overlap scheduler: 3 + 2 with it, 3 + 1 with --disable-overlap-schedule or
+      extra_buffer_lazy (0.5.13+); 0.5.9 adds 1 with speculative decoding, else 2. no_buffer: 3; radix off: 1.
+      Speculative decoding turns the overlap scheduler off in 0.5.10 (SGLANG_ENABLE_SPEC_V2 False,
+      server_args.py _handle_speculative_decoding) and keeps it from 0.5.11 (environ.py: True), except DFLASH
+      ("Overlap scheduler is disabled when using DFLASH", 0.5.11-0.5.13) and NGRAM (always off).
+    - 0.5.14: "auto" -> extra_buffer with the overlap scheduler or --page-size > 1, else no_buffer (which turns
+      the overlap scheduler off) (_handle_mamba_radix_cache), so
       max_running_requests <= slots // (3 + 2); MTP: joint solve of slots and intermediate states inside the
       mamba budget; the drafter is loaded before the pools are sized (managers/scheduler.py init_memory_pools)
       and EAGLE/NEXTN scale the cell by (1 + draft layers / full layers) (model_executor/pool_configurator.py
@@ -212,6 +247,10 @@ def sglang_rules(version: str) -> SglangRules:
                               else ("dflash",) if v >= Version("0.5.11") else ()),
         dflash_own_cell=v >= Version("0.5.18"),
         mamba_extra_buffer=v >= Version("0.5.14"),
+        extra_buffer_keys_on_overlap=v >= Version("0.5.10"),
+        decode_graph_capped_by_running=v >= Version("0.5.22"),
+        spec_keeps_overlap=v >= Version("0.5.11"),
+        dflash_keeps_overlap=v >= Version("0.5.14"),
         running_capped_by_tokens=v >= Version("0.5.14"),
         mamba_pp_stage_share=v >= Version("0.5.18"),
         mamba_padding_slot=v >= Version("0.5.18"),

@@ -110,7 +110,8 @@ def summarize(facts: Facts, source: str) -> dict[str, Any]:
         "driver_version": facts.nvml.get("driver_version"),
         "cuda_driver_version": facts.nvml.get("cuda_driver_version"),
         "nvml": None if facts.nvml_available else facts.nvml.get("error"),
-        "gpus": ", ".join(f"{n} x {name}" for name, n in names.items()) or "none",
+        "gpus": ", ".join(f"{n} x {name}" for name, n in names.items())
+        or ("none" if facts.knows("gpus") else "not recorded"),
         "packages": {k: v for k, v in pkgs.items() if v},
         "python": facts.host.get("python"),
         "gpu_table": [gpu_row(g) for g in gpus],
