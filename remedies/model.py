@@ -9,9 +9,9 @@ from typing import Any, Mapping
 
 from remedies.figures import derive
 
-COMPONENTS = ("vllm", "sglang", "ray", "nccl", "torch", "cuda", "hf", "spark")
+COMPONENTS = ("vllm", "sglang", "ray", "nccl", "torch", "cuda", "hf", "spark", "host")
 SEVERITIES = ("error", "warning", "info")
-ID_PATTERN = re.compile(r"^QD-R-(VLLM|SGLANG|RAY|NCCL|TORCH|CUDA|HF|SPARK)-[A-Z0-9]+(-[A-Z0-9]+)*$")
+ID_PATTERN = re.compile(r"^QD-R-(VLLM|SGLANG|RAY|NCCL|TORCH|CUDA|HF|SPARK|HOST)-[A-Z0-9]+(-[A-Z0-9]+)*$")
 DEFAULT_RANK = 50
 CONTEXT_LINES = 80
 WRAPPER_RANK = 90

@@ -16,7 +16,7 @@ def remedies() -> None:
 
 
 @remedies.command("list")
-@click.option("--component", type=click.Choice(["vllm", "sglang", "ray", "nccl", "torch", "cuda", "hf", "spark"]),
+@click.option("--component", type=click.Choice(["vllm", "sglang", "ray", "nccl", "torch", "cuda", "hf", "spark", "host"]),
               default=None, help="Only entries of this component.")
 @_format
 def list_(component, fmt) -> None:
