@@ -78,3 +78,12 @@ def test_a_permission_error_outside_any_cache_is_not_read_as_a_cache_problem():
 
 def test_an_integer_that_is_not_a_device_uuid_is_left_to_other_entries():
     assert "QD-R-CUDA-VISIBLE-DEVICES-UUID" not in ids("ValueError: invalid literal for int() with base 10: 'auto'")
+
+
+@pytest.mark.parametrize(("line", "expected"), [
+    ("      Reason:       OOMKilled", ["QD-R-HOST-CONTAINER-OOM"]),
+    ('        "OOMKilled": true,', ["QD-R-HOST-CONTAINER-OOM"]),
+    ('        "OOMKilled": false,', []),
+])
+def test_a_container_killed_for_memory_is_named_and_a_healthy_inspect_is_not(line, expected):
+    assert ids(line) == expected
