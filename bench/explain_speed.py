@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         inserted = generate(log, parse_size(args.size), args.error_every, args.seed)
         generated = time.perf_counter() - start
-        literals.write_text("".join(sorted({r.literal + "\n" for r in load_catalogue()})), encoding="utf-8")
+        forms = {f.literal for r in load_catalogue() for f in r.forms()}
+        literals.write_text("".join(sorted(literal + "\n" for literal in forms)), encoding="utf-8")
         size = log.stat().st_size
         with open(log, "rb") as warm:
             while warm.read(64 << 20):

@@ -23,7 +23,8 @@ def render_entry(remedy: Remedy) -> str:
     lines = [f"### {remedy.id}: {remedy.title}", "",
              f"*{remedy.component} · {remedy.severity}" + (" · wrapper (the cause is reported elsewhere)" if remedy.wrapper else "") + "*",
              "", "**Looks like**", "", "```text", *remedy.samples, "```", "",
-             f"Prefilter literal `{remedy.literal}`, pattern `{remedy.pattern}`"
+             f"Prefilter literal `{remedy.literal}`"
+             + "".join(f" or `{literal}`" for literal in remedy.also) + f", pattern `{remedy.pattern}`"
              + (f", only with `{remedy.context}` in the {CONTEXT_LINES} lines before it." if remedy.context else "."), "",
              "**Why it happens**", "", remedy.why, "", "**Fix**", ""]
     lines += [f"{n}. {step.text}" + (f" *(applies to {step.applies})*" if step.applies else "")

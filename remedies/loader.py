@@ -30,7 +30,7 @@ from remedies.model import (
 
 CATALOGUE_DIR = Path(__file__).parent / "catalogue"
 REQUIRED = ("id", "severity", "title", "literal", "pattern", "why", "fix", "source", "samples")
-OPTIONAL = ("component", "root_cause_rank", "wrapper", "article_claim", "versions", "context", "stop")
+OPTIONAL = ("component", "root_cause_rank", "wrapper", "article_claim", "versions", "context", "stop", "also")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -116,12 +116,17 @@ def _entry(path: Path, index: int, raw: Any, default_component: Any) -> Remedy:
         regex = re.compile(raw["pattern"])
     except re.error as exc:
         raise bad(f"pattern does not compile: {exc}") from None
-    samples = _strings(raw["samples"], "samples", bad, low=1, high=3)
+    also = _strings(raw.get("also", []), "also", bad, low=0, high=4)
+    samples = _strings(raw["samples"], "samples", bad, low=1, high=3 + len(also))
+    literals = (raw["literal"], *also)
     for sample in samples:
-        if raw["literal"] not in sample:
-            raise bad(f"literal {raw['literal']!r} does not occur in sample {sample!r}")
+        if not any(literal in sample for literal in literals):
+            raise bad(f"literal {raw['literal']!r} (nor an 'also' one) does not occur in sample {sample!r}")
         if not regex.search(sample):
             raise bad(f"pattern does not match sample {sample!r}")
+    for literal in also:
+        if not any(literal in sample for sample in samples):
+            raise bad(f"'also' literal {literal!r} occurs in no sample (each wording needs one)")
     source = _strings(raw["source"], "source", bad, low=1, high=10)
     wrapper = raw.get("wrapper", False)
     if not isinstance(wrapper, bool):
@@ -168,6 +173,7 @@ def _entry(path: Path, index: int, raw: Any, default_component: Any) -> Remedy:
         versions=tuple(_wordings(raw.get("versions", []), bad)),
         context=context,
         stop=stop,
+        also=also,
         regex=regex,
         context_regex=context_regex,
         origin=path.name,

@@ -6,7 +6,7 @@ Two entry points share one compiled plan:
   needle (`remedies.prefilter`: substrings covering every literal, fewer and cheaper than the anchors)
   instead of touching every line from Python; a line holding a needle is checked against the anchors
   whose literals contain that needle (a literal in the line brings its own needles), then their literals
-  and regexes.
+  and regexes. An entry with `also` literals (other wordings of its message) is planned once per literal.
 An anchor is a phrase shared by several literals (or a whole literal); every literal contains its anchor
 and at least one needle, so neither filter misses a line that the regex would match. Candidate lines are
 decoded with errors='replace' and capped at MAX_LINE bytes; a longer line is scanned in MAX_LINE pieces (a
@@ -174,10 +174,12 @@ class Matcher:
     def __init__(self, catalogue: Catalogue | None = None, context: int = CONTEXT) -> None:
         self.catalogue = catalogue or load_catalogue()
         self.context = context
+        forms = [form for remedy in self.catalogue for form in remedy.forms()]
+        self._entry = {remedy.id: remedy for remedy in self.catalogue}
         self._anchors = [
-            _Anchor(text.encode(), text, members) for text, members in plan_anchors(self.catalogue)
+            _Anchor(text.encode(), text, members) for text, members in plan_anchors(forms)
         ]
-        literals = tuple(sorted({r.literal for r in self.catalogue}))
+        literals = tuple(sorted({r.literal for r in forms}))
         self._needles = [n.encode() for n in cached_prefilter(literals)]
         self._plan = self._plan_for(self._needles)
         self._wrap_plan = self._plan_for([n.encode() for n in cached_prefilter(literals, wrap_tolerant=True)])
@@ -207,7 +209,8 @@ class Matcher:
     def match_line(self, line: str) -> list[Remedy]:
         """Entries whose literal and regex both match this one line, normalised (no state, no joining); an
         entry with a `context` needs the lines before the message, so it never names a line alone."""
-        return [r for r, _ in self._match_texts([normalise(line[:MAX_LINE]).text], range(len(self._anchors)))
+        return [self._entry[r.id] for r, _ in self._match_texts([normalise(line[:MAX_LINE]).text],
+                                                                range(len(self._anchors)))
                 if r.context_regex is None]
 
     def _match_texts(self, texts: list[str], anchors: Iterable[int]) -> list[tuple[Remedy, tuple[tuple[str, str], ...]]]:
@@ -260,7 +263,7 @@ class Matcher:
         for _, remedy, values in hits:
             if remedy.id not in self._record_hits:
                 self._record_hits.add(remedy.id)
-                found.append(Match(remedy, lineno, shown, before, (), values))
+                found.append(Match(self._entry[remedy.id], lineno, shown, before, (), values))
         return found
 
     def scan(self, stream: BinaryIO, crashes: bool = False, catalogue: bool = True) -> Iterator[Match]:
@@ -353,7 +356,7 @@ class Matcher:
                 yield from self._huge_line(chunk, start, line_end, limit, lineno, anchors)
                 continue
             for number, shown, span, remedy, values in self._match_record(chunk, first, pieces, lineno - at, anchors, limit):
-                yield Match(remedy, number, shown, *self._context(chunk, *span, limit), values)
+                yield Match(self._entry[remedy.id], number, shown, *self._context(chunk, *span, limit), values)
             if crashes and CRASH in anchors and first >= parsed_until:
                 event, parsed_until = self._crash(chunk, first, last, limit,
                                                   lineno - chunk.count(b"\n", first, start), pieces)
@@ -412,7 +415,7 @@ class Matcher:
             lo = max(start, pos - MAX_LINE // 2)
             text = normalise(_decode(chunk[lo:min(end, lo + MAX_LINE)])).text
             for remedy, values in self._match_texts([text], [index]):
-                yield Match(remedy, lineno, _shorten(text), *self._context(chunk, start, end, limit), values)
+                yield Match(self._entry[remedy.id], lineno, _shorten(text), *self._context(chunk, start, end, limit), values)
 
     @staticmethod
     def _line_end(chunk: bytearray, start: int, limit: int) -> int:

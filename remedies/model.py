@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from remedies.figures import derive
@@ -78,7 +78,8 @@ class Remedy:
     `context` (optional) is a regex the CONTEXT_LINES lines before the message (its traceback) must match
     too: it tells apart causes that print the same message (the frame of the layer that raised), its named
     groups fill the fix like the pattern's, and on that line it names the message alone (an entry matched
-    without context evidence is dropped there, see `remedies.matcher`).
+    without context evidence is dropped there, see `remedies.matcher`). `also` lists further prefilter
+    literals, one per other wording of the message (an older release's, a wrapper's); each sample holds one.
     """
 
     id: str
@@ -97,6 +98,7 @@ class Remedy:
     versions: tuple[Wording, ...] = ()
     context: str | None = None
     stop: bool = False
+    also: tuple[str, ...] = ()
     regex: re.Pattern[str] = field(compare=False, repr=False, default=re.compile(""))
     context_regex: re.Pattern[str] | None = field(compare=False, repr=False, default=None)
     origin: str = field(compare=False, default="")
@@ -132,7 +134,13 @@ class Remedy:
             "versions": [w.to_dict() for w in self.versions],
             "context": self.context,
             "stop": self.stop,
+            "also": list(self.also),
         }
+
+    def forms(self) -> tuple[Remedy, ...]:
+        """This entry once per prefilter literal: itself, then a copy keyed on each `also` literal (another
+        wording of the same message, e.g. an older release's), for the matcher; a match reports the entry."""
+        return (self, *(replace(self, literal=literal, also=()) for literal in self.also))
 
 
 def template_fields(text: str) -> tuple[str, ...]:

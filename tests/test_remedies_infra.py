@@ -73,7 +73,7 @@ def test_a_dead_raylet_comes_before_the_dead_actors_on_its_node(tmp_path):
 def test_a_permission_error_outside_any_cache_is_not_read_as_a_cache_problem():
     assert ids("PermissionError: [Errno 13] Permission denied: '/models/qwen/config.json'") == []
     assert ids("PermissionError: [Errno 13] Permission denied: '/root/.cache/huggingface/hub'") == [
-        "QD-R-HF-CACHE-PERMISSION"]
+        "QD-R-HF-CACHE-NOT-WRITABLE"]
 
 
 def test_an_integer_that_is_not_a_device_uuid_is_left_to_other_entries():

@@ -35,7 +35,7 @@ def naive(data: bytes) -> list[tuple[int, str]]:
     lines = [raw.decode("utf-8", errors="replace") for raw in data.split(b"\n")]
     for lineno, line in enumerate(lines, start=1):
         before = "\n".join(normalise(text).text for text in lines[max(0, lineno - 1 - CONTEXT_LINES):lineno - 1])
-        hits = [r for r in load_catalogue() if r.literal in line and r.regex.search(line)
+        hits = [r for r in load_catalogue() if any(f.literal in line for f in r.forms()) and r.regex.search(line)
                 and (r.context_regex is None or r.context_regex.search(before))]
         specific = [r for r in hits if r.context_regex is not None]
         found += [(lineno, r.id) for r in (specific or hits)]
@@ -45,7 +45,8 @@ def naive(data: bytes) -> list[tuple[int, str]]:
 def test_every_anchor_is_contained_in_each_literal_it_stands_for(matcher):
     for anchor in matcher._anchors:
         assert all(anchor.text in r.literal for r in anchor.remedies)
-    assert sorted(r.id for a in matcher._anchors for r in a.remedies) == sorted(r.id for r in load_catalogue())
+    planned = sorted((r.id, r.literal) for a in matcher._anchors for r in a.remedies)
+    assert planned == sorted((f.id, f.literal) for r in load_catalogue() for f in r.forms())
 
 
 def test_prefiltered_scan_agrees_with_running_every_regex_on_every_line(matcher):
@@ -54,6 +55,16 @@ def test_prefiltered_scan_agrees_with_running_every_regex_on_every_line(matcher)
     lines = [rng.choice(samples) if rng.random() < 0.2 else HEALTHY for _ in range(2000)]
     data = "\n".join(lines).encode()
     assert scan_bytes(matcher, data) == naive(data)
+
+
+def test_an_older_wording_is_found_by_its_own_literal_and_reported_as_the_entry(matcher):
+    old = "ValueError: You set image=2 (or defaulted to 1) in `--limit-mm-per-prompt`, but passed 3 image items in the same prompt."
+    new = "At most 1 image(s) may be provided in one request."
+    data = "\n".join([HEALTHY, old, HEALTHY, new]).encode()
+    found = list(matcher.scan(io.BytesIO(data)))
+    assert [(m.lineno, m.remedy.id) for m in found] == [(2, "QD-R-VLLM-MM-LIMIT"), (4, "QD-R-VLLM-MM-LIMIT")]
+    assert all(m.remedy is load_catalogue().get("QD-R-VLLM-MM-LIMIT") for m in found)
+    assert [m.remedy.id for m in Matcher().feed(old, 1)] == ["QD-R-VLLM-MM-LIMIT"]
 
 
 def test_feed_matches_a_live_stream_line_by_line_with_the_lines_before_as_context():

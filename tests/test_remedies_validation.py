@@ -33,6 +33,14 @@ def test_a_valid_entry_loads_with_its_defaults(tmp_path):
     assert [s.applies for s in remedy.fix] == [None, "vllm>=0.17.0"]
 
 
+def test_another_wording_of_the_message_is_a_further_literal_with_its_own_sample(tmp_path):
+    older = {**GOOD, "also": ["kaboom at"], "pattern": r"boom happened \d+|kaboom at \d+",
+             "samples": ["ERROR boom happened 42", "kaboom at 7"]}
+    (remedy,) = load_catalogue(write(tmp_path, older))
+    assert [form.literal for form in remedy.forms()] == ["boom happened", "kaboom at"]
+    assert {form.id for form in remedy.forms()} == {"QD-R-VLLM-EXAMPLE"} and remedy.to_dict()["also"] == ["kaboom at"]
+
+
 def test_an_entry_records_the_source_wordings_it_matches(tmp_path):
     wording = {"package": "vllm", "releases": ">=0.8.5,<0.10", "template": "boom happened {}"}
     (remedy,) = load_catalogue(write(tmp_path, {**GOOD, "versions": [wording]}))
@@ -57,6 +65,8 @@ def test_an_entry_records_the_source_wordings_it_matches(tmp_path):
         ({"wrapper": "yes"}, "'wrapper' must be true or false"),
         ({"root_cause_rank": 101}, "'root_cause_rank' must be an integer"),
         ({"unexpected": 1}, "unknown field"),
+        ({"also": ["boom elsewhere"]}, "'also' literal 'boom elsewhere' occurs in no sample"),
+        ({"also": "boom"}, "'also' must be a list"),
         ({"versions": {"package": "vllm"}}, "'versions' must be a list"),
         ({"versions": [{"package": "vllm", "releases": ">=0.8"}]}, "'versions' item must have"),
         ({"versions": [{"package": "tgi", "releases": ">=1.0", "template": "boom happened {}"}]},
