@@ -72,7 +72,7 @@ def test_a_dead_raylet_comes_before_the_dead_actors_on_its_node(tmp_path):
 
 def test_a_permission_error_outside_any_cache_is_not_read_as_a_cache_problem():
     assert ids("PermissionError: [Errno 13] Permission denied: '/models/qwen/config.json'") == []
-    assert ids("PermissionError: [Errno 13] Permission denied: '/root/.cache/huggingface/hub'") == [
+    assert ids("PermissionError: [Errno 13] Permission denied: '/.cache/huggingface/hub'") == [
         "QD-R-HF-CACHE-NOT-WRITABLE"]
 
 
