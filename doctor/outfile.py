@@ -12,7 +12,8 @@ Policy (the same for every command):
   over the destination, so concurrent writers to one path all succeed (the last rename wins) and an
   interrupted write leaves the old file whole. A replaced file keeps its permission bits (and, as root,
   its owner); a new file gets 0666 less the umask, like any file the shell creates.
-- A read-only file (no write bit, or not writable by us) is not replaced, even by root.
+- A read-only file (no write bit, or not writable by us) is not replaced, even by root; a directory we cannot
+  write into is refused before the command runs (the atomic write needs a temp file there).
 - Replacing an existing file is allowed and reported: `write_file` returns True and the command says
   "replaced" on stderr.
 """
@@ -112,6 +113,9 @@ def check_outputs(requested: Iterable[str | Path], inputs: Iterable[str | Path |
                               f"{input_ids[dest.identity]} of this command (choose another path)")
         if dest.existing is not None and (not dest.existing.st_mode & 0o222 or not os.access(dest.path, os.W_OK)):
             raise OutputError(f"cannot write {what} {dest.requested}: the existing file is read-only")
+        directory = os.path.dirname(dest.path)
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise OutputError(f"cannot write {what} {dest.requested}: directory {directory} is not writable")
         key = (str(dest.identity),) if dest.identity else (dest.path,)
         if key in seen:
             raise OutputError(f"{what} {dest.requested} is given twice (also as {seen[key]})")

@@ -27,9 +27,9 @@ GPU_MEMORY_UTILIZATION_HELP = (
 @click.option("--pp", type=click.IntRange(min=1), default=None, help="Pipeline-parallel size of the deployment.")
 @click.option("--model", default=None, help="Model id or path the deployment serves (e.g. Qwen/Qwen3.5-35B-A3B-FP8).")
 @click.option("--quantization", default=None, help="Quantization method the deployment uses (e.g. fp8).")
-@click.option("--gpu-memory-utilization", type=click.FloatRange(0, 1, min_open=True), default=None,
+@click.option("--gpu-memory-utilization", type=options.FiniteFloatRange(0, 1, min_open=True), default=None,
               help=GPU_MEMORY_UTILIZATION_HELP)
-@click.option("--mem-fraction-static", type=click.FloatRange(0, 1, min_open=True), default=None,
+@click.option("--mem-fraction-static", type=options.FiniteFloatRange(0, 1, min_open=True), default=None,
               help="SGLang's --mem-fraction-static (default: computed by SGLang at startup from the GPU's memory; "
                    "give it to check free memory against it).")
 @options.report_outputs
@@ -37,7 +37,7 @@ GPU_MEMORY_UTILIZATION_HELP = (
 @options.verbose
 @click.option("--list", "list_only", is_flag=True, help="List check ids with one-line descriptions and exit.")
 @click.option("--no-plugins", is_flag=True, help="Do not load third-party checks from entry points.")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+@click.option("--timeout", type=options.FiniteFloatRange(min=0.1), default=10.0, show_default=True,
               help="Seconds each probe may take.")
 @options.fleet_ray
 @options.fleet_spark

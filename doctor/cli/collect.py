@@ -10,7 +10,7 @@ from doctor.cli import options
 @click.command()
 @click.option("-o", "--output", default=None, metavar="PATH",
               help="Write the bundle here (a regular file or a new path; default or '-': stdout).")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+@click.option("--timeout", type=options.FiniteFloatRange(min=0.1), default=10.0, show_default=True,
               help="Seconds each probe may take before it is recorded as timed out.")
 @click.option("--deep", is_flag=True, help="Also import torch in a subprocess for its exact arch list and CUDA state.")
 @options.fleet_ray

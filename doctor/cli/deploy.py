@@ -52,7 +52,7 @@ def _variables(values: tuple[str, ...]) -> dict[str, str]:
                    "checks, then each node's engine through a Ray task pinned to it; the head's API is exercised.")
 @click.option("--keep", is_flag=True, help="Leave the server running after a healthy deploy.")
 @click.option("--force", is_flag=True, help="Start even when a check fails.")
-@click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
+@click.option("--timeout", type=options.FiniteFloatRange(min=1), default=900.0, show_default=True,
               help="Seconds the server may take to become healthy.")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False), default=None,
               help="Server log file (default: a new file under the temp directory).")

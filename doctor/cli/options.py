@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import click
 
 from doctor.report.outputs import FORMATS as REPORT_FORMATS
+
+class FiniteFloatRange(click.FloatRange):
+    """click.FloatRange that also refuses nan and +-inf, which a range comparison lets through."""
+
+    name = "float range"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
+
 
 backend = click.option("--backend", type=click.Choice(["vllm", "sglang"]), default=None,
                        help="The serving backend to check for (default: every installed one).")
@@ -83,7 +96,7 @@ fleet_spark = click.option("--spark", "spark", is_flag=False, flag_value="", def
                            help="Check every executor through a Spark barrier stage (MASTER, else Spark's default).")
 hf = click.option("--hf", is_flag=True, help="Probe Hugging Face (HF_ENDPOINT mirror and default, the model's API "
                                              "and download URL) and the local cache's completeness.")
-node_timeout = click.option("--node-timeout", type=click.FloatRange(min=1), default=60.0, show_default=True,
+node_timeout = click.option("--node-timeout", type=FiniteFloatRange(min=1), default=60.0, show_default=True,
                             help="Deadline of the whole --ray / --spark run in seconds: connecting, scheduling and "
                                  "every node's collection end within it (nodes that have not answered are reported "
                                  "as timed out); the runner is killed at the deadline and with this command.")

@@ -19,7 +19,8 @@ from doctor.cli import options
 @click.option("--profile", "profile_name", default=None, metavar="P",
               help="Plan this deployment profile's flags (name or YAML path); options given here override it.")
 @click.option("--from-log", "from_log", default=None, metavar="FILE",
-              help="A vLLM boot log: reuse its measured weights / activation / graph figures and re-plan.")
+              help="A vLLM or SGLang boot log (plain, .gz or - for stdin): reuse its measured weights / activation / "
+              "graph figures and re-plan.")
 @click.option("--model", default=None, help="Registry name (…-FP8, …-GPTQ-Int4) or a local checkpoint directory "
               "with config.json. Default: the profile's model, else Qwen/Qwen3.5-35B-A3B.")
 @click.option("--backend", type=click.Choice(["vllm", "sglang"]), default=None, help="Default: vllm.")
@@ -92,7 +93,7 @@ def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, 
         except (ValueError, IndexError, OverflowError):
             raise PlanInputError(f"--kv-cache-memory {kv_cache_memory!r} is not a size in bytes") from None
     given = {k: v for k, v in flags.items() if v is not None}
-    argv = [token for text in engine_flags for token in shlex.split(text)]
+    argv = [token for text in engine_flags for token in _split_flags(text)]
     if speculative_config is not None:
         argv += ["--speculative-config", speculative_config]
     given = {**config_kwargs(argv), **given}
@@ -113,6 +114,16 @@ def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, 
     _run(gpus, model or "Qwen/Qwen3.5-35B-A3B", backend or "vllm", {**base, **given}, from_log, report_out)
 
 
+def _split_flags(text: str) -> list[str]:
+    """One --flag value split as a shell would; unbalanced quotes are bad input."""
+    from doctor.planner.errors import PlanInputError
+
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise PlanInputError(f"--flag {text!r}: {exc} (quote the engine flags as the shell would)") from None
+
+
 def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], from_log: str | None,
          report_out: Any) -> None:
     from doctor.models import get_model
@@ -127,24 +138,26 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
     report_out.check()
     spec = get_model(model)
     if from_log:
-        from doctor.planner.sglang_bootlog import read_sglang_boot_log, sniff_sglang
+        from doctor.planner.bootlog import read_log_text
+        from doctor.planner.sglang_bootlog import is_sglang_log, sglang_boot_log_from_text
 
-        if sniff_sglang(from_log):
+        log_text = read_log_text(from_log)
+        if is_sglang_log(log_text):
             from doctor.planner.replan import sglang_logged_config, sglang_replan
 
-            sg_boot = read_sglang_boot_log(from_log)
+            sg_boot = sglang_boot_log_from_text(log_text, from_log)
             logged = sglang_logged_config(sg_boot, ServeConfig(backend_version=kwargs.get("backend_version")))
             wanted = logged.with_(**kwargs)
             backend = "sglang"
             result, layouts = sglang_replan(spec, sg_boot, logged, wanted, parse_gpus(gpus) if gpus else None), []
         else:
-            from doctor.planner.bootlog import read_boot_log
+            from doctor.planner.bootlog import boot_log_from_text
             from doctor.planner.replan import logged_config, logged_gpu, replan
 
             if backend != "vllm":
                 raise PlanInputError("--from-log reads vLLM and SGLang boot logs; this one is neither SGLang's "
                                      "(no 'Load weight end' line) nor, with --backend sglang, vLLM's")
-            boot = read_boot_log(from_log)
+            boot = boot_log_from_text(log_text, from_log)
             logged = logged_config(boot, ServeConfig())
             wanted = logged.with_(**kwargs)
             hardware = parse_gpus(gpus) if gpus else parse_gpus(f"{wanted.world_size}x{logged_gpu(boot).name}:"

@@ -60,7 +60,7 @@ def _served_model(base: str, headers: dict[str, str]) -> str:
               help="Output tokens per burst request.")
 @click.option("--slo", "slo_items", multiple=True, metavar="NAME=VALUE",
               help="A service-level objective the burst must meet (repeatable), e.g. ttft_p99_ms=2000.")
-@click.option("--request-timeout", type=click.FloatRange(min=1), default=120.0, show_default=True,
+@click.option("--request-timeout", type=options.FiniteFloatRange(min=1), default=120.0, show_default=True,
               help="Seconds one request may take.")
 @options.report_outputs
 @options.fail_on

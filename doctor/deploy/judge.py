@@ -9,6 +9,7 @@ retractions mean the KV pool is too small for the load; raise --mem-fraction-sta
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from doctor.errors import DoctorError
@@ -95,8 +96,12 @@ def parse_slo(items: tuple[str, ...] | list[str]) -> dict[str, float]:
             out[name] = float(value)
         except ValueError:
             raise DoctorError(f"--slo {name}: {value!r} is not a number") from None
+        if not math.isfinite(out[name]):
+            raise DoctorError(f"--slo {name}: {value!r} is not a finite number")
         if out[name] < 0:
             raise DoctorError(f"--slo {name}: must not be negative")
+        if name == "error_rate" and out[name] > 1:
+            raise DoctorError(f"--slo error_rate: a fraction from 0 to 1, got {value!r}")
     return out
 
 

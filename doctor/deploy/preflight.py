@@ -9,8 +9,8 @@ a checkpoint that is already a local directory.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
-from pathlib import Path
 from typing import Any
 
 from doctor.context import CheckContext
@@ -55,7 +55,7 @@ def preflight(facts: Facts, backend: str, profile: Any, model: str, device: str 
     specs = runner.select(reg, backend)
     ctx = CheckContext(facts=facts, backend=backend, profile=profile, options={**(options or {}), "model": model})
     results = runner.plugin_errors(reg) + runner.run_checks(specs, ctx)
-    local = Path(model).is_dir()
+    local = os.path.isdir(model)
     out = []
     for r in results:
         if device == "cpu" and r.status != Status.OK and (r.category in CPU_ONLY_SKIPS or r.check_id in CPU_SKIP_IDS):

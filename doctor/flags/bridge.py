@@ -26,7 +26,7 @@ def find_backend_python(backend: str) -> str | None:
     """Python that can import the backend: $QWEN_DOCTOR_<BACKEND>_PYTHON, else this interpreter if it has it."""
     configured = os.environ.get(PYTHON_ENV[backend])
     if configured:
-        return configured if (Path(configured).exists() or shutil.which(configured)) else None
+        return configured if (os.path.exists(configured) or shutil.which(configured)) else None
     import importlib.util
 
     return sys.executable if importlib.util.find_spec(MODULE[backend]) is not None else None

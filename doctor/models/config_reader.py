@@ -9,6 +9,7 @@ configuration_qwen3_moe.py and configuration_qwen3.py. Vision-language checkpoin
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -265,7 +266,8 @@ def spec_from_config(config: dict[str, Any], name: str = "", source: str = "") -
 def read_config_dir(path: str | Path) -> ModelSpec:
     """Read `<dir>/config.json` (or a config.json path) into a ModelSpec."""
     p = Path(path)
-    cfg_path = p / "config.json" if p.is_dir() else p
+    is_dir = os.path.isdir(p)
+    cfg_path = p / "config.json" if is_dir else p
     from doctor.safeio import CONFIG_MAX_BYTES, BadJSON, InputError, load_json, read_bytes
 
     try:
@@ -274,4 +276,4 @@ def read_config_dir(path: str | Path) -> ModelSpec:
         raise ModelConfigError(f"{cfg_path} is not valid JSON: {exc.detail}") from None
     except InputError as exc:
         raise ModelConfigError(str(exc)) from None
-    return spec_from_config(config, name=str(p if p.is_dir() else p.parent), source=str(cfg_path))
+    return spec_from_config(config, name=str(p if is_dir else p.parent), source=str(cfg_path))

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import copy
+import os
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -85,7 +85,7 @@ def get_model(name_or_path: str) -> ModelSpec:
     spec = registry().get(name_or_path.lower())
     if spec is not None:
         return spec
-    if Path(name_or_path).exists():
+    if os.path.exists(name_or_path):
         return read_config_dir(name_or_path)
     raise ModelConfigError(
         f"unknown model {name_or_path!r}: not in the registry ({', '.join(known_models())}) "

@@ -30,7 +30,7 @@ def probe(model: str, revision: str = "main", env: Mapping[str, str] | None = No
     """The `hf.cache` facts: where the snapshot is, and each shard's presence and completeness."""
     env = os.environ if env is None else env
     local = Path(model).expanduser()
-    if local.is_dir():
+    if os.path.isdir(local):
         return {"cache_dir": None, "local_path": str(local), **_snapshot(local)}
     cache = hf_cache_dir(env)
     repo = repo_dir(cache, model)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from doctor.planner.errors import PlanInputError
 
@@ -95,15 +94,30 @@ def parse_boot_log(text: str) -> BootLog:
         graph_actual_gib=num("graph_actual"))
 
 
-def read_boot_log(path: str) -> BootLog:
-    """Read a boot log file (bounded); a log without the memory lines is a PlanInputError."""
-    p = Path(path)
+def read_log_text(source: str) -> str:
+    """The first MAX_LOG_BYTES of a `--from-log` source, read once as `explain` reads logs: a file (plain or
+    gzip), '-' for stdin, a pipe or FIFO (`<(zcat boot.log.gz)`; one without a writer is given up after a bounded
+    wait); a directory, socket or mostly-binary file is a PlanInputError."""
+    from remedies.errors import LogReadError
+    from remedies.reader import check_readable, open_log
+
     try:
-        with p.open("rb") as fh:
-            raw = fh.read(MAX_LOG_BYTES)
-    except OSError as exc:
-        raise PlanInputError(f"cannot read --from-log {path}: {exc.strerror or exc}") from None
-    boot = parse_boot_log(raw.decode("utf-8", errors="replace"))
+        check_readable(source)
+        with open_log(source) as stream:
+            raw = stream.read(MAX_LOG_BYTES)
+    except LogReadError as exc:
+        raise PlanInputError(f"--from-log {exc}") from None
+    return raw.decode("utf-8", errors="replace")
+
+
+def read_boot_log(path: str) -> BootLog:
+    """Read a vLLM boot log (bounded); a log without the memory lines is a PlanInputError."""
+    return boot_log_from_text(read_log_text(path), path)
+
+
+def boot_log_from_text(text: str, path: str) -> BootLog:
+    """The vLLM boot figures of `text` read from `path`; PlanInputError without the memory lines."""
+    boot = parse_boot_log(text)
     if boot.available_gib is None or boot.weights_gib is None:
         raise PlanInputError(f"--from-log {path}: no vLLM 'Model loading took' / 'Available KV cache memory' "
                              "lines (a vLLM boot log that reached KV-cache sizing is needed)")

@@ -123,8 +123,8 @@ class ServeConfig:
             raise PlanInputError("--mtp must be between 0 and 64")
         if not 0 < self.mamba_full_memory_ratio <= 100:
             raise PlanInputError("--mamba-full-memory-ratio must be in (0, 100]")
-        for name in ("overhead_gib", "kv_cache_memory_gib"):
+        for name, flag in (("overhead_gib", "--overhead-gib"), ("kv_cache_memory_gib", "--kv-cache-memory")):
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 4096:
-                raise PlanInputError(f"--{name.replace('_', '-')} must be between 0 and 4096 GiB")
+                raise PlanInputError(f"{flag} must be between 0 and 4096 GiB")
 

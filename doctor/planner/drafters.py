@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -179,8 +180,8 @@ def resolve_drafter(method: str, model: str | None) -> DrafterSpec | None:
     if found is not None:
         return found
     path = Path(model)
-    config = path / "config.json" if path.is_dir() else path
-    if config.is_file():
+    config = path / "config.json" if os.path.isdir(path) else path
+    if os.path.isfile(config):
         try:
             data = json.loads(config.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:

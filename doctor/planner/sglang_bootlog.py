@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
-from doctor.planner.bootlog import MAX_LOG_BYTES
+from doctor.planner.bootlog import read_log_text
 from doctor.planner.errors import PlanInputError
 
 _SERVER_ARGS = re.compile(r"server_args=ServerArgs\((.*)")
@@ -67,15 +66,6 @@ def is_sglang_log(text: str) -> bool:
     return bool(LOAD_END.search(text) or _SERVER_ARGS.search(text))
 
 
-def sniff_sglang(path: str) -> bool:
-    """Whether the log at `path` is an SGLang boot (an unreadable file is left to the vLLM reader's error)."""
-    try:
-        with Path(path).open("rb") as fh:
-            return is_sglang_log(fh.read(MAX_LOG_BYTES).decode("utf-8", errors="replace"))
-    except OSError:
-        return False
-
-
 def parse_sglang_boot_log(text: str) -> SglangBootLog | None:
     """The figures of the first engine boot in `text`, or None without a "Load weight end" line."""
     end = LOAD_END.search(text)
@@ -114,13 +104,13 @@ def parse_sglang_boot_log(text: str) -> SglangBootLog | None:
 
 
 def read_sglang_boot_log(path: str) -> SglangBootLog:
-    """Read an SGLang boot log file (bounded); one without the weight-load lines is a PlanInputError."""
-    try:
-        with Path(path).open("rb") as fh:
-            raw = fh.read(MAX_LOG_BYTES)
-    except OSError as exc:
-        raise PlanInputError(f"cannot read --from-log {path}: {exc.strerror or exc}") from None
-    boot = parse_sglang_boot_log(raw.decode("utf-8", errors="replace"))
+    """Read an SGLang boot log (bounded); one without the weight-load lines is a PlanInputError."""
+    return sglang_boot_log_from_text(read_log_text(path), path)
+
+
+def sglang_boot_log_from_text(text: str, path: str) -> SglangBootLog:
+    """The SGLang boot figures of `text` read from `path`; PlanInputError without the weight-load lines."""
+    boot = parse_sglang_boot_log(text)
     if boot is None or boot.mem_fraction_static is None:
         raise PlanInputError(f"--from-log {path}: no SGLang 'server_args=ServerArgs(' and 'Load weight end' lines "
                              "(an SGLang boot log that loaded its weights is needed)")

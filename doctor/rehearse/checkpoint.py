@@ -60,10 +60,10 @@ def model_config(model: str) -> tuple[str, dict[str, Any], Path | None]:
     if spec is not None:
         return spec.name, resolved_config(spec.name), None
     folder = Path(model).expanduser()
-    if folder.is_file() and folder.name == "config.json":
+    if os.path.isfile(folder) and folder.name == "config.json":
         folder = folder.parent
     config_file = folder / "config.json"
-    if not config_file.is_file():
+    if not os.path.isfile(config_file):
         raise DoctorError(f"--rehearse needs a registry model or a folder with config.json; {model!r} is neither")
     try:
         config = json.loads(config_file.read_text(encoding="utf-8"))
