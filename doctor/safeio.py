@@ -81,7 +81,10 @@ def load_json(raw: bytes, what: str, name: str) -> Any:
     try:
         data = json.loads(raw.decode("utf-8"), parse_int=_bounded_int, parse_float=_finite_float,
                           parse_constant=_no_constant)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        detail = f"not UTF-8 text at byte {exc.start}"
+        raise BadJSON(f"{what} {name}: {detail}", detail) from None
+    except json.JSONDecodeError as exc:
         raise BadJSON(f"{what} {name}: invalid JSON ({exc})", str(exc)) from None
     except _NumberError as exc:
         raise InputError(f"{what} {name}: {exc}") from None

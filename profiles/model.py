@@ -214,7 +214,8 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
     """Validate a decoded YAML mapping and build a Profile; errors name `origin` and the field."""
     v = _Validator(origin)
     if not isinstance(data, dict):
-        raise ProfileError(f"{origin}: a profile must be a YAML mapping, got {type(data).__name__}")
+        got = "an empty document" if data is None else type(data).__name__
+        raise ProfileError(f"{origin}: a profile must be a YAML mapping, got {got}")
     known = {"name", "description", "backend", "backend_version", "model", "hardware", "sources", "launcher",
              "host", "port", "env", "flags", "variables", "nodes"}
     for key in data:

@@ -5,7 +5,7 @@ of a message, and returns the message with the record's log level when one was p
 
     vllm-1  | 2026-12-03T10:00:00.123Z (EngineCore_DP0 pid=7) [rank3]: ERROR 12-03 10:00:00 [core.py:12] msg
 
-becomes ``Line(text="msg", level="ERROR", record=True)``. ANSI escapes, CR / CRLF, Markdown quote markers
+becomes ``Line(text="msg", level="ERROR", record=True)``. ANSI escapes, NUL bytes, CR / CRLF, Markdown quote markers
 (``> ``), Windows path separators and quotes escaped in a JSON or repr'd string (``model\\'s``) are
 normalised too. `record` says the line starts a new log record
 (it carried a logger/timestamp prefix, or it is a traceback line, indented by two spaces or a tab, or an
@@ -87,6 +87,8 @@ def strip_ansi(text: str) -> str:
 
 def _visible(line: str) -> str:
     line = line.rstrip("\r\n")
+    if "\x00" in line:  # a log written over a hole (logrotate's copytruncate) or cut by a crash: NULs mean nothing
+        line = line.replace("\x00", "")
     if "\r" in line:
         pieces = [p for p in line.split("\r") if p.strip()]
         line = pieces[-1] if pieces else ""

@@ -122,6 +122,9 @@ def _open_fifo(name: str) -> tuple[BinaryIO, bytes]:
 
 
 def _refuse_binary(name: str, head: bytes) -> None:
+    if head and not head.strip(b"\0"):
+        raise LogReadError(f"{name}: not a text log (its first {len(head):,} bytes are all NUL; a log truncated "
+                           "while being written, as logrotate's copytruncate does, starts so: tr -d '\\000' drops them)")
     share = binary_share(head)
     if share > BINARY_LIMIT:
         raise LogReadError(f"{name}: not a text log ({share:.0%} of its first bytes are binary)")
@@ -180,7 +183,9 @@ def binary_share(head: bytes) -> float:
     """Share of bytes in `head` that are neither printable ASCII, common whitespace/ANSI nor valid UTF-8 text.
 
     Logs with some junk in them are still logs; a file that is mostly binary (an image, a core dump) is not.
+    NUL bytes are left out: a log written over a hole (logrotate's copytruncate, a crash) holds runs of them.
     """
+    head = head.replace(b"\0", b"")
     if not head:
         return 0.0
     text = head.decode("utf-8", errors="replace")

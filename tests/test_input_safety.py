@@ -3,6 +3,8 @@ checked before they are opened, so a FIFO never blocks and /dev/zero is never re
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import shutil
 import socket
@@ -125,7 +127,7 @@ def test_explain_reads_a_gzip_stream(tmp_path: Path):
 
 
 @pytest.mark.parametrize("source, why", [
-    ("/dev/zero", "not a text log (100% of its first bytes are binary)"),
+    ("/dev/zero", "not a text log (its first 65,536 bytes are all NUL"),
     ("sock", "is a socket, not a log file or stream"),
 ])
 def test_explain_refuses_binary_streams_and_sockets(nodes: Path, source: str, why: str):
@@ -198,3 +200,87 @@ def test_a_fifo_whose_writer_starts_late_is_still_read(tmp_path: Path):
     with reader.open_log(fifo) as stream:
         assert stream.read() == f"{OOM}\n".encode()
     writer.join(timeout=10)
+
+
+BOOT = FIXTURES / "h200-rehearsal"
+
+
+def _plan_section(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode in (0, 1), done.stderr
+    return json.dumps(json.loads(done.stdout)["sections"]["plan"], sort_keys=True)
+
+
+@pytest.mark.parametrize("log", ["vllm-bf16-lm-only.log", "sglang-bf16-vision.log"])
+def test_plan_from_log_reads_a_pipe_stdin_and_gzip_like_the_file(tmp_path: Path, log: str):
+    """The source is read once, as explain reads logs: `<(cmd)` is not consumed by a first sniffing read."""
+    shutil.copy(BOOT / log, tmp_path / "boot.log")
+    (tmp_path / "boot.log.gz").write_bytes(gzip.compress((BOOT / log).read_bytes()))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    plan = f"{sys.executable} -m doctor plan --format json --from-log"
+    expected = _plan_section(qd("plan", "--format", "json", "--from-log", "boot.log", cwd=tmp_path))
+    for source in ("<(cat boot.log)", "- < boot.log", "boot.log.gz"):
+        done = subprocess.run(["bash", "-c", f"{plan} {source}"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=60)
+        assert _plan_section(done) == expected, source
+
+
+def test_plan_from_log_gives_up_on_a_fifo_nobody_writes_to_and_refuses_a_directory(tmp_path: Path, monkeypatch):
+    from doctor.planner.bootlog import read_log_text
+    from doctor.planner.errors import PlanInputError
+    from remedies import reader
+
+    os.mkfifo(tmp_path / "idle.log")
+    monkeypatch.setattr(reader, "FIFO_WRITER_WAIT_S", 0.3)
+    with pytest.raises(PlanInputError, match="--from-log .*idle.log: a FIFO that nobody writes to"):
+        read_log_text(str(tmp_path / "idle.log"))
+    assert_refused(qd("plan", "--gpus", "1xH200", "--from-log", str(tmp_path)), "is a directory, not a log file")
+
+
+def test_a_gzipped_bundle_is_checked_like_the_plain_one_and_broken_gzip_is_one_line(tmp_path: Path):
+    plain = (FIXTURES / "h200.json").read_bytes()
+    (tmp_path / "b.json.gz").write_bytes(gzip.compress(plain))
+    (tmp_path / "cut.json.gz").write_bytes(gzip.compress(plain)[:300])
+    (tmp_path / "fake.json.gz").write_bytes(b"\x1f\x8b not gzip at all")
+    done = qd("check", "--from", str(FIXTURES / "h200.json"), "--no-plugins", "--format", "json")
+    unzipped = qd("check", "--from", "b.json.gz", "--no-plugins", "--format", "json", cwd=tmp_path)
+    assert unzipped.returncode == done.returncode, unzipped.stderr
+    assert [r["status"] for r in json.loads(unzipped.stdout)["results"]] == \
+        [r["status"] for r in json.loads(done.stdout)["results"]]
+    assert_refused(qd("check", "--from", "cut.json.gz", cwd=tmp_path), "truncated gzip data")
+    assert_refused(qd("check", "--from", "fake.json.gz", cwd=tmp_path), "corrupt gzip data")
+
+
+def test_a_bundle_that_is_not_utf8_names_the_byte(tmp_path: Path):
+    (tmp_path / "b.json").write_bytes(b'{"x": "caf\xe9"}')
+    assert_refused(qd("check", "--from", "b.json", cwd=tmp_path), "not UTF-8 text at byte 10")
+
+
+def test_nul_bytes_in_a_log_are_ignored_and_a_log_that_starts_all_nul_is_named_so(tmp_path: Path):
+    """A log written over a hole (logrotate's copytruncate) or cut by a crash holds runs of NUL bytes."""
+    (tmp_path / "holed.log").write_bytes(b"\0" * 4000 + b"INFO start\n" + OOM.replace(". ", ".\0 ").encode()
+                                         + b"\n" + b"\0" * 100_000)
+    done = qd("explain", "holed.log", cwd=tmp_path)
+    assert done.returncode == 1 and "QD-R-TORCH-CUDA-OOM" in done.stdout, done.stderr
+    (tmp_path / "hole.log").write_bytes(b"\0" * 100_000 + f"{OOM}\n".encode())
+    assert_refused(qd("explain", "hole.log", cwd=tmp_path), "all NUL", "tr -d")
+
+
+LONG = "a" * 300  # longer than any file name the kernel takes (ENAMETOOLONG)
+
+
+@pytest.mark.parametrize("argv, why", [
+    (["plan", "--gpus", "8xH200", "--model", LONG], "unknown model"),
+    (["plan", "--gpus", "8xH200", "--model", "/tmp/" + LONG + "/" + LONG], "unknown model"),
+    (["plan", "--gpus", "8xH200", "--speculative-config", json.dumps({"method": "eagle", "model": LONG})],
+     "unknown drafter"),
+    (["deploy", "--profile", "cpu-tiny", "--set", f"model_dir={LONG}", "--rehearse", "--dry-run"],
+     "--rehearse needs a registry model or a folder with config.json"),
+])
+def test_an_over_long_path_is_an_unknown_name_not_an_internal_error(argv: list[str], why: str):
+    assert_refused(qd(*argv), why)
+
+
+def test_an_over_long_model_path_is_checked_like_any_missing_one():
+    done = qd("deploy", "--profile", "cpu-tiny", "--model", LONG, "--dry-run")
+    assert done.returncode in (0, 1), done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr

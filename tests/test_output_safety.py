@@ -247,3 +247,32 @@ def test_report_files_are_written_even_when_stdout_is_closed_early(tmp_path: Pat
                           shell=True, capture_output=True, text=True, timeout=120)
     assert out.is_file() and json.loads(out.read_text())["command"].startswith("plan")
     assert "Traceback" not in done.stderr
+
+
+def test_a_directory_we_cannot_write_into_is_refused_before_the_command_runs(tmp_path: Path, monkeypatch):
+    """The atomic write needs a temp file beside the output, so an unwritable directory is bad input up front
+    (checked with access(2); as root only a read-only mount says no, so the answer is simulated here)."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "old.json").write_text("mine")
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode: False if str(p) == str(locked) else real_access(p, mode))
+    for name in ("new.json", "old.json"):
+        with pytest.raises(OutputError, match=f"directory {locked} is not writable"):
+            check_outputs([locked / name])
+    assert (locked / "old.json").read_text() == "mine" and sorted(p.name for p in locked.iterdir()) == ["old.json"]
+
+
+@pytest.mark.parametrize("argv", [["remedies", "list"], ["profiles", "list"], ["check", "--list"],
+                                  ["profiles", "show", "vllm-stable", "--render"]])
+def test_a_closed_stdout_ends_a_listing_quietly_with_exit_0(argv: list[str]):
+    """`qwen-doctor remedies list | head -1`: exit 1 would read as 'a check failed' under `set -o pipefail`."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run([sys.executable, "-m", "doctor", *argv], stdout=write_end, stderr=subprocess.PIPE,
+                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr

@@ -8,6 +8,7 @@ the results' (1 on a problem), 2 for bad input and a busy port, 130 after Ctrl-C
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import signal
 import sys
 import tempfile
@@ -83,6 +84,8 @@ def deploy(profile_name, model, variables, flags, port, host, python, dry_run, r
     from doctor.deploy.judge import parse_slo
 
     slo = parse_slo(slo_items)
+    if python and not shutil.which(python):
+        raise DoctorError(f"--python {python}: not an executable file, nor a command on PATH")
     if report_path:
         report_out = dataclasses.replace(report_out, outputs=(*report_out.outputs, report_path))
     from doctor.deploy import prepare

@@ -12,7 +12,7 @@ from doctor.cli import options
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--backend-version", default=None, help="Judge CLI flags against this backend version's flag schema.")
+@click.option("--backend-version", default=None, callback=options.version_value, help="Judge CLI flags against this backend version's flag schema.")
 @options.report_outputs
 @options.fail_on
 @options.verbose

@@ -40,6 +40,22 @@ class LazyGroup(click.Group):
         module, attr = target.split(":")
         return getattr(importlib.import_module(module), attr)
 
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a reader that closed stdout (`| head -1`) ends it quietly with exit 0 (click itself
+        would exit 1, the code of a failed check)."""
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            _quiet_stdout()
+            raise click.exceptions.Exit(0) from None
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so that nothing more, not even the flush at exit, fails on the closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="qwen-doctor")
@@ -94,6 +110,7 @@ def _run(argv: list[str] | None) -> Any:
         click.echo("qwen-doctor: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:
+        _quiet_stdout()
         sys.exit(0)
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):

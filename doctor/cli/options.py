@@ -24,11 +24,25 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
+
+def version_value(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Callback of a --backend-version option: a version number such as 0.26.0, refused before anything runs."""
+    if value is None:
+        return None
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(value)
+    except InvalidVersion:
+        raise click.BadParameter(f"{value!r} is not a version number (e.g. 0.26.0).", ctx, param) from None
+    return value
+
+
 backend = click.option("--backend", type=click.Choice(["vllm", "sglang"]), default=None,
                        help="The serving backend to check for (default: every installed one).")
 from_bundle = click.option("--from", "bundle", type=click.Path(dir_okay=False), default=None,
-                           help="Check a facts bundle written by `qwen-doctor collect`, or a vLLM collect_env / "
-                                "SGLang check_env output saved to a file, instead of this machine.")
+                           help="Check a facts bundle written by `qwen-doctor collect` (plain or gzip), or a vLLM "
+                                "collect_env / SGLang check_env output saved to a file, instead of this machine.")
 fail_on = click.option("--fail-on", type=click.Choice(["warn", "fail"]), default="fail", show_default=True,
                        help="Lowest status that makes the exit code 1.")
 verbose = click.option("-v", "--verbose", is_flag=True, help="Show details of passing checks and tracebacks.")

@@ -24,7 +24,7 @@ from doctor.cli import options
 @click.option("--model", default=None, help="Registry name (…-FP8, …-GPTQ-Int4) or a local checkpoint directory "
               "with config.json. Default: the profile's model, else Qwen/Qwen3.5-35B-A3B.")
 @click.option("--backend", type=click.Choice(["vllm", "sglang"]), default=None, help="Default: vllm.")
-@click.option("--backend-version", default=None, metavar="X",
+@click.option("--backend-version", default=None, metavar="X", callback=options.version_value,
               help="Engine version whose defaults and accounting apply. Default: installed, else newest known.")
 @click.option("--tp", "--tensor-parallel-size", "tp", type=int, default=None,
               help="Default: plan every layout that fits the GPUs, best first.")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from doctor.cli import options
 from doctor.errors import DoctorError
 
 
@@ -39,12 +40,14 @@ def list_cmd() -> None:
 @click.option("--validate", "method", type=click.Choice(["auto", "schema", "real", "none"]), default="schema",
               show_default=True, help="With --render: judge the flags with the flag schema of the installed (or newest) "
               "version, the backend's real parser (slow: imports it in a subprocess), auto (real if installed), or not.")
-@click.option("--backend-version", default=None, help="Schema version to judge against (default: installed, else newest).")
+@click.option("--backend-version", default=None, callback=options.version_value,
+              help="Schema version to judge against (default: installed, else newest).")
 def show(name: str, render: bool, sets: tuple[str, ...], method: str, backend_version: str | None) -> None:
     """Describe profile NAME (a shipped name or a YAML path)."""
     from profiles import load_profile
 
     p = load_profile(name)
+    overrides = _overrides(sets)
     if not render:
         click.echo(f"{p.name}: {p.description}")
         click.echo(f"backend: {p.backend} {p.backend_version}   model: {p.model}")
@@ -55,11 +58,11 @@ def show(name: str, render: bool, sets: tuple[str, ...], method: str, backend_ve
         for source in p.sources:
             click.echo(f"source: {source}")
         return
-    cmd = p.render(_overrides(sets))
+    cmd = p.render(overrides)
     if p.nodes > 1:
         from profiles.multinode import render_nodes, render_text
 
-        click.echo(render_text(render_nodes(p, _overrides(sets))))
+        click.echo(render_text(render_nodes(p, overrides)))
     else:
         click.echo(cmd.shell())
     if backend_version and backend_version not in p.backend_version:

@@ -32,7 +32,9 @@ def backend_packages(python: str, timeout: float = 60.0) -> dict[str, Any]:
         out = subprocess.run([python, "-c", _PROBE, probe_module.__file__], capture_output=True, text=True,
                              timeout=timeout, check=True)
         return json.loads(out.stdout)
-    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+    except OSError as exc:
+        raise DoctorError(f"cannot run the backend interpreter {python}: {exc.strerror or exc}") from None
+    except (subprocess.SubprocessError, ValueError) as exc:
         raise DoctorError(f"cannot read the packages of the backend interpreter {python}: {exc}") from exc
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +116,7 @@ class Facts:
 
         p = Path(path)
         try:
-            raw = read_bytes(p, "bundle", BUNDLE_MAX_BYTES)
+            raw = _gunzipped(read_bytes(p, "bundle", BUNDLE_MAX_BYTES), p)
         except InputError as exc:
             raise BadBundle(str(exc)) from None
         if raw.lstrip()[:1] not in (b"{", b"[") and _is_text(raw):
@@ -167,3 +168,22 @@ def _is_text(raw: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _gunzipped(raw: bytes, path: Path) -> bytes:
+    """A gzip-compressed bundle (`gzip bundle.json` before attaching it to a ticket) decompressed, within the
+    same size cap as a plain one; other bytes as they are."""
+    from doctor.safeio import BUNDLE_MAX_BYTES
+
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    inflate = zlib.decompressobj(wbits=31)
+    try:
+        data = inflate.decompress(raw, BUNDLE_MAX_BYTES + 1)
+    except zlib.error as exc:
+        raise BadBundle(f"{path} is not a qwen-doctor facts bundle: corrupt gzip data ({exc})") from None
+    if len(data) > BUNDLE_MAX_BYTES:
+        raise BadBundle(f"{path}: decompressed, larger than the {BUNDLE_MAX_BYTES >> 20} MiB limit for a bundle")
+    if not inflate.eof:
+        raise BadBundle(f"{path} is not a qwen-doctor facts bundle: truncated gzip data")
+    return data
