@@ -144,6 +144,22 @@ def test_stop_of_an_unknown_id_is_exit_2() -> None:
     assert r.returncode == 2 and "no server with id '424242'" in r.stderr
 
 
+def test_run_records_with_foreign_types_are_skipped_by_status_and_stop() -> None:
+    """A hand-edited or half-written record (pid as text, no start time) is not ours to list or stop."""
+    runs = Path(os.environ["QWEN_DOCTOR_STATE_DIR"]) / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    fields = {"host": "127.0.0.1", "port": 8000, "profile": "p", "backend": "vllm", "log": "l", "started_at": "s"}
+    for name, odd in {"a": {"pid": "abc", "create_time": 1}, "b": {"pid": 7, "create_time": "x"},
+                      "c": {"pid": -5, "create_time": 1}, "d": {"pid": 7, "create_time": None}}.items():
+        (runs / f"{name}.json").write_text(json.dumps({**fields, **odd}))
+    (runs / "e.json").write_text(json.dumps({**fields, "pid": 4242, "create_time": 1.0}))
+    status = qd("--status")
+    assert status.returncode == 0 and "4242  stale" in status.stdout, status.stderr
+    assert qd("--stop").returncode == 0
+    stop = qd("--stop", "abc")
+    assert stop.returncode == 2 and stop.stderr.count("\n") == 1 and "(known: 4242)" in stop.stderr, stop.stderr
+
+
 def test_a_busy_port_is_one_clear_line_and_exit_2(tmp_path) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

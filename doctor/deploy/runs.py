@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
 import time
@@ -102,11 +103,22 @@ def load_all() -> list[RunRecord]:
         return []
     for path in sorted(folder.glob("*.json")):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            out.append(RunRecord(**data))
+            out.append(_parse(json.loads(path.read_text(encoding="utf-8"))))
         except (OSError, ValueError, TypeError):
             continue
     return sorted(out, key=lambda r: r.create_time)
+
+
+def _parse(data: Any) -> RunRecord:
+    """A record as `save` writes it; TypeError for a hand-edited or foreign file whose fields have other types."""
+    record = RunRecord(**data)
+    whole = [record.pid, record.port]
+    texts = [record.host, record.profile, record.backend, record.log, record.started_at, record.command]
+    if not (all(type(v) is int and v > 0 for v in whole) and all(isinstance(v, str) for v in texts)
+            and type(record.create_time) in (int, float) and math.isfinite(record.create_time)
+            and isinstance(record.kept, bool)):
+        raise TypeError(f"not a qwen-doctor run record: {data!r:.80}")
+    return record
 
 
 def holder_of(port: int) -> RunRecord | None:
