@@ -17,8 +17,9 @@ def test_no_backend_python_means_schema_validation(monkeypatch: pytest.MonkeyPat
     assert real_parse("sglang", ["--tp-size", "2"]) is None
     report = validate(["--tp-size", "two"], "sglang", "0.5.23")
     assert report.method == "schema sglang 0.5.23" and report.issues[0].kind == "bad_type"
-    with pytest.raises(DoctorError, match="not installed"):
+    with pytest.raises(DoctorError, match="not installed") as refused:
         validate(["--tp-size", "2"], "sglang", method="real")
+    assert f"QWEN_DOCTOR_SGLANG_PYTHON={tmp_path / 'missing-python'} is not an interpreter here" in str(refused.value)
 
 
 def test_a_python_without_the_backend_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

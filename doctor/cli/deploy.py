@@ -254,8 +254,9 @@ class _Run:
             self.outcome("fail", f"refused to start: failing checks {ids} (fix them, or --force)")
             return
         if not python and spec.argv[0] == "python":
-            raise DoctorError(f"no python with {spec.backend} found: pass --python PATH or set "
-                              f"QWEN_DOCTOR_{spec.backend.upper()}_PYTHON")
+            from doctor.flags.bridge import python_hint
+
+            raise DoctorError(f"no python with {spec.backend} found: pass --python PATH ({python_hint(spec.backend)})")
         self._start(spec, served_model, facts, log_path, timeout, keep, burst, burst_tokens, slo)
 
     def _start(self, spec: Any, served_model: str, facts: Any, log_path: str | None, timeout: float, keep: bool,

@@ -22,6 +22,15 @@ class BridgeError(DoctorError):
     """The backend's python could not build its parser (broken install, timeout)."""
 
 
+def python_hint(backend: str) -> str:
+    """How to name the backend's interpreter, saying what is wrong with the variable when it is set."""
+    name = PYTHON_ENV[backend]
+    configured = os.environ.get(name)
+    if configured:
+        return f"{name}={configured} is not an interpreter here; point it at one that has {backend}"
+    return f"set {name}"
+
+
 def find_backend_python(backend: str) -> str | None:
     """Python that can import the backend: $QWEN_DOCTOR_<BACKEND>_PYTHON, else this interpreter if it has it."""
     configured = os.environ.get(PYTHON_ENV[backend])

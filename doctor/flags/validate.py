@@ -58,7 +58,9 @@ def validate(args: list[str], backend: str, version: str | None = None, method: 
         if method == "real":
             from doctor.errors import DoctorError
 
-            raise DoctorError(f"{backend} is not installed here; set QWEN_DOCTOR_{backend.upper()}_PYTHON or use the schema")
+            from doctor.flags.bridge import python_hint
+
+            raise DoctorError(f"{backend} is not installed here ({python_hint(backend)}), or use the schema")
     from doctor.flags.schema import installed_version
 
     return validate_command(args, backend, version or installed_version(backend))
