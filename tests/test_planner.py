@@ -298,3 +298,28 @@ def test_an_sglang_band_is_measured_only_where_a_logged_boot_chose_its_fraction_
     default = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.16")))
     assert chosen.startswith("± ") and "default" not in chosen
     assert "error not measured" in default and "--mem-fraction-static left to its default" in default
+
+
+def test_limit_mm_per_prompt_caps_the_profiled_images_and_all_zero_is_language_model_only():
+    from doctor.planner.errors import PlanInputError
+    from doctor.planner.flags import config_kwargs
+    from doctor.planner.overhead import encoder_profile_tokens
+
+    # vllm/config/multimodal.py (0.20.2): an unset modality allows 999 items; --language-model-only is "setting
+    # all modality limits to 0"; rich options carry the count under "count"; the legacy form is image=N,video=M
+    assert config_kwargs(["--limit-mm-per-prompt", '{"image": 2, "audio": 0}']) == {"mm_image_limit": 2}
+    assert config_kwargs(["--limit-mm-per-prompt", '{"image": {"count": 1, "width": 512}}']) == {"mm_image_limit": 1}
+    assert config_kwargs(["--limit-mm-per-prompt=image=0,video=0"]) == {"mm_image_limit": 0,
+                                                                       "language_model_only": True}
+    assert "language_model_only" not in config_kwargs(["--limit-mm-per-prompt", '{"image": 0}'])  # video profiled
+    assert config_kwargs(["--skip-mm-profiling"]) == {"skip_mm_profiling": True}
+    for bad in ('{"image": -1}', '{"image": "many"}', "[1, 2]"):
+        with pytest.raises(PlanInputError):
+            config_kwargs(["--limit-mm-per-prompt", bad])
+    # MultiModalBudget._get_max_items: items = max(1, min(budget // item, max_num_seqs x min(limit, len // item)))
+    cfg = ServeConfig(max_model_len=262144)
+    assert encoder_profile_tokens(BF16, cfg, 65536, 8) == 4 * 16384                   # the GB10 boots: 4 items
+    assert encoder_profile_tokens(BF16, cfg.with_(mm_image_limit=1), 65536, 1) == 16384
+    assert encoder_profile_tokens(BF16, cfg.with_(mm_image_limit=1), 65536, 2) == 2 * 16384
+    # --skip-mm-profiling: profile_run skips the encoder (gpu_model_runner.py 0.20.2), the tower still loads
+    assert encoder_profile_tokens(BF16, cfg.with_(skip_mm_profiling=True), 65536, 8) == 0

@@ -221,3 +221,29 @@ def test_a_unified_memory_gpu_gets_the_small_batch_defaults():
     assert vllm_batch_defaults(replace(gb10, unified=False), "0.18.1") == (8192, 1024)
     logged = [e for e in ENTRIES if e["id"].startswith("dgx-spark-guardkit")]
     assert logged and all(any("compile range (1, 2048)" in line for line in e["log"]) for e in logged)
+
+
+def test_the_planner_profiles_as_many_images_as_every_logged_boot():
+    # "Encoder cache will be initialized with a budget of N tokens, and profiled with M image items" (vLLM
+    # gpu_model_runner.py profile_run): every logged boot whose checkpoint (or plan_as) is in the registry
+    import re
+
+    from doctor.models import get_model
+    from doctor.planner.config import ServeConfig
+    from doctor.planner.overhead import encoder_profile_tokens, image_item_tokens, vllm_batch_defaults
+    from doctor.planner.hardware import parse_gpus
+
+    line = re.compile(r"budget of (\d+) tokens, and profiled with (\d+) image items")
+    checked = 0
+    for e in ENTRIES:
+        found = next((m for text in e.get("log", []) if (m := line.search(text))), None)
+        if found is None or "flags" not in e:
+            continue
+        spec = get_model(e.get("plan_as") or e["model"])
+        cfg = ServeConfig(backend_version=str(e["vllm"]), **e["flags"])
+        tokens, seqs = vllm_batch_defaults(parse_gpus(e["gpus"]).gpu, str(e["vllm"]))
+        tokens, seqs = cfg.max_num_batched_tokens or tokens, cfg.max_num_seqs or seqs
+        items = encoder_profile_tokens(spec, cfg, tokens, seqs) // image_item_tokens(spec)
+        assert items == int(found.group(2)), e["id"]
+        checked += 1
+    assert checked >= 12

@@ -33,6 +33,8 @@ class ServeConfig:
     max_num_batched_tokens: int | None = None  # vLLM --max-num-batched-tokens / SGLang --chunked-prefill-size
     language_model_only: bool = False          # vLLM --language-model-only / SGLang --language-only
     mm_encoder_tp_mode: str = "weights"        # vLLM --mm-encoder-tp-mode (data = replicated vision tower)
+    mm_image_limit: int | None = None          # vLLM --limit-mm-per-prompt image count (None: vLLM's 999)
+    skip_mm_profiling: bool = False            # vLLM --skip-mm-profiling (the tower loads, is not profiled)
     mtp_tokens: int = 0                        # speculative tokens (0 = off): the MTP head's, or the drafter's
     speculative_method: str | None = None      # vLLM --speculative-config method / SGLang --speculative-algorithm
                                                # (None or an MTP method: the checkpoint's own MTP layer)

@@ -51,6 +51,7 @@ _SWITCHES: dict[str, tuple[str, Any]] = {
     "--no-enable-prefix-caching": ("prefix_caching", False),
     "--disable-radix-cache": ("prefix_caching", False),
     "--enforce-eager": ("enforce_eager", True),
+    "--skip-mm-profiling": ("skip_mm_profiling", True),
     "--disable-cuda-graph": ("enforce_eager", True),
     "--disable-overlap-schedule": ("overlap_schedule", False),
     # SGLang prefill CUDA graphs: --disable-piecewise-cuda-graph (0.5.10-0.5.19) and --disable-prefill-cuda-graph
@@ -87,6 +88,35 @@ def _speculative_config(text: str) -> dict[str, Any]:
         raise PlanInputError(f"--speculative-config num_speculative_tokens {tokens!r} is not a count")
     model = conf.get("model")
     return {"mtp_tokens": tokens, "speculative_method": method, "drafter": _drafter_ref(method, model)}
+
+
+def _mm_limits(text: str) -> dict[str, Any]:
+    """vLLM --limit-mm-per-prompt (JSON, counts or {"count": N, ...} options, or the legacy image=N,video=M)
+    -> mm_image_limit, and language_model_only where image and video are both 0: vllm/config/multimodal.py
+    (0.20.2) defines --language-model-only as "setting all modality limits to 0" and acts only through
+    get_limit_per_prompt (an unset modality: 999), and MultiModalBudget (multimodal/encoder_budget.py) profiles
+    only modalities whose limit is above 0."""
+    try:
+        conf = json.loads(text)
+    except json.JSONDecodeError:
+        conf = dict(part.partition("=")[::2] for part in text.split(",") if part.strip())
+    if not isinstance(conf, dict):
+        raise PlanInputError(f"--limit-mm-per-prompt {text!r} is not a modality -> count mapping")
+    counts: dict[str, int] = {}
+    for modality, value in conf.items():
+        count = value.get("count", 999) if isinstance(value, dict) else value
+        try:
+            counts[str(modality).strip()] = int(str(count).strip())
+        except ValueError:
+            raise PlanInputError(f"--limit-mm-per-prompt {modality}: {count!r} is not a count") from None
+        if counts[str(modality).strip()] < 0:
+            raise PlanInputError(f"--limit-mm-per-prompt {modality}: {count!r} is not a count")
+    out: dict[str, Any] = {}
+    if "image" in counts:
+        out["mm_image_limit"] = counts["image"]
+    if counts.get("image", 999) == 0 and counts.get("video", 999) == 0:
+        out["language_model_only"] = True
+    return out
 
 
 def _drafter_ref(method: str, model: object) -> str | None:
@@ -138,7 +168,8 @@ def config_kwargs(argv: list[str]) -> dict[str, Any]:
         if normalized in _SWITCHES and not eq:
             field, value = _SWITCHES[normalized]
             out[field] = value
-        elif normalized in _VALUED or normalized in ("--speculative-config", "-sc") or normalized in _SGLANG_SPEC:
+        elif (normalized in _VALUED or normalized in ("--speculative-config", "-sc", "--limit-mm-per-prompt")
+              or normalized in _SGLANG_SPEC):
             value = inline if eq else (argv[i + 1] if i + 1 < len(argv) else None)
             if not eq:
                 i += 1
@@ -146,6 +177,8 @@ def config_kwargs(argv: list[str]) -> dict[str, Any]:
                 raise PlanInputError(f"{name} needs a value")
             if normalized in ("--speculative-config", "-sc"):
                 out.update(_speculative_config(value))
+            elif normalized == "--limit-mm-per-prompt":
+                out.update(_mm_limits(value))
             elif normalized in _SGLANG_SPEC:
                 sglang_spec[normalized] = value
             else:

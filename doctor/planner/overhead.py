@@ -15,7 +15,12 @@ vLLM (vllm/v1/worker/gpu_worker.py determine_available_memory, 0.20-0.33):
   budget = max(max_num_encoder_input_tokens (= max_num_batched_tokens, config/scheduler.py), tokens of the
   largest item); items = max(1, min(budget // item tokens, max_num_seqs x items per prompt)) -- one full-size
   image at 8192 batched tokens ("budget of 16384 tokens, and profiled with 1 image items",
-  tests/fixtures/h200-rehearsal/vllm-bf16-vision.log).
+  tests/fixtures/h200-rehearsal/vllm-bf16-vision.log), four at 65536 (the GB10 boots of vllm-partial.yaml).
+  The batch is `items` copies of ONE processed dummy item (_get_mm_dummy_batch, 0.20.2: mm_counts={modality: 1},
+  then group_and_batch_mm_kwargs([(modality, item)] * items, device=...)), so the device holds all items' pixel
+  values, and the encoder all items' outputs, through the forward; the processed item itself stays on the host in
+  the processor cache (mm_budget.cache): one item whatever the count, host memory that only a unified-memory GPU
+  counts (as non-torch). --skip-mm-profiling skips the encoder; --limit-mm-per-prompt caps items per prompt.
   The CUDA-graph estimate (gpu_model_runner.py profile_cudagraph_memory, 0.20.1 / 0.24.0 / 0.26.0 / 0.32.0)
   captures the two largest graphs of each mode and returns max over modes of the first capture + per mode
   (graphs - 1) x the second capture's increment. Capture sizes (config/vllm.py: 1, 2, 4, 8..248 step 8,
@@ -43,7 +48,9 @@ memory (cudaMemGetInfo), so its figure also takes in what NCCL allocates while c
 all-reduce off: NCCL src/enqueue.cc uploadWork, persistent work buffers from the communicator's memory pool) -- not
 derivable from the flags; the per-graph figure is fitted per TP class (coefficients.graph_key).
 On unified-memory GPUs (GB10) the non-torch term also holds the host memory gained during init
-(vllm/utils/mem_utils.py MemorySnapshot.measure counts system memory there; uma_host_bytes).
+(vllm/utils/mem_utils.py MemorySnapshot.measure counts system memory there; uma_host_bytes). The CUDA-graph
+estimate there is raw cudaMemGetInfo free memory before and after each capture (profile_cudagraph_memory,
+0.20.2), which on those GPUs moves with the host: three GB10 boots with an MTP drafter logged -0.87 / -0.90 GiB.
 Coefficients (bytes per sampler logit, scale of the forward estimate, non-torch bytes, first-capture bytes,
 bytes per further captured graph, actual over estimated graph memory, host bytes on unified memory) are fitted
 on the logged boots of tests/data/published_kv/ and validated leave-one-out (doctor/planner/fit.py,
@@ -69,6 +76,8 @@ MAX_CAPTURE_SIZE = 512
 # Qwen3.5 / Qwen3.6 preprocessor_config.json "size": {"longest_edge": 16777216} pixels per image (the files
 # doctor/rehearse/checkpoint.py copies); vLLM's Qwen-VL processor sizes its largest dummy image from it.
 IMAGE_MAX_PIXELS = 16777216
+# --limit-mm-per-prompt of a modality left unset (vllm/config/multimodal.py get_limit_per_prompt, 0.20.2)
+MM_LIMIT_DEFAULT = 999
 
 
 def vllm_batch_defaults(gpu: GPU, version: str | None = None) -> tuple[int, int]:
@@ -218,15 +227,17 @@ def image_item_tokens(spec: ModelSpec) -> int:
 
 def encoder_profile_tokens(spec: ModelSpec, cfg: ServeConfig, max_num_batched_tokens: int,
                            max_num_seqs: int) -> int:
-    """Merged image tokens of the encoder's dummy batch in profile_run (0 without a vision tower, or with
-    --language-model-only): items x item tokens, as MultiModalBudget._get_max_items and
-    compute_mm_encoder_budget size it (module docstring). Items per prompt are bounded by max_model_len only
-    (the planner does not model --limit-mm-per-prompt; vLLM keeps at least one)."""
-    if spec.vision is None or cfg.language_model_only:
+    """Merged image tokens of the encoder's dummy batch in profile_run (0 without a vision tower, with
+    --language-model-only, or with --skip-mm-profiling: profile_run then skips the encoder, gpu_model_runner.py
+    0.20.2): items x item tokens, as MultiModalBudget._get_max_items and compute_mm_encoder_budget size it
+    (module docstring). Items per prompt: max(1, min(--limit-mm-per-prompt image count (999 unset),
+    max_model_len // item tokens)); an image limit of 0 with video on profiles video, sized here as images."""
+    if spec.vision is None or cfg.language_model_only or cfg.skip_mm_profiling:
         return 0
     item = image_item_tokens(spec)
     budget = max(max_num_batched_tokens, item)
-    per_prompt = max(1, (cfg.max_model_len or spec.max_position_embeddings) // item)
+    limit = cfg.mm_image_limit if cfg.mm_image_limit else MM_LIMIT_DEFAULT
+    per_prompt = max(1, min(limit, (cfg.max_model_len or spec.max_position_embeddings) // item))
     return max(1, min(budget // item, max_num_seqs * per_prompt)) * item
 
 
