@@ -234,3 +234,13 @@ def test_a_gpu_whose_name_gives_no_capability_is_skipped_not_failed_as_too_old()
     assert verdict("vllm-15513-vgpu-32gb.txt", "QD-GPU-002") == ["skip"]
     assert verdict("vllm-15513-vgpu-32gb.txt", "QD-GPU-004") == ["skip"]
     assert verdict("sglang-1325-t4-bf16.txt", "QD-GPU-002") == ["fail"]
+
+
+@pytest.mark.parametrize("name", ["healthy-vllm-12378-a100-40gb.txt", "sglang-2805-a40-0.4.0.txt"])
+def test_a_dump_quoted_in_a_reply_reads_as_the_dump_itself(name, tmp_path):
+    text = (DUMPS / name).read_text(encoding="utf-8")
+    path = tmp_path / "quoted.txt"
+    path.write_text("".join(f"> {line}" for line in text.splitlines(keepends=True)), encoding="utf-8")
+    quoted, plain = Facts.load(path), dump(name)
+    assert quoted.origin["format"] == plain.origin["format"] and quoted.gpus == plain.gpus
+    assert quoted.packages == plain.packages and quoted.nvml == plain.nvml

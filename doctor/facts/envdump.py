@@ -113,6 +113,7 @@ def parse(text: str, source: str = "dump") -> dict[str, Any]:
     from doctor import __version__
     from doctor.facts.model import SCHEMA_NAME, SCHEMA_VERSION
 
+    text = _unquote(text)
     fmt = detect(text)
     if fmt is None:
         raise BadBundle(f"{source} is neither a qwen-doctor facts bundle (JSON) nor a vLLM collect_env / SGLang "
@@ -204,6 +205,17 @@ class _Dump:
         if torch and "cuda" not in torch:
             out.append("torch.cuda")
         return out
+
+
+_QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.M)
+
+
+def _unquote(text: str) -> str:
+    """A dump quoted in a reply ("> PyTorch version: ..." on GitHub) without its quote markers, when most of its
+    non-blank lines carry them."""
+    lines = [line for line in text[:200000].splitlines() if line.strip()]
+    quoted = sum(1 for line in lines if line.lstrip().startswith(">"))
+    return _QUOTE.sub("", text) if lines and quoted * 2 > len(lines) else text
 
 
 def _clean(value: str | None) -> str | None:
