@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from doctor import registry, runner  # noqa: E402
 from doctor.context import CheckContext  # noqa: E402
+from doctor.errors import BadBundle  # noqa: E402
 from doctor.facts.model import Facts  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "env-dumps"
@@ -48,13 +49,17 @@ def verdicts(path: Path) -> dict[str, list[str]]:
 
 def score(corpus: Path = CORPUS) -> tuple[list[tuple[str, str, list[str], list[str]]], int, int, int, list[str],
                                          tuple[int, int]]:
-    """(wrong verdicts, verdicts right, verdicts, cases fully right, files where a check crashed,
+    """(wrong verdicts, verdicts right, verdicts, cases fully right, files the reader refused or a check crashed on,
     (the cases' own verdicts right, of how many))."""
     manifest = yaml.safe_load((corpus / "manifest.yaml").read_text(encoding="utf-8"))
     wrong, right, total, cases_right, crashed = [], 0, 0, 0, []
     own_right = own_total = 0
     for case in manifest["cases"]:
-        got = verdicts(corpus / case["file"])
+        try:
+            got = verdicts(corpus / case["file"])
+        except BadBundle as exc:  # the reader refused the dump: every expected verdict is missed
+            got = {}
+            crashed.append(f"{case['file']} (refused: {str(exc).split(': ', 1)[-1][:80]})")
         if any("error" in statuses for statuses in got.values()):
             crashed.append(case["file"])
         ok = True
@@ -82,9 +87,11 @@ def main() -> int:
     if args.misses:
         for file, cid, want, have in wrong:
             print(f"{file}: {cid} wants {'/'.join(want)}, got {'/'.join(have)}")
+        for file in crashed:
+            print(f"crashed or refused: {file}")
     cases = len(manifest["cases"])
     print(f"verdicts right: {right}/{total} ({100 * right / total:.1f}%), of which the cases' own (cause) verdicts "
-          f"{own_right}/{own_total}; dumps fully right: {cases_right}/{cases}; checks crashed on: {len(crashed)}")
+          f"{own_right}/{own_total}; dumps fully right: {cases_right}/{cases}; refused or crashed on: {len(crashed)}")
     return 0 if not wrong and not crashed else 1
 
 

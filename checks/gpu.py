@@ -30,6 +30,16 @@ def _no_gpus(ctx: CheckContext, fact: str | None = None) -> Outcome | None:
     return None
 
 
+def _unknown_capability(ctx: CheckContext) -> Outcome | None:
+    """Skip when a deployment GPU's compute capability is unknown: a dump names the GPU only, and a name such as
+    'NVIDIA vGPU-32GB' (vllm#15513) names no architecture; an unknown capability is not an old one."""
+    unknown = [g for g in select(ctx).used if capability(g) is None]
+    if not unknown:
+        return None
+    names = ", ".join(f"{label(g)} ({g.get('name') or 'unnamed'})" for g in unknown[:4])
+    return skip(f"compute capability not recorded and not known from the name: {names}")
+
+
 @check("QD-GPU-001", "Enough visible GPUs", category="gpu", severity="critical")
 def enough_gpus(ctx: CheckContext) -> Outcome:
     """CUDA_VISIBLE_DEVICES leaves at least TP x PP GPUs visible."""
@@ -57,7 +67,9 @@ def bf16_capable(ctx: CheckContext) -> Outcome:
     """Qwen3.5 ships in bfloat16; GPUs below compute capability 8.0 (V100, T4) cannot run it natively."""
     if (reason := _no_gpus(ctx)) is not None:
         return reason
-    too_old = [g for g in select(ctx).used if (capability(g) or (0, 0)) < BF16]
+    too_old = [g for g in select(ctx).used if capability(g) is not None and capability(g) < BF16]
+    if not too_old and (reason := _unknown_capability(ctx)) is not None:
+        return reason
     if too_old:
         names = ", ".join(f"{label(g)} cc {g.get('compute_capability')}" for g in too_old)
         return fail(f"bf16 needs compute capability >= 8.0: {names}",
@@ -71,7 +83,7 @@ def bf16_capable(ctx: CheckContext) -> Outcome:
 @check("QD-GPU-003", "FP8 compute (compute capability >= 8.9)", category="gpu", severity="medium")
 def fp8_capable(ctx: CheckContext) -> Outcome:
     """FP8 tensor cores need compute capability 8.9 (Ada, Hopper, Blackwell); below, vLLM runs FP8 weight-only."""
-    if (reason := _no_gpus(ctx)) is not None:
+    if (reason := _no_gpus(ctx) or _unknown_capability(ctx)) is not None:
         return reason
     used = select(ctx).used
     wants_fp8 = _wants_fp8(ctx)
@@ -109,7 +121,7 @@ def fp4_capable(ctx: CheckContext) -> Outcome:
     """FP4 tensor cores need Blackwell (compute capability 10.0 / 12.x: vLLM's cutlass_fp4_supported); from 7.5
     the engines fall back to a weight-only Marlin kernel (vLLM and SGLang marlin_utils_fp4.is_fp4_marlin_supported:
     capability >= 75; older SGLang releases require Blackwell), below it NVFP4 checkpoints cannot run."""
-    if (reason := _no_gpus(ctx)) is not None:
+    if (reason := _no_gpus(ctx) or _unknown_capability(ctx)) is not None:
         return reason
     used = select(ctx).used
     unable = [g for g in used if (capability(g) or (0, 0)) < FP4_MARLIN]
@@ -155,7 +167,9 @@ def arch_in_torch(ctx: CheckContext) -> Outcome:
         return skip(f"no known arch list for torch built with CUDA {cuda}")
     source = "as torch reports it" if recorded else f"default wheels for CUDA {cuda}"
     version = (torch or {}).get("version") or "(version not recorded)"
-    missing = [g for g in select(ctx).used if not _runs_on(capability(g), arch)]
+    missing = [g for g in select(ctx).used if capability(g) is not None and not _runs_on(capability(g), arch)]
+    if not missing and (reason := _unknown_capability(ctx)) is not None:
+        return reason
     if missing:
         names = ", ".join(f"{label(g)} sm_{str(g.get('compute_capability')).replace('.', '')}" for g in missing)
         return fail(f"torch {version} has no kernels for {names} (has {', '.join(arch)}; {source})",

@@ -208,3 +208,39 @@ XPU used to build PyTorch    : N/A"""
     found = envdump._Dump(envdump.VLLM)
     envdump._read_vllm(section.split("\n"), found)
     assert found.packages["torch"]["hip"] == "7.2.53211" and found.packages["torch"]["cuda"] is None
+
+
+def verdict(name: str, check_id: str) -> list[str]:
+    facts = dump(name)
+    return [r.status.value for r in run(facts, backend=facts.origin["backend"])[check_id]]
+
+
+def test_a_dump_cut_before_its_driver_lines_skips_the_driver_check_but_no_cuda_still_fails():
+    # vllm#21310 stops in the Python section; vllm#4858 prints "No CUDA" where the driver goes.
+    assert not dump("vllm-21310-rhel-cut-at-python.txt").knows("nvml")
+    assert verdict("vllm-21310-rhel-cut-at-python.txt", "QD-DRV-001") == ["skip"]
+    assert verdict("vllm-4858-no-cuda-gpu.txt", "QD-DRV-001") == ["fail"]
+
+
+def test_a_package_list_alone_and_a_check_env_cut_inside_python_are_read_not_refused():
+    pips = dump("vllm-21689-pip-list-only.txt")
+    assert pips.origin["format"] == envdump.VLLM and pips.package_version("torch") == "2.7.0"
+    assert not pips.knows("packages.vllm") and not pips.knows("nvml")
+    assert dump("sglang-4248-cut-at-python.txt").origin["format"] == envdump.SGLANG
+
+
+def test_a_gpu_whose_name_gives_no_capability_is_skipped_not_failed_as_too_old():
+    # "NVIDIA vGPU-32GB" (vllm#15513) names no architecture; a T4 (sglang#1325) is known to be 7.5.
+    assert verdict("vllm-15513-vgpu-32gb.txt", "QD-GPU-002") == ["skip"]
+    assert verdict("vllm-15513-vgpu-32gb.txt", "QD-GPU-004") == ["skip"]
+    assert verdict("sglang-1325-t4-bf16.txt", "QD-GPU-002") == ["fail"]
+
+
+@pytest.mark.parametrize("name", ["healthy-vllm-12378-a100-40gb.txt", "sglang-2805-a40-0.4.0.txt"])
+def test_a_dump_quoted_in_a_reply_reads_as_the_dump_itself(name, tmp_path):
+    text = (DUMPS / name).read_text(encoding="utf-8")
+    path = tmp_path / "quoted.txt"
+    path.write_text("".join(f"> {line}" for line in text.splitlines(keepends=True)), encoding="utf-8")
+    quoted, plain = Facts.load(path), dump(name)
+    assert quoted.origin["format"] == plain.origin["format"] and quoted.gpus == plain.gpus
+    assert quoted.packages == plain.packages and quoted.nvml == plain.nvml

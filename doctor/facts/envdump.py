@@ -20,7 +20,11 @@ compatible with the current PyTorch installation. The current PyTorch install su
 version 11040)", "CUDA initialization: ...".
 
 A dump holds far less than a bundle: what it does not hold is listed in `origin.unknown` (Facts.knows), so the
-checks skip instead of taking an absent fact for a good one. Text in neither format is a one-line BadBundle.
+checks skip instead of taking an absent fact for a good one. Pastes are often cut off (an issue excerpt, a
+<details> block): a collect_env paste cut down to its "[pip3] name==version" lines (vllm#21689) and a check_env
+paste cut inside its "Python:" line after the `sglang.check_env` command (sglang#4248) are still read; one that
+stops before its driver / GPU lines records "nvml" as unknown, so QD-DRV-001 skips rather than reporting no driver
+(vllm#21310, #26349, #46179). Text in neither format is a one-line BadBundle.
 """
 
 from __future__ import annotations
@@ -94,9 +98,13 @@ def detect(text: str) -> str | None:
     if re.search(r"^PyTorch version\s*:", head, re.M) and re.search(
             r"^(CUDA used to build PyTorch|Is CUDA available|Nvidia driver version|vLLM Version)\s*:", head, re.M):
         return VLLM
-    if re.search(r"(^|\s)Python: \S", head) and re.search(r"(^|\s)(CUDA available|ROCM available|PyTorch|sglang): ",
-                                                           head):
+    python = re.search(r"(^|\s)Python: \S", head)
+    if python and (re.search(r"(^|\s)(CUDA available|ROCM available|PyTorch|sglang): ", head)
+                   or "sglang.check_env" in head):
         return SGLANG
+    # A paste cut down to collect_env's package list (vllm#21689): "[pip3] torch==2.7.0" is its own format.
+    if re.search(r"^\s*\[pip3?\] [A-Za-z0-9_.-]+==\S", head, re.M):
+        return VLLM
     return None
 
 
@@ -105,6 +113,7 @@ def parse(text: str, source: str = "dump") -> dict[str, Any]:
     from doctor import __version__
     from doctor.facts.model import SCHEMA_NAME, SCHEMA_VERSION
 
+    text = _unquote(text)
     fmt = detect(text)
     if fmt is None:
         raise BadBundle(f"{source} is neither a qwen-doctor facts bundle (JSON) nor a vLLM collect_env / SGLang "
@@ -139,6 +148,7 @@ class _Dump:
         self.torch_runtime: dict[str, Any] = {}
         self.gpus: dict[int, dict[str, Any]] = {}
         self.gpus_listed = False        # the dump has a GPU list (possibly "No CUDA": none)
+        self.driver_seen = False        # the dump reaches its CUDA / driver / GPU lines (a paste is often cut before)
         self.no_cuda = False
         self.mig_known = False
         self.driver: str | None = None
@@ -181,6 +191,8 @@ class _Dump:
 
     def unknown(self) -> list[str]:
         out = list(ALWAYS_UNKNOWN)
+        if not (self.driver_seen or self.gpus or self.driver or self.cuda_driver or self.no_cuda):
+            out.append("nvml")
         if not self.gpus_listed and not self.gpus:
             out.append("gpus")
         if not self.mig_known:
@@ -193,6 +205,17 @@ class _Dump:
         if torch and "cuda" not in torch:
             out.append("torch.cuda")
         return out
+
+
+_QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.M)
+
+
+def _unquote(text: str) -> str:
+    """A dump quoted in a reply ("> PyTorch version: ..." on GitHub) without its quote markers, when most of its
+    non-blank lines carry them."""
+    lines = [line for line in text[:200000].splitlines() if line.strip()]
+    quoted = sum(1 for line in lines if line.lstrip().startswith(">"))
+    return _QUOTE.sub("", text) if lines and quoted * 2 > len(lines) else text
 
 
 def _clean(value: str | None) -> str | None:
@@ -233,6 +256,8 @@ def _read_vllm(lines: list[str], dump: _Dump) -> None:
             i += 1
             continue
         key, value = m["key"].strip(), (m["value"] or "").strip()
+        if key in ("Nvidia driver version", "GPU models and configuration"):
+            dump.driver_seen = True
         if key == "GPU models and configuration":
             i = _read_gpu_list(lines, i + 1, value, dump)
             continue
@@ -370,6 +395,9 @@ def _read_sglang(lines: list[str], dump: _Dump) -> None:
             i = _read_topology(lines, i + 1, dump)
             continue
         i += 1
+        if _SG_GPU.match(key) or key in ("CUDA Driver Version", "CUDA Driver Versions") or (
+                key in ("CUDA available", "ROCM available") and value.lower() != "true"):
+            dump.driver_seen = True     # with CUDA available check_env goes on to list the GPUs and the driver
         if gpu := _SG_GPU.match(key):
             for index in (int(x) for x in gpu["ids"].split(",")):
                 if gpu["cc"]:
