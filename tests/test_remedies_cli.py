@@ -56,8 +56,8 @@ def test_show_in_the_terminal_prints_no_raw_markdown():
     from remedies.terminal import render_entry_terminal
 
     for remedy in load_catalogue():
+        sample_lines = {part.strip() for sample in remedy.samples for part in sample.splitlines()}
         shown = [line for line in render_entry_terminal(remedy).splitlines()
-                 if not line.lstrip().startswith(("Matches:", "- ")) and line not in remedy.samples
-                 and line.strip() not in remedy.samples]
+                 if not line.lstrip().startswith(("Matches:", "- ")) and line.strip() not in sample_lines]
         text = "\n".join(shown)
         assert "###" not in text and "**" not in text and "```" not in text and "`" not in text, remedy.id
