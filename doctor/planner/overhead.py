@@ -65,7 +65,7 @@ from dataclasses import dataclass
 
 from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import Coefficients, current
-from doctor.planner.config import ServeConfig
+from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
 from doctor.planner.flags import vllm_batch_defaults_of
 from doctor.planner.hardware import GIB, MIB, GPU
 from doctor.planner.versions import vllm_rules
@@ -92,10 +92,10 @@ def vllm_batch_defaults(gpu: GPU, version: str | None = None) -> tuple[int, int]
     if gpu.unified:
         return 2048, 256
     total = gpu.usable_bytes
-    extracted = vllm_batch_defaults_of(version or "0.26.0", total, gpu.name, gpu.capability)
+    extracted = vllm_batch_defaults_of(version or ASSUMED_VLLM_VERSION, total, gpu.name, gpu.capability)
     if extracted is not None:
         return extracted
-    rules = vllm_rules(version or "0.26.0")
+    rules = vllm_rules(version or ASSUMED_VLLM_VERSION)
     if rules.large_gpu_batch_defaults and total >= 160 * GIB:
         return 16384, 1024
     if total >= 70 * GIB and "A100" not in gpu.name.upper():
@@ -166,7 +166,7 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
     h = spec.hidden_size
     inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
     topk = spec.moe.experts_per_token
-    rules = vllm_rules(cfg.backend_version or "0.26.0")
+    rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
     chunk = rules.fused_moe_chunk
     m = min(tokens, chunk) if chunk else tokens
     if not triton_experts(spec, cfg, capability):
@@ -307,7 +307,7 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
     """The sizes vLLM's profile run and graph capture work on for this configuration. Only the last pipeline
     stage runs the dummy sampler (profile_run: `if get_pp_group().is_last_rank`, 0.11.2-0.32.0); every TP rank
     of it does."""
-    rules = vllm_rules(cfg.backend_version or "0.26.0")
+    rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
     tokens, seqs = vllm_batch_defaults(gpu, rules.version)
     tokens = cfg.max_num_batched_tokens or tokens
     seqs = cfg.max_num_seqs or seqs
@@ -361,7 +361,7 @@ def uma_host_bytes(coef: Coefficients) -> int:
 def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> VllmOverhead:
     """Each overhead term for one rank of this configuration on this GPU (of the last pipeline stage, else of
     an earlier one), under cfg.backend_version's rules and the coefficients in force (coefficients.current())."""
-    rules = vllm_rules(cfg.backend_version or "0.26.0")
+    rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
     coef = current()
     inputs = overhead_inputs(spec, cfg, gpu, last_stage)
     non_torch = coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)

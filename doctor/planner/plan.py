@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from doctor.models.spec import ModelSpec
-from doctor.planner.config import ServeConfig
+from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
 from doctor.planner.drafters import drafter_capacity, drafter_of, sglang_drafter_cell_bytes
 from doctor.planner.divisibility import RuleResult, check_divisibility, valid_tensor_parallel_sizes
 from doctor.planner.hardware import GIB, Hardware
@@ -109,7 +109,7 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
             full += drafter.num_layers    # identical KV spec: the drafter's layers join the target's groups
         layout = vllm_layout(spec, cfg, full, linear)
         cap = vllm_capacity(layout, cache, max_len, cfg)
-        use_concurrency = vllm_rules(cfg.backend_version or "0.26.0").tokens_from_concurrency
+        use_concurrency = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION).tokens_from_concurrency
         tokens, concurrency = (cap.tokens if use_concurrency else cap.legacy_tokens), cap.max_concurrency
         if drafter is not None and not drafter.same_kv_spec_as(spec, cfg.tp):
             draft = drafter_capacity(spec, cfg, drafter, layout, full, linear, cache, max_len,
