@@ -85,37 +85,31 @@ def rules_of(cfg: ServeConfig) -> SglangRules:
     return sglang_rules(cfg.backend_version or SGLANG_READ[-1])
 
 
+def gpu_size_defaults(total_bytes: int, tp: int, rules: SglangRules) -> tuple[int, int]:
+    """SGLang's per-GPU-size defaults for a GPU of `total_bytes` (the driver's total): (--chunked-prefill-size,
+    decode --cuda-graph-max-bs) at this TP (versions.sglang_rules)."""
+    gpu_mem = total_bytes / MIB
+    if gpu_mem < 20 * 1024:
+        return 2048, 8
+    if gpu_mem < 35 * 1024:
+        small_chunk, small_bs, large_tp_bs = rules.small_gpu_defaults
+        return small_chunk, (small_bs if tp < 4 else large_tp_bs)
+    if gpu_mem < 60 * 1024:
+        return 4096, (32 if tp < 4 else 160)
+    if gpu_mem < 160 * 1024:
+        return 8192, (256 if tp < 4 else 512)
+    return 16384, 512
+
+
 def decode_graph_max_bs(total_bytes: int, cfg: ServeConfig, rules: SglangRules) -> int:
     """The decode CUDA-graph batch limit the reserve counts: --cuda-graph-max-bs as given, else the default for
     the GPU size and TP, from 0.5.22 no larger than --max-running-requests (versions.sglang_rules)."""
     if cfg.cuda_graph_max_bs is not None:
         return cfg.cuda_graph_max_bs
-    gpu_mem = total_bytes / MIB
-    if gpu_mem < 20 * 1024:
-        graph_bs = 8
-    elif gpu_mem < 35 * 1024:
-        graph_bs = rules.small_gpu_defaults[1 if cfg.tp < 4 else 2]
-    elif gpu_mem < 60 * 1024:
-        graph_bs = 32 if cfg.tp < 4 else 160
-    elif gpu_mem < 160 * 1024:
-        graph_bs = 256 if cfg.tp < 4 else 512
-    else:
-        graph_bs = 512
+    graph_bs = gpu_size_defaults(total_bytes, cfg.tp, rules)[1]
     if rules.decode_graph_capped_by_running and cfg.max_num_seqs is not None:
         graph_bs = min(graph_bs, cfg.max_num_seqs)
     return graph_bs
-
-
-def default_chunked_prefill_size(total_bytes: int, rules: SglangRules) -> int:
-    """SGLang's default --chunked-prefill-size for a GPU of `total_bytes` (the driver's total)."""
-    gpu_mem = total_bytes / MIB
-    if gpu_mem < 20 * 1024:
-        return 2048
-    if gpu_mem < 35 * 1024:
-        return rules.small_gpu_defaults[0]
-    if gpu_mem < 60 * 1024:
-        return 4096
-    return 8192 if gpu_mem < 160 * 1024 else 16384
 
 
 def default_mem_fraction_static(total_bytes: int, cfg: ServeConfig, spec: ModelSpec) -> float:
@@ -123,7 +117,7 @@ def default_mem_fraction_static(total_bytes: int, cfg: ServeConfig, spec: ModelS
     (versions.sglang_rules)."""
     rules = rules_of(cfg)
     gpu_mem = total_bytes / MIB
-    chunk = cfg.max_num_batched_tokens or default_chunked_prefill_size(total_bytes, rules)
+    chunk = cfg.max_num_batched_tokens or gpu_size_defaults(total_bytes, cfg.tp, rules)[0]
     reserved = 512 + max(chunk, 2048) * 1.5 + cfg.tp * cfg.pp / 8 * 1024
     if not cfg.enforce_eager:
         reserved += decode_graph_max_bs(total_bytes, cfg, rules) * 2
