@@ -164,7 +164,6 @@ def band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tuple[floa
 # ("plan": planned end to end from model, GPUs and flags; "pools": the pools recomputed from the logged free
 # memory around the weights load, which tests the pool accounting alone), never `predict`, so the vLLM fit above
 # never sees them.
-_SG_FRACTION = re.compile(r"mem_fraction_static=([\d.]+)")
 
 
 @dataclass(frozen=True)

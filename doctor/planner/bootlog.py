@@ -110,11 +110,6 @@ def read_log_text(source: str) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def read_boot_log(path: str) -> BootLog:
-    """Read a vLLM boot log (bounded); a log without the memory lines is a PlanInputError."""
-    return boot_log_from_text(read_log_text(path), path)
-
-
 def boot_log_from_text(text: str, path: str) -> BootLog:
     """The vLLM boot figures of `text` read from `path`; PlanInputError without the memory lines."""
     boot = parse_boot_log(text)
