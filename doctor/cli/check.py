@@ -8,8 +8,8 @@ import click
 
 from doctor.cli import options
 
-# The default of the installed vLLM's own flag (flag schemas, doctor/flags/schemas; tests/test_check_utilization_default.py
-# holds this sentence to every shipped schema).
+# The default of the installed vLLM's own flag (flag schemas, doctor/flags/schemas;
+# tests/test_check_utilization_default.py holds this sentence to every shipped schema).
 GPU_MEMORY_UTILIZATION_HELP = (
     "vLLM's --gpu-memory-utilization (default: the installed vLLM version's own: 0.9 up to 0.19, 0.92 from 0.20, "
     "decided at startup from 0.34; 0.26's 0.92 when the version is not known).")
