@@ -3,7 +3,7 @@
 # Before it: one device call per part copies /tmp/g/partNN: the SGLang 0.5.16 set
 # (tests/fixtures/h200-rehearsal/sglang-wheels.yaml) plus the vLLM 0.26.0 set's dependencies
 # (../shared/gpu-rehearsal/wheels.txt), packed in 52 MiB parts with install.sh (scripts/h200_install_set.sh)
-# in part01; the vLLM wheel itself, for vLLM runs, in /tmp/g/vpartNN. Usage: OUT=DIR bash scripts/h200_rehearsal.sh sglang|vllm-fp8-vision [TIMEOUT_S]
+# in part01; the vLLM wheel itself, for vLLM runs, in /tmp/g/vpartNN. Usage: OUT=DIR bash scripts/h200_rehearsal.sh sglang|sglang-NAME|vllm-fp8-vision [TIMEOUT_S]  (sglang-NAME: tests/fixtures/h200-rehearsal/sglang-h200-NAME.yaml)
 set -uo pipefail
 what="${1:?usage: h200_rehearsal.sh sglang|vllm-fp8-vision [TIMEOUT_S [DEPLOY_OPTION ...]]}"
 wait_s="${2:-430}"
@@ -15,7 +15,7 @@ if [ ! -f /tmp/site/env.sh ]; then
   bash /tmp/g/part01/install.sh /tmp/g /tmp/site > "$OUT/install.txt" 2>&1 || { tail -20 "$OUT/install.txt"; exit 3; }
 fi
 . /tmp/site/env.sh
-if [ "$what" != sglang ] && ! python3 -c 'import vllm' 2>/dev/null; then
+if [ "${what%%-*}" != sglang ] && ! python3 -c 'import vllm' 2>/dev/null; then
   cat $(ls /tmp/g/vpart*/vllm-*.split-* | LC_ALL=C sort -t/ -k5) > /tmp/g/vllm-0.26.0-cp38-abi3-manylinux_2_28_x86_64.whl
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site /tmp/g/vllm-0.26.0-*.whl
 fi
@@ -33,6 +33,7 @@ for name in ("torch", "transformers", "flashinfer", "xgrammar", "vllm", "sglang"
 PY
 case "$what" in
   sglang) profile=tests/fixtures/h200-rehearsal/sglang-h200.yaml; model=() ;;
+  sglang-*) profile=tests/fixtures/h200-rehearsal/sglang-h200-${what#sglang-}.yaml; model=() ;;
   vllm-fp8-vision) profile=tests/fixtures/h200-rehearsal/vllm-h200.yaml; model=(--model fp8) ;;
   *) echo "unknown run $what"; exit 2 ;;
 esac
