@@ -68,6 +68,7 @@ def table(title: str, rows: list[Residual]) -> tuple[list[float], list[float]]:
 def sglang_region(entries: list[dict]) -> dict:
     """The span of the SGLang boots planned end to end: an SGLang plan outside it prints "error not measured"."""
     from doctor.models import get_model
+    from doctor.planner.config import ServeConfig
     from doctor.planner.hardware import GIB, parse_gpus
 
     planned = [e for e in entries if "plan" in ([e["sglang_predict"]] if isinstance(e.get("sglang_predict"), str)
@@ -78,19 +79,21 @@ def sglang_region(entries: list[dict]) -> dict:
             "max_tp": max(int(e["flags"].get("tp", 1)) for e in planned),
             "versions": sorted({str(e["sglang"]) for e in planned}),
             "quantization": sorted({get_model(e["model"]).quantization.method for e in planned}),
-            "default_fraction": any(e["flags"].get("mem_fraction_static") is None for e in planned)}
+            "default_fraction": any(e["flags"].get("mem_fraction_static") is None for e in planned),
+            "speculative": sorted({ServeConfig(backend="sglang", **e["flags"]).speculative_kind for e in planned})}
 
 
 def sglang_table(rows: list[SglangResidual]) -> dict:
     """SGLang boots (tests/data/published_kv/sglang*.yaml): KV tokens, mamba slots, running requests and
     weights, planned vs logged; returns the summary --write stores under `sglang`."""
     print("\nSGLang (mode plan: end to end; pools: from the logged free memory around the weights load)")
-    print(f"{'boot':<36} {'version':<26} {'mode':<6} {'KV tokens logged':>16} {'planned':>10} {'error':>7}   "
+    width = max([len(r.id) for r in rows] + [4])
+    print(f"{'boot':<{width}} {'version':<26} {'mode':<6} {'KV tokens logged':>16} {'planned':>10} {'error':>7}   "
           f"{'slots':>5} {'planned':>7}   {'running':>7} {'planned':>7}   {'weights':>7} {'planned':>7} {'error':>7}")
     for r in rows:
         lw = f"{r.logged_weights_gib:.2f}" if r.logged_weights_gib is not None else "-"
         pw = f"{r.planned_weights_gib:.2f}" if r.planned_weights_gib is not None else "-"
-        print(f"{r.id:<36} {r.version:<26} {r.mode:<6} {r.logged_tokens:>16,} {r.planned_tokens:>10,} "
+        print(f"{r.id:<{width}} {r.version:<26} {r.mode:<6} {r.logged_tokens:>16,} {r.planned_tokens:>10,} "
               f"{pct(r.tokens_error):>7}   {r.logged_slots or '-':>5} {r.planned_slots:>7}   "
               f"{r.logged_running or '-':>7} {r.planned_running:>7}   {lw:>7} {pw:>7} {pct(r.weights_error):>7}")
     kv = [abs(r.tokens_error) for r in rows]

@@ -16,6 +16,8 @@ from doctor.deploy.follower import LogFollower
 from doctor.deploy.phases import phase_table
 from doctor.facts.model import Facts
 from doctor.planner import GPU, Hardware, ServeConfig, plan
+from doctor.planner.hardware import GIB
+from doctor.planner.sglang_kv import mtp_own_embed_head_bytes
 from doctor.models import get_model
 
 HERE = Path(__file__).parent / "fixtures" / "h200-rehearsal"
@@ -147,7 +149,8 @@ def replay_sglang(name: str) -> LogFollower:
     return follower
 
 
-@pytest.mark.parametrize("name", ["sglang-bf16-vision", "sglang-fp8-vision"])
+@pytest.mark.parametrize("name", ["sglang-bf16-vision", "sglang-fp8-vision", "sglang-default-fraction", "sglang-mtp",
+                                  "sglang-mtp-32k"])
 def test_sglang_boots_pass_every_exercise(name: str) -> None:
     res = results(name)
     for check in ("START", "MODELS", "CHAT", "STREAM", "JSON", "REASONING", "BURST", "ALIVE", "STOP"):
@@ -173,16 +176,43 @@ def test_recorded_sglang_figures_are_those_the_log_says(boot: dict) -> None:
     assert f"#tokens: {got['kv_tokens']}, K size: {got['k_gib']:.2f} GB, V size: {got['v_gib']:.2f} GB" in log
     assert f"max_total_num_tokens={got['kv_tokens']}," in log
     assert f"max_running_requests={got['max_running_requests']}," in log
-    assert f"mem_fraction_static={boot['config']['mem_fraction_static']}," in log
+    fraction = boot["config"]["mem_fraction_static"] or got["mem_fraction_static"]   # null: SGLang's default
+    assert f"mem_fraction_static={fraction}," in log
 
 
 @pytest.mark.parametrize("boot", FIGURES["sglang_boots"], ids=lambda b: b["name"])
 def test_sglang_kv_logged_matches_the_plan_for_that_version_within_tolerance(boot: dict) -> None:
     gpu = h200()
     c = boot["config"]
-    cfg = ServeConfig(backend="sglang", max_model_len=c["context_length"], backend_version=c["backend_version"],
-                      mem_fraction_static=c["mem_fraction_static"], language_model_only=not c["vision_tower"])
-    assert_planned_within_tolerance(boot, cfg, gpu)
+    assert_planned_within_tolerance(boot, sglang_config(c), gpu)
+
+
+def sglang_config(c: dict) -> ServeConfig:
+    """The planner's view of a recorded SGLang boot's flags (NEXTN: the checkpoint's MTP head, steps tokens)."""
+    spec = c.get("speculative") or {}
+    return ServeConfig(backend="sglang", max_model_len=c["context_length"], backend_version=c["backend_version"],
+                       mem_fraction_static=c["mem_fraction_static"], language_model_only=not c["vision_tower"],
+                       max_num_seqs=c.get("max_running_requests"), mtp_tokens=spec.get("num_steps", 0),
+                       speculative_method=spec.get("algorithm", "").lower() or None)
+
+
+MTP_BOOTS = [b for b in FIGURES["sglang_boots"] if b["config"].get("speculative")]
+
+
+@pytest.mark.parametrize("boot", MTP_BOOTS, ids=lambda b: b["name"])
+def test_an_sglang_mtp_boot_is_planned_to_its_slots_running_requests_and_a_fifth_of_a_percent(boot: dict) -> None:
+    c, got = boot["config"], boot["logged"]
+    p = plan(get_model(c["model"]), Hardware(h200(), c["tp"]), sglang_config(c))
+    rank = p.ranks[0]
+    assert (rank.mamba_slots, rank.max_running_requests) == (got["mamba_slots"], got["max_running_requests"])
+    assert abs(rank.kv_tokens / got["kv_tokens"] - 1) < 0.002
+    # the MTP head's own load: its layer plus the embedding and lm_head it builds before taking the target's
+    log = (HERE / boot["log"]).read_text(errors="replace")
+    assert "type=Qwen3_5ForCausalLMMTP, avail mem=" in log and f"mem usage={got['mtp_load_gib']:.2f} GB." in log
+    own = rank.weights["mtp"] + mtp_own_embed_head_bytes(get_model(c["model"]), sglang_config(c))
+    assert abs(own / GIB - got["mtp_load_gib"]) < 0.01
+    # the draft worker's KV pool: the target's token count over the MTP layer, outside the fraction
+    assert abs(rank.drafter_kv_bytes / GIB - got["draft_kv_gib"]) < 0.01
 
 
 def test_the_sglang_runs_pinned_the_transformers_and_tokenizers_sglang_asks_for() -> None:

@@ -288,7 +288,8 @@ def test_an_sglang_plan_says_whether_its_version_s_formula_was_read():
     assert "SGLang 0.5.40 not read" in unread
 
 
-def test_an_sglang_band_is_measured_only_where_a_logged_boot_chose_its_fraction_the_same_way():
+def test_an_sglang_band_is_measured_only_where_a_logged_boot_chose_its_fraction_and_drafter_the_same_way():
+    from doctor.planner.accuracy import sglang_band
     from doctor.planner.plan import plan
     from doctor.planner.render import band_text
 
@@ -296,8 +297,13 @@ def test_an_sglang_band_is_measured_only_where_a_logged_boot_chose_its_fraction_
     chosen = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.16",
                                                   mem_fraction_static=0.8)))
     default = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.16")))
-    assert chosen.startswith("± ") and "default" not in chosen
-    assert "error not measured" in default and "--mem-fraction-static left to its default" in default
+    mtp = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.16", mtp_tokens=3)))
+    # the H200 boots include one with the fraction left to SGLang's default and two with NEXTN on the MTP head
+    assert chosen.startswith("± ") and default.startswith("± ") and mtp.startswith("± ")
+    rel, why = sglang_band(hw.gpu.usable_bytes, 1, "0.5.16", "none", default_fraction=True, speculative="dflash")
+    assert rel is None and "speculative decoding by dflash" in why
+    rel, why = sglang_band(hw.gpu.usable_bytes, 1, "0.5.16", "none", speculative="none")
+    assert rel is not None
 
 
 def test_limit_mm_per_prompt_caps_the_profiled_images_and_all_zero_is_language_model_only():

@@ -13,7 +13,7 @@ from doctor.planner import ServeConfig, parse_gpus, plan
 from doctor.planner.accuracy import calibration, sglang_residual, sglang_residuals
 from doctor.planner.hardware import GIB, MIB, GPU
 from doctor.planner.errors import PlanInputError
-from doctor.planner.sglang_kv import (POST_LOAD_BYTES, context_bytes, decode_graph_max_bs, default_mem_fraction_static,
+from doctor.planner.sglang_kv import (POST_LOAD_BYTES, context_bytes, mtp_own_embed_head_bytes, decode_graph_max_bs, default_mem_fraction_static,
                                       mamba_cache_per_req, mamba_ratio, prefill_capture_sizes, sglang_capacity,
                                       sglang_pools)
 from doctor.planner.versions import sglang_rules
@@ -196,14 +196,18 @@ def test_mtp_states_and_draft_kv_per_version():
     k = int(rest * 0.9 / 1.9 // (PER_REQ * (1 + 4 / 5)))
     assert new_mtp.mamba_slots == k
     assert new_mtp.max_total_num_tokens == (rest - k * PER_REQ - min(48, k // 5) * 4 * PER_REQ) // CELL
-    # from 0.5.14 the MTP layer's KV is priced into the target's cell: x (1 + 1 / 10)
+    # the checkpoint's MTP head (NEXTN without a draft path) keeps the target's cell in every version: its KV is
+    # the draft worker's own pool (spec_aux_hidden_state.py reads draft layers only from a draft path)
     gpu = parse_gpus("1xH200").gpu
     weights = {"total": 66 * GIB, "mtp": GIB}
     caps = {v: sglang_capacity(BF16, sglang(v, mtp_tokens=3, mem_fraction_static=0.8), gpu, weights, GIB // 2,
                                (0, 40), [(0, 40)], 262144) for v in ("0.5.9", "0.5.14")}
-    assert {v: c.cell_size for v, c in caps.items()} == {"0.5.9": CELL, "0.5.14": int(CELL * 1.1)}
-    # ... and the drafter is loaded before the pools are sized: its weights leave the rest; 0.5.9 loads it after
-    assert caps["0.5.9"].rest - caps["0.5.14"].rest == pytest.approx(GIB, abs=2)
+    assert {v: c.cell_size for v, c in caps.items()} == {"0.5.9": CELL, "0.5.14": CELL}
+    # from 0.5.14 the head loads before the pools are sized: its layer and the embedding and lm_head it builds for
+    # itself leave the rest; 0.5.9 loads it after
+    own = mtp_own_embed_head_bytes(BF16, sglang("0.5.14", mtp_tokens=3))
+    assert own == 2 * 248320 * 2048 * 2
+    assert caps["0.5.9"].rest - caps["0.5.14"].rest == pytest.approx(GIB + own, abs=2)
 
 
 def test_pipeline_stages_price_all_or_the_largest_stage_s_gdn_layers():

@@ -221,7 +221,9 @@ def sglang_residual(entry: dict[str, Any], mode: str | None = None) -> SglangRes
     if mode == "plan":
         p = plan(get_model(entry["model"]), parse_gpus(entry["gpus"]), cfg)
         rank = min(p.ranks, key=lambda r: r.kv_tokens)
-        planned = (rank.kv_tokens, rank.mamba_slots, rank.max_running_requests, rank.weights["total"] / GIB)
+        # the first "Load weight end" line is the target's load: the MTP head / drafter loads on its own line
+        target = rank.weights["total"] - rank.weights.get("mtp", 0) - rank.weights.get("drafter", 0)
+        planned = (rank.kv_tokens, rank.mamba_slots, rank.max_running_requests, target / GIB)
     elif mode == "pools":
         end = _sglang_found(entry, LOAD_END)
         if end is None or weights is None or cfg.mem_fraction_static is None:
@@ -253,10 +255,11 @@ def sglang_residuals(entries: list[dict[str, Any]]) -> list[SglangResidual]:
 
 
 def sglang_band(gpu_bytes: int, tp: int, version: str, quantization: str,
-                default_fraction: bool = False) -> tuple[float | None, str]:
+                default_fraction: bool = False, speculative: str = "none") -> tuple[float | None, str]:
     """(relative band, why) of an SGLang plan: the largest KV-token residual over the logged SGLang boots
     (calibration.yaml `sglang`) where the plan is inside the span of the boots planned end to end, else None.
-    A plan that leaves --mem-fraction-static to SGLang's default formula is inside only if a logged boot did."""
+    A plan that leaves --mem-fraction-static to SGLang's default formula, or drafts with `speculative`
+    (ServeConfig.speculative_kind), is inside only if a logged boot did."""
     cal = calibration().get("sglang") or {}
     region = cal.get("region") or {}
     if not region:
@@ -272,6 +275,8 @@ def sglang_band(gpu_bytes: int, tp: int, version: str, quantization: str,
         outside.append(f"{quantization} checkpoints")
     if default_fraction and not region.get("default_fraction"):
         outside.append("--mem-fraction-static left to its default")
+    if speculative not in region.get("speculative", ["none"]):
+        outside.append(f"speculative decoding by {speculative}")
     if outside:
         return None, "outside the logged SGLang boots (" + ", ".join(outside) + ")"
     return float(cal["kv_tokens_max_abs_error"]), (f"largest residual over {cal['boots']} logged SGLang boots "

@@ -72,6 +72,13 @@ class ServeConfig:
         return bool(self.mtp_tokens) and self.drafter is None and (self.speculative_method or "").lower() in MTP_METHODS
 
     @property
+    def speculative_kind(self) -> str:
+        """What drafts the tokens: "none", "mtp" (the checkpoint's own MTP head) or the drafter's method."""
+        if not self.mtp_tokens:
+            return "none"
+        return "mtp" if self.uses_mtp_head else (self.speculative_method or "").lower()
+
+    @property
     def prefix_caching_on(self) -> bool:
         """Prefix caching as set, or on (plan() resolves None to the version's default first)."""
         return self.prefix_caching is not False

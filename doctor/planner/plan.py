@@ -141,6 +141,10 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
             tokens, running = pools.max_total_num_tokens, pools.max_running_requests
         else:
             draft_pool = tokens * drafter.num_layers * drafter.kv_bytes_per_token_per_layer(spec, cfg)
+    elif cfg.uses_mtp_head and pp_rank == cfg.pp - 1:
+        # the checkpoint's MTP head (NEXTN without a draft path): its KV is the draft worker's own pool of the
+        # target's token count, outside the static fraction (sglang_kv.mtp_own_embed_head_bytes)
+        draft_pool = tokens * spec.mtp_layers * kv_bytes_per_token_per_layer(spec, cfg)
     concurrency = tokens / max_len if max_len else 0.0
     return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cap.rest,
                     tokens, concurrency, mamba_slots=cap.mamba_slots,
@@ -183,7 +187,7 @@ def _problems(plan: Plan) -> list[str]:
             out.append("Not enough memory. Please try to increase --mem-fraction-static.")
         elif r.drafter_kv_bytes and r.budget_bytes + r.weights.get("drafter", 0) + r.drafter_kv_bytes \
                 > hw.gpu.usable_bytes - r.overhead_bytes:     # SGLang's budget is a share of the pre-load free memory
-            out.append(f"The drafter's weights ({r.weights['drafter'] / GIB:.2f} GiB) and its KV pool "
+            out.append(f"The drafter's weights ({r.weights.get('drafter', 0) / GIB:.2f} GiB) and its KV pool "
                        f"({r.drafter_kv_bytes / GIB:.2f} GiB for {r.kv_tokens:,} tokens) do not fit beside the "
                        f"static pool (stage {r.pp_rank}); lower --mem-fraction-static")
         elif r.max_concurrency < 1:

@@ -40,7 +40,7 @@ def band_text(p: Plan) -> str:
                        else f"; SGLang {version} not read: the default --mem-fraction-static of the nearest read "
                             "version applies")
         rel, why = sglang_band(p.hardware.gpu.usable_bytes, p.config.tp, version, p.model.quantization.method,
-                               default_fraction=default)
+                               default_fraction=default, speculative=p.config.speculative_kind)
         if rel is not None:
             return f"± {rel:.1%} ({why}{formula})"
         return f"SGLang: error not measured ({why}{formula})"

@@ -16,8 +16,11 @@ mem_cache/kv_cache_configurator.py _profile_available_bytes from 0.5.16), per ve
   then takes slots x mamba_cache_per_req off the rest (MambaPool allocates one padding slot more, priced from
   0.5.18: slots = (budget - per_req) // per_req, (slots + 1) x per_req off the rest).
 - tokens = int(rest x 2^30) // cell // page_size x page_size (--page-size: ServeConfig.block_size); the cell
-  counts only full-attention layers, x (1 + draft layers / full layers) for EAGLE / NEXTN (MTP) from 0.5.14
-  (pool_configurator.py); DFLASH is priced into the cell from 0.5.11 (scale_kv_cell_size_per_token_for_dflash)
+  counts only full-attention layers, x (1 + draft layers / full layers) from 0.5.14 for an EAGLE / STANDALONE
+  drafter given by --speculative-draft-model-path (pool_configurator.py; spec_aux_hidden_state.py reads the
+  draft's layer count only from a draft path, or from 0.5.20 from the target config's num_nextn_predict_layers,
+  which Qwen3.5's config does not have): NEXTN on the checkpoint's own MTP head keeps the target's cell and its
+  draft worker allocates a KV pool of the same token count outside the fraction (H200 0.5.16 boots); DFLASH is priced into the cell from 0.5.11 (scale_kv_cell_size_per_token_for_dflash)
   and by the drafter's own geometry from 0.5.18 (drafters.py sglang_drafter_cell_bytes).
 - max_running_requests = clamp(tokens / context_len x 512, 2048, 4096) (or --max-running-requests), <= tokens // 2
   from 0.5.14, and <= slots // mamba ratio (mamba_ratio): 3 per request (MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO)
@@ -32,7 +35,8 @@ split, 0.5.14+ solves slots x per_req x (1 + D / ratio) = mamba budget and takes
 min(48, slots // ratio) requests off the rest.
 Verified against real boots in tests/data/published_kv/sglang*.yaml (bench/plan_accuracy.py): the H200 0.5.16
 BF16 / FP8 boots (in-sample for the three measured constants) and a 2 x RTX 4090 boot of Qwen3.5-9B (pools, out of
-sample). Unverified: any MTP / drafter boot (no logged one), the context on other GPUs and TP > 2, pages > 1 (0.5.16
+sample), and two NEXTN (MTP) boots on the H200 (0.5.16: the MTP load holds its own embedding and lm_head while
+the pools are sized, mtp_own_embed_head_bytes). Unverified: EAGLE / DFLASH drafter boots, the context on other GPUs and TP > 2, pages > 1 (0.5.16
 picks page 64 with trtllm_mha on SM100 when extra_buffer is on: _qwen3_5_hybrid_overrides), DP attention
 (attn_dp_size), PP (SGLang's stage split is taken as vLLM's).
 This is the real meaning of the article's invented "radix table sizing" (`radix_size=`).
@@ -42,7 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from doctor.models.spec import ModelSpec
+from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.drafters import NO_MODEL_METHODS
 from doctor.planner.config import ServeConfig
 from doctor.planner.hardware import GIB, GPU, MIB
@@ -256,14 +260,21 @@ def mamba_cache_per_req(spec: ModelSpec, cfg: ServeConfig, stages: list[tuple[in
     return per_layer * layers
 
 
+def mtp_own_embed_head_bytes(spec: ModelSpec, cfg: ServeConfig) -> int:
+    """The embedding and lm_head the checkpoint's MTP head builds for itself (models/qwen3_5_mtp.py: a
+    VocabParallelEmbedding and, untied, a ParallelLMHead, 1/TP each). They are loaded with the head and held while
+    the target's pools are sized; set_embed_and_head swaps in the target's and frees them afterwards. Measured on
+    the H200 0.5.16 NEXTN boots: the MTP load's "mem usage=3.46 GB" = the MTP layer 1.57 + these 1.89."""
+    copies = 1 if spec.tie_word_embeddings else 2
+    return int(copies * spec.vocab_size * spec.hidden_size * dtype_bytes(spec.dtype) / cfg.tp)
+
+
 def sglang_geometry(spec: ModelSpec, cfg: ServeConfig) -> dict[str, int]:
     """The KV cell, mamba_cache_per_req and multimodal reservation of a single-stage rank (what the pools of a
     logged boot are recomputed with, accuracy.sglang_residual)."""
     rules = rules_of(cfg)
     full = len(spec.full_attention_layers)
     cell = kv_bytes_per_token_per_layer(spec, cfg) * full
-    if cfg.uses_mtp_head and rules.draft_kv_in_cell and full:
-        cell = int(cell * (1 + spec.mtp_layers / full))
     return {"cell_bytes": cell, "mamba_cache_per_req": mamba_cache_per_req(spec, cfg, [(0, spec.num_layers)]),
             "mm_reservation_mib": rules.mm_reservation_mib if spec.vision is not None else 0,
             "context_len": spec.max_position_embeddings}
@@ -281,13 +292,13 @@ def sglang_capacity(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, weights: dict[s
     mfs = cfg.mem_fraction_static or default_mem_fraction_static(gpu.memory_bytes, cfg, spec)
     pre = gpu.usable_bytes - context_bytes
     loaded = weights["total"] - (0 if rules.draft_kv_in_cell else weights.get("mtp", 0))
+    if cfg.uses_mtp_head and rules.draft_kv_in_cell:
+        loaded += mtp_own_embed_head_bytes(spec, cfg)
     rest_gib = (pre - loaded - POST_LOAD_BYTES) / GIB - pre / GIB * (1 - mfs)
     if spec.vision is not None:
         rest_gib -= rules.mm_reservation_mib / 1024
     full = layers_in_stage(spec, *stage)[0]
     cell = kv_bytes_per_token_per_layer(spec, cfg) * full
-    if cfg.uses_mtp_head and rules.draft_kv_in_cell and full:
-        cell = int(cell * (1 + spec.mtp_layers / full))
     per_req = mamba_cache_per_req(spec, cfg, stages) if layers_in_stage(spec, *stage)[1] else 0
     rest = int(rest_gib * GIB)
     pools = sglang_pools(rest, cell, per_req, cfg, context_len)
