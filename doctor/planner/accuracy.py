@@ -14,89 +14,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
-import yaml
 from packaging.version import InvalidVersion, Version
 
+from doctor.planner.coefficients import calibration
 from doctor.planner.hardware import GIB
+from doctor.planner.residual import WEIGHTS, Residual, first_match, residual
 from doctor.planner.sglang_bootlog import KV_TOKENS, LOAD_BEGIN, LOAD_END, MAMBA_SLOTS, RUNNING
-
-_WEIGHTS = re.compile(r"(?:Model loading took|Actual usage is) ([\d.]+) GiB (?:memory|for weight)")
-_AVAILABLE = re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) ([\d.]+) GiB")
-_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-# club-3090's report script transcribes both figures as "KV pool 16.58 GiB / 3,292,687 tok" (BENCHMARKS.md).
-_TRANSCRIBED = re.compile(r"KV pool ([\d.]+) GiB / \**([\d,]+) tok")
-
-
-@dataclass(frozen=True)
-class Residual:
-    """Planned vs logged for one boot (relative errors: planned / logged - 1)."""
-
-    id: str
-    mode: str                       # "plan" (end to end), "overhead" (logged weights) or "weights" (only)
-    logged_tokens: int | None
-    planned_tokens: int
-    logged_weights_gib: float | None
-    planned_weights_gib: float
-    logged_available_gib: float | None
-    planned_available_gib: float
-
-    @property
-    def tokens_error(self) -> float | None:
-        return None if self.logged_tokens is None else self.planned_tokens / self.logged_tokens - 1
-
-    @property
-    def available_error(self) -> float | None:
-        if self.logged_available_gib is None:
-            return None
-        return self.planned_available_gib / self.logged_available_gib - 1
-
-    @property
-    def kv_error(self) -> float | None:
-        """The KV-capacity residual: of tokens where the log names them, else of the KV memory (None in
-        "weights" mode)."""
-        if self.mode == "weights":
-            return None
-        error = self.tokens_error if self.tokens_error is not None else self.available_error
-        if error is None:
-            raise ValueError(f"entry {self.id}: neither 'GPU KV cache size' nor the KV memory is logged")
-        return error
-
-    @property
-    def weights_error(self) -> float | None:
-        if self.logged_weights_gib is None or self.mode == "overhead":
-            return None
-        return self.planned_weights_gib / self.logged_weights_gib - 1
-
-
-def _find(pattern: re.Pattern[str], lines: list[str]) -> str | None:
-    return next((m.group(1) for line in lines if (m := pattern.search(line))), None)
-
-
-def residual(entry: dict[str, Any]) -> Residual:
-    """Plan one `predict` entry (with the coefficients in force) and compare with its log lines."""
-    from doctor.models import get_model
-    from doctor.planner.config import ServeConfig
-    from doctor.planner.hardware import parse_gpus
-    from doctor.planner.plan import Measured, plan
-
-    weights = _find(_WEIGHTS, entry["log"])
-    mode = entry["predict"] if entry["predict"] in ("overhead", "weights") else "plan"
-    if mode == "overhead" and weights is None:
-        raise ValueError(f"entry {entry['id']}: predict: overhead needs a 'Model loading took' line")
-    measured = Measured(weights_bytes=int(float(weights) * GIB)) if mode == "overhead" else None
-    cfg = ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"])
-    p = plan(get_model(entry["model"]), parse_gpus(entry["gpus"]), cfg, measured)
-    rank = min(p.ranks, key=lambda r: r.kv_tokens)
-    transcribed = next((m for line in entry["log"] if (m := _TRANSCRIBED.search(line))), None)
-    available = _find(_AVAILABLE, entry["log"]) or (transcribed.group(1) if transcribed else None)
-    tokens = _find(_TOKENS, entry["log"]) or (transcribed.group(2) if transcribed else None)
-    return Residual(entry["id"], mode, int(tokens.replace(",", "")) if tokens else None, p.kv_tokens,
-                    float(weights) if weights else None, rank.weights["total"] / GIB,
-                    float(available) if available else None, rank.cache_bytes / GIB)
 
 
 def residuals(entries: list[dict[str, Any]], leave_one_out: bool = False) -> list[Residual]:
@@ -121,7 +46,7 @@ def partial_residuals(entries: list[dict[str, Any]]) -> list[Residual]:
     with the coefficients in force, with its logged weights ("overhead" mode) where the log names them, else
     end to end. fit.py never fits on these boots."""
     return [residual({**e, "model": e["plan_as"],
-                      "predict": "overhead" if _find(_WEIGHTS, e["log"]) else True})
+                      "predict": "overhead" if first_match(WEIGHTS, e["log"]) else True})
             for e in entries if not e.get("predict") and e.get("plan_as")]
 
 
@@ -131,12 +56,6 @@ def release(version: str) -> str:
         return Version(version).base_version
     except InvalidVersion:
         return version
-
-
-@lru_cache(maxsize=1)
-def calibration() -> dict[str, Any]:
-    """The shipped summary of the residuals (calibration.yaml)."""
-    return yaml.safe_load(resources.files("doctor.planner").joinpath("calibration.yaml").read_text(encoding="utf-8"))
 
 
 def band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tuple[float | None, str]:

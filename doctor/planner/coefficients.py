@@ -12,7 +12,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from importlib import resources
 from typing import Any, Iterator
+
+import yaml
 
 from doctor.planner.hardware import GIB
 
@@ -93,9 +96,13 @@ class Coefficients:
 @lru_cache(maxsize=1)
 def shipped() -> Coefficients:
     """The coefficients fitted on every logged boot (calibration.yaml)."""
-    from doctor.planner.accuracy import calibration
-
     return Coefficients.from_yaml(calibration()["coefficients"])
+
+
+@lru_cache(maxsize=1)
+def calibration() -> dict[str, Any]:
+    """The shipped summary of the residuals (calibration.yaml)."""
+    return yaml.safe_load(resources.files("doctor.planner").joinpath("calibration.yaml").read_text(encoding="utf-8"))
 
 
 _CURRENT: ContextVar[Coefficients | None] = ContextVar("planner_coefficients", default=None)

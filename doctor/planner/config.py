@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace
 
+from doctor.planner.engine_defaults import literal_default
 from doctor.planner.errors import PlanInputError
+from doctor.planner.methods import MTP_METHODS
 
 BACKENDS = ("vllm", "sglang")
 MAX_PARALLEL = 4096
@@ -67,8 +69,6 @@ class ServeConfig:
     @property
     def uses_mtp_head(self) -> bool:
         """Speculative decoding with the checkpoint's own MTP layer (not a separate drafter, not n-gram)."""
-        from doctor.planner.drafters import MTP_METHODS
-
         return bool(self.mtp_tokens) and self.drafter is None and (self.speculative_method or "").lower() in MTP_METHODS
 
     @property
@@ -80,7 +80,6 @@ class ServeConfig:
     def utilization(self) -> float:
         """--gpu-memory-utilization, else the default of this vLLM version as its flag schema records it
         (vllm/config/cache.py), else, where the version resolves it at startup (0.34), versions.vllm_rules."""
-        from doctor.planner.flags import literal_default
         from doctor.planner.versions import vllm_rules
 
         if self.gpu_memory_utilization is not None:

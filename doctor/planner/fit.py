@@ -138,7 +138,7 @@ def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = (),
 
 def uma_host_gap(entry: dict[str, Any], coefficients: Coefficients) -> float:
     """Bytes a unified-memory boot's plan (its logged weights, no host term) exceeds its logged KV memory by."""
-    from doctor.planner.accuracy import residual
+    from doctor.planner.residual import residual
     from doctor.planner.coefficients import using
 
     with using(replace(coefficients, uma_non_torch_bytes=None)):

@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import Coefficients, current
 from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
-from doctor.planner.flags import vllm_batch_defaults_of
+from doctor.planner.engine_defaults import vllm_batch_defaults_of
 from doctor.planner.hardware import GIB, MIB, GPU
 from doctor.planner.versions import vllm_rules
 
