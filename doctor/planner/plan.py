@@ -14,7 +14,7 @@ from doctor.planner.overhead import VllmOverhead, vllm_overhead_terms
 from doctor.planner.sglang_kv import LOAD_BUFFER_BYTES, rules_of, sglang_capacity, sglang_pools
 from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
-from doctor.planner.versions import resolve_version, vllm_rules
+from doctor.planner.versions import nearest_covered, resolve_version, vllm_rules
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.weights import pp_partition, rank_weights
 
@@ -60,6 +60,7 @@ class Plan:
     gdn_state_bytes_per_seq: int     # per rank, all GDN layers of the model
     problems: list[str] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)   # what the plan assumed in the user's stead (one line each)
 
     @property
     def fits(self) -> bool:
@@ -248,8 +249,10 @@ def _suggest(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, plan: Plan) -> lis
 
 
 def resolve_config(model: ModelSpec, config: ServeConfig) -> ServeConfig:
-    """Fill what the user left to the engine: its version, and that version's prefix-caching default."""
-    config = config.with_(backend_version=resolve_version(config.backend, config.backend_version))
+    """Fill what the user left to the engine: its version (the nearest covered release where the one asked for is
+    outside the rules: versions.nearest_covered), and that version's prefix-caching default."""
+    version, _ = nearest_covered(config.backend, resolve_version(config.backend, config.backend_version))
+    config = config.with_(backend_version=version)
     drafter_of(config)   # an unknown drafter or speculative method fails here, before any sizing
     if config.prefix_caching is None:
         on = config.backend != "vllm" or not model.is_hybrid or vllm_rules(config.backend_version).hybrid_prefix_caching
@@ -262,8 +265,10 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
 
     `config.backend_version` None means the installed engine, else the newest version known.
     """
+    _, version_note = nearest_covered(config.backend, resolve_version(config.backend, config.backend_version))
     config = resolve_config(model, config)
     result = _evaluate(model, hardware, config, measured)
+    result.notes = [version_note] if version_note else []
     if not result.fits and measured is None:
         result.suggestions = _suggest(model, hardware, config, result)
     return result

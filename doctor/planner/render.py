@@ -50,8 +50,12 @@ def band_text(p: Plan) -> str:
 
 
 def render_layouts(plans: list[Plan]) -> str:
-    """One line per layout, best first."""
-    lines = [f"layouts of {plans[0].hardware} (best first; the best is planned below):"]
+    """One line per layout, best first (the one asked for, layouts.asks_layout, before them)."""
+    from doctor.planner.layouts import asks_layout
+
+    head = ("the one asked for first, then the others best first; the first is planned below"
+            if asks_layout(plans[0].config) else "best first; the best is planned below")
+    lines = [f"layouts of {plans[0].hardware} ({head}):"]
     for i, p in enumerate(plans, 1):
         c = p.config
         name = f"TP {c.tp} x PP {c.pp} x DP {c.dp}" + (" + EP" if c.expert_parallel else "")
@@ -89,6 +93,7 @@ def render_text(p: Plan) -> str:
         f"{spec.num_layers} layers keep one)"
         + (f" · GDN state {p.gdn_state_bytes_per_seq / MIB:,.1f} MiB/sequence/GPU" if p.gdn_state_bytes_per_seq else ""),
         *_speculation(p),
+        *(f"  ! {note}" for note in p.notes),
         "",
     ]
     share = "gpu-memory-utilization" if cfg.backend == "vllm" else "mem-fraction-static"
@@ -188,4 +193,5 @@ def plan_to_dict(p: Plan) -> dict[str, Any]:
         "kv_tokens": p.kv_tokens,
         "problems": p.problems,
         "suggestions": p.suggestions,
+        "notes": p.notes,
     }
