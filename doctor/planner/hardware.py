@@ -1,4 +1,4 @@
-"""GPU catalogue (gpus.yaml) and the `--gpus 8xA100-80G` notation."""
+"""The GPU catalogue (doctor/data/gpus.yaml `gpus`) and the `--gpus 8xA100-80G` notation."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def _norm(name: str) -> str:
 
 
 def build_catalogue(text: str) -> dict[str, GPU]:
-    """Parse gpus.yaml text into {normalised name or alias: GPU}."""
+    """Parse the catalogue text (doctor/data/gpus.yaml) into {normalised name or alias: GPU}."""
     data = yaml.safe_load(text)
     if not isinstance(data, dict) or data.get("schema") != 1 or not isinstance(data.get("gpus"), dict):
         raise PlanInputError("GPU catalogue must have schema: 1 and a gpus mapping")
@@ -86,7 +86,7 @@ def build_catalogue(text: str) -> dict[str, GPU]:
 @lru_cache(maxsize=1)
 def catalogue() -> dict[str, GPU]:
     """The shipped GPU catalogue (cached)."""
-    return build_catalogue(resources.files("doctor.planner").joinpath("gpus.yaml").read_text(encoding="utf-8"))
+    return build_catalogue(resources.files("doctor.data").joinpath("gpus.yaml").read_text(encoding="utf-8"))
 
 
 def known_gpus() -> list[str]:
