@@ -31,13 +31,14 @@ _PATTERNS = {
     "prefix_caching": re.compile(r"enable_prefix_caching=(True|False)"),
     "weights": re.compile(r"(?:Model loading took|Actual usage is) ([\d.]+) GiB (?:memory|for weight)"),
     "activation": re.compile(r"([\d.]+) GiB for peak activation"),
-    "non_torch": re.compile(r"([\d.]+) GiB for non-torch memory"),
-    "graph_estimate": re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB"
-                                r"|CUDA graph pool memory: [\d.]+ GiB \(actual\), ([\d.]+) GiB \(estimated\)"),
+    # unified-memory GPUs log negative non-torch and graph figures (host memory freed meanwhile counts)
+    "non_torch": re.compile(r"(-?[\d.]+) GiB for non-torch memory"),
+    "graph_estimate": re.compile(r"Estimated CUDA graph memory: (-?[\d.]+) GiB"
+                                r"|CUDA graph pool memory: [\d.]+ GiB \(actual\), (-?[\d.]+) GiB \(estimated\)"),
     "graph_actual": re.compile(r"([\d.]+) GiB for CUDAGraph memory"),
     "total": re.compile(r"Free memory on device \([\d.]+/([\d.]+) GiB\)"),
     "utilization": re.compile(r"Desired GPU memory utilization is \(([\d.]+), [\d.]+ GiB\)"),
-    "available": re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) ([\d.]+) GiB"),
+    "available": re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) (-?[\d.]+) GiB"),
     "tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
     "concurrency": re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"),
     "language_model_only": re.compile(r"'language_model_only': (True|False)"),

@@ -90,7 +90,8 @@ def first_capture_samples(entries: Sequence[dict[str, Any]]) -> dict[str, float]
     for e in entries:
         captures = graph_captures(e)
         estimate = parse_boot_log("\n".join(e["log"])).graph_estimate_gib
-        if captures and set(captures) == {1} and estimate and not parse_gpus(e["gpus"]).gpu.unified:
+        if (captures and set(captures) == {1} and estimate and not parse_gpus(e["gpus"]).gpu.unified
+                and not e.get("held_out")):
             out[e["id"]] = estimate * GIB
     return out
 

@@ -139,6 +139,34 @@ def triton_experts(spec: ModelSpec, cfg: ServeConfig, capability: tuple[int, int
     return method == "fp8" and capability[0] == 9 and not (cfg.expert_parallel and cfg.ep_size > 1)
 
 
+def vllm_cutlass_fp4(spec: ModelSpec, cfg: ServeConfig) -> bool:
+    """Whether vLLM runs this checkpoint's routed experts with its own CUTLASS FP4 kernels (NVFP4 with
+    --moe-backend cutlass: oracle/nvfp4.py map_nvfp4_backend "cutlass" -> VLLM_CUTLASS). Left to the oracle, an
+    NVFP4 checkpoint on SM100 / SM120 takes FLASHINFER_CUTLASS, the first supported backend of its order
+    (select_nvfp4_moe_backend, read in 0.32.0; the GB10 and RTX 5090 boots log "Using 'FLASHINFER_CUTLASS' NvFp4
+    MoE backend")."""
+    return spec.quantization.method == "nvfp4" and (cfg.moe_backend or "").lower() == "cutlass"
+
+
+def cutlass_fp4_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> MoeWorkspace:
+    """CutlassExpertsFp4 over `tokens` tokens (M) on one rank (fused_moe/experts/cutlass_moe.py, read in 0.32.0).
+
+    workspace_shapes: (M x topk, max(2N, K)) + (M x topk, N) + the (M, K) output, N = I_rank, K = hidden size, in
+    the activation dtype, taken from the modular kernel's workspace (kept, from 0.14: moe_workspace).
+    run_cutlass_moe_fp4 allocates besides them, all alive when the call ends: the rows shuffled into expert order
+    (`a = ops.shuffle_rows(a, a_map)`, M x topk x K), the second GEMM's output shuffled back
+    (`c3 = ops.shuffle_rows(c3, c_map)`) and its top-k weighted product before the sum
+    (`(c3.view(m, num_topk, k) * topk_weights...).sum(dim=1)`), each M x topk x K; the FP4 copies of the
+    activations (K / 2 bytes + a scale per 16 values) are freed before that."""
+    act = dtype_bytes(spec.dtype)
+    h, topk = spec.hidden_size, spec.moe.experts_per_token
+    inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
+    workspace = int(tokens * topk * (max(2 * inter, h) + inter) * act + tokens * h * act)
+    temporaries = 3 * tokens * topk * h * act
+    rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
+    return MoeWorkspace(workspace + temporaries, workspace if rules.fused_moe_modular else 0)
+
+
 @dataclass(frozen=True)
 class MoeWorkspace:
     """The fused-MoE buffers of one MoE layer on one rank: at its peak, and what stays allocated after it."""
@@ -158,7 +186,8 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
       _allocate_buffers (+ the [M_full, H] output where M is chunked) from the WorkspaceManager, which keeps them:
       profile_run's sampler runs on top of them. With H >= 2 I_rank both are H wide whatever the TP.
     - up to 0.13: fused_experts_impl's [M, topk, max(2 I_rank, H)] + [M x topk, I_rank], freed after each call.
-    Other experts (FlashInfer, CUTLASS, Marlin) size their workspaces per backend: the fused_experts_impl shapes
+    vLLM's CUTLASS FP4 experts (--moe-backend cutlass on NVFP4): cutlass_fp4_bytes, read in the source.
+    Other experts (FlashInfer, Marlin) size their workspaces per backend: the fused_experts_impl shapes
     are kept as an estimate there, not derived, and nothing is counted as persistent."""
     if not spec.moe:
         return MoeWorkspace(0, 0)
@@ -169,6 +198,8 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
     rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
     chunk = rules.fused_moe_chunk
     m = min(tokens, chunk) if chunk else tokens
+    if vllm_cutlass_fp4(spec, cfg):
+        return cutlass_fp4_bytes(spec, cfg, tokens)
     if not triton_experts(spec, cfg, capability):
         return MoeWorkspace(int(tokens * topk * (max(2 * inter, h) + inter) * act), 0)
     if not rules.fused_moe_modular:
@@ -388,5 +419,5 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "activation_bytes",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
-           "triton_experts", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "sampler_phase",
+           "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "sampler_phase",
            "MIB"]

@@ -10,7 +10,7 @@ from typing import Any
 from doctor.planner.hardware import GIB
 
 WEIGHTS = re.compile(r"(?:Model loading took|Actual usage is) ([\d.]+) GiB (?:memory|for weight)")
-_AVAILABLE = re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) ([\d.]+) GiB")
+_AVAILABLE = re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) (-?[\d.]+) GiB")
 _TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 # club-3090's report script transcribes both figures as "KV pool 16.58 GiB / 3,292,687 tok" (BENCHMARKS.md).
 _TRANSCRIBED = re.compile(r"KV pool ([\d.]+) GiB / \**([\d,]+) tok")
@@ -40,10 +40,20 @@ class Residual:
         return self.planned_available_gib / self.logged_available_gib - 1
 
     @property
+    def available_gap_gib(self) -> float | None:
+        """Planned less logged KV memory (GiB): the error of the overhead terms themselves, defined also where the
+        cache is small or did not fit (a negative "Available KV cache memory")."""
+        if self.logged_available_gib is None or self.mode == "weights":
+            return None
+        return self.planned_available_gib - self.logged_available_gib
+
+    @property
     def kv_error(self) -> float | None:
         """The KV-capacity residual: of tokens where the log names them, else of the KV memory (None in
-        "weights" mode)."""
+        "weights" mode, and where the logged KV memory is not positive: see available_gap_gib)."""
         if self.mode == "weights":
+            return None
+        if self.logged_tokens is None and self.logged_available_gib is not None and self.logged_available_gib <= 0:
             return None
         error = self.tokens_error if self.tokens_error is not None else self.available_error
         if error is None:
