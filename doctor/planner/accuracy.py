@@ -5,7 +5,7 @@ An entry of tests/data/published_kv/*.yaml with `predict: true` names everything
 `predict: overhead` entries are planned with their logged weights (the checkpoint is not one the registry
 describes, e.g. a merged fine-tune): they test the overhead terms alone. `predict: weights` entries (a boot
 that stopped after loading) test the weights alone.
-`band()` is the largest leave-one-out residual of KV capacity over those boots (calibration.yaml, written
+The band a vLLM plan prints is its hardware class's (doctor/planner/bands.py, calibration.yaml `classes`, written
 by bench/plan_accuracy.py and checked against the data by tests/test_planner_accuracy.py): each boot is
 planned with coefficients fitted without it (doctor/planner/fit.py).
 """
@@ -13,12 +13,14 @@ planned with coefficients fitted without it (doctor/planner/fit.py).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from doctor.planner.coefficients import calibration
+from doctor.planner.coefficients import Coefficients, calibration, using
 from doctor.planner.hardware import GIB
 from doctor.planner.residual import WEIGHTS, Residual, first_match, residual
 from doctor.planner.sglang_bootlog import KV_TOKENS, LOAD_BEGIN, LOAD_END, MAMBA_SLOTS, RUNNING
@@ -27,7 +29,6 @@ from doctor.planner.sglang_bootlog import KV_TOKENS, LOAD_BEGIN, LOAD_END, MAMBA
 def residuals(entries: list[dict[str, Any]], leave_one_out: bool = False) -> list[Residual]:
     """Residuals of every `predict` entry; leave_one_out: each planned with coefficients fitted without it."""
     from doctor.planner import fit
-    from doctor.planner.coefficients import using
 
     predicted = [e for e in entries if e.get("predict")]
     if not leave_one_out:
@@ -40,14 +41,21 @@ def residuals(entries: list[dict[str, Any]], leave_one_out: bool = False) -> lis
     return out
 
 
-def partial_residuals(entries: list[dict[str, Any]]) -> list[Residual]:
+def partial_residuals(entries: list[dict[str, Any]],
+                      per_entry: Mapping[str, Coefficients] | None = None) -> list[Residual]:
     """Out-of-sample residuals of the partly described boots (no `predict`) that name `plan_as`: the registry
     checkpoint they ran, or one of the same quantization kind as their own unregistered one. Each is planned
-    with the coefficients in force, with its logged weights ("overhead" mode) where the log names them, else
-    end to end. fit.py never fits on these boots."""
-    return [residual({**e, "model": e["plan_as"],
-                      "predict": "overhead" if first_match(WEIGHTS, e["log"]) else True})
-            for e in entries if not e.get("predict") and e.get("plan_as")]
+    with its logged weights ("overhead" mode) where the log names them, else end to end, with the coefficients in
+    force, or `per_entry[id]` where given (the WSL2 boots fit.py fits its WSL2 term on: planned leave-one-out)."""
+    out = []
+    for e in entries:
+        if e.get("predict") or not e.get("plan_as"):
+            continue
+        held = per_entry.get(e["id"]) if per_entry else None
+        with using(held) if held is not None else nullcontext():
+            out.append(residual({**e, "model": e["plan_as"],
+                                 "predict": "overhead" if first_match(WEIGHTS, e["log"]) else True}))
+    return out
 
 
 def release(version: str) -> str:
@@ -56,27 +64,6 @@ def release(version: str) -> str:
         return Version(version).base_version
     except InvalidVersion:
         return version
-
-
-def band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tuple[float | None, str]:
-    """(relative band, why): the largest leave-one-out KV residual where the plan is inside the calibrated
-    region (the span of the logged boots), None where it is not (then the error is unknown and the plan
-    says so)."""
-    cal = calibration()
-    region = cal["region"]
-    outside = []
-    if gpu_bytes < region["min_gpu_gib"] * GIB:
-        outside.append(f"GPUs under {region['min_gpu_gib']} GiB")
-    if tp > region["max_tp"]:
-        outside.append(f"TP > {region['max_tp']}")
-    if release(version) not in region["versions"]:
-        outside.append(f"vLLM {version}")
-    if quantization not in region["quantization"]:
-        outside.append(f"{quantization} checkpoints")
-    why = f"largest leave-one-out residual over {cal['boots']} logged boots (bench/plan_accuracy.py)"
-    if outside:
-        return None, "outside the calibrated boots (" + ", ".join(outside) + "): error not measured"
-    return float(cal["kv_tokens_max_abs_error"]), why
 
 
 # SGLang boots (tests/data/published_kv/sglang*.yaml): entries carry `sglang: VERSION` and `sglang_predict`

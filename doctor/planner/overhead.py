@@ -389,6 +389,15 @@ def uma_host_bytes(coef: Coefficients) -> int:
     return coef.uma_non_torch_bytes or 0
 
 
+def wsl_host_bytes(coef: Coefficients) -> int:
+    """Memory a vLLM profile run on a WSL2 GPU loses besides torch's, counted by determine_available_memory as
+    non-torch memory (cudaMemGetInfo's used less torch's reserved, gpu_worker.py): under WSL2 the GPU is
+    paravirtualised (dxgkrnl) and shared with the Windows host, whose own use moves during the run, and the
+    driver's allocations go through WDDM. Not derivable from the flags: fitted on the WSL2 boots of
+    tests/data/published_kv/ (fit.py), 0 when none is held. Native Linux RTX 5090 boots (club-3090) need none."""
+    return coef.wsl_non_torch_bytes or 0
+
+
 def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> VllmOverhead:
     """Each overhead term for one rank of this configuration on this GPU (of the last pipeline stage, else of
     an earlier one), under cfg.backend_version's rules and the coefficients in force (coefficients.current())."""
@@ -398,6 +407,8 @@ def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage:
     non_torch = coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
     if gpu.unified:
         non_torch += uma_host_bytes(coef)
+    if gpu.virtualised:
+        non_torch += wsl_host_bytes(coef)
     graph = cudagraph_estimate(inputs, coef, spec.quantization.method != "none", cfg.tp)
     estimate = graph if rules.cudagraph_estimate_subtracted else 0
     if rules.extensible_kv_cache:
@@ -415,7 +426,7 @@ def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
     return vllm_overhead_terms(spec, cfg, gpu).total
 
 
-__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes",
+__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "wsl_host_bytes",
            "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "activation_bytes",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",

@@ -24,8 +24,9 @@ def _budget_base(p: Plan, r: RankPlan) -> int:
 
 
 def band_text(p: Plan) -> str:
-    """"± 0.2% (why)" or "error not measured (why)" for the plan's KV tokens."""
-    from doctor.planner.accuracy import band
+    """"± 0.2%, ± 0.12 GiB of KV memory (why)" (vLLM: bands.plan_band) or "error not measured (why)" for the
+    plan's KV tokens."""
+    from doctor.planner.bands import plan_band
 
     if p.config.backend != "vllm":
         from doctor.planner.accuracy import sglang_band
@@ -44,9 +45,7 @@ def band_text(p: Plan) -> str:
         if rel is not None:
             return f"± {rel:.1%} ({why}{formula})"
         return f"SGLang: error not measured ({why}{formula})"
-    rel, why = band(p.hardware.gpu.usable_bytes, p.config.tp, p.config.backend_version or "",
-                    p.model.quantization.method)
-    return f"± {rel:.1%} ({why})" if rel is not None else why
+    return plan_band(p)[1]
 
 
 def render_layouts(plans: list[Plan]) -> str:
