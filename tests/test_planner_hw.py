@@ -35,3 +35,27 @@ def test_a_boot_whose_cache_did_not_fit_logs_negative_figures_and_they_are_read(
         "(EngineCore pid=207) INFO 04-19 09:13:13 [gpu_model_runner.py:4837] Model loading took 21.88 GiB memory and 4 s",
     ]))
     assert boot.available_gib == -1.09 and boot.graph_estimate_gib == -0.90
+
+
+def test_dp_with_expert_parallel_runs_the_experts_over_every_dp_rank_s_tokens():
+    # allgather_reducescatter (the default all2all backend): M = DP x tokens before the experts
+    from doctor.planner.overhead import activation_bytes, dispatched_tokens, gathered_bytes
+
+    spec = get_model("Qwen/Qwen3.5-35B-A3B")
+    dp_ep = ServeConfig(dp=8, expert_parallel=True, backend_version="0.26.0")
+    assert dispatched_tokens(dp_ep, 8192) == 65536
+    assert dispatched_tokens(ServeConfig(dp=8, backend_version="0.26.0"), 8192) == 8192
+    assert dispatched_tokens(dp_ep.with_(all2all_backend="deepep_low_latency"), 8192) == 8192
+    assert gathered_bytes(spec, dp_ep, 8192) == 65536 * spec.hidden_size * 2 + 65536 * spec.moe.experts_per_token * 8
+    assert activation_bytes(spec, dp_ep, 8192, (9, 0)) > activation_bytes(spec, dp_ep.with_(dp=1), 8192, (9, 0))
+
+
+def test_deepep_high_throughput_buffers_count_as_non_torch_memory():
+    from doctor.planner import parse_gpus
+    from doctor.planner.overhead import vllm_overhead_terms
+
+    spec, gpu = get_model("Qwen/Qwen3.5-35B-A3B-FP8"), parse_gpus("H200").gpu
+    base = ServeConfig(dp=8, expert_parallel=True, backend_version="0.26.0", language_model_only=True)
+    deepep = vllm_overhead_terms(spec, base.with_(all2all_backend="deepep_high_throughput"), gpu)
+    default = vllm_overhead_terms(spec, base.with_(all2all_backend="deepep_low_latency"), gpu)
+    assert deepep.non_torch - default.non_torch == 1024 << 20

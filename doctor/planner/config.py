@@ -45,6 +45,7 @@ class ServeConfig:
                                                # None: the default of backend_version (versions.py)
     enforce_eager: bool = False                # vLLM --enforce-eager / SGLang --disable-cuda-graph
     moe_backend: str | None = None             # vLLM --moe-backend (None / "auto": the fused-MoE oracle's choice)
+    all2all_backend: str | None = None         # vLLM --all2all-backend (None: allgather_reducescatter)
     block_size: int | None = None              # vLLM --block-size
     mamba_full_memory_ratio: float = 0.9       # SGLang --mamba-full-memory-ratio
     max_mamba_cache_size: int | None = None    # SGLang --max-mamba-cache-size

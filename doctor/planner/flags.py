@@ -32,6 +32,7 @@ for _names, _field, _parse in (
     (("--block-size", "--page-size"), "block_size", int),
     (("--mm-encoder-tp-mode",), "mm_encoder_tp_mode", str),
     (("--moe-backend",), "moe_backend", str),
+    (("--all2all-backend",), "all2all_backend", str),
     (("--mamba-full-memory-ratio",), "mamba_full_memory_ratio", float),
     (("--max-mamba-cache-size",), "max_mamba_cache_size", int),
     (("--mamba-ssm-dtype",), "mamba_ssm_dtype", str),

@@ -208,6 +208,45 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
     return MoeWorkspace(int(workspace), int(workspace))
 
 
+# --all2all-backend values that all-gather every DP rank's tokens before the experts (vllm/config/parallel.py
+# All2AllBackend; "naive" and "pplx" fall back to allgather_reducescatter from 0.2x, ParallelConfig.__post_init__)
+GATHERING_ALL2ALL = ("allgather_reducescatter", "naive", "pplx")
+DEEPEP_HT_BUFFER_BYTES = 1024 << 20    # envs.VLLM_DEEPEP_BUFFER_SIZE_MB default (1024), num_nvl_bytes
+
+
+def dispatched_tokens(cfg: ServeConfig, tokens: int) -> int:
+    """Tokens one rank's experts run over in the profile run.
+
+    With DP > 1 and expert parallelism, the default all2all backend, allgather_reducescatter
+    (distributed/device_communicators/all2all.py AgRsAll2AllManager, used by
+    fused_moe/prepare_finalize/naive_dp_ep.py MoEPrepareAndFinalizeNaiveDPEP; read in 0.32.0), all-gathers every
+    DP rank's hidden states, top-k weights and ids before the experts and reduce-scatters their output after:
+    the experts' workspaces are sized for M = DP x tokens (every rank's dummy run holds max_num_batched_tokens,
+    coordinate_batch_across_dp). The DeepEP / FlashInfer / Mori backends send each token only to its experts'
+    ranks and keep M per rank."""
+    backend = (cfg.all2all_backend or GATHERING_ALL2ALL[0]).lower()
+    if cfg.expert_parallel and cfg.dp > 1 and backend in GATHERING_ALL2ALL:
+        return tokens * cfg.dp
+    return tokens
+
+
+def gathered_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
+    """What the all-gather of dispatched_tokens holds beside the workspaces: the gathered [M, H] hidden states and
+    the [M, topk] float32 weights and int32 ids (0 where nothing is gathered)."""
+    m = dispatched_tokens(cfg, tokens)
+    if m == tokens or not spec.moe:
+        return 0
+    return m * spec.hidden_size * dtype_bytes(spec.dtype) + m * spec.moe.experts_per_token * 8
+
+
+def all2all_buffer_bytes(cfg: ServeConfig) -> int:
+    """Buffers an all2all backend allocates outside torch, counted as non-torch memory: DeepEP high-throughput's
+    NVLink buffer of VLLM_DEEPEP_BUFFER_SIZE_MB (DeepEPHTAll2AllManager._make_all2all_kwargs, 0.32.0; its RDMA
+    buffer of the same size only across nodes). Others are not derived here (the flat EP figure stands)."""
+    backend = (cfg.all2all_backend or "").lower()
+    return DEEPEP_HT_BUFFER_BYTES if cfg.expert_parallel and backend == "deepep_high_throughput" else 0
+
+
 def allreduce_output_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
     """The all-reduce output a row-parallel layer allocates at TP > 1 while its input lives: every backend
     reduces out of place (distributed/device_communicators, 0.11.2-0.26.0: custom_all_reduce.py, symm_mem.py
@@ -218,14 +257,15 @@ def allreduce_output_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> in
 
 def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> int:
     """Peak activation of one dummy forward over `tokens` tokens on one rank (estimate, upper-leaning):
-    residual stream and norms, the fused-MoE workspaces (moe_workspace), the Gated DeltaNet projections
+    residual stream and norms, the fused-MoE workspaces (moe_workspace) over the tokens the experts run over
+    (dispatched_tokens, with what the all-gather holds: gathered_bytes), the Gated DeltaNet projections
     and, at TP > 1, the all-reduce output (allreduce_output_bytes)."""
     act = dtype_bytes(spec.dtype)
     hidden = tokens * spec.hidden_size * act * 12
     gdn = 0.0
     if spec.linear_attention:
         gdn = tokens * spec.linear_attention.conv_dim / cfg.tp * act * 4
-    moe = moe_workspace(spec, cfg, tokens, capability).peak
+    moe = moe_workspace(spec, cfg, dispatched_tokens(cfg, tokens), capability).peak + gathered_bytes(spec, cfg, tokens)
     return int(hidden + gdn) + moe + allreduce_output_bytes(spec, cfg, tokens)
 
 
@@ -347,7 +387,8 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
     modes = 0 if cfg.enforce_eager else graph_modes(seqs, tokens, cfg.mtp_tokens)
     # every rank of the last stage samples over the full vocabulary (LogitsProcessor all-gathers the logits)
     logits = seqs * spec.vocab_size if last_stage else 0
-    held = sampler_held_bytes(spec, tokens, seqs) + moe_workspace(spec, cfg, tokens, gpu.capability).persistent
+    held = (sampler_held_bytes(spec, tokens, seqs)
+            + moe_workspace(spec, cfg, dispatched_tokens(cfg, tokens), gpu.capability).persistent)
     return OverheadInputs(activation_bytes(spec, cfg, tokens, gpu.capability), logits, graphs,
                           tokens, seqs, encoder_bytes=encoder_bytes(spec, cfg, image_tokens),
                           encoder_outputs=encoder_output_bytes(spec, image_tokens),
@@ -404,7 +445,8 @@ def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage:
     rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
     coef = current()
     inputs = overhead_inputs(spec, cfg, gpu, last_stage)
-    non_torch = coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
+    non_torch = (coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
+                 + all2all_buffer_bytes(cfg))
     if gpu.unified:
         non_torch += uma_host_bytes(coef)
     if gpu.virtualised:
@@ -430,5 +472,6 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "activation_bytes",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
-           "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "sampler_phase",
+           "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes",
+           "all2all_buffer_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "sampler_phase",
            "MIB"]
