@@ -59,3 +59,37 @@ def test_deepep_high_throughput_buffers_count_as_non_torch_memory():
     deepep = vllm_overhead_terms(spec, base.with_(all2all_backend="deepep_high_throughput"), gpu)
     default = vllm_overhead_terms(spec, base.with_(all2all_backend="deepep_low_latency"), gpu)
     assert deepep.non_torch - default.non_torch == 1024 << 20
+
+
+def _h200_plan(**flags):
+    from doctor.planner import parse_gpus, plan
+
+    return plan(get_model("Qwen/Qwen3.5-35B-A3B"), parse_gpus("1xH200"),
+                ServeConfig(language_model_only=True, **flags))
+
+
+def test_vllm_0_34_sizes_the_cache_from_the_device_less_a_margin_over_the_peak():
+    from doctor.planner.extensible import MARGIN_FLOOR_BYTES, STARTUP_USED_BYTES
+
+    p = _h200_plan(backend_version="0.34.0")
+    rank, gpu = p.ranks[0], p.hardware.gpu
+    terms = rank.terms
+    margin = max(MARGIN_FLOOR_BYTES, int(terms.peak_activation * 0.75))
+    assert p.config.utilization == 1.0
+    assert rank.cache_bytes == (gpu.usable_bytes - STARTUP_USED_BYTES - margin - rank.weights["total"]
+                                - terms.non_torch - terms.cudagraph_estimate - terms.peak_activation)
+    assert any("'Memory after warmup:" in note for note in p.notes)
+
+
+def test_an_old_utilization_under_vllm_0_34_caps_the_cache_and_the_plan_says_how_much_it_keeps_out():
+    capped = _h200_plan(backend_version="0.34.0", gpu_memory_utilization=0.9)
+    free = _h200_plan(backend_version="0.34.0")
+    assert capped.kv_tokens < free.kv_tokens
+    (note,) = [n for n in capped.notes if "extensible" in n]
+    assert "--gpu-memory-utilization 0.9 now caps it at" in note and "out of the cache" in note
+
+
+def test_without_the_extensible_cache_0_34_plans_as_before_with_its_0_92_default():
+    off = _h200_plan(backend_version="0.34.0", extensible_kv_cache=False)
+    assert off.config.utilization == 0.92 and not any("extensible" in n for n in off.notes)
+    assert _h200_plan(backend_version="0.33.0").notes == []

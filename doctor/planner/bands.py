@@ -34,10 +34,13 @@ def hardware_class(gpu: GPU) -> str:
 
 
 def features(spec: "ModelSpec", cfg: "ServeConfig") -> list[str]:
-    """The plan's features a class must have seen: TP > 1, speculative decoding, the checkpoint's quantisation."""
+    """The plan's features a class must have seen: TP > 1, speculative decoding, vLLM 0.34's extensible KV cache,
+    the checkpoint's quantisation."""
     out = ["TP > 1"] if cfg.tp > 1 else []
     if cfg.mtp_tokens:
         out.append("speculative decoding")
+    if cfg.extensible_kv_on:
+        out.append("the extensible KV cache (vLLM 0.34+)")
     return out + [f"{spec.quantization.method} checkpoints"]
 
 

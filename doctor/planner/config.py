@@ -46,6 +46,7 @@ class ServeConfig:
     enforce_eager: bool = False                # vLLM --enforce-eager / SGLang --disable-cuda-graph
     moe_backend: str | None = None             # vLLM --moe-backend (None / "auto": the fused-MoE oracle's choice)
     all2all_backend: str | None = None         # vLLM --all2all-backend (None: allgather_reducescatter)
+    extensible_kv_cache: bool | None = None    # vLLM 0.34 --(no-)enable-extensible-kv-cache (None: the version's default)
     block_size: int | None = None              # vLLM --block-size
     mamba_full_memory_ratio: float = 0.9       # SGLang --mamba-full-memory-ratio
     max_mamba_cache_size: int | None = None    # SGLang --max-mamba-cache-size
@@ -88,7 +89,22 @@ class ServeConfig:
             return self.gpu_memory_utilization
         version = self.backend_version or ASSUMED_VLLM_VERSION
         default = literal_default("vllm", version, "gpu_memory_utilization")
-        return float(default) if isinstance(default, (int, float)) else vllm_rules(version).gpu_memory_utilization
+        if isinstance(default, (int, float)):
+            return float(default)
+        rules = vllm_rules(version)
+        if rules.extensible_kv_cache and not self.extensible_kv_on:
+            return rules.estimate_gpu_memory_utilization      # 0.34 resolves None to 0.92 without the extensible cache
+        return rules.gpu_memory_utilization
+
+    @property
+    def extensible_kv_on(self) -> bool:
+        """Whether vLLM sizes the KV cache after warmup and capture (0.34's extensible KV cache: on by default on
+        CUDA unless --kv-cache-memory-bytes is set, vllm/config/cache.py enable_extensible_kv_cache)."""
+        from doctor.planner.versions import vllm_rules
+
+        rules = vllm_rules(self.backend_version or ASSUMED_VLLM_VERSION)
+        return (self.backend == "vllm" and rules.extensible_kv_cache and self.extensible_kv_cache is not False
+                and self.kv_cache_memory_gib is None)
 
     def with_(self, **changes: object) -> "ServeConfig":
         return replace(self, **changes)

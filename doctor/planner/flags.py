@@ -53,6 +53,8 @@ _SWITCHES: dict[str, tuple[str, Any]] = {
     "--no-enable-prefix-caching": ("prefix_caching", False),
     "--disable-radix-cache": ("prefix_caching", False),
     "--enforce-eager": ("enforce_eager", True),
+    "--enable-extensible-kv-cache": ("extensible_kv_cache", True),
+    "--no-enable-extensible-kv-cache": ("extensible_kv_cache", False),
     "--skip-mm-profiling": ("skip_mm_profiling", True),
     "--disable-cuda-graph": ("enforce_eager", True),
     "--disable-overlap-schedule": ("overlap_schedule", False),

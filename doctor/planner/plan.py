@@ -10,6 +10,7 @@ from doctor.planner.drafters import drafter_capacity, drafter_of, sglang_drafter
 from doctor.planner.divisibility import RuleResult, check_divisibility, valid_tensor_parallel_sizes
 from doctor.planner.hardware import GIB, Hardware
 from doctor.planner.errors import PlanInputError
+from doctor.planner.extensible import extensible_cache_bytes, utilization_note
 from doctor.planner.overhead import VllmOverhead, vllm_overhead_terms
 from doctor.planner.sglang_kv import LOAD_BUFFER_BYTES, rules_of, sglang_capacity, sglang_pools
 from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
@@ -100,6 +101,8 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
             overhead = measured.overhead_bytes
         budget = int(total * cfg.utilization)
         cache = budget - weights["total"] - overhead
+        if cfg.extensible_kv_on and overhead == terms.total:
+            cache = extensible_cache_bytes(hw.gpu, cfg.utilization, weights["total"], terms)
         if cfg.kv_cache_memory_gib is not None:
             # --kv-cache-memory: vLLM takes the figure as given and skips the utilisation budget
             # (gpu_worker.py determine_available_memory); it must still fit beside weights and activations.
@@ -269,6 +272,9 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
     config = resolve_config(model, config)
     result = _evaluate(model, hardware, config, measured)
     result.notes = [version_note] if version_note else []
+    if config.extensible_kv_on and result.ranks[-1].terms is not None:
+        result.notes.append(utilization_note(config.backend_version or "", hardware.gpu, config.gpu_memory_utilization,
+                                             result.ranks[-1].terms))
     if not result.fits and measured is None:
         result.suggestions = _suggest(model, hardware, config, result)
     return result

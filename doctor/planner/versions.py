@@ -90,6 +90,7 @@ class VllmRules:
     uma_by_capability: bool = False      # ... but only on UMA_CAPABILITIES (before cudaDevAttrIntegrated)
     fused_moe_chunk: int | None = None   # tokens per fused-MoE chunk (None: one chunk of all the tokens)
     fused_moe_modular: bool = True       # Triton MoE through the modular kernel's persistent workspace
+    estimate_gpu_memory_utilization: float = 0.92   # 0.34+: the default when the extensible KV cache is off
 
 
 def vllm_rules(version: str) -> VllmRules:
