@@ -93,3 +93,16 @@ def test_without_the_extensible_cache_0_34_plans_as_before_with_its_0_92_default
     off = _h200_plan(backend_version="0.34.0", extensible_kv_cache=False)
     assert off.config.utilization == 0.92 and not any("extensible" in n for n in off.notes)
     assert _h200_plan(backend_version="0.33.0").notes == []
+
+
+def test_int4_and_ampere_fp8_experts_run_on_marlin_with_its_workspaces():
+    from doctor.planner.overhead import marlin_experts
+
+    int4, fp8 = get_model("Qwen/Qwen3.5-35B-A3B-GPTQ-Int4"), get_model("Qwen/Qwen3.5-35B-A3B-FP8")
+    cfg = ServeConfig(tp=2, backend_version="0.26.0")
+    assert marlin_experts(int4, cfg, (8, 6)) and marlin_experts(fp8, cfg, (8, 6))
+    assert not marlin_experts(fp8, cfg, (9, 0)) and marlin_experts(NVFP4, cfg.with_(moe_backend="marlin"), (12, 1))
+    m, topk, h, i = 8192, int4.moe.experts_per_token, int4.hidden_size, int4.moe.intermediate_size / 2
+    ws = moe_workspace(int4, cfg, m, (8, 6))
+    # MarlinExperts.workspace_shapes: (M topk, max(N, K)) + (M topk max(2N, K)) + (M, K), kept from 0.14
+    assert ws.peak == ws.persistent == int((m * topk * (max(i, h) + max(2 * i, h)) + m * h) * 2)

@@ -167,6 +167,29 @@ def cutlass_fp4_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> MoeWork
     return MoeWorkspace(workspace + temporaries, workspace if rules.fused_moe_modular else 0)
 
 
+def marlin_experts(spec: ModelSpec, cfg: ServeConfig, capability: tuple[int, int]) -> bool:
+    """Whether vLLM runs the routed experts with its Marlin kernels: weight-only INT4 checkpoints (GPTQ, AWQ,
+    AutoRound: oracle/int_wna16.py, MARLIN first), FP8 below compute capability 8.9 (no FP8 tensor cores: the
+    Triton and CUTLASS FP8 backends do not run, oracle/fp8.py falls to MARLIN, W8A16) and --moe-backend marlin
+    (read in 0.32.0)."""
+    method = spec.quantization.method
+    if (cfg.moe_backend or "").lower() == "marlin":
+        return method != "none"
+    return method == "int" or (method == "fp8" and capability < (8, 9))
+
+
+def marlin_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> MoeWorkspace:
+    """MarlinExperts.workspace_shapes over `tokens` tokens (M) on one rank (fused_moe/experts/marlin_moe.py, read in
+    0.32.0): (M x topk, max(N, K)) + (M x topk x max(2N, K)) + the (M, K) output, N = I_rank, K = hidden size, in
+    the activation dtype, from the modular kernel's workspace (kept from 0.14, moe_workspace)."""
+    act = dtype_bytes(spec.dtype)
+    h, topk = spec.hidden_size, spec.moe.experts_per_token
+    inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
+    workspace = int((tokens * topk * (max(inter, h) + max(2 * inter, h)) + tokens * h) * act)
+    rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
+    return MoeWorkspace(workspace, workspace if rules.fused_moe_modular else 0)
+
+
 @dataclass(frozen=True)
 class MoeWorkspace:
     """The fused-MoE buffers of one MoE layer on one rank: at its peak, and what stays allocated after it."""
@@ -186,8 +209,8 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
       _allocate_buffers (+ the [M_full, H] output where M is chunked) from the WorkspaceManager, which keeps them:
       profile_run's sampler runs on top of them. With H >= 2 I_rank both are H wide whatever the TP.
     - up to 0.13: fused_experts_impl's [M, topk, max(2 I_rank, H)] + [M x topk, I_rank], freed after each call.
-    vLLM's CUTLASS FP4 experts (--moe-backend cutlass on NVFP4): cutlass_fp4_bytes, read in the source.
-    Other experts (FlashInfer, Marlin) size their workspaces per backend: the fused_experts_impl shapes
+    vLLM's CUTLASS FP4 experts (--moe-backend cutlass on NVFP4): cutlass_fp4_bytes; Marlin (INT4, FP8 on Ampere,
+    --moe-backend marlin): marlin_bytes; both read in the source. Other experts (FlashInfer) size their workspaces per backend: the fused_experts_impl shapes
     are kept as an estimate there, not derived, and nothing is counted as persistent."""
     if not spec.moe:
         return MoeWorkspace(0, 0)
@@ -200,6 +223,8 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
     m = min(tokens, chunk) if chunk else tokens
     if vllm_cutlass_fp4(spec, cfg):
         return cutlass_fp4_bytes(spec, cfg, tokens)
+    if marlin_experts(spec, cfg, capability):
+        return marlin_bytes(spec, cfg, tokens)
     if not triton_experts(spec, cfg, capability):
         return MoeWorkspace(int(tokens * topk * (max(2 * inter, h) + inter) * act), 0)
     if not rules.fused_moe_modular:
@@ -472,6 +497,6 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "activation_bytes",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
-           "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes",
+           "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
            "all2all_buffer_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "sampler_phase",
            "MIB"]
