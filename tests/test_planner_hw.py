@@ -106,3 +106,16 @@ def test_int4_and_ampere_fp8_experts_run_on_marlin_with_its_workspaces():
     ws = moe_workspace(int4, cfg, m, (8, 6))
     # MarlinExperts.workspace_shapes: (M topk, max(N, K)) + (M topk max(2N, K)) + (M, K), kept from 0.14
     assert ws.peak == ws.persistent == int((m * topk * (max(i, h) + max(2 * i, h)) + m * h) * 2)
+
+
+def test_a_0_34_boot_is_read_at_the_size_its_extensible_cache_committed():
+    # extensible_kv_cache.py measure_kv_cache_blocks (0.34.0) logs the committed size after warmup; the earlier
+    # "Available KV cache memory" is the profiling estimate the cache no longer takes
+    boot = parse_boot_log("\n".join([
+        "(EngineCore pid=1) INFO [gpu_worker.py:796] Available KV cache memory: 59.11 GiB",
+        "(EngineCore pid=1) INFO [extensible_kv_cache.py:693] Memory after warmup: 70.12 GiB free, 0.5 GiB committed "
+        "to the KV cache, 4.01 GiB kept for transient activations (4.01 GiB allocated at peak, 0.0 GiB of torch "
+        "reservation growth); 12345 KV cache blocks (66.43 GiB) fit within the requested 139.8 GiB. Torch may "
+        "reserve up to 80.0 GiB.",
+    ]))
+    assert boot.available_gib == 66.43

@@ -39,6 +39,8 @@ _PATTERNS = {
     "total": re.compile(r"Free memory on device \([\d.]+/([\d.]+) GiB\)"),
     "utilization": re.compile(r"Desired GPU memory utilization is \(([\d.]+), [\d.]+ GiB\)"),
     "available": re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) (-?[\d.]+) GiB"),
+    # vLLM 0.34's extensible KV cache commits its size after warmup (doctor/planner/extensible.py): that line wins
+    "kv_committed": re.compile(r"Memory after warmup: .*? KV cache blocks \(([\d.]+) GiB\) fit within"),
     "tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
     "concurrency": re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"),
     "language_model_only": re.compile(r"'language_model_only': (True|False)"),
@@ -89,7 +91,8 @@ def parse_boot_log(text: str) -> BootLog:
         prefix_caching=None if pc is None else pc == "True",
         weights_gib=num("weights"), activation_gib=num("activation"), non_torch_gib=num("non_torch"),
         graph_estimate_gib=num("graph_estimate"), total_gib=num("total"), utilization=num("utilization"),
-        available_gib=num("available"), tokens=num("tokens", int), max_num_seqs=num("max_num_seqs", int),
+        available_gib=(committed if (committed := num("kv_committed")) is not None else num("available")),
+        tokens=num("tokens", int), max_num_seqs=num("max_num_seqs", int),
         max_num_batched_tokens=num("max_num_batched_tokens", int),
         language_model_only=(lmo := _first("language_model_only", text)) and lmo == "True",
         graph_actual_gib=num("graph_actual"))

@@ -11,6 +11,7 @@ from doctor.planner.hardware import GIB
 
 WEIGHTS = re.compile(r"(?:Model loading took|Actual usage is) ([\d.]+) GiB (?:memory|for weight)")
 _AVAILABLE = re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) (-?[\d.]+) GiB")
+_COMMITTED = re.compile(r"Memory after warmup: .*? KV cache blocks \(([\d.]+) GiB\) fit within")   # vLLM 0.34+
 _TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 # club-3090's report script transcribes both figures as "KV pool 16.58 GiB / 3,292,687 tok" (BENCHMARKS.md).
 _TRANSCRIBED = re.compile(r"KV pool ([\d.]+) GiB / \**([\d,]+) tok")
@@ -87,7 +88,8 @@ def residual(entry: dict[str, Any]) -> Residual:
     p = plan(get_model(entry["model"]), parse_gpus(entry["gpus"]), cfg, measured)
     rank = min(p.ranks, key=lambda r: r.kv_tokens)
     transcribed = next((m for line in entry["log"] if (m := _TRANSCRIBED.search(line))), None)
-    available = first_match(_AVAILABLE, entry["log"]) or (transcribed.group(1) if transcribed else None)
+    available = (first_match(_COMMITTED, entry["log"]) or first_match(_AVAILABLE, entry["log"])
+                 or (transcribed.group(1) if transcribed else None))
     tokens = first_match(_TOKENS, entry["log"]) or (transcribed.group(2) if transcribed else None)
     return Residual(entry["id"], mode, int(tokens.replace(",", "")) if tokens else None, p.kv_tokens,
                     float(weights) if weights else None, rank.weights["total"] / GIB,
