@@ -23,7 +23,7 @@ def vllm_default_utilization(version: str | None) -> Share:
     planner assumes), as its flag schema records it (doctor/flags/schemas, flag_default), else
     doctor/planner/versions.vllm_rules: 0.9 up to 0.19.1, 0.92 from 0.20.0, resolved at startup from 0.34.0."""
     from doctor.planner.config import ASSUMED_VLLM_VERSION
-    from doctor.planner.flags import engine_default
+    from doctor.planner.engine_defaults import engine_default
     from doctor.planner.versions import vllm_rules
 
     flag = "--gpu-memory-utilization"
@@ -40,7 +40,7 @@ def vllm_default_utilization(version: str | None) -> Share:
 def sglang_default_fraction(version: str | None) -> Share:
     """SGLang's --mem-fraction-static default: every version with a flag schema computes it at startup from the
     GPU's memory and the serving flags (flag_default's rule), so no share is known before the engine runs."""
-    from doctor.planner.flags import engine_default
+    from doctor.planner.engine_defaults import engine_default
 
     found = engine_default("sglang", version, "mem_fraction_static")
     who = f"SGLang {version}" if version else "SGLang"

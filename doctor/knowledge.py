@@ -141,11 +141,11 @@ def torch_arch_lists() -> dict[str, tuple[str, ...]]:
 def _capability_patterns() -> tuple[tuple[Any, str], ...]:
     import re
 
-    raw = load_yaml("doctor.data", "gpu_capability.yaml")
+    raw = load_yaml("doctor.data", "gpus.yaml")
     try:
         return tuple((re.compile(row["pattern"], re.I), str(row["capability"])) for row in raw["patterns"])
     except (KeyError, TypeError, re.error) as exc:
-        raise DataError(f"doctor/data/gpu_capability.yaml: malformed entry ({exc})") from None
+        raise DataError(f"doctor/data/gpus.yaml patterns: malformed entry ({exc})") from None
 
 
 def capability_of(name: str | None) -> str | None:

@@ -283,9 +283,12 @@ def test_an_sglang_plan_says_whether_its_version_s_formula_was_read():
 
     hw = parse_gpus("1xH200")
     read = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.21")))
-    unread = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.40")))
+    unread = band_text(plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.5")))
     assert "error not measured" in read and "as read in its wheel" in read
-    assert "SGLang 0.5.40 not read" in unread
+    assert "SGLang 0.5.5 not read" in unread
+    # newer than any covered release: planned with the newest covered one, whose formula was read, and said so
+    newer = plan(BF16, hw, ServeConfig(backend="sglang", backend_version="0.5.40"))
+    assert "as read in its wheel" in band_text(newer) and "SGLang 0.5.40 is newer" in newer.notes[0]
 
 
 def test_an_sglang_band_is_measured_only_where_a_logged_boot_chose_its_fraction_and_drafter_the_same_way():

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from doctor.planner.accuracy import band, calibration, partial_residuals, residuals
+from doctor.planner.accuracy import calibration, partial_residuals, residuals
 from doctor.planner.bootlog import parse_boot_log
 from doctor.planner.coefficients import Coefficients, shipped, using
 from doctor.planner.fit import (first_capture_samples, fit, leave_one_out, logged_boot, logged_boots, uma_entries,
-                                uma_host_gap)
+                                uma_host_gap, wsl_entries)
 from doctor.planner.hardware import GIB
 
 DATA = Path(__file__).parent / "data" / "published_kv"
@@ -27,8 +27,9 @@ def test_h200_truth_is_met_within_two_percent():
 
 
 def test_the_shipped_coefficients_are_the_fit_of_the_shipped_boots():
-    fitted = fit(logged_boots(ENTRIES), uma_entries(ENTRIES), first_capture_samples(ENTRIES))
+    fitted = fit(logged_boots(ENTRIES), uma_entries(ENTRIES), first_capture_samples(ENTRIES), wsl_entries(ENTRIES))
     assert fitted.boots == shipped().boots
+    assert fitted.wsl_non_torch_bytes == shipped().wsl_non_torch_bytes
     assert fitted.first_capture_boots == shipped().first_capture_boots
     assert fitted.graph_first_capture_bytes == shipped().graph_first_capture_bytes
     assert fitted.sampler_bytes_per_logit == pytest.approx(shipped().sampler_bytes_per_logit)
@@ -52,16 +53,24 @@ def test_leave_one_out_never_fits_on_the_boot_it_predicts():
         assert entry["id"] not in held_out[entry["id"]].boots
 
 
-def test_partly_described_boots_are_kept_but_never_fitted_on():
+def test_partly_described_boots_are_kept_and_fitted_on_only_for_the_wsl2_term():
     partial = [e for e in ENTRIES if "missing" in e]
     assert partial and all(not e.get("predict") for e in partial)
-    assert not {e["id"] for e in partial} & set(shipped().boots)
+    wsl = {e["id"] for e in wsl_entries(ENTRIES)}
+    assert wsl and {e["id"] for e in partial} & set(shipped().boots) == wsl
+
+
+def test_held_out_boots_are_never_fitted_on():
+    held = {e["id"] for e in ENTRIES if e.get("held_out")}
+    assert len(held) >= 6 and not held & set(shipped().boots) and not held & set(shipped().first_capture_boots)
+    assert not held & {e["id"] for e in wsl_entries(ENTRIES)}
 
 
 def test_partly_described_boots_with_a_stand_in_are_planned_out_of_sample_with_their_logged_weights():
     rows = {r.id: r for r in partial_residuals(ENTRIES)}
     named = {e["id"] for e in ENTRIES if e.get("plan_as") and not e.get("predict")}
-    assert rows and set(rows) == named and not named & set(shipped().boots)
+    assert rows and set(rows) == named
+    assert not (named - {e["id"] for e in wsl_entries(ENTRIES)}) & set(shipped().boots)
     row = rows["dgx-spark-99sono-prismaquant-mtp3-0.22.0"]
     assert row.mode == "overhead" and row.planned_weights_gib == pytest.approx(21.42)
     assert abs(row.kv_error) <= 0.03
@@ -158,15 +167,42 @@ def test_the_graph_pool_line_gives_estimate_and_actual():
     assert (boot.graph_estimate_gib, boot.graph_actual_gib, boot.available_gib) == (1.32, 1.34, 43.4)
 
 
-def test_a_plan_outside_the_calibrated_boots_says_its_error_is_not_measured():
-    inside, _ = band(140 * GIB, 1, "0.26.0", "fp8")
-    assert inside == calibration()["kv_tokens_max_abs_error"]
-    # the region is per release: a logged nightly 0.22.1rc1.dev26 calibrates plans for 0.22.1
-    assert "0.22.1" in calibration()["region"]["versions"]
-    assert band(120 * GIB, 1, "0.22.1", "nvfp4")[0] == inside
-    outside, why = band(24 * GIB, 8, "0.22.0", "gptq")
-    assert outside is None
-    assert "GPUs under" in why and "TP > " in why and "vLLM 0.22.0" in why and "not measured" in why
+def test_a_plan_s_band_is_its_hardware_class_s_and_says_where_no_boot_was_measured():
+    from doctor.models import get_model
+    from doctor.planner import ServeConfig, parse_gpus, plan
+    from doctor.planner.bands import plan_band
+
+    classes = calibration()["classes"]
+    h200 = plan(get_model("Qwen/Qwen3.5-35B-A3B"), parse_gpus("1xH200"),
+                ServeConfig(language_model_only=True, backend_version="0.26.0"))
+    rel, why = plan_band(h200)
+    assert rel == pytest.approx(classes["Hopper"]["gap_gib"] * GIB / h200.ranks[0].cache_bytes)
+    assert "Hopper" in why and "not measured" not in why
+    # no Ampere boot: not measured, and the terms' uncertainty still bounds it
+    ampere = plan(get_model("Qwen/Qwen3.5-35B-A3B-GPTQ-Int4"), parse_gpus("2xRTX3090"),
+                  ServeConfig(tp=2, backend_version="0.26.0"))
+    rel, why = plan_band(ampere)
+    assert rel is not None and rel > 0 and "Ampere / Ada: not measured" in why and "terms' uncertainty" in why
+    # a measured class without the plan's feature: named, and at least the class's own band
+    spec_h200 = plan(get_model("Qwen/Qwen3.5-35B-A3B"), parse_gpus("1xH200"),
+                     ServeConfig(language_model_only=True, backend_version="0.26.0", mtp_tokens=2))
+    rel, why = plan_band(spec_h200)
+    assert "not measured with speculative decoding" in why
+    assert rel >= classes["Hopper"]["gap_gib"] * GIB / spec_h200.ranks[0].cache_bytes
+
+
+def test_every_class_band_covers_its_own_boots():
+    from doctor.planner.bands import boot_classes
+
+    rows = [r for r in residuals(ENTRIES, leave_one_out=True) if r.mode != "weights"]
+    rows += partial_residuals(ENTRIES)      # the WSL2 boots in-sample here: the bench plans them leave-one-out
+    classes = calibration()["classes"]
+    by_id = {e["id"]: e for e in ENTRIES}
+    for r in rows:
+        band = classes[boot_classes(by_id[r.id])[0]]["gap_gib"]
+        assert abs(r.available_gap_gib) <= band + 0.01
+        if r.kv_error is not None and r.planned_available_gib > 0:
+            assert abs(r.kv_error) <= band / r.planned_available_gib + 0.01
 
 
 def test_unified_memory_adds_the_host_bytes_vllm_counts_as_device_memory():

@@ -9,7 +9,7 @@ from packaging.version import Version
 from doctor.flags import flag_default
 from doctor.flags.schema import available_versions
 from doctor.planner.config import ServeConfig
-from doctor.planner.flags import engine_default, literal_default, vllm_batch_defaults_of
+from doctor.planner.engine_defaults import engine_default, literal_default, vllm_batch_defaults_of
 from doctor.planner.hardware import catalogue, get_gpu
 from doctor.planner.overhead import vllm_batch_defaults
 from doctor.planner.versions import vllm_rules

@@ -5,7 +5,7 @@ An entry of tests/data/published_kv/*.yaml with `predict: true` names everything
 `predict: overhead` entries are planned with their logged weights (the checkpoint is not one the registry
 describes, e.g. a merged fine-tune): they test the overhead terms alone. `predict: weights` entries (a boot
 that stopped after loading) test the weights alone.
-`band()` is the largest leave-one-out residual of KV capacity over those boots (calibration.yaml, written
+The band a vLLM plan prints is its hardware class's (doctor/planner/bands.py, calibration.yaml `classes`, written
 by bench/plan_accuracy.py and checked against the data by tests/test_planner_accuracy.py): each boot is
 planned with coefficients fitted without it (doctor/planner/fit.py).
 """
@@ -13,96 +13,22 @@ planned with coefficients fitted without it (doctor/planner/fit.py).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
 from typing import Any
 
-import yaml
 from packaging.version import InvalidVersion, Version
 
+from doctor.planner.coefficients import Coefficients, calibration, using
 from doctor.planner.hardware import GIB
+from doctor.planner.residual import WEIGHTS, Residual, first_match, residual
 from doctor.planner.sglang_bootlog import KV_TOKENS, LOAD_BEGIN, LOAD_END, MAMBA_SLOTS, RUNNING
-
-_WEIGHTS = re.compile(r"(?:Model loading took|Actual usage is) ([\d.]+) GiB (?:memory|for weight)")
-_AVAILABLE = re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) ([\d.]+) GiB")
-_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
-# club-3090's report script transcribes both figures as "KV pool 16.58 GiB / 3,292,687 tok" (BENCHMARKS.md).
-_TRANSCRIBED = re.compile(r"KV pool ([\d.]+) GiB / \**([\d,]+) tok")
-
-
-@dataclass(frozen=True)
-class Residual:
-    """Planned vs logged for one boot (relative errors: planned / logged - 1)."""
-
-    id: str
-    mode: str                       # "plan" (end to end), "overhead" (logged weights) or "weights" (only)
-    logged_tokens: int | None
-    planned_tokens: int
-    logged_weights_gib: float | None
-    planned_weights_gib: float
-    logged_available_gib: float | None
-    planned_available_gib: float
-
-    @property
-    def tokens_error(self) -> float | None:
-        return None if self.logged_tokens is None else self.planned_tokens / self.logged_tokens - 1
-
-    @property
-    def available_error(self) -> float | None:
-        if self.logged_available_gib is None:
-            return None
-        return self.planned_available_gib / self.logged_available_gib - 1
-
-    @property
-    def kv_error(self) -> float | None:
-        """The KV-capacity residual: of tokens where the log names them, else of the KV memory (None in
-        "weights" mode)."""
-        if self.mode == "weights":
-            return None
-        error = self.tokens_error if self.tokens_error is not None else self.available_error
-        if error is None:
-            raise ValueError(f"entry {self.id}: neither 'GPU KV cache size' nor the KV memory is logged")
-        return error
-
-    @property
-    def weights_error(self) -> float | None:
-        if self.logged_weights_gib is None or self.mode == "overhead":
-            return None
-        return self.planned_weights_gib / self.logged_weights_gib - 1
-
-
-def _find(pattern: re.Pattern[str], lines: list[str]) -> str | None:
-    return next((m.group(1) for line in lines if (m := pattern.search(line))), None)
-
-
-def residual(entry: dict[str, Any]) -> Residual:
-    """Plan one `predict` entry (with the coefficients in force) and compare with its log lines."""
-    from doctor.models import get_model
-    from doctor.planner.config import ServeConfig
-    from doctor.planner.hardware import parse_gpus
-    from doctor.planner.plan import Measured, plan
-
-    weights = _find(_WEIGHTS, entry["log"])
-    mode = entry["predict"] if entry["predict"] in ("overhead", "weights") else "plan"
-    if mode == "overhead" and weights is None:
-        raise ValueError(f"entry {entry['id']}: predict: overhead needs a 'Model loading took' line")
-    measured = Measured(weights_bytes=int(float(weights) * GIB)) if mode == "overhead" else None
-    cfg = ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"])
-    p = plan(get_model(entry["model"]), parse_gpus(entry["gpus"]), cfg, measured)
-    rank = min(p.ranks, key=lambda r: r.kv_tokens)
-    transcribed = next((m for line in entry["log"] if (m := _TRANSCRIBED.search(line))), None)
-    available = _find(_AVAILABLE, entry["log"]) or (transcribed.group(1) if transcribed else None)
-    tokens = _find(_TOKENS, entry["log"]) or (transcribed.group(2) if transcribed else None)
-    return Residual(entry["id"], mode, int(tokens.replace(",", "")) if tokens else None, p.kv_tokens,
-                    float(weights) if weights else None, rank.weights["total"] / GIB,
-                    float(available) if available else None, rank.cache_bytes / GIB)
 
 
 def residuals(entries: list[dict[str, Any]], leave_one_out: bool = False) -> list[Residual]:
     """Residuals of every `predict` entry; leave_one_out: each planned with coefficients fitted without it."""
     from doctor.planner import fit
-    from doctor.planner.coefficients import using
 
     predicted = [e for e in entries if e.get("predict")]
     if not leave_one_out:
@@ -115,14 +41,21 @@ def residuals(entries: list[dict[str, Any]], leave_one_out: bool = False) -> lis
     return out
 
 
-def partial_residuals(entries: list[dict[str, Any]]) -> list[Residual]:
+def partial_residuals(entries: list[dict[str, Any]],
+                      per_entry: Mapping[str, Coefficients] | None = None) -> list[Residual]:
     """Out-of-sample residuals of the partly described boots (no `predict`) that name `plan_as`: the registry
     checkpoint they ran, or one of the same quantization kind as their own unregistered one. Each is planned
-    with the coefficients in force, with its logged weights ("overhead" mode) where the log names them, else
-    end to end. fit.py never fits on these boots."""
-    return [residual({**e, "model": e["plan_as"],
-                      "predict": "overhead" if _find(_WEIGHTS, e["log"]) else True})
-            for e in entries if not e.get("predict") and e.get("plan_as")]
+    with its logged weights ("overhead" mode) where the log names them, else end to end, with the coefficients in
+    force, or `per_entry[id]` where given (the WSL2 boots fit.py fits its WSL2 term on: planned leave-one-out)."""
+    out = []
+    for e in entries:
+        if e.get("predict") or not e.get("plan_as"):
+            continue
+        held = per_entry.get(e["id"]) if per_entry else None
+        with using(held) if held is not None else nullcontext():
+            out.append(residual({**e, "model": e["plan_as"],
+                                 "predict": "overhead" if first_match(WEIGHTS, e["log"]) else True}))
+    return out
 
 
 def release(version: str) -> str:
@@ -131,33 +64,6 @@ def release(version: str) -> str:
         return Version(version).base_version
     except InvalidVersion:
         return version
-
-
-@lru_cache(maxsize=1)
-def calibration() -> dict[str, Any]:
-    """The shipped summary of the residuals (calibration.yaml)."""
-    return yaml.safe_load(resources.files("doctor.planner").joinpath("calibration.yaml").read_text(encoding="utf-8"))
-
-
-def band(gpu_bytes: int, tp: int, version: str, quantization: str) -> tuple[float | None, str]:
-    """(relative band, why): the largest leave-one-out KV residual where the plan is inside the calibrated
-    region (the span of the logged boots), None where it is not (then the error is unknown and the plan
-    says so)."""
-    cal = calibration()
-    region = cal["region"]
-    outside = []
-    if gpu_bytes < region["min_gpu_gib"] * GIB:
-        outside.append(f"GPUs under {region['min_gpu_gib']} GiB")
-    if tp > region["max_tp"]:
-        outside.append(f"TP > {region['max_tp']}")
-    if release(version) not in region["versions"]:
-        outside.append(f"vLLM {version}")
-    if quantization not in region["quantization"]:
-        outside.append(f"{quantization} checkpoints")
-    why = f"largest leave-one-out residual over {cal['boots']} logged boots (bench/plan_accuracy.py)"
-    if outside:
-        return None, "outside the calibrated boots (" + ", ".join(outside) + "): error not measured"
-    return float(cal["kv_tokens_max_abs_error"]), why
 
 
 # SGLang boots (tests/data/published_kv/sglang*.yaml): entries carry `sglang: VERSION` and `sglang_predict`

@@ -31,13 +31,16 @@ _PATTERNS = {
     "prefix_caching": re.compile(r"enable_prefix_caching=(True|False)"),
     "weights": re.compile(r"(?:Model loading took|Actual usage is) ([\d.]+) GiB (?:memory|for weight)"),
     "activation": re.compile(r"([\d.]+) GiB for peak activation"),
-    "non_torch": re.compile(r"([\d.]+) GiB for non-torch memory"),
-    "graph_estimate": re.compile(r"Estimated CUDA graph memory: ([\d.]+) GiB"
-                                r"|CUDA graph pool memory: [\d.]+ GiB \(actual\), ([\d.]+) GiB \(estimated\)"),
+    # unified-memory GPUs log negative non-torch and graph figures (host memory freed meanwhile counts)
+    "non_torch": re.compile(r"(-?[\d.]+) GiB for non-torch memory"),
+    "graph_estimate": re.compile(r"Estimated CUDA graph memory: (-?[\d.]+) GiB"
+                                r"|CUDA graph pool memory: [\d.]+ GiB \(actual\), (-?[\d.]+) GiB \(estimated\)"),
     "graph_actual": re.compile(r"([\d.]+) GiB for CUDAGraph memory"),
     "total": re.compile(r"Free memory on device \([\d.]+/([\d.]+) GiB\)"),
     "utilization": re.compile(r"Desired GPU memory utilization is \(([\d.]+), [\d.]+ GiB\)"),
-    "available": re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) ([\d.]+) GiB"),
+    "available": re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) (-?[\d.]+) GiB"),
+    # vLLM 0.34's extensible KV cache commits its size after warmup (doctor/planner/extensible.py): that line wins
+    "kv_committed": re.compile(r"Memory after warmup: .*? KV cache blocks \(([\d.]+) GiB\) fit within"),
     "tokens": re.compile(r"GPU KV cache size: ([\d,]+) tokens"),
     "concurrency": re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x"),
     "language_model_only": re.compile(r"'language_model_only': (True|False)"),
@@ -88,7 +91,8 @@ def parse_boot_log(text: str) -> BootLog:
         prefix_caching=None if pc is None else pc == "True",
         weights_gib=num("weights"), activation_gib=num("activation"), non_torch_gib=num("non_torch"),
         graph_estimate_gib=num("graph_estimate"), total_gib=num("total"), utilization=num("utilization"),
-        available_gib=num("available"), tokens=num("tokens", int), max_num_seqs=num("max_num_seqs", int),
+        available_gib=(committed if (committed := num("kv_committed")) is not None else num("available")),
+        tokens=num("tokens", int), max_num_seqs=num("max_num_seqs", int),
         max_num_batched_tokens=num("max_num_batched_tokens", int),
         language_model_only=(lmo := _first("language_model_only", text)) and lmo == "True",
         graph_actual_gib=num("graph_actual"))

@@ -12,7 +12,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
+from importlib import resources
 from typing import Any, Iterator
+
+import yaml
 
 from doctor.planner.hardware import GIB
 
@@ -45,6 +48,7 @@ class Coefficients:
     graph_first_capture_bytes: int | None = None   # profile_cudagraph_memory's first capture of a mode
     graph_actual_over_estimate: float = 1.0
     uma_non_torch_bytes: int | None = None      # unified-memory GPUs: host memory vLLM counts as device memory
+    wsl_non_torch_bytes: int | None = None      # WSL2 GPUs: memory the profile run loses besides torch's (fit.py)
     boots: tuple[str, ...] = ()
     first_capture_boots: tuple[str, ...] = ()   # boots whose graph lines alone gave graph_first_capture_bytes
 
@@ -86,6 +90,8 @@ class Coefficients:
                                               else int(data["graph_first_capture_bytes"])),
                    uma_non_torch_bytes=(None if data.get("uma_non_torch_bytes") is None
                                         else int(data["uma_non_torch_bytes"])),
+                   wsl_non_torch_bytes=(None if data.get("wsl_non_torch_bytes") is None
+                                        else int(data["wsl_non_torch_bytes"])),
                    boots=tuple(data.get("boots") or ()),
                    first_capture_boots=tuple(data.get("first_capture_boots") or ()))
 
@@ -93,9 +99,13 @@ class Coefficients:
 @lru_cache(maxsize=1)
 def shipped() -> Coefficients:
     """The coefficients fitted on every logged boot (calibration.yaml)."""
-    from doctor.planner.accuracy import calibration
-
     return Coefficients.from_yaml(calibration()["coefficients"])
+
+
+@lru_cache(maxsize=1)
+def calibration() -> dict[str, Any]:
+    """The shipped summary of the residuals (calibration.yaml)."""
+    return yaml.safe_load(resources.files("doctor.planner").joinpath("calibration.yaml").read_text(encoding="utf-8"))
 
 
 _CURRENT: ContextVar[Coefficients | None] = ContextVar("planner_coefficients", default=None)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace
 
+from doctor.planner.engine_defaults import literal_default
 from doctor.planner.errors import PlanInputError
+from doctor.planner.methods import MTP_METHODS
 
 BACKENDS = ("vllm", "sglang")
 MAX_PARALLEL = 4096
@@ -42,6 +44,9 @@ class ServeConfig:
     prefix_caching: bool | None = None         # vLLM --enable-prefix-caching (hybrid: mamba "align" mode);
                                                # None: the default of backend_version (versions.py)
     enforce_eager: bool = False                # vLLM --enforce-eager / SGLang --disable-cuda-graph
+    moe_backend: str | None = None             # vLLM --moe-backend (None / "auto": the fused-MoE oracle's choice)
+    all2all_backend: str | None = None         # vLLM --all2all-backend (None: allgather_reducescatter)
+    extensible_kv_cache: bool | None = None    # vLLM 0.34 --(no-)enable-extensible-kv-cache (None: the version's default)
     block_size: int | None = None              # vLLM --block-size
     mamba_full_memory_ratio: float = 0.9       # SGLang --mamba-full-memory-ratio
     max_mamba_cache_size: int | None = None    # SGLang --max-mamba-cache-size
@@ -67,8 +72,6 @@ class ServeConfig:
     @property
     def uses_mtp_head(self) -> bool:
         """Speculative decoding with the checkpoint's own MTP layer (not a separate drafter, not n-gram)."""
-        from doctor.planner.drafters import MTP_METHODS
-
         return bool(self.mtp_tokens) and self.drafter is None and (self.speculative_method or "").lower() in MTP_METHODS
 
     @property
@@ -87,14 +90,28 @@ class ServeConfig:
     def utilization(self) -> float:
         """--gpu-memory-utilization, else the default of this vLLM version as its flag schema records it
         (vllm/config/cache.py), else, where the version resolves it at startup (0.34), versions.vllm_rules."""
-        from doctor.planner.flags import literal_default
         from doctor.planner.versions import vllm_rules
 
         if self.gpu_memory_utilization is not None:
             return self.gpu_memory_utilization
         version = self.backend_version or ASSUMED_VLLM_VERSION
         default = literal_default("vllm", version, "gpu_memory_utilization")
-        return float(default) if isinstance(default, (int, float)) else vllm_rules(version).gpu_memory_utilization
+        if isinstance(default, (int, float)):
+            return float(default)
+        rules = vllm_rules(version)
+        if rules.extensible_kv_cache and not self.extensible_kv_on:
+            return rules.estimate_gpu_memory_utilization      # 0.34 resolves None to 0.92 without the extensible cache
+        return rules.gpu_memory_utilization
+
+    @property
+    def extensible_kv_on(self) -> bool:
+        """Whether vLLM sizes the KV cache after warmup and capture (0.34's extensible KV cache: on by default on
+        CUDA unless --kv-cache-memory-bytes is set, vllm/config/cache.py enable_extensible_kv_cache)."""
+        from doctor.planner.versions import vllm_rules
+
+        rules = vllm_rules(self.backend_version or ASSUMED_VLLM_VERSION)
+        return (self.backend == "vllm" and rules.extensible_kv_cache and self.extensible_kv_cache is not False
+                and self.kv_cache_memory_gib is None)
 
     def with_(self, **changes: object) -> "ServeConfig":
         return replace(self, **changes)

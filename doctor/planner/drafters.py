@@ -48,13 +48,10 @@ import yaml
 from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
+from doctor.planner.methods import MODEL_METHODS, MTP_METHODS, NO_MODEL_METHODS
 from doctor.planner.state import kv_dtype_bytes, kv_heads_per_rank
 from doctor.planner.versions import SglangRules
 
-# --speculative-config "method" (vLLM) / --speculative-algorithm (SGLang), lower-cased
-MTP_METHODS = ("mtp", "qwen3_5_mtp", "qwen3_next_mtp", "nextn", "deepseek_mtp", "")
-MODEL_METHODS = ("eagle", "eagle3", "dflash", "draft_model", "standalone")
-NO_MODEL_METHODS = ("ngram", "ngram_gpu", "suffix")
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,9 @@ configuration of the entry gives what the term scales with (overhead.overhead_in
   in host memory growth, which no flag predicts. Per such boot: its plan with its logged weights and no host
   term, minus its logged KV memory; the mean over those boots (these boots log no "peak activation" line, so
   the figure also carries the error of the other terms on that platform).
+- WSL2 bytes (overhead.wsl_host_bytes): the same gap on WSL2 GPUs (wsl_entries: boots that log their weights and KV
+  memory, planned with their logged weights as the checkpoint `plan_as` names), mean over those boots;
+  tests/data/published_kv/vllm-heldout.yaml's boots are never among them.
 Each coefficient is a mean (or median) over boots, never tuned to one configuration; a class with no boot
 falls back as coefficients.Coefficients documents.
 """
@@ -90,13 +93,14 @@ def first_capture_samples(entries: Sequence[dict[str, Any]]) -> dict[str, float]
     for e in entries:
         captures = graph_captures(e)
         estimate = parse_boot_log("\n".join(e["log"])).graph_estimate_gib
-        if captures and set(captures) == {1} and estimate and not parse_gpus(e["gpus"]).gpu.unified:
+        if (captures and set(captures) == {1} and estimate and not parse_gpus(e["gpus"]).gpu.unified
+                and not e.get("held_out")):
             out[e["id"]] = estimate * GIB
     return out
 
 
 def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = (),
-        first_captures: dict[str, float] | None = None) -> Coefficients:
+        first_captures: dict[str, float] | None = None, wsl: Sequence[dict[str, Any]] = ()) -> Coefficients:
     """Coefficients from these boots, unified-memory entries and first-capture samples (first_capture_samples;
     module docstring for the rules)."""
     first = mean(first_captures.values()) if first_captures else 0.0
@@ -129,16 +133,40 @@ def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = (),
         graph_first_capture_bytes=int(first) if first_captures else None,
         boots=tuple(b.id for b in boots),
         first_capture_boots=tuple(sorted(first_captures or ())))
-    if not uma:
-        return fitted
-    host = [uma_host_gap(entry, fitted) for entry in uma]
-    return replace(fitted, uma_non_torch_bytes=max(0, int(mean(host))),
-                   boots=fitted.boots + tuple(e["id"] for e in uma))
+    if uma:
+        host = [uma_host_gap(entry, fitted) for entry in uma]
+        fitted = replace(fitted, uma_non_torch_bytes=max(0, int(mean(host))),
+                         boots=fitted.boots + tuple(e["id"] for e in uma))
+    if wsl:
+        gaps = [wsl_gap(entry, fitted) for entry in wsl]
+        fitted = replace(fitted, wsl_non_torch_bytes=max(0, int(mean(gaps))),
+                         boots=fitted.boots + tuple(e["id"] for e in wsl))
+    return fitted
+
+
+def wsl_gap(entry: dict[str, Any], coefficients: Coefficients) -> float:
+    """Bytes a WSL2 boot's plan (its logged weights, the checkpoint `plan_as` names, no WSL2 term) exceeds its
+    logged KV memory by."""
+    from doctor.planner.residual import residual
+    from doctor.planner.coefficients import using
+
+    with using(replace(coefficients, wsl_non_torch_bytes=None)):
+        row = residual({**entry, "model": entry.get("plan_as") or entry["model"], "predict": "overhead"})
+    return (row.planned_available_gib - row.logged_available_gib) * GIB
+
+
+def wsl_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The boots on WSL2 GPUs that log their weights and KV memory, outside the held-out set."""
+    from doctor.planner.hardware import parse_gpus
+
+    return [e for e in entries if "vllm" in e and not e.get("held_out") and parse_gpus(e["gpus"]).gpu.virtualised
+            and any("Model loading took" in line for line in e["log"])
+            and any("Available KV cache memory" in line for line in e["log"])]
 
 
 def uma_host_gap(entry: dict[str, Any], coefficients: Coefficients) -> float:
     """Bytes a unified-memory boot's plan (its logged weights, no host term) exceeds its logged KV memory by."""
-    from doctor.planner.accuracy import residual
+    from doctor.planner.residual import residual
     from doctor.planner.coefficients import using
 
     with using(replace(coefficients, uma_non_torch_bytes=None)):
@@ -165,6 +193,7 @@ def logged_boots(entries: list[dict[str, Any]]) -> list[LoggedBoot]:
 def leave_one_out(entries: list[dict[str, Any]]) -> dict[str, Coefficients]:
     """For every entry id: coefficients fitted on the logged boots of all the other entries."""
     boots, uma, firsts = logged_boots(entries), uma_entries(entries), first_capture_samples(entries)
+    wsl = wsl_entries(entries)
     return {e["id"]: fit([b for b in boots if b.id != e["id"]], [u for u in uma if u["id"] != e["id"]],
-                         {k: v for k, v in firsts.items() if k != e["id"]})
+                         {k: v for k, v in firsts.items() if k != e["id"]}, [w for w in wsl if w["id"] != e["id"]])
             for e in entries}

@@ -1,5 +1,5 @@
-"""A backend command line (profile, deploy argv, boot log's flags) -> the planner's ServeConfig, and the
-engine's own default of each ServeConfig field for the version in question.
+"""A backend command line (profile, deploy argv, boot log's flags) -> the planner's ServeConfig (the engine's
+own default of each field: doctor/planner/engine_defaults.py).
 
 Flag names follow `vllm serve` (vllm/engine/arg_utils.py) and `sglang.launch_server`
 (python/sglang/srt/server_args.py); both spellings map to one ServeConfig field. Flags that do not
@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from doctor.flags.schema import FlagDefault, SchemaError, flag_default
 from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
+from doctor.planner.methods import MTP_METHODS, NO_MODEL_METHODS
 
 # flag -> (ServeConfig field, parser)
 _VALUED: dict[str, tuple[str, Callable[[str], Any]]] = {}
@@ -31,6 +31,8 @@ for _names, _field, _parse in (
     (("--kv-cache-dtype",), "kv_cache_dtype", str),
     (("--block-size", "--page-size"), "block_size", int),
     (("--mm-encoder-tp-mode",), "mm_encoder_tp_mode", str),
+    (("--moe-backend",), "moe_backend", str),
+    (("--all2all-backend",), "all2all_backend", str),
     (("--mamba-full-memory-ratio",), "mamba_full_memory_ratio", float),
     (("--max-mamba-cache-size",), "max_mamba_cache_size", int),
     (("--mamba-ssm-dtype",), "mamba_ssm_dtype", str),
@@ -51,6 +53,8 @@ _SWITCHES: dict[str, tuple[str, Any]] = {
     "--no-enable-prefix-caching": ("prefix_caching", False),
     "--disable-radix-cache": ("prefix_caching", False),
     "--enforce-eager": ("enforce_eager", True),
+    "--enable-extensible-kv-cache": ("extensible_kv_cache", True),
+    "--no-enable-extensible-kv-cache": ("extensible_kv_cache", False),
     "--skip-mm-profiling": ("skip_mm_profiling", True),
     "--disable-cuda-graph": ("enforce_eager", True),
     "--disable-overlap-schedule": ("overlap_schedule", False),
@@ -121,7 +125,6 @@ def _mm_limits(text: str) -> dict[str, Any]:
 
 def _drafter_ref(method: str, model: object) -> str | None:
     """The drafter model a speculative method loads besides the target (None: MTP head, n-gram)."""
-    from doctor.planner.drafters import MTP_METHODS, NO_MODEL_METHODS
 
     if method in MTP_METHODS or method in NO_MODEL_METHODS:
         return None
@@ -201,64 +204,3 @@ def serve_config_from_argv(backend: str, argv: list[str], **overrides: Any) -> S
     kwargs = config_kwargs(list(argv))
     kwargs.update({k: v for k, v in overrides.items() if v is not None})
     return ServeConfig(backend=backend, **kwargs)
-
-
-# ServeConfig field -> the flag that sets it (vLLM, SGLang); None: the backend has no such flag
-FIELD_FLAGS: dict[str, tuple[str | None, str | None]] = {
-    "gpu_memory_utilization": ("--gpu-memory-utilization", None),
-    "mem_fraction_static": (None, "--mem-fraction-static"),
-    "max_num_batched_tokens": ("--max-num-batched-tokens", "--chunked-prefill-size"),
-    "max_num_seqs": ("--max-num-seqs", "--max-running-requests"),
-    "block_size": ("--block-size", "--page-size"),
-    "max_model_len": ("--max-model-len", "--context-length"),
-    "kv_cache_dtype": ("--kv-cache-dtype", "--kv-cache-dtype"),
-    "mm_encoder_tp_mode": ("--mm-encoder-tp-mode", None),
-    "mamba_full_memory_ratio": (None, "--mamba-full-memory-ratio"),
-    "max_mamba_cache_size": (None, "--max-mamba-cache-size"),
-}
-
-
-def engine_default(backend: str, version: str | None, field: str) -> FlagDefault | None:
-    """The default of the flag behind ServeConfig `field` in `backend` `version` (nearest covered version
-    <= it), or None when the backend has no such flag or its schema does not record the default."""
-    flags = FIELD_FLAGS.get(field)
-    flag = flags[0 if backend == "vllm" else 1] if flags else None
-    if flag is None:
-        return None
-    try:
-        return flag_default(backend, version, flag)
-    except SchemaError:
-        return None
-
-
-def literal_default(backend: str, version: str | None, field: str) -> Any:
-    """The value the engine uses for `field` when the user does not set it, where that is a fixed literal
-    of the version; None when it is resolved at startup (GPU memory, model) or unknown."""
-    found = engine_default(backend, version, field)
-    if found is None or found.resolved_at_runtime and found.value is None:
-        return None
-    return found.value
-
-
-def _tier_matches(tier: dict[str, Any], total_bytes: int, gpu_name: str, capability: tuple[int, int]) -> bool:
-    return (total_bytes >= tier.get("min_memory_gib", 0) * (1 << 30)
-            and not any(name in gpu_name.lower() for name in tier.get("exclude_names", ()))
-            and list(capability) not in [list(c) for c in tier.get("exclude_capabilities", ())])
-
-
-def vllm_batch_defaults_of(version: str | None, total_bytes: int, gpu_name: str,
-                           capability: tuple[int, int]) -> tuple[int, int] | None:
-    """(max_num_batched_tokens, max_num_seqs) `vllm serve` of `version` picks on a CUDA GPU with torch total
-    `total_bytes`, from the get_batch_defaults tiers of its flag schema; None when the schema has no exact
-    tiers (the caller's own rule applies)."""
-    out = []
-    for field in ("max_num_batched_tokens", "max_num_seqs"):
-        found = engine_default("vllm", version, field)
-        tiers = found.tiers if found else ()
-        if not tiers or not all(t.get("exact") for t in tiers):
-            return None
-        match = next((t for t in tiers if _tier_matches(t, total_bytes, gpu_name, capability)), None)
-        if match is None or not isinstance(match.get("value"), int):
-            return None
-        out.append(match["value"])
-    return out[0], out[1]

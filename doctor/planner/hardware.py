@@ -1,4 +1,4 @@
-"""GPU catalogue (gpus.yaml) and the `--gpus 8xA100-80G` notation."""
+"""The GPU catalogue (doctor/data/gpus.yaml `gpus`) and the `--gpus 8xA100-80G` notation."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ class GPU:
     compute_capability: str
     torch_bytes: int = 0
     unified: bool = False
+    virtualised: bool = False    # a WSL2 paravirtualised GPU (dxgkrnl): the Windows host shares it
 
     @property
     def usable_bytes(self) -> int:
@@ -65,7 +66,7 @@ def _norm(name: str) -> str:
 
 
 def build_catalogue(text: str) -> dict[str, GPU]:
-    """Parse gpus.yaml text into {normalised name or alias: GPU}."""
+    """Parse the catalogue text (doctor/data/gpus.yaml) into {normalised name or alias: GPU}."""
     data = yaml.safe_load(text)
     if not isinstance(data, dict) or data.get("schema") != 1 or not isinstance(data.get("gpus"), dict):
         raise PlanInputError("GPU catalogue must have schema: 1 and a gpus mapping")
@@ -75,7 +76,8 @@ def build_catalogue(text: str) -> dict[str, GPU]:
         if not isinstance(mem, int) or mem <= 0 or not re.fullmatch(r"\d+\.\d+", cc):
             raise PlanInputError(f"GPU catalogue entry {name!r} needs memory_mib and compute_capability")
         torch_gib = entry.get("torch_total_gib")
-        gpu = GPU(name, mem * MIB, cc, int(float(torch_gib) * GIB) if torch_gib else 0, bool(entry.get("unified")))
+        gpu = GPU(name, mem * MIB, cc, int(float(torch_gib) * GIB) if torch_gib else 0, bool(entry.get("unified")),
+                  bool(entry.get("wsl")))
         for key in [name, *(str(a) for a in entry.get("aliases") or [])]:
             if _norm(key) in out:
                 raise PlanInputError(f"GPU name or alias {key!r} is used twice")
@@ -86,7 +88,7 @@ def build_catalogue(text: str) -> dict[str, GPU]:
 @lru_cache(maxsize=1)
 def catalogue() -> dict[str, GPU]:
     """The shipped GPU catalogue (cached)."""
-    return build_catalogue(resources.files("doctor.planner").joinpath("gpus.yaml").read_text(encoding="utf-8"))
+    return build_catalogue(resources.files("doctor.data").joinpath("gpus.yaml").read_text(encoding="utf-8"))
 
 
 def known_gpus() -> list[str]:

@@ -5,6 +5,8 @@ block vs moe_intermediate_size / TP: divisibility.py), PP from 1 to the layer co
 parallelism is tried wherever TP x DP > 1 on a MoE model (vLLM fused_moe: experts over TP x DP ranks).
 Ranking: layouts that fit first, then by total requests at max-model-len (per-replica concurrency x DP),
 then by fewer pipeline stages and smaller TP (less communication).
+What the user asked for comes first: an explicit --dp N (N > 1) or --enable-expert-parallel without --tp plans
+that layout (TP = GPUs / (PP x DP); with EP alone, the best layout with EP), and the others follow, best first.
 """
 
 from __future__ import annotations
@@ -42,7 +44,26 @@ def _score(p: Plan) -> tuple:
     return (not p.fits, -total_requests, p.config.pp, p.config.tp, p.config.expert_parallel)
 
 
+def asks_layout(cfg: ServeConfig) -> bool:
+    """Whether the configuration names a layout without --tp: --dp > 1 or --enable-expert-parallel (both off by
+    default)."""
+    return cfg.dp > 1 or cfg.expert_parallel
+
+
+def _is_asked(asked: ServeConfig, c: ServeConfig) -> bool:
+    return (asked.dp == 1 or c.dp == asked.dp) and (not asked.expert_parallel or c.expert_parallel)
+
+
 def plan_layouts(spec: ModelSpec, hardware: Hardware, cfg: ServeConfig) -> list[Plan]:
-    """Plans of every accepted layout of `hardware`, best first."""
-    plans = [plan(spec, hardware, c) for c in candidate_layouts(spec, hardware.count, cfg)]
-    return sorted(plans, key=_score)
+    """Plans of every accepted layout of `hardware`, best first; the layout the configuration asks for
+    (asks_layout) first of all, planned even where a hard rule rejects it (its plan then says why)."""
+    plans = sorted((plan(spec, hardware, c) for c in candidate_layouts(spec, hardware.count, cfg)), key=_score)
+    if not asks_layout(cfg):
+        return plans
+    asked = [p for p in plans if _is_asked(cfg, p.config)]
+    if asked:
+        first = asked[0]
+    else:
+        tp = max(1, hardware.count // (cfg.pp * cfg.dp))
+        first = plan(spec, hardware, cfg.with_(tp=tp))
+    return [first] + [p for p in plans if p is not first]

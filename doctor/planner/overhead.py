@@ -66,7 +66,7 @@ from dataclasses import dataclass
 from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import Coefficients, current
 from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
-from doctor.planner.flags import vllm_batch_defaults_of
+from doctor.planner.engine_defaults import vllm_batch_defaults_of
 from doctor.planner.hardware import GIB, MIB, GPU
 from doctor.planner.versions import vllm_rules
 
@@ -139,6 +139,57 @@ def triton_experts(spec: ModelSpec, cfg: ServeConfig, capability: tuple[int, int
     return method == "fp8" and capability[0] == 9 and not (cfg.expert_parallel and cfg.ep_size > 1)
 
 
+def vllm_cutlass_fp4(spec: ModelSpec, cfg: ServeConfig) -> bool:
+    """Whether vLLM runs this checkpoint's routed experts with its own CUTLASS FP4 kernels (NVFP4 with
+    --moe-backend cutlass: oracle/nvfp4.py map_nvfp4_backend "cutlass" -> VLLM_CUTLASS). Left to the oracle, an
+    NVFP4 checkpoint on SM100 / SM120 takes FLASHINFER_CUTLASS, the first supported backend of its order
+    (select_nvfp4_moe_backend, read in 0.32.0; the GB10 and RTX 5090 boots log "Using 'FLASHINFER_CUTLASS' NvFp4
+    MoE backend")."""
+    return spec.quantization.method == "nvfp4" and (cfg.moe_backend or "").lower() == "cutlass"
+
+
+def cutlass_fp4_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> MoeWorkspace:
+    """CutlassExpertsFp4 over `tokens` tokens (M) on one rank (fused_moe/experts/cutlass_moe.py, read in 0.32.0).
+
+    workspace_shapes: (M x topk, max(2N, K)) + (M x topk, N) + the (M, K) output, N = I_rank, K = hidden size, in
+    the activation dtype, taken from the modular kernel's workspace (kept, from 0.14: moe_workspace).
+    run_cutlass_moe_fp4 allocates besides them, all alive when the call ends: the rows shuffled into expert order
+    (`a = ops.shuffle_rows(a, a_map)`, M x topk x K), the second GEMM's output shuffled back
+    (`c3 = ops.shuffle_rows(c3, c_map)`) and its top-k weighted product before the sum
+    (`(c3.view(m, num_topk, k) * topk_weights...).sum(dim=1)`), each M x topk x K; the FP4 copies of the
+    activations (K / 2 bytes + a scale per 16 values) are freed before that."""
+    act = dtype_bytes(spec.dtype)
+    h, topk = spec.hidden_size, spec.moe.experts_per_token
+    inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
+    workspace = int(tokens * topk * (max(2 * inter, h) + inter) * act + tokens * h * act)
+    temporaries = 3 * tokens * topk * h * act
+    rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
+    return MoeWorkspace(workspace + temporaries, workspace if rules.fused_moe_modular else 0)
+
+
+def marlin_experts(spec: ModelSpec, cfg: ServeConfig, capability: tuple[int, int]) -> bool:
+    """Whether vLLM runs the routed experts with its Marlin kernels: weight-only INT4 checkpoints (GPTQ, AWQ,
+    AutoRound: oracle/int_wna16.py, MARLIN first), FP8 below compute capability 8.9 (no FP8 tensor cores: the
+    Triton and CUTLASS FP8 backends do not run, oracle/fp8.py falls to MARLIN, W8A16) and --moe-backend marlin
+    (read in 0.32.0)."""
+    method = spec.quantization.method
+    if (cfg.moe_backend or "").lower() == "marlin":
+        return method != "none"
+    return method == "int" or (method == "fp8" and capability < (8, 9))
+
+
+def marlin_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> MoeWorkspace:
+    """MarlinExperts.workspace_shapes over `tokens` tokens (M) on one rank (fused_moe/experts/marlin_moe.py, read in
+    0.32.0): (M x topk, max(N, K)) + (M x topk x max(2N, K)) + the (M, K) output, N = I_rank, K = hidden size, in
+    the activation dtype, from the modular kernel's workspace (kept from 0.14, moe_workspace)."""
+    act = dtype_bytes(spec.dtype)
+    h, topk = spec.hidden_size, spec.moe.experts_per_token
+    inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
+    workspace = int((tokens * topk * (max(inter, h) + max(2 * inter, h)) + tokens * h) * act)
+    rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
+    return MoeWorkspace(workspace, workspace if rules.fused_moe_modular else 0)
+
+
 @dataclass(frozen=True)
 class MoeWorkspace:
     """The fused-MoE buffers of one MoE layer on one rank: at its peak, and what stays allocated after it."""
@@ -158,7 +209,8 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
       _allocate_buffers (+ the [M_full, H] output where M is chunked) from the WorkspaceManager, which keeps them:
       profile_run's sampler runs on top of them. With H >= 2 I_rank both are H wide whatever the TP.
     - up to 0.13: fused_experts_impl's [M, topk, max(2 I_rank, H)] + [M x topk, I_rank], freed after each call.
-    Other experts (FlashInfer, CUTLASS, Marlin) size their workspaces per backend: the fused_experts_impl shapes
+    vLLM's CUTLASS FP4 experts (--moe-backend cutlass on NVFP4): cutlass_fp4_bytes; Marlin (INT4, FP8 on Ampere,
+    --moe-backend marlin): marlin_bytes; both read in the source. Other experts (FlashInfer) size their workspaces per backend: the fused_experts_impl shapes
     are kept as an estimate there, not derived, and nothing is counted as persistent."""
     if not spec.moe:
         return MoeWorkspace(0, 0)
@@ -169,12 +221,55 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
     rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
     chunk = rules.fused_moe_chunk
     m = min(tokens, chunk) if chunk else tokens
+    if vllm_cutlass_fp4(spec, cfg):
+        return cutlass_fp4_bytes(spec, cfg, tokens)
+    if marlin_experts(spec, cfg, capability):
+        return marlin_bytes(spec, cfg, tokens)
     if not triton_experts(spec, cfg, capability):
         return MoeWorkspace(int(tokens * topk * (max(2 * inter, h) + inter) * act), 0)
     if not rules.fused_moe_modular:
         return MoeWorkspace(int(m * topk * (max(2 * inter, h) + inter) * act), 0)
     workspace = m * topk * (max(inter, h) + max(2 * inter, h)) * act + (tokens * h * act if m < tokens else 0)
     return MoeWorkspace(int(workspace), int(workspace))
+
+
+# --all2all-backend values that all-gather every DP rank's tokens before the experts (vllm/config/parallel.py
+# All2AllBackend; "naive" and "pplx" fall back to allgather_reducescatter from 0.2x, ParallelConfig.__post_init__)
+GATHERING_ALL2ALL = ("allgather_reducescatter", "naive", "pplx")
+DEEPEP_HT_BUFFER_BYTES = 1024 << 20    # envs.VLLM_DEEPEP_BUFFER_SIZE_MB default (1024), num_nvl_bytes
+
+
+def dispatched_tokens(cfg: ServeConfig, tokens: int) -> int:
+    """Tokens one rank's experts run over in the profile run.
+
+    With DP > 1 and expert parallelism, the default all2all backend, allgather_reducescatter
+    (distributed/device_communicators/all2all.py AgRsAll2AllManager, used by
+    fused_moe/prepare_finalize/naive_dp_ep.py MoEPrepareAndFinalizeNaiveDPEP; read in 0.32.0), all-gathers every
+    DP rank's hidden states, top-k weights and ids before the experts and reduce-scatters their output after:
+    the experts' workspaces are sized for M = DP x tokens (every rank's dummy run holds max_num_batched_tokens,
+    coordinate_batch_across_dp). The DeepEP / FlashInfer / Mori backends send each token only to its experts'
+    ranks and keep M per rank."""
+    backend = (cfg.all2all_backend or GATHERING_ALL2ALL[0]).lower()
+    if cfg.expert_parallel and cfg.dp > 1 and backend in GATHERING_ALL2ALL:
+        return tokens * cfg.dp
+    return tokens
+
+
+def gathered_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
+    """What the all-gather of dispatched_tokens holds beside the workspaces: the gathered [M, H] hidden states and
+    the [M, topk] float32 weights and int32 ids (0 where nothing is gathered)."""
+    m = dispatched_tokens(cfg, tokens)
+    if m == tokens or not spec.moe:
+        return 0
+    return m * spec.hidden_size * dtype_bytes(spec.dtype) + m * spec.moe.experts_per_token * 8
+
+
+def all2all_buffer_bytes(cfg: ServeConfig) -> int:
+    """Buffers an all2all backend allocates outside torch, counted as non-torch memory: DeepEP high-throughput's
+    NVLink buffer of VLLM_DEEPEP_BUFFER_SIZE_MB (DeepEPHTAll2AllManager._make_all2all_kwargs, 0.32.0; its RDMA
+    buffer of the same size only across nodes). Others are not derived here (the flat EP figure stands)."""
+    backend = (cfg.all2all_backend or "").lower()
+    return DEEPEP_HT_BUFFER_BYTES if cfg.expert_parallel and backend == "deepep_high_throughput" else 0
 
 
 def allreduce_output_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
@@ -187,14 +282,15 @@ def allreduce_output_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> in
 
 def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> int:
     """Peak activation of one dummy forward over `tokens` tokens on one rank (estimate, upper-leaning):
-    residual stream and norms, the fused-MoE workspaces (moe_workspace), the Gated DeltaNet projections
+    residual stream and norms, the fused-MoE workspaces (moe_workspace) over the tokens the experts run over
+    (dispatched_tokens, with what the all-gather holds: gathered_bytes), the Gated DeltaNet projections
     and, at TP > 1, the all-reduce output (allreduce_output_bytes)."""
     act = dtype_bytes(spec.dtype)
     hidden = tokens * spec.hidden_size * act * 12
     gdn = 0.0
     if spec.linear_attention:
         gdn = tokens * spec.linear_attention.conv_dim / cfg.tp * act * 4
-    moe = moe_workspace(spec, cfg, tokens, capability).peak
+    moe = moe_workspace(spec, cfg, dispatched_tokens(cfg, tokens), capability).peak + gathered_bytes(spec, cfg, tokens)
     return int(hidden + gdn) + moe + allreduce_output_bytes(spec, cfg, tokens)
 
 
@@ -316,7 +412,8 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
     modes = 0 if cfg.enforce_eager else graph_modes(seqs, tokens, cfg.mtp_tokens)
     # every rank of the last stage samples over the full vocabulary (LogitsProcessor all-gathers the logits)
     logits = seqs * spec.vocab_size if last_stage else 0
-    held = sampler_held_bytes(spec, tokens, seqs) + moe_workspace(spec, cfg, tokens, gpu.capability).persistent
+    held = (sampler_held_bytes(spec, tokens, seqs)
+            + moe_workspace(spec, cfg, dispatched_tokens(cfg, tokens), gpu.capability).persistent)
     return OverheadInputs(activation_bytes(spec, cfg, tokens, gpu.capability), logits, graphs,
                           tokens, seqs, encoder_bytes=encoder_bytes(spec, cfg, image_tokens),
                           encoder_outputs=encoder_output_bytes(spec, image_tokens),
@@ -358,15 +455,27 @@ def uma_host_bytes(coef: Coefficients) -> int:
     return coef.uma_non_torch_bytes or 0
 
 
+def wsl_host_bytes(coef: Coefficients) -> int:
+    """Memory a vLLM profile run on a WSL2 GPU loses besides torch's, counted by determine_available_memory as
+    non-torch memory (cudaMemGetInfo's used less torch's reserved, gpu_worker.py): under WSL2 the GPU is
+    paravirtualised (dxgkrnl) and shared with the Windows host, whose own use moves during the run, and the
+    driver's allocations go through WDDM. Not derivable from the flags: fitted on the WSL2 boots of
+    tests/data/published_kv/ (fit.py), 0 when none is held. Native Linux RTX 5090 boots (club-3090) need none."""
+    return coef.wsl_non_torch_bytes or 0
+
+
 def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> VllmOverhead:
     """Each overhead term for one rank of this configuration on this GPU (of the last pipeline stage, else of
     an earlier one), under cfg.backend_version's rules and the coefficients in force (coefficients.current())."""
     rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
     coef = current()
     inputs = overhead_inputs(spec, cfg, gpu, last_stage)
-    non_torch = coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
+    non_torch = (coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
+                 + all2all_buffer_bytes(cfg))
     if gpu.unified:
         non_torch += uma_host_bytes(coef)
+    if gpu.virtualised:
+        non_torch += wsl_host_bytes(coef)
     graph = cudagraph_estimate(inputs, coef, spec.quantization.method != "none", cfg.tp)
     estimate = graph if rules.cudagraph_estimate_subtracted else 0
     if rules.extensible_kv_cache:
@@ -384,9 +493,10 @@ def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
     return vllm_overhead_terms(spec, cfg, gpu).total
 
 
-__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes",
+__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "wsl_host_bytes",
            "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "activation_bytes",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
-           "triton_experts", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "sampler_phase",
+           "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
+           "all2all_buffer_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "sampler_phase",
            "MIB"]

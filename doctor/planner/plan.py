@@ -10,11 +10,12 @@ from doctor.planner.drafters import drafter_capacity, drafter_of, sglang_drafter
 from doctor.planner.divisibility import RuleResult, check_divisibility, valid_tensor_parallel_sizes
 from doctor.planner.hardware import GIB, Hardware
 from doctor.planner.errors import PlanInputError
+from doctor.planner.extensible import extensible_cache_bytes, utilization_note
 from doctor.planner.overhead import VllmOverhead, vllm_overhead_terms
 from doctor.planner.sglang_kv import LOAD_BUFFER_BYTES, rules_of, sglang_capacity, sglang_pools
 from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
-from doctor.planner.versions import resolve_version, vllm_rules
+from doctor.planner.versions import nearest_covered, resolve_version, vllm_rules
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.weights import pp_partition, rank_weights
 
@@ -60,6 +61,7 @@ class Plan:
     gdn_state_bytes_per_seq: int     # per rank, all GDN layers of the model
     problems: list[str] = field(default_factory=list)
     suggestions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)   # what the plan assumed in the user's stead (one line each)
 
     @property
     def fits(self) -> bool:
@@ -99,6 +101,8 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
             overhead = measured.overhead_bytes
         budget = int(total * cfg.utilization)
         cache = budget - weights["total"] - overhead
+        if cfg.extensible_kv_on and overhead == terms.total:
+            cache = extensible_cache_bytes(hw.gpu, cfg.utilization, weights["total"], terms)
         if cfg.kv_cache_memory_gib is not None:
             # --kv-cache-memory: vLLM takes the figure as given and skips the utilisation budget
             # (gpu_worker.py determine_available_memory); it must still fit beside weights and activations.
@@ -252,8 +256,10 @@ def _suggest(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, plan: Plan) -> lis
 
 
 def resolve_config(model: ModelSpec, config: ServeConfig) -> ServeConfig:
-    """Fill what the user left to the engine: its version, and that version's prefix-caching default."""
-    config = config.with_(backend_version=resolve_version(config.backend, config.backend_version))
+    """Fill what the user left to the engine: its version (the nearest covered release where the one asked for is
+    outside the rules: versions.nearest_covered), and that version's prefix-caching default."""
+    version, _ = nearest_covered(config.backend, resolve_version(config.backend, config.backend_version))
+    config = config.with_(backend_version=version)
     drafter_of(config)   # an unknown drafter or speculative method fails here, before any sizing
     if config.prefix_caching is None:
         on = config.backend != "vllm" or not model.is_hybrid or vllm_rules(config.backend_version).hybrid_prefix_caching
@@ -266,8 +272,13 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
 
     `config.backend_version` None means the installed engine, else the newest version known.
     """
+    _, version_note = nearest_covered(config.backend, resolve_version(config.backend, config.backend_version))
     config = resolve_config(model, config)
     result = _evaluate(model, hardware, config, measured)
+    result.notes = [version_note] if version_note else []
+    if config.extensible_kv_on and result.ranks[-1].terms is not None:
+        result.notes.append(utilization_note(config.backend_version or "", hardware.gpu, config.gpu_memory_utilization,
+                                             result.ranks[-1].terms))
     if not result.fits and measured is None:
         result.suggestions = _suggest(model, hardware, config, result)
     return result

@@ -24,8 +24,9 @@ def _budget_base(p: Plan, r: RankPlan) -> int:
 
 
 def band_text(p: Plan) -> str:
-    """"± 0.2% (why)" or "error not measured (why)" for the plan's KV tokens."""
-    from doctor.planner.accuracy import band
+    """"± 0.2%, ± 0.12 GiB of KV memory (why)" (vLLM: bands.plan_band) or "error not measured (why)" for the
+    plan's KV tokens."""
+    from doctor.planner.bands import plan_band
 
     if p.config.backend != "vllm":
         from doctor.planner.accuracy import sglang_band
@@ -44,14 +45,16 @@ def band_text(p: Plan) -> str:
         if rel is not None:
             return f"± {rel:.1%} ({why}{formula})"
         return f"SGLang: error not measured ({why}{formula})"
-    rel, why = band(p.hardware.gpu.usable_bytes, p.config.tp, p.config.backend_version or "",
-                    p.model.quantization.method)
-    return f"± {rel:.1%} ({why})" if rel is not None else why
+    return plan_band(p)[1]
 
 
 def render_layouts(plans: list[Plan]) -> str:
-    """One line per layout, best first."""
-    lines = [f"layouts of {plans[0].hardware} (best first; the best is planned below):"]
+    """One line per layout, best first (the one asked for, layouts.asks_layout, before them)."""
+    from doctor.planner.layouts import asks_layout
+
+    head = ("the one asked for first, then the others best first; the first is planned below"
+            if asks_layout(plans[0].config) else "best first; the best is planned below")
+    lines = [f"layouts of {plans[0].hardware} ({head}):"]
     for i, p in enumerate(plans, 1):
         c = p.config
         name = f"TP {c.tp} x PP {c.pp} x DP {c.dp}" + (" + EP" if c.expert_parallel else "")
@@ -89,6 +92,7 @@ def render_text(p: Plan) -> str:
         f"{spec.num_layers} layers keep one)"
         + (f" · GDN state {p.gdn_state_bytes_per_seq / MIB:,.1f} MiB/sequence/GPU" if p.gdn_state_bytes_per_seq else ""),
         *_speculation(p),
+        *(f"  ! {note}" for note in p.notes),
         "",
     ]
     share = "gpu-memory-utilization" if cfg.backend == "vllm" else "mem-fraction-static"
@@ -188,4 +192,5 @@ def plan_to_dict(p: Plan) -> dict[str, Any]:
         "kv_tokens": p.kv_tokens,
         "problems": p.problems,
         "suggestions": p.suggestions,
+        "notes": p.notes,
     }

@@ -47,7 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from doctor.models.spec import ModelSpec, dtype_bytes
-from doctor.planner.drafters import NO_MODEL_METHODS
+from doctor.planner.methods import NO_MODEL_METHODS
 from doctor.planner.config import ServeConfig
 from doctor.planner.hardware import GIB, GPU, MIB
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage

@@ -42,6 +42,32 @@ def resolve_version(backend: str, requested: str | None) -> str:
     return text
 
 
+# The oldest release a memory rule was read in (the unified-memory free-memory rule: vllm_rules 0.11.0,
+# sglang_rules 0.5.3.post3; SGLang's pool formulas from 0.5.9 on, sglang_rules.formula_checked says so in the band);
+# the newest covered is the newest with a flag schema (known_versions).
+RULES_SINCE = {"vllm": "0.11.0", "sglang": "0.5.3"}
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+
+
+def covered_range(backend: str) -> tuple[str, str]:
+    """(oldest, newest) release the planner's rules cover for `backend`."""
+    return RULES_SINCE[backend], max(known_versions(backend)[-1], RULES_SINCE[backend], key=Version)
+
+
+def nearest_covered(backend: str, version: str) -> tuple[str, str | None]:
+    """(the version to plan with, a one-line note or None): a version outside covered_range plans with the
+    nearest covered release, and the note says so. A build of a covered release (0.22.1rc1.dev26+g4721bb3aa) is
+    covered; SGLang's versionless source builds (0.0.0.devN) are older than any."""
+    oldest, newest = covered_range(backend)
+    release = Version(Version(version).base_version)
+    if Version(oldest) <= release <= Version(newest):
+        return version, None
+    near, side = (oldest, "older") if release < Version(oldest) else (newest, "newer")
+    name = ENGINE_NAMES.get(backend, backend)
+    return near, (f"{name} {version} is {side} than the releases the planner's rules cover ({oldest}-{newest}): "
+                  f"planned with {near}'s")
+
+
 # Integrated GPUs, free memory: (first version reading MemAvailable, first keying on cudaDevAttrIntegrated
 # instead of UMA_CAPABILITIES), and the last version before each; sources in vllm_rules / sglang_rules.
 UMA_AVAILABLE_SINCE = {"vllm": ("0.11.1", "0.20.0"), "sglang": ("0.5.4", "0.5.9")}
@@ -64,6 +90,7 @@ class VllmRules:
     uma_by_capability: bool = False      # ... but only on UMA_CAPABILITIES (before cudaDevAttrIntegrated)
     fused_moe_chunk: int | None = None   # tokens per fused-MoE chunk (None: one chunk of all the tokens)
     fused_moe_modular: bool = True       # Triton MoE through the modular kernel's persistent workspace
+    estimate_gpu_memory_utilization: float = 0.92   # 0.34+: the default when the extensible KV cache is off
 
 
 def vllm_rules(version: str) -> VllmRules:

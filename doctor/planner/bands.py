@@ -1,0 +1,92 @@
+"""The error band of a vLLM plan, per hardware class, as measured on the logged boots (calibration.yaml `classes`).
+
+A boot's residual is its KV memory planned less logged (GiB): the error of the overhead terms, which does not
+scale with the cache (a 0.3 GiB error is 0.5% of an H200's cache and 10% of an RTX 5090's). Each class's band
+is the largest such residual over its boots, every one planned without having been fitted on it: leave-one-out
+for the boots fit.py fits on, out of sample for the partly described and the held-out boots
+(bench/plan_accuracy.py writes the figures). A plan's band is its class's, relative to its own cache; where its
+class has no boot, or the class's boots never had one of the plan's features (TP > 1, speculative decoding, its
+quantisation), the band says so and is at least the bound the terms' own uncertainty gives (term_bound).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from doctor.planner.coefficients import calibration
+from doctor.planner.hardware import GIB, GPU
+
+if TYPE_CHECKING:
+    from doctor.models.spec import ModelSpec
+    from doctor.planner.config import ServeConfig
+    from doctor.planner.plan import Plan
+
+FAMILIES = {8: "Ampere / Ada", 9: "Hopper", 10: "Blackwell data centre", 12: "consumer Blackwell"}
+
+
+def hardware_class(gpu: GPU) -> str:
+    """The GPU family the engine's accounting differs by: unified memory, WSL2, else the compute capability's
+    family."""
+    if gpu.unified:
+        return "unified memory (GB10)"
+    family = FAMILIES.get(gpu.capability[0], f"compute capability {gpu.compute_capability}")
+    return f"{family} under WSL2" if gpu.virtualised else family
+
+
+def features(spec: "ModelSpec", cfg: "ServeConfig") -> list[str]:
+    """The plan's features a class must have seen: TP > 1, speculative decoding, vLLM 0.34's extensible KV cache,
+    the checkpoint's quantisation."""
+    out = ["TP > 1"] if cfg.tp > 1 else []
+    if cfg.mtp_tokens:
+        out.append("speculative decoding")
+    if cfg.extensible_kv_on:
+        out.append("the extensible KV cache (vLLM 0.34+)")
+    return out + [f"{spec.quantization.method} checkpoints"]
+
+
+def boot_classes(entry: dict[str, Any]) -> tuple[str, list[str]]:
+    """(hardware class, features) of a logged boot of tests/data/published_kv/, as a plan of it is classed."""
+    from doctor.models import get_model
+    from doctor.planner.config import ServeConfig
+    from doctor.planner.hardware import parse_gpus
+    from doctor.planner.plan import resolve_config
+
+    spec = get_model(entry.get("plan_as") or entry["model"])
+    cfg = resolve_config(spec, ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"]))
+    return hardware_class(parse_gpus(entry["gpus"]).gpu), features(spec, cfg)
+
+
+def term_bound(plan: "Plan") -> float:
+    """Bytes of KV memory the terms' own uncertainty allows (calibration.yaml `terms`): the activation's largest
+    relative residual x the planned activation + the non-torch and CUDA-graph terms' largest residuals (GiB) +
+    the weights' largest relative residual x the planned weights."""
+    terms = calibration().get("terms") or {}
+    rank = min(plan.ranks, key=lambda r: r.cache_bytes)
+    activation = rank.terms.peak_activation if rank.terms else rank.overhead_bytes
+    return (activation * terms.get("activation_rel", 0.25) + terms.get("non_torch_gib", 0.25) * GIB
+            + terms.get("graph_gib", 0.5) * GIB + rank.weights["total"] * terms.get("weights_rel", 0.01))
+
+
+def plan_band(plan: "Plan") -> tuple[float | None, str]:
+    """(relative band of the plan's KV capacity or None where its cache is not positive, why)."""
+    classes: dict[str, Any] = calibration().get("classes") or {}
+    name = hardware_class(plan.hardware.gpu)
+    cls = classes.get(name)
+    cache = min(r.cache_bytes for r in plan.ranks)
+    missing = features(plan.model, plan.config) if cls is None else \
+        [f for f in features(plan.model, plan.config) if f not in cls["features"]]
+    bound = term_bound(plan)
+    if cls is None:
+        gap, why = bound, (f"{name}: not measured (no logged boot); bound from the terms' uncertainty "
+                           "(bench/plan_accuracy.py)")
+    elif missing:
+        gap = max(cls["gap_gib"] * GIB, bound)
+        why = (f"{name}: not measured with {', '.join(missing)}; at least the largest residual of its "
+               f"{cls['boots']} boots, and the bound from the terms' uncertainty")
+    else:
+        gap = cls["gap_gib"] * GIB
+        why = (f"largest residual of the {cls['boots']} logged boots of {name}, each planned without being fitted "
+               "on (bench/plan_accuracy.py)")
+    if cache <= 0:
+        return None, f"± {gap / GIB:.2f} GiB of KV memory ({why})"
+    return gap / cache, f"± {gap / cache:.1%}, ± {gap / GIB:.2f} GiB of KV memory ({why})"
