@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from doctor.lint.argv import flag_values
-from doctor.lint.findings import SCHEMA_SOURCE, Finding, kwarg_findings
+from doctor.lint.findings import SCHEMA_SOURCE, Finding, finding_for, kwarg_findings, rules
 
 
 def lint_args(args: list[str], backend: str, line: int, version: str | None = None) -> list[Finding]:
@@ -17,6 +17,7 @@ def lint_args(args: list[str], backend: str, line: int, version: str | None = No
         if hits:
             ruled.add(name)
             findings += hits
+    findings += combination_findings(args, backend, line)
     for issue in validate_args(args, load_schema(backend, version)):
         if issue.flag in ruled or issue.flag.replace("_", "-") in {r.replace("_", "-") for r in ruled}:
             continue
@@ -25,3 +26,16 @@ def lint_args(args: list[str], backend: str, line: int, version: str | None = No
                                 f"check `{backend} --help` for this version", hint,
                                 title=f"command-line flag: {issue.kind}", source=SCHEMA_SOURCE))
     return findings
+
+
+def combination_findings(args: list[str], backend: str, line: int) -> list[Finding]:
+    """Rules on flags that are each valid but wrong together (doctor.recipe_rules)."""
+    from doctor.recipe_rules import speculative_with_pp
+
+    problem = speculative_with_pp(backend, dict(flag_values(args)))
+    rule = next((r for r in rules() if r.match.get("speculative_with_pp")), None)
+    if not problem or rule is None:
+        return []
+    found = finding_for(rule, line, problem.split(":")[0])
+    return [Finding(found.rule_id, line, found.found, problem + ".", found.fix, found.did_you_mean, found.severity,
+                    found.title, found.source)]

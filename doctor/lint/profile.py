@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from doctor.lint.argv import LAUNCHERS
-from doctor.lint.backend_args import lint_args
+from doctor.lint.backend_args import combination_findings, lint_args
 from doctor.lint.findings import Finding, LintError, dedupe
 
 
@@ -26,6 +26,11 @@ def lint_profile(text: str, version: str | None = None) -> list[Finding]:
         raise LintError(f"field 'backend': unknown backend {backend!r}")
     lines = {m.group(1): n for n, raw in enumerate(text.splitlines(), 1) if (m := re.match(r"\s+([\w-]+):", raw))}
     findings: list[Finding] = []
+    every: list[str] = []
     for flag, value in (data.get("flags") or {}).items():
-        findings += lint_args(render_flag(str(flag), value), backend, lines.get(str(flag), 1), version)
+        args = render_flag(str(flag), value)
+        findings += lint_args(args, backend, lines.get(str(flag), 1), version)
+        every += args
+    first = min((lines.get(str(flag), 1) for flag in data.get("flags") or {}), default=1)
+    findings += combination_findings(every, backend, first)
     return dedupe(findings)

@@ -1,0 +1,53 @@
+"""Rules the engines' recipes encode, as pure functions of a backend and its command-line flags, shared by
+`lint` (doctor/lint/backend_args.py) and `check` (checks/recipes.py).
+
+    speculative_with_pp("vllm", {"--pipeline-parallel-size": "2", "--speculative-config": "{...}"}) -> problem
+
+Sources:
+- vLLM: MTP / speculative decoding does not start or serves wrong output under pipeline parallelism in the
+  releases qwen-doctor covers: vllm-project/vllm#49355 (0.25: "MTP speculative decoding is broken with PP>1"),
+  #52069 (the draft must implement SupportsPP; create_engine_config fails), #57755 (0.28.0 / 0.29.0:
+  _pp_broadcast_prev_sampled_token_ids asserts one sampled token per request), #36643 (Qwen3.5 PP + MTP); the
+  recipes gate spec_decoding off multi_node_tp_pp (vllm-project/recipes b76bd29, Kimi-K3, vllm#50098).
+- SGLang 0.5.23 srt/arg_groups/validation_hook.py check_pipeline_parallel_compat: with --pp-size > 1 the only
+  speculative algorithm accepted is EAGLE without multi-layer EAGLE (NEXTN is read as EAGLE,
+  speculative_hook.py), so MTP passes there and DFLASH / EAGLE3 / NGRAM / STANDALONE are refused.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+PP_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp")
+VLLM_SPEC_FLAGS = ("--speculative-config", "-sc", "--num-speculative-tokens", "--speculative-model")
+SGLANG_SPEC_FLAGS = ("--speculative-algorithm", "--speculative-algo")
+SGLANG_PP_SPEC_OK = ("EAGLE", "NEXTN")
+SOURCE = ("vllm-project/vllm#49355, #52069, #57755, #36643; vllm-project/recipes b76bd29 (spec_decoding gated off "
+          "multi_node_tp_pp); sglang 0.5.23 srt/arg_groups/validation_hook.py check_pipeline_parallel_compat")
+
+
+def _first(flags: Mapping[str, str], names: tuple[str, ...]) -> tuple[str, str] | None:
+    found = next((n for n in names if n in flags), None)
+    return (found, flags[found]) if found else None
+
+
+def speculative_with_pp(backend: str, flags: Mapping[str, str]) -> str | None:
+    """What is wrong with speculative decoding (MTP) combined with pipeline parallelism, or None."""
+    pp = _first(flags, PP_FLAGS)
+    try:
+        stages = int(pp[1]) if pp else 1
+    except ValueError:
+        return None
+    if stages <= 1:
+        return None
+    if backend == "vllm":
+        spec = _first(flags, VLLM_SPEC_FLAGS)
+        if spec:
+            return (f"{spec[0]} with {pp[0]} {stages}: vLLM's speculative decoding (MTP included) does not start "
+                    "or corrupts output under pipeline parallelism")
+        return None
+    spec = _first(flags, SGLANG_SPEC_FLAGS)
+    if spec and spec[1].upper() not in SGLANG_PP_SPEC_OK:
+        return (f"{spec[0]} {spec[1]} with {pp[0]} {stages}: SGLang accepts only EAGLE / NEXTN (MTP) speculative "
+                "decoding with pipeline parallelism")
+    return None

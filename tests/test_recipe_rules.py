@@ -1,0 +1,54 @@
+"""Rules the recipes encode: speculative decoding (MTP) with pipeline parallel is flagged by lint and by check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from checks.recipes import speculative_without_pp
+from doctor.context import CheckContext
+from doctor.lint import lint_path, lint_shell
+from doctor.recipe_rules import speculative_with_pp
+from doctor.results import Status
+from profiles import load_profile
+from tests.conftest import load_fixture
+
+MTP = '{"method":"mtp","num_speculative_tokens":1}'
+
+
+@pytest.mark.parametrize("backend, flags, flagged", [
+    ("vllm", {"--pipeline-parallel-size": "2", "--speculative-config": MTP}, True),
+    ("vllm", {"--pipeline-parallel-size": "1", "--speculative-config": MTP}, False),
+    ("vllm", {"--tensor-parallel-size": "2", "--speculative-config": MTP}, False),
+    ("sglang", {"--pp-size": "2", "--speculative-algorithm": "NEXTN"}, False),
+    ("sglang", {"--pp-size": "2", "--speculative-algorithm": "EAGLE"}, False),
+    ("sglang", {"--pp-size": "2", "--speculative-algorithm": "DFLASH"}, True),
+])
+def test_speculative_decoding_with_pipeline_parallel(backend: str, flags: dict, flagged: bool) -> None:
+    assert (speculative_with_pp(backend, flags) is not None) is flagged
+
+
+def test_lint_flags_mtp_with_pp_in_a_shell_command() -> None:
+    text = f"vllm serve Qwen/Qwen3.5-35B-A3B --tensor-parallel-size 8 \\\n  --pipeline-parallel-size 2 --speculative-config '{MTP}'\n"
+    findings = [f for f in lint_shell(text) if f.rule_id == "QL025"]
+    assert len(findings) == 1 and findings[0].line == 1 and "pipeline parallelism" in findings[0].wrong
+    assert not [f for f in lint_shell(text.replace("--pipeline-parallel-size 2", "")) if f.rule_id == "QL025"]
+
+
+def test_lint_flags_mtp_with_pp_in_a_profile(tmp_path: Path) -> None:
+    profile = tmp_path / "p.yaml"
+    profile.write_text("name: p\nbackend: vllm\nflags:\n  pipeline-parallel-size: 2\n"
+                       "  speculative-config: {method: mtp, num_speculative_tokens: 1}\n")
+    assert any(f.rule_id == "QL025" for f in lint_path(profile))
+
+
+def test_check_fails_a_profile_that_combines_them(tmp_path: Path) -> None:
+    text = load_profile("vllm-multinode").path.read_text()
+    path = tmp_path / "mtp-pp.yaml"
+    path.write_text(text.replace("flags:\n", f"flags:\n  speculative-config: '{MTP}'\n", 1))
+    facts = load_fixture("h200")
+    bad = speculative_without_pp(CheckContext(facts=facts, profile=load_profile(path)))
+    assert bad.status is Status.FAIL and "pipeline" in bad.summary
+    assert speculative_without_pp(CheckContext(facts=facts, profile=load_profile("vllm-multinode"))).status is Status.OK
+    assert speculative_without_pp(CheckContext(facts=facts)).status is Status.SKIP
