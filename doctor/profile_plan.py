@@ -7,6 +7,7 @@ import` and `profiles suggest` require.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -64,4 +65,15 @@ def plan_profile(profile: "Profile", hardware: "Hardware | None" = None, version
     kwargs = config_kwargs(render_args(profile))
     if version:
         kwargs["backend_version"] = version
-    return plan(get_model(profile.model), hardware, ServeConfig(backend=profile.backend, **kwargs))
+    spec = get_model(profile.model)
+    if _long_context_allowed(profile) and (kwargs.get("max_model_len") or 0) > spec.max_position_embeddings:
+        spec = replace(spec, max_position_embeddings=kwargs["max_model_len"])
+    return plan(spec, hardware, ServeConfig(backend=profile.backend, **kwargs))
+
+
+def _long_context_allowed(profile: "Profile") -> bool:
+    """VLLM_ALLOW_LONG_MAX_MODEL_LEN=1: vLLM takes a --max-model-len above the derived maximum with a warning
+    instead of refusing it (vllm config/model.py _get_and_verify_max_len, 0.32.0; YaRN's factor is not applied
+    to the derived maximum there, which is why the recipes' YaRN command sets it)."""
+    return profile.backend == "vllm" and str(profile.env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "")).lower() in (
+        "1", "true")
