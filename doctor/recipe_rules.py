@@ -51,3 +51,27 @@ def speculative_with_pp(backend: str, flags: Mapping[str, str]) -> str | None:
         return (f"{spec[0]} {spec[1]} with {pp[0]} {stages}: SGLang accepts only EAGLE / NEXTN (MTP) speculative "
                 "decoding with pipeline parallelism")
     return None
+
+
+# Tool-call parsers and the format they read. Qwen3.5 / Qwen3.6 emit XML-style calls
+# (<tool_call><function=NAME><parameter=P>...); vllm-project/recipes (86c7777, "stay in sync with model card on tool
+# call parser") and sgl-cookbook (data/models/src/v0.5.10/qwen36.yaml tool_parser) give qwen3_coder.
+# vLLM 0.32.0 vllm/tool_parsers/__init__.py: qwen3_coder and qwen3_xml are the same Qwen3EngineToolParser;
+# qwen3_json is an alias of hermes (JSON inside <tool_call>). SGLang 0.5.23 srt/function_call/parser_names.py
+# lists qwen3_coder (Qwen3CoderDetector) and qwen / qwen25 (Qwen25Detector, JSON); it has no qwen3_xml.
+JSON_TOOL_PARSERS = ("hermes", "qwen", "qwen25", "qwen3_json")
+TOOL_PARSER_SOURCE = ("vllm 0.32.0 vllm/tool_parsers/__init__.py; sglang 0.5.23 srt/function_call/parser_names.py, "
+                      "function_call_parser.py; vllm-project/recipes 86c7777; sgl-cookbook qwen36.yaml")
+
+
+def tool_parser_issue(backend: str, flags: Mapping[str, str]) -> str | None:
+    """What is wrong with the --tool-call-parser for Qwen3.5 / Qwen3.6 on `backend`, or None."""
+    parser = flags.get("--tool-call-parser")
+    if not parser:
+        return None
+    if parser in JSON_TOOL_PARSERS:
+        return (f"--tool-call-parser {parser} reads JSON tool calls; Qwen3.5 / Qwen3.6 write XML-style calls "
+                "(<tool_call><function=NAME><parameter=...>), which qwen3_coder parses, so every call is lost")
+    if backend == "sglang" and parser == "qwen3_xml":
+        return "--tool-call-parser qwen3_xml is a vLLM name; SGLang's parser for Qwen3.5 / Qwen3.6 is qwen3_coder"
+    return None

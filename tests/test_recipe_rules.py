@@ -52,3 +52,20 @@ def test_check_fails_a_profile_that_combines_them(tmp_path: Path) -> None:
     assert bad.status is Status.FAIL and "pipeline" in bad.summary
     assert speculative_without_pp(CheckContext(facts=facts, profile=load_profile("vllm-multinode"))).status is Status.OK
     assert speculative_without_pp(CheckContext(facts=facts)).status is Status.SKIP
+
+
+@pytest.mark.parametrize("backend, parser, flagged", [
+    ("vllm", "qwen3_coder", False), ("vllm", "qwen3_xml", False), ("vllm", "hermes", True),
+    ("vllm", "qwen3_json", True), ("sglang", "qwen3_coder", False), ("sglang", "qwen3_xml", True),
+    ("sglang", "qwen25", True),
+])
+def test_tool_call_parser_for_qwen35(backend: str, parser: str, flagged: bool) -> None:
+    from doctor.recipe_rules import tool_parser_issue
+
+    assert (tool_parser_issue(backend, {"--tool-call-parser": parser}) is not None) is flagged
+
+
+def test_lint_names_the_tool_parser_that_loses_every_call() -> None:
+    text = "python -m sglang.launch_server --model-path Qwen/Qwen3.5-35B-A3B --tool-call-parser qwen3_xml\n"
+    [finding] = [f for f in lint_shell(text) if f.rule_id == "QL026"]
+    assert "qwen3_coder" in finding.wrong and finding.did_you_mean == ("--tool-call-parser qwen3_coder",)
