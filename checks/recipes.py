@@ -37,3 +37,22 @@ def speculative_without_pp(ctx: CheckContext) -> Outcome:
                     fix=["Drop the speculative decoding flags or use tensor parallelism instead of pipeline "
                          f"parallelism ({SOURCE})."])
     return ok(f"profile {ctx.profile.name} does not combine speculative decoding with pipeline parallelism")
+
+
+@check("QD-RECIPE-002", "Tool-call parser reads Qwen3.5's format", category="profile", severity="high")
+def tool_call_parser(ctx: CheckContext) -> Outcome:
+    """Qwen3.5 / Qwen3.6 write XML-style tool calls that qwen3_coder parses; JSON parsers (hermes, qwen25,
+    qwen3_json) lose every call, and SGLang has no qwen3_xml (vLLM tool_parsers, SGLang parser_names)."""
+    from doctor.recipe_rules import TOOL_PARSER_SOURCE, tool_parser_issue
+
+    flags = _flags(ctx)
+    if flags is None:
+        return skip("no profile selected")
+    parser = flags.get("--tool-call-parser")
+    if not parser:
+        return skip(f"profile {ctx.profile.name} sets no tool-call parser")
+    problem = tool_parser_issue(ctx.profile.backend, flags)
+    if problem:
+        return fail(f"profile {ctx.profile.name}: {problem}",
+                    fix=[f"Use --tool-call-parser qwen3_coder ({TOOL_PARSER_SOURCE})."])
+    return ok(f"profile {ctx.profile.name}: --tool-call-parser {parser} reads Qwen3.5's tool calls")

@@ -69,3 +69,15 @@ def test_lint_names_the_tool_parser_that_loses_every_call() -> None:
     text = "python -m sglang.launch_server --model-path Qwen/Qwen3.5-35B-A3B --tool-call-parser qwen3_xml\n"
     [finding] = [f for f in lint_shell(text) if f.rule_id == "QL026"]
     assert "qwen3_coder" in finding.wrong and finding.did_you_mean == ("--tool-call-parser qwen3_coder",)
+
+
+def test_check_judges_the_profiles_tool_parser(tmp_path: Path) -> None:
+    from checks.recipes import tool_call_parser
+
+    facts = load_fixture("h200")
+    assert tool_call_parser(CheckContext(facts=facts, profile=load_profile("recipe-qwen3.6-fp8-h200"))).status \
+        is Status.OK
+    path = tmp_path / "hermes.yaml"
+    path.write_text(load_profile("recipe-qwen3.6-fp8-h200").path.read_text().replace(
+        "tool-call-parser: qwen3_coder", "tool-call-parser: hermes"))
+    assert tool_call_parser(CheckContext(facts=facts, profile=load_profile(path))).status is Status.FAIL
