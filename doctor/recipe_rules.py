@@ -75,3 +75,36 @@ def tool_parser_issue(backend: str, flags: Mapping[str, str]) -> str | None:
     if backend == "sglang" and parser == "qwen3_xml":
         return "--tool-call-parser qwen3_xml is a vLLM name; SGLang's parser for Qwen3.5 / Qwen3.6 is qwen3_coder"
     return None
+
+
+# SGLang and Qwen3.5's vision tower. `--language-model-only` exists from SGLang 0.5.18 (flag schemas) but
+# server_args.LANGUAGE_MODEL_ONLY_ARCHITECTURES (0.5.23: DeepseekV4, MuseGlimmer, Cosmos3, Cosmos3Edge) does not
+# list Qwen3.5, so arg_groups/model_hook.py refuses it ("--language-model-only does not support ...");
+# sgl-project/sglang#37828 adds Qwen3.5 and is not in a covered release. `--language-only` is the EPD
+# (encoder-disaggregated) worker flag and still builds the vision tower (sgl-project/sglang#38145).
+# The first SGLang release that skips Qwen3.5's vision tower: none covered yet (set it when #37828 ships).
+SGLANG_SKIPS_QWEN35_VISION_FROM: str | None = None
+LMO_SOURCE = ("sglang 0.5.23 srt/server_args.py LANGUAGE_MODEL_ONLY_ARCHITECTURES, srt/arg_groups/model_hook.py; "
+              "sgl-project/sglang#37828 (open), #38145")
+
+
+def skips_vision_tower(backend: str, version: str | None) -> bool:
+    """Whether --language-model-only (--language-only) keeps Qwen3.5's vision tower out of GPU memory."""
+    if backend != "sglang":
+        return True
+    if SGLANG_SKIPS_QWEN35_VISION_FROM is None:
+        return False
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return version is None or Version(version) >= Version(SGLANG_SKIPS_QWEN35_VISION_FROM)
+    except InvalidVersion:
+        return False
+
+
+def language_model_only_issue(backend: str, flags: Mapping[str, str], version: str | None = None) -> str | None:
+    """What is wrong with --language-model-only for Qwen3.5 on `backend` `version`, or None."""
+    if backend != "sglang" or "--language-model-only" not in flags or skips_vision_tower(backend, version):
+        return None
+    return ("--language-model-only is refused by SGLang for Qwen3.5 (its LANGUAGE_MODEL_ONLY_ARCHITECTURES lists "
+            "other models; sgl-project/sglang#37828 adds Qwen3.5), and the vision tower stays loaded")

@@ -81,3 +81,17 @@ def test_check_judges_the_profiles_tool_parser(tmp_path: Path) -> None:
     path.write_text(load_profile("recipe-qwen3.6-fp8-h200").path.read_text().replace(
         "tool-call-parser: qwen3_coder", "tool-call-parser: hermes"))
     assert tool_call_parser(CheckContext(facts=facts, profile=load_profile(path))).status is Status.FAIL
+
+
+def test_sglang_language_model_only_is_flagged_and_the_plan_keeps_the_vision_tower() -> None:
+    from doctor.models import get_model
+    from doctor.planner import ServeConfig, parse_gpus, plan
+
+    text = "python -m sglang.launch_server --model-path Qwen/Qwen3.5-35B-A3B-FP8 --language-model-only\n"
+    assert [f.rule_id for f in lint_shell(text, "0.5.23") if f.rule_id == "QL027"] == ["QL027"]
+    assert not [f for f in lint_shell(text.replace("sglang.launch_server --model-path", "vllm.entrypoints.openai.api_server --model"))
+                if f.rule_id == "QL027"]
+    spec, gpus = get_model("Qwen/Qwen3.5-35B-A3B-FP8"), parse_gpus("1xH100")
+    sglang = plan(spec, gpus, ServeConfig(backend="sglang", language_model_only=True))
+    vllm = plan(spec, gpus, ServeConfig(backend="vllm", language_model_only=True))
+    assert sglang.ranks[0].weights.get("vision", 0) > 0 and vllm.ranks[0].weights.get("vision", 0) == 0

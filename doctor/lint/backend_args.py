@@ -30,15 +30,16 @@ def lint_args(args: list[str], backend: str, line: int, version: str | None = No
 
 def combination_findings(args: list[str], backend: str, line: int) -> list[Finding]:
     """Rules on what flags mean for Qwen3.5 together or for one engine (doctor.recipe_rules)."""
-    from doctor.recipe_rules import speculative_with_pp, tool_parser_issue
+    from doctor.recipe_rules import language_model_only_issue, speculative_with_pp, tool_parser_issue
 
     flags = dict(flag_values(args))
     findings = []
-    for key, judge in (("speculative_with_pp", speculative_with_pp), ("tool_parser", tool_parser_issue)):
+    for key, judge in (("speculative_with_pp", speculative_with_pp), ("tool_parser", tool_parser_issue),
+                       ("language_model_only", language_model_only_issue)):
         problem = judge(backend, flags)
         rule = next((r for r in rules() if r.match.get(key)), None)
         if problem and rule is not None:
-            found = finding_for(rule, line, problem.split(":")[0].split(" reads")[0].split(" is a")[0])
+            found = finding_for(rule, line, problem.split(":")[0].split(" reads")[0].split(" is ")[0])
             findings.append(Finding(found.rule_id, line, found.found, problem + ".", found.fix, found.did_you_mean,
                                     found.severity, found.title, found.source))
     return findings
