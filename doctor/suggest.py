@@ -153,16 +153,14 @@ def suggest(machine: Machine, profiles: list["Profile"], backend: str | None = N
     return fitting + rejected
 
 
-def auto_profile(bundle: str | None = None, backend: str | None = None) -> "Profile":
-    """`--profile auto`: the best shipped profile for this machine (or the bundle's), told on stderr; a machine
-    that no profile fits is one DoctorError naming the closest rejections."""
+def machine_of(gpus: str | None = None, bundle: str | None = None) -> Machine:
+    """The machine to judge: `gpus` (NxGPU), else a facts bundle, else this machine's facts (collected now)."""
     from pathlib import Path
 
-    import click
-
     from doctor.errors import DoctorError
-    from profiles import list_profiles
 
+    if gpus:
+        return machine_from_gpus(gpus)
     if bundle:
         from doctor.facts.model import Facts
 
@@ -173,7 +171,20 @@ def auto_profile(bundle: str | None = None, backend: str | None = None) -> "Prof
         facts = collect(builtin_probes(), timeout_s=10.0)
     machine = machine_from_facts(facts)
     if machine is None:
-        raise DoctorError("--profile auto: no NVIDIA GPU found, so no profile can be picked (name one with --profile)")
+        raise DoctorError("no NVIDIA GPU found, so no profile can be picked (give --gpus, e.g. --gpus 1xRTX5090, "
+                          "or name a profile)")
+    return machine
+
+
+def auto_profile(bundle: str | None = None, backend: str | None = None) -> "Profile":
+    """`--profile auto`: the best shipped profile for this machine (or the bundle's), told on stderr; a machine
+    that no profile fits is one DoctorError naming the closest rejections."""
+    import click
+
+    from doctor.errors import DoctorError
+    from profiles import list_profiles
+
+    machine = machine_of(None, bundle)
     verdicts = suggest(machine, list_profiles(), backend)
     if not verdicts or not verdicts[0].fits:
         closest = "; ".join(f"{v.profile.name}: {v.reasons[0]}" for v in verdicts[:3])

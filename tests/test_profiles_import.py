@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from doctor.cli.main import main
 from doctor.recipes.importer import import_profiles
 from profiles import PROFILE_DIR, load_profile
+from tests.test_profiles_cli import run
 
 SNAPSHOT = PROFILE_DIR / "sources"
 RECIPE_36 = SNAPSHOT / "vllm-project-recipes" / "models" / "Qwen" / "Qwen3.6-35B-A3B.yaml"
@@ -28,14 +28,6 @@ def options() -> dict:
 def shipped_imports() -> dict[str, str]:
     return {p.stem: p.read_text(encoding="utf-8") for pattern in ("recipe-*.yaml", "cookbook-*.yaml")
             for p in PROFILE_DIR.glob(pattern)}
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as info:
-        main(list(args))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return info.value.code or 0, out.out, out.err
 
 
 def test_importing_the_snapshot_reproduces_the_shipped_profiles_byte_for_byte(

@@ -5,18 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from doctor.cli.main import main
 from doctor.suggest import judge, machine_from_facts, machine_from_gpus, suggest
 from profiles import list_profiles, load_profile, profile_names
 from tests.conftest import FIXTURES, load_fixture
-
-
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as info:
-        main(list(args))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return info.value.code or 0, out.out, out.err
+from tests.test_profiles_cli import run
 
 
 def test_rtx5090_gets_an_nvfp4_profile_first_and_bf16_is_rejected_for_memory(
@@ -64,7 +56,7 @@ def test_facts_give_the_machine_and_check_profile_auto_picks_from_them(capsys: p
 
 def test_no_gpu_means_auto_cannot_pick(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "check", "--profile", "auto", "--from", str(FIXTURES / "no-driver.json"))
-    assert code == 2 and "no NVIDIA GPU found" in err
+    assert code == 2 and "no NVIDIA GPU found" in err and len(err.strip().splitlines()) == 1
 
 
 def test_every_profile_shows_provenance_and_planned_kv_tokens(capsys: pytest.CaptureFixture[str]) -> None:

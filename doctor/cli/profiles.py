@@ -145,10 +145,10 @@ def import_cmd(paths: tuple[Path, ...], folder: Path | None, hardware: tuple[str
 def suggest_cmd(gpus: str | None, bundle: str | None, backend: str | None, show_all: bool) -> None:
     """Rank the profiles that fit the machine (GPU model and count, memory, compute capability, installed
     engine), best first, and say why each other one does not fit. Exit 1 when none fits."""
-    from doctor.suggest import suggest
+    from doctor.suggest import machine_of, suggest
     from profiles import list_profiles
 
-    machine = _machine(gpus, bundle)
+    machine = machine_of(gpus, bundle)
     verdicts = suggest(machine, list_profiles(), backend)
     fitting = [v for v in verdicts if v.fits]
     rejected = [v for v in verdicts if not v.fits]
@@ -163,26 +163,6 @@ def suggest_cmd(gpus: str | None, bundle: str | None, backend: str | None, show_
         click.echo(f"  ... {len(rejected) - 10} more (--all)")
     if not fitting:
         raise SystemExit(1)
-
-
-def _machine(gpus: str | None, bundle: str | None):
-    """The machine to judge: --gpus, a bundle, or this machine's facts."""
-    from doctor.suggest import machine_from_facts, machine_from_gpus
-
-    if gpus:
-        return machine_from_gpus(gpus)
-    if bundle:
-        from doctor.facts.model import Facts
-
-        facts = Facts.load(Path(bundle))
-    else:
-        from doctor.facts.collect import builtin_probes, collect
-
-        facts = collect(builtin_probes(), timeout_s=10.0)
-    machine = machine_from_facts(facts)
-    if machine is None:
-        raise DoctorError("no NVIDIA GPU found (give --gpus, e.g. --gpus 1xRTX5090, to judge other hardware)")
-    return machine
 
 
 @profiles.command("check")
