@@ -171,8 +171,8 @@ def machine_of(gpus: str | None = None, bundle: str | None = None) -> Machine:
         facts = collect(builtin_probes(), timeout_s=10.0)
     machine = machine_from_facts(facts)
     if machine is None:
-        raise DoctorError("no NVIDIA GPU found, so no profile can be picked (give --gpus, e.g. --gpus 1xRTX5090, "
-                          "or name a profile)")
+        raise DoctorError("no NVIDIA GPU found on this machine, so no profile can be picked for it (name a profile, "
+                          "or judge other GPUs with `qwen-doctor profiles suggest --gpus 1xRTX5090`)")
     return machine
 
 

@@ -32,7 +32,7 @@ def list_cmd() -> None:
 
     for p in list_profiles():
         gpus = "CPU" if p.hardware.device == "cpu" else f"{p.hardware.gpu_count} GPU >= {p.hardware.min_gpu_memory_gib:g} GiB"
-        click.echo(f"{p.name:20} {p.backend:7} {p.model:28} {gpus}")
+        click.echo(f"{p.name:36} {p.backend:7} {p.model:32} {gpus}")
 
 
 @profiles.command("show")
