@@ -62,13 +62,15 @@ def show(name: str, render: bool, sets: tuple[str, ...], method: str, backend_ve
         for source in p.sources:
             click.echo(f"source: {source}")
         return
+    from doctor.redact import redact_text
+
     cmd = p.render(overrides)
     if p.nodes > 1:
         from profiles.multinode import render_nodes, render_text
 
-        click.echo(render_text(render_nodes(p, overrides)))
+        click.echo(redact_text(render_text(render_nodes(p, overrides))))
     else:
-        click.echo(cmd.shell())
+        click.echo(redact_text(cmd.shell()))
     if backend_version and backend_version not in p.backend_version:
         click.echo(f"# warning: {p.backend} {backend_version} is outside the profile's range {p.backend_version}", err=True)
     if method != "none":
