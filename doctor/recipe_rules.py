@@ -108,3 +108,37 @@ def language_model_only_issue(backend: str, flags: Mapping[str, str], version: s
         return None
     return ("--language-model-only is refused by SGLang for Qwen3.5 (its LANGUAGE_MODEL_ONLY_ARCHITECTURES lists "
             "other models; sgl-project/sglang#37828 adds Qwen3.5), and the vision tower stays loaded")
+
+
+# vLLM: the concurrency limit against the Mamba (GDN state) cache blocks of a hybrid model. Each running sequence
+# holds one block of the shared pool, so at most num_blocks = KV tokens / block size sequences run at once.
+# - From vLLM 0.19.0 (vllm-project/vllm#38270, merged 2026-03-26, after 0.18.0 of 2026-03-20), the engine refuses
+#   to start when max_num_seqs exceeds num_blocks and FULL CUDA graphs are captured (vllm config/compilation.py:
+#   "max_num_seqs (N) exceeds available Mamba cache blocks (M) ... Please lower max_num_seqs to at most M";
+#   reproduced on 0.23.1, 0.25.1 and 0.28.0: vllm#49064, kaito-project/kaito#2319). For Qwen3.5 / 3.6 the FULL
+#   decode graphs come with speculative decoding (a default-max_num_seqs FP8 boot served while the same boot with
+#   MTP refused at 983 blocks; on 0.26.0, --max-num-seqs 1024 with 294,167 KV tokens at 8k context, about 278
+#   blocks, started and served) or with an explicit FULL cudagraph_mode.
+# - Before (0.17.x, 0.18.x) nothing refuses: the capture sizes are capped instead (vllm#37416) and requests
+#   beyond the blocks wait.
+MAMBA_REFUSES_FROM = "0.19.0"
+MAMBA_SOURCE = ("vllm-project/vllm#38270 (config/compilation.py), #37416, #49064; kaito-project/kaito#2319; "
+                "vllm-project/recipes#551")
+
+
+def mamba_concurrency(version: str | None, max_num_seqs: int, mamba_blocks: int, full_graphs: bool) -> tuple[str, str]:
+    """('pass' | 'clamp' | 'refuse', why) for `max_num_seqs` against `mamba_blocks` on vLLM `version`."""
+    from packaging.version import InvalidVersion, Version
+
+    if max_num_seqs <= mamba_blocks:
+        return "pass", f"max_num_seqs {max_num_seqs} <= {mamba_blocks} Mamba cache blocks"
+    try:
+        refuses = version is None or Version(version) >= Version(MAMBA_REFUSES_FROM)
+    except InvalidVersion:
+        refuses = True
+    if refuses and full_graphs:
+        return "refuse", (f"max_num_seqs {max_num_seqs} exceeds the {mamba_blocks} Mamba cache blocks and FULL CUDA "
+                          f"graphs are captured: vLLM {version or 'newest'} refuses to start "
+                          f"(lower --max-num-seqs to at most {mamba_blocks})")
+    return "clamp", (f"max_num_seqs {max_num_seqs} exceeds the {mamba_blocks} Mamba cache blocks: vLLM "
+                     f"{version or 'newest'} starts, and at most {mamba_blocks} sequences run at once")

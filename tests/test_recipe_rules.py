@@ -95,3 +95,28 @@ def test_sglang_language_model_only_is_flagged_and_the_plan_keeps_the_vision_tow
     sglang = plan(spec, gpus, ServeConfig(backend="sglang", language_model_only=True))
     vllm = plan(spec, gpus, ServeConfig(backend="vllm", language_model_only=True))
     assert sglang.ranks[0].weights.get("vision", 0) > 0 and vllm.ranks[0].weights.get("vision", 0) == 0
+
+
+@pytest.mark.parametrize("version, seqs, blocks, full, verdict", [
+    ("0.26.0", 1024, 294167 // 1056, False, "clamp"),   # the boot: started and served
+    ("0.26.0", 1024, 294167 // 1056, True, "refuse"),   # the same with MTP: FULL decode graphs
+    ("0.18.1", 1024, 278, True, "clamp"),               # before vllm#38270: capture sizes capped
+    ("0.26.0", 256, 278, True, "pass"),
+])
+def test_concurrency_limit_against_mamba_blocks_per_release(version, seqs, blocks, full, verdict) -> None:
+    from doctor.recipe_rules import mamba_concurrency
+
+    assert mamba_concurrency(version, seqs, blocks, full)[0] == verdict
+
+
+def test_check_fails_an_mtp_profile_whose_concurrency_exceeds_the_mamba_blocks(tmp_path: Path) -> None:
+    from checks.recipes import mamba_concurrency_limit
+
+    facts = load_fixture("h200")
+    source = load_profile("recipe-qwen3.5-bf16-h200-mtp").path.read_text()
+    path = tmp_path / "wide.yaml"
+    path.write_text(source.replace("flags:\n", "flags:\n  max-num-seqs: 8192\n", 1))
+    wide = mamba_concurrency_limit(CheckContext(facts=facts, profile=load_profile(path)))
+    assert wide.status is Status.FAIL and "refuses to start" in wide.summary
+    assert mamba_concurrency_limit(CheckContext(facts=facts, profile=load_profile("recipe-qwen3.5-bf16-h200-mtp"))
+                                   ).status is Status.OK
