@@ -35,10 +35,10 @@ def candidates(sources: Sources, hardware: list[str], features: list[str]) -> li
     from doctor.recipes.vllm_recipes import check_recipe, default_features, resolve, targets
 
     out: list[Candidate | Skipped] = []
-    profiles = (sources.taxonomy[1].get("hardware_profiles") or {}) if sources.taxonomy else {}
+    known_hardware = (sources.taxonomy[1].get("hardware_profiles") or {}) if sources.taxonomy else {}
     for origin, recipe in sources.recipes:
         check_recipe(origin.file, recipe)
-        wanted = [(hw, None) for hw in targets(recipe) if hw in profiles] + [parse_target(t) for t in hardware]
+        wanted = [(hw, None) for hw in targets(recipe) if hw in known_hardware] + [parse_target(t) for t in hardware]
         for variant in recipe["variants"]:
             for hw, count in dict.fromkeys(wanted):
                 base = default_features(recipe, hw, variant)
