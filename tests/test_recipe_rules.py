@@ -120,3 +120,13 @@ def test_check_fails_an_mtp_profile_whose_concurrency_exceeds_the_mamba_blocks(t
     assert wide.status is Status.FAIL and "refuses to start" in wide.summary
     assert mamba_concurrency_limit(CheckContext(facts=facts, profile=load_profile("recipe-qwen3.5-bf16-h200-mtp"))
                                    ).status is Status.OK
+
+
+def test_lint_flags_mtp_with_pp_in_python_engine_arguments() -> None:
+    from doctor.lint import lint_python
+
+    code = ('llm = LLM(model="Qwen/Qwen3.5-35B-A3B", tensor_parallel_size=8, pipeline_parallel_size=2,\n'
+            '          speculative_config={"method": "mtp", "num_speculative_tokens": 1})\n')
+    assert [f.line for f in lint_python(code) if f.rule_id == "QL025"] == [1]
+    assert not [f for f in lint_python(code.replace("pipeline_parallel_size=2", "pipeline_parallel_size=1"))
+                if f.rule_id == "QL025"]

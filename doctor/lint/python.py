@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import ast
 import difflib
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from doctor.lint.backend_args import combination_findings
 from doctor.lint.findings import SCHEMA_SOURCE, Finding, LintError, dedupe, finding_for, kwarg_findings, rules
 
 # Calls whose keyword arguments are the backend's engine/server arguments (checked against its flag schema).
@@ -147,6 +149,7 @@ def _scan_tree(tree: ast.Module, version: str | None) -> PythonScan:
         findings += _call_rules(name, node.lineno, f"{name}(...)", kwargs)
         if name in _ENGINE_CALLS:
             findings += _engine_kwargs(node, _ENGINE_CALLS[name], version)
+            findings += combination_findings(_as_args(node), _ENGINE_CALLS[name], node.lineno)
         for kw in node.keywords:
             if kw.arg is None:
                 continue
@@ -192,6 +195,19 @@ def _engine_kwargs(node: ast.Call, backend: str, version: str | None) -> list[Fi
                                     what + ".", f"see `{backend} --help` (flag {flag})", hint,
                                     title=f"engine argument: {issue.kind}", source=SCHEMA_SOURCE))
     return findings
+
+
+def _as_args(node: ast.Call) -> list[str]:
+    """An engine constructor's literal keyword arguments as the command line they stand for."""
+    args: list[str] = []
+    for kw in node.keywords:
+        value = _literal(kw.value)
+        if kw.arg is None or value is None or value is False:
+            continue
+        args.append("--" + kw.arg.replace("_", "-"))
+        if value is not True:
+            args.append(json.dumps(value) if isinstance(value, (dict, list)) else str(value))
+    return args
 
 
 def _fraction(value: Any) -> bool:
