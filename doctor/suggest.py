@@ -48,6 +48,15 @@ class Verdict:
     def fits(self) -> bool:
         return not self.reasons
 
+    @property
+    def strengths(self) -> list[str]:
+        """Why a fitting profile ranks where it does, in words."""
+        if not self.rank:
+            return []
+        exact, verified, installed = self.rank[:3]
+        return [label for label, on in (("written for this GPU", exact), ("verified on it by its recipe", verified),
+                                        ("engine installed and in range", installed)) if on]
+
 
 def machine_from_gpus(text: str, engines: dict[str, str | None] | None = None) -> Machine:
     """`1xRTX5090`, `8xH100`, `1xMYGPU:96:9.0` (the planner's --gpus syntax)."""

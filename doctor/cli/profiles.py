@@ -157,7 +157,8 @@ def suggest_cmd(gpus: str | None, bundle: str | None, backend: str | None, show_
     click.echo(f"{len(fitting)} profile(s) fit {machine}, best first:" if fitting else f"no profile fits {machine}")
     for place, verdict in enumerate(fitting, 1):
         p = verdict.profile
-        click.echo(f"{place:3}. {p.name:40} {p.backend:7} {p.model:32} {verdict.kv_tokens:>12,} KV tokens")
+        strengths = f"  ({', '.join(verdict.strengths)})" if verdict.strengths else ""
+        click.echo(f"{place:3}. {p.name:40} {p.backend:7} {p.model:32} {verdict.kv_tokens:>12,} KV tokens{strengths}")
     click.echo(f"rejected ({len(rejected)}):")
     for verdict in rejected if show_all else rejected[:10]:
         click.echo(f"  ✗ {verdict.profile.name}: {'; '.join(verdict.reasons)}")
