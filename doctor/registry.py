@@ -24,6 +24,7 @@ BUILTIN_MODULES = (
     "checks.topology",
     "checks.profile",
     "checks.planner",
+    "checks.recipes",
     "checks.network",
     "checks.hf",
     "checks.fleet",

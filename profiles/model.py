@@ -16,6 +16,7 @@ from profiles import values
 BACKENDS = ("vllm", "sglang")
 NVLINK_VALUES = ("required", "wanted", "no")
 OVERRIDE_KEYS = ("model", "host", "port", "python")
+PROVENANCE_KEYS = ("repository", "file", "commit", "date", "entry")
 _FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 _VARIABLE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
@@ -43,6 +44,7 @@ class Hardware:
     min_compute_capability: str
     nvlink: str = "wanted"
     device: str = "cuda"
+    gpu: str | None = None   # the GPU (catalogue name) the profile was written and planned for
 
     @property
     def min_cc_tuple(self) -> tuple[int, int]:
@@ -100,6 +102,7 @@ class Profile:
     variables: Mapping[str, str | None] = field(default_factory=dict)
     path: Path | None = None
     nodes: int = 1
+    provenance: Mapping[str, str] = field(default_factory=dict)   # where an imported profile came from
 
     def flag(self, *names: str) -> Any:
         """Value of the first of `names` (flag names without --) set in the profile, else None."""
@@ -217,7 +220,7 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
         got = "an empty document" if data is None else type(data).__name__
         raise ProfileError(f"{origin}: a profile must be a YAML mapping, got {got}")
     known = {"name", "description", "backend", "backend_version", "model", "hardware", "sources", "launcher",
-             "host", "port", "env", "flags", "variables", "nodes"}
+             "host", "port", "env", "flags", "variables", "nodes", "provenance"}
     for key in data:
         if key not in known:
             v.fail(str(key)[:64], f"unknown field (known: {', '.join(sorted(known))})")
@@ -242,6 +245,7 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
         min_compute_capability=v.cc(hw),
         nvlink=v.choice(hw, "hardware.nvlink", NVLINK_VALUES, default="wanted"),
         device=v.choice(hw, "hardware.device", ("cuda", "cpu"), default="cuda"),
+        gpu=None if hw.get("gpu") is None else v.check("hardware.gpu", hw.get("gpu"), values.text),
     )
     sources = data.get("sources")
     if not isinstance(sources, list) or not sources or len(sources) > values.MAX_LIST \
@@ -272,6 +276,11 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
         if value is not None:
             v.check(f"variables.{key}", value, values.scalar)
     nodes = v.check("nodes", data.get("nodes", 1), lambda x: values.integer(x, 1, 1024))
+    provenance = data.get("provenance") or {}
+    if not isinstance(provenance, dict) or not set(provenance) <= set(PROVENANCE_KEYS):
+        v.fail("provenance", f"must be a mapping of {', '.join(PROVENANCE_KEYS)}")
+    for key, value in provenance.items():
+        v.check(f"provenance.{key}", value, lambda x: values.text(x, limit=values.MAX_TEXT))
     port = v.check("port", data.get("port", 8000 if backend == "vllm" else 30000), values.port)
     return Profile(
         name=name,
@@ -289,6 +298,7 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
         variables={str(k): (None if val is None else _scalar(val)) for k, val in variables.items()},
         path=path,
         nodes=nodes,
+        provenance={str(k): str(val) for k, val in provenance.items()},
     )
 
 

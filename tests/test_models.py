@@ -16,7 +16,7 @@ H, V, L = 2048, 248320, 40
 
 def test_registry_holds_the_official_checkpoints_and_nvidias_nvfp4_export():
     assert known_models() == ["Qwen/Qwen3.5-35B-A3B", "Qwen/Qwen3.5-35B-A3B-FP8", "Qwen/Qwen3.5-35B-A3B-GPTQ-Int4",
-                              "nvidia/Qwen3.6-35B-A3B-NVFP4"]
+                              "Qwen/Qwen3.6-35B-A3B", "Qwen/Qwen3.6-35B-A3B-FP8", "nvidia/Qwen3.6-35B-A3B-NVFP4"]
     assert get_model("fp8").name == "Qwen/Qwen3.5-35B-A3B-FP8"
     assert get_model("QWEN/QWEN3.5-35B-A3B-GPTQ-INT4").quantization.bits == 4
 

@@ -64,7 +64,12 @@ def check(backend, bundle, profile_name, logs, only, skip_ids, tp, pp, model, qu
     if profile_name:
         from profiles import load_profile
 
-        profile = load_profile(profile_name)
+        if profile_name == "auto":
+            from doctor.suggest import auto_profile
+
+            profile = auto_profile(bundle, backend)
+        else:
+            profile = load_profile(profile_name)
         if backend and backend != profile.backend:
             from doctor.errors import DoctorError
 

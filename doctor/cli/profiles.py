@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from doctor.cli import options
@@ -30,7 +32,7 @@ def list_cmd() -> None:
 
     for p in list_profiles():
         gpus = "CPU" if p.hardware.device == "cpu" else f"{p.hardware.gpu_count} GPU >= {p.hardware.min_gpu_memory_gib:g} GiB"
-        click.echo(f"{p.name:20} {p.backend:7} {p.model:28} {gpus}")
+        click.echo(f"{p.name:36} {p.backend:7} {p.model:32} {gpus}")
 
 
 @profiles.command("show")
@@ -53,18 +55,22 @@ def show(name: str, render: bool, sets: tuple[str, ...], method: str, backend_ve
         click.echo(f"backend: {p.backend} {p.backend_version}   model: {p.model}")
         hw = p.hardware
         nodes = f"{p.nodes} nodes, each " if p.nodes > 1 else ""
-        click.echo(f"hardware: {nodes}{hw.gpu_count} x GPU >= {hw.min_gpu_memory_gib:g} GiB, "
+        click.echo(f"hardware: {nodes}{hw.gpu_count} x {hw.gpu or 'GPU'} >= {hw.min_gpu_memory_gib:g} GiB, "
                    f"cc >= {hw.min_compute_capability}, NVLink {hw.nvlink}")
+        click.echo(f"provenance: {_provenance(p)}")
+        click.echo(f"planned: {_planned(p)}")
         for source in p.sources:
             click.echo(f"source: {source}")
         return
+    from doctor.redact import redact_text
+
     cmd = p.render(overrides)
     if p.nodes > 1:
         from profiles.multinode import render_nodes, render_text
 
-        click.echo(render_text(render_nodes(p, overrides)))
+        click.echo(redact_text(render_text(render_nodes(p, overrides))))
     else:
-        click.echo(cmd.shell())
+        click.echo(redact_text(cmd.shell()))
     if backend_version and backend_version not in p.backend_version:
         click.echo(f"# warning: {p.backend} {backend_version} is outside the profile's range {p.backend_version}", err=True)
     if method != "none":
@@ -76,6 +82,90 @@ def show(name: str, render: bool, sets: tuple[str, ...], method: str, backend_ve
         click.echo(f"# flags checked with the {report.method}: {'ok' if report.ok else 'REJECTED'}", err=True)
         if not report.ok:
             raise SystemExit(1)
+
+
+def _provenance(p) -> str:
+    """Where the profile came from: the imported recipe entry, else hand-written from its sources."""
+    if not p.provenance:
+        return f"hand-written from the {len(p.sources)} source(s) below"
+    prov = p.provenance
+    return (f"imported from {prov.get('repository')} {prov.get('file')} at commit {prov.get('commit')} "
+            f"({prov.get('date')}): {prov.get('entry')}")
+
+
+def _planned(p) -> str:
+    """The plan of the profile's flags on its own GPUs: KV tokens and the fit, or why it cannot be planned."""
+    from doctor.profile_plan import plan_profile, profile_gpus
+
+    gpus = profile_gpus(p)
+    if gpus is None:
+        return "not planned (a CPU profile)" if p.hardware.device == "cpu" else "not planned (no catalogue GPU)"
+    try:
+        result = plan_profile(p)
+    except DoctorError as exc:
+        return f"cannot be planned on {gpus}: {exc}"
+    verdict = "fits" if result.fits else f"DOES NOT FIT: {result.problems[0]}"
+    return (f"{result.kv_tokens:,} KV tokens on {gpus} ({p.backend}, context {result.max_model_len:,}, "
+            f"max concurrency {result.max_concurrency:.1f}); {verdict}")
+
+
+@profiles.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--output-dir", "folder", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write the profiles here as NAME.yaml (default: only list what would be written).")
+@click.option("--hardware", "hardware", multiple=True, metavar="ID[:GPUS]",
+              help="Also import for this recipes taxonomy hardware profile (e.g. h100:2, rtx_5090).")
+@click.option("--feature", "features", multiple=True, metavar="NAME",
+              help="Also import each entry with this opt-in recipe feature on (e.g. spec_decoding).")
+@click.option("--repository", default=None, help="Repository to cite for files outside a snapshot folder.")
+def import_cmd(paths: tuple[Path, ...], folder: Path | None, hardware: tuple[str, ...], features: tuple[str, ...],
+               repository: str | None) -> None:
+    """Import profiles from vllm-project/recipes YAML (model files with taxonomy.yaml and strategies/*.yaml)
+    and sgl-cookbook model files; each is validated against the flag schemas of its release range and planned
+    on its GPUs. Entries that cannot be imported are listed with the reason."""
+    from doctor.recipes.importer import import_profiles, write_profiles
+
+    result = import_profiles(list(paths), list(hardware), list(features), repository)
+    if folder is not None:
+        for path in write_profiles(result, folder):
+            click.echo(f"wrote {path}")
+    else:
+        for name in sorted(result.profiles):
+            click.echo(f"would write {name}.yaml")
+    for skipped in result.skipped:
+        click.echo(f"skipped {skipped.entry}: {skipped.why}")
+    click.echo(f"{len(result.profiles)} profile(s), {len(result.skipped)} entr(ies) skipped", err=True)
+
+
+@profiles.command("suggest")
+@click.option("--gpus", default=None, metavar="NxGPU", help="Judge for these GPUs (e.g. 1xRTX5090, 8xH100) "
+              "instead of this machine.")
+@click.option("--from", "bundle", type=click.Path(dir_okay=False), default=None,
+              help="Judge the machine a collected facts bundle describes.")
+@click.option("--backend", type=click.Choice(["vllm", "sglang"]), default=None, help="Only this engine's profiles.")
+@click.option("--all", "show_all", is_flag=True, help="List every rejected profile (default: the first 10).")
+def suggest_cmd(gpus: str | None, bundle: str | None, backend: str | None, show_all: bool) -> None:
+    """Rank the profiles that fit the machine (GPU model and count, memory, compute capability, installed
+    engine), best first, and say why each other one does not fit. Exit 1 when none fits."""
+    from doctor.suggest import machine_of, suggest
+    from profiles import list_profiles
+
+    machine = machine_of(gpus, bundle)
+    verdicts = suggest(machine, list_profiles(), backend)
+    fitting = [v for v in verdicts if v.fits]
+    rejected = [v for v in verdicts if not v.fits]
+    click.echo(f"{len(fitting)} profile(s) fit {machine}, best first:" if fitting else f"no profile fits {machine}")
+    for place, verdict in enumerate(fitting, 1):
+        p = verdict.profile
+        strengths = f"  ({', '.join(verdict.strengths)})" if verdict.strengths else ""
+        click.echo(f"{place:3}. {p.name:40} {p.backend:7} {p.model:32} {verdict.kv_tokens:>12,} KV tokens{strengths}")
+    click.echo(f"rejected ({len(rejected)}):")
+    for verdict in rejected if show_all else rejected[:10]:
+        click.echo(f"  ✗ {verdict.profile.name}: {'; '.join(verdict.reasons)}")
+    if len(rejected) > 10 and not show_all:
+        click.echo(f"  ... {len(rejected) - 10} more (--all)")
+    if not fitting:
+        raise SystemExit(1)
 
 
 @profiles.command("check")

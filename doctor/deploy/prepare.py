@@ -13,9 +13,13 @@ VLLM_CLI = "vllm"
 
 
 def load(profile_name: str) -> Any:
-    """The profile, with profile errors turned into DoctorError (one line, exit 2)."""
+    """The profile (`auto`: the best fitting this machine), with profile errors turned into DoctorError."""
     from profiles import ProfileError, load_profile
 
+    if profile_name == "auto":
+        from doctor.suggest import auto_profile
+
+        return auto_profile()
     try:
         return load_profile(profile_name)
     except ProfileError as exc:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from doctor.lint import Finding
+from doctor.lint.findings import Finding
 from doctor.results import Result, Status
 
 STATUS = {"error": Status.FAIL, "warning": Status.WARN}

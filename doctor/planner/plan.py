@@ -18,6 +18,7 @@ from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_p
 from doctor.planner.versions import nearest_covered, resolve_version, vllm_rules
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.weights import pp_partition, rank_weights
+from doctor.recipe_rules import skips_vision_tower
 
 
 @dataclass(frozen=True)
@@ -226,7 +227,7 @@ def _suggest(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, plan: Plan) -> lis
         if current < 0.9:
             candidates.append((f"raise --mem-fraction-static to {min(0.9, round(current + 0.05, 2))}",
                                cfg.with_(mem_fraction_static=min(0.9, round(current + 0.05, 2))), spec))
-    if spec.vision and not cfg.language_model_only:
+    if spec.vision and not cfg.language_model_only and skips_vision_tower(cfg.backend, cfg.backend_version):
         flag = "--language-model-only" if cfg.backend == "vllm" else "--language-only"
         candidates.append((f"add {flag} (skip the vision tower)", cfg.with_(language_model_only=True), spec))
     if cfg.kv_cache_dtype == "auto" and spec.dtype != "fp8":

@@ -17,6 +17,7 @@ from collections import defaultdict
 from doctor.models.params import EXPERT, KV, REPLICATED, TP, VOCAB, Tensor, mtp_tensors, text_tensors, vision_tensors
 from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.config import ServeConfig
+from doctor.recipe_rules import skips_vision_tower
 
 VOCAB_PADDING = 64
 
@@ -98,7 +99,8 @@ def rank_weights(spec: ModelSpec, cfg: ServeConfig, pp_rank: int = 0) -> dict[st
                or (t.group != "embed" and t.layer is not None and start <= t.layer < end)]
     if cfg.uses_mtp_head and last:
         tensors += list(mtp_tensors(spec))
-    if spec.vision and not cfg.language_model_only and pp_rank == 0:
+    if spec.vision and pp_rank == 0 and not (cfg.language_model_only
+                                             and skips_vision_tower(cfg.backend, cfg.backend_version)):
         tensors += list(vision_tensors(spec))
     vision_tp = 1 if cfg.mm_encoder_tp_mode == "data" else cfg.tp
     out: dict[str, float] = defaultdict(float)
