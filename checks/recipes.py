@@ -98,7 +98,7 @@ def mamba_concurrency_limit(ctx: CheckContext) -> Outcome:
 
 def _default_max_num_seqs(version: str | None, planned) -> int | None:
     """`vllm serve`'s own max_num_seqs for this GPU and version (its get_batch_defaults tiers)."""
-    from doctor.planner.flags import vllm_batch_defaults_of
+    from doctor.planner.engine_defaults import vllm_batch_defaults_of
 
     gpu = planned.hardware.gpu
     found = vllm_batch_defaults_of(version or planned.config.backend_version, gpu.usable_bytes, gpu.name,
