@@ -26,7 +26,7 @@ class Launcher:
         when that script exists); unchanged otherwise."""
         if self.runs_python:
             return replace(self, prefix=(python, *self.prefix[1:]))
-        if self.name != "vllm-serve":
+        if self.name != "vllm-serve" or self.prefix[0] != "vllm":
             return self
         script = Path(python).parent / self.prefix[0]
         return replace(self, prefix=(str(script), *self.prefix[1:])) if script.exists() else self

@@ -148,8 +148,23 @@ class Deployment:
         kept = tuple(f for f in self.flags if f.option != option)
         return replace(self, flags=(*kept, Flag(option, value)))
 
-    def has(self, option: str) -> bool:
-        return any(f.option == option for f in self.flags)
+    def setting(self, name: str) -> Any:
+        """One setting, read from its own options only (None when unset); SettingError on an unreadable value."""
+        mine = [f for f in self.flags if f.option not in SLOTS and _field_of(f, self.backend, self.version) == name]
+        return settings_of(mine, self.backend, self.version).get(name)
+
+    def with_setting(self, name: str, value: Any) -> "Deployment":
+        """Every option of setting `name` removed and the backend's own name for it appended with `value`."""
+        row = next(r for r in table.SETTINGS if r.field == name and r.names(self.backend)
+                   and (not r.is_switch or r.value == value))
+        kept = tuple(f for f in self.flags if f.option in SLOTS or _field_of(f, self.backend, self.version) != name)
+        flag = Flag(f"--{row.names(self.backend)[0]}", True if row.is_switch else value)
+        return replace(self, flags=(*kept, flag))
+
+    def with_model_last(self) -> "Deployment":
+        """The model option (not a positional model) moved to the end of the command line."""
+        slot = next((f for f in self.flags if f.option in MODEL_OPTIONS), None)
+        return self if slot is None else self.with_flag(slot.option, None)
 
     def with_model(self, model: str) -> "Deployment":
         return replace(self, model=model)
@@ -166,6 +181,12 @@ class Deployment:
 
 
 SLOTS = (POSITIONAL, MODEL_SLOT, *MODEL_OPTIONS, HOST, PORT)
+
+
+def _field_of(flag: Flag, backend: str, version: str | None) -> str | None:
+    option = f"--no-{flag.option[2:]}" if flag.value is False else flag.option
+    row = table.row_of(option, backend, version)
+    return row.field if row is not None else None
 
 
 def settings_of(flags: list[Flag] | tuple[Flag, ...], backend: str | None = None,
