@@ -76,7 +76,7 @@ def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, 
     and its verdicts as QD-PLAN results.
     """
     from doctor.planner.errors import PlanInputError
-    from doctor.planner.flags import _bytes, config_kwargs
+    from doctor.planner.flags import _bytes, config_kwargs, deployment_kwargs
 
     flags: dict[str, Any] = {
         "tp": tp, "pp": pp, "dp": dp, "expert_parallel": enable_expert_parallel, "kv_cache_dtype": kv_cache_dtype,
@@ -107,7 +107,7 @@ def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, 
             raise PlanInputError(f"--backend {backend} contradicts profile {profile.name} (backend {profile.backend})")
         backend = profile.backend
         model = model or profile.model
-        base = config_kwargs(profile.render().backend_args)
+        base = deployment_kwargs(profile.deployment())
         if gpus is None and profile.hardware.gpu_count:
             raise PlanInputError(f"plan --profile {profile.name} needs --gpus (the profile wants "
                                  f"{profile.hardware.gpu_count} GPUs of at least {profile.hardware.min_gpu_memory_gib} GiB)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -106,7 +107,15 @@ def plan_nodes(profile: Any, overrides: dict[str, Any], fleet: dict[str, Any], p
     return head_ip, plans
 
 
-def head_spec(profile: Any, plans: list[NodePlan], head_ip: str) -> LaunchSpec:
+def shell(plan: NodePlan) -> str:
+    """One node's command as a redacted shell line."""
+    from doctor.redact import redact_text
+
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(plan.env.items()))
+    return redact_text((env + " " if env else "") + shlex.join(plan.argv))
+
+
+def head_spec(profile: Any, plans: list[NodePlan], head_ip: str) -> LaunchSpec:  # noqa: ARG001
     """The spec a client uses: rank 0's command, reached at the head's address when it binds every address."""
     spec = LaunchSpec.of(plans[0].deployment)
     return replace(spec, host=head_ip) if spec.host in ANY_ADDRESS else spec

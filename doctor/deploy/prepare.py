@@ -19,12 +19,12 @@ def load(profile_name: str) -> Any:
 
 
 def render(profile: Any, port: int | None = None, host: str | None = None, model: str | None = None,
-           variables: dict[str, str] | None = None, flags: dict[str, Any] | None = None) -> LaunchSpec:
-    """The profile's deployment under the user's overrides (see `overrides_of`; `flags`: --flag), as a LaunchSpec."""
+           variables: dict[str, str] | None = None) -> LaunchSpec:
+    """The profile's deployment under the user's overrides (see `overrides_of`), as a LaunchSpec."""
     from profiles import ProfileError
 
     try:
-        return LaunchSpec.of(profile.deployment(overrides_of(profile, port, host, model, variables), flags))
+        return LaunchSpec.of(profile.deployment(overrides_of(profile, port, host, model, variables)))
     except ProfileError as exc:
         raise DoctorError(str(exc)) from None
 

@@ -16,7 +16,7 @@ import json
 from typing import Any, Callable
 
 from doctor.deployment import Deployment, Settings, SettingError, read_engine_args
-from doctor.deployment.table import byte_size
+from doctor.deployment.table import byte_size, field_names
 from doctor.flags.schema import FlagDefault, SchemaError, flag_default
 from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
@@ -144,40 +144,29 @@ def serve_config_from_argv(backend: str, argv: list[str], **overrides: Any) -> S
     return ServeConfig(backend=backend, **kwargs)
 
 
-def serve_config_of(deployment: Deployment, **overrides: Any) -> ServeConfig:
-    """ServeConfig for a Deployment; `overrides` (not None) win over its settings."""
+def deployment_kwargs(deployment: Deployment) -> dict[str, Any]:
+    """The ServeConfig fields a Deployment sets; PlanInputError on a setting that does not read as its kind."""
     try:
-        kwargs = config_from_settings(deployment.settings)
+        return config_from_settings(deployment.settings)
     except SettingError as exc:
         raise PlanInputError(str(exc)) from None
+
+
+def serve_config_of(deployment: Deployment, **overrides: Any) -> ServeConfig:
+    """ServeConfig for a Deployment; `overrides` (not None) win over its settings."""
+    kwargs = deployment_kwargs(deployment)
     kwargs.update({k: v for k, v in overrides.items() if v is not None})
     return ServeConfig(backend=deployment.backend, **kwargs)
-
-
-# ServeConfig field -> the flag that sets it (vLLM, SGLang); None: the backend has no such flag
-FIELD_FLAGS: dict[str, tuple[str | None, str | None]] = {
-    "gpu_memory_utilization": ("--gpu-memory-utilization", None),
-    "mem_fraction_static": (None, "--mem-fraction-static"),
-    "max_num_batched_tokens": ("--max-num-batched-tokens", "--chunked-prefill-size"),
-    "max_num_seqs": ("--max-num-seqs", "--max-running-requests"),
-    "block_size": ("--block-size", "--page-size"),
-    "max_model_len": ("--max-model-len", "--context-length"),
-    "kv_cache_dtype": ("--kv-cache-dtype", "--kv-cache-dtype"),
-    "mm_encoder_tp_mode": ("--mm-encoder-tp-mode", None),
-    "mamba_full_memory_ratio": (None, "--mamba-full-memory-ratio"),
-    "max_mamba_cache_size": (None, "--max-mamba-cache-size"),
-}
 
 
 def engine_default(backend: str, version: str | None, field: str) -> FlagDefault | None:
     """The default of the flag behind ServeConfig `field` in `backend` `version` (nearest covered version
     <= it), or None when the backend has no such flag or its schema does not record the default."""
-    flags = FIELD_FLAGS.get(field)
-    flag = flags[0 if backend == "vllm" else 1] if flags else None
-    if flag is None:
+    names = field_names(backend, field)
+    if not names:
         return None
     try:
-        return flag_default(backend, version, flag)
+        return flag_default(backend, version, names[0])
     except SchemaError:
         return None
 
