@@ -69,7 +69,9 @@ def deploy(profile_name, model, variables, flags, port, host, python, dry_run, r
         sys.exit(_manage_runs(show_status, stop_id))
     if not profile_name:
         raise DoctorError("deploy needs --profile P (or --status / --stop)")
-    from doctor.deploy import overrides, prepare, session
+    from doctor.deploy import overrides, prepare
+    from doctor.session import session
+    from doctor.session.request import Request
     from doctor.deploy.judge import parse_slo
     from doctor.report.model import Report, now
 
@@ -90,9 +92,9 @@ def deploy(profile_name, model, variables, flags, port, host, python, dry_run, r
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         flag_overrides = overrides.parse(flags)
-        request = session.Request(overrides.apply(profile, flag_overrides), model, overrides.parse_sets(variables),
-                                  flag_overrides, port, host, python, dry_run, rehearse, ray, keep, force, timeout,
-                                  log_path, burst, burst_tokens, slo)
+        request = Request(overrides.apply(profile, flag_overrides), model, overrides.parse_sets(variables),
+                          flag_overrides, port, host, python, dry_run, rehearse, ray, keep, force, timeout,
+                          log_path, burst, burst_tokens, slo)
         plan = session.prepare(request, run)
         if plan.ready:
             with progress_display() as display:

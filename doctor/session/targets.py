@@ -1,5 +1,6 @@
 """Where a deploy runs, behind one interface: `plan(request, session)` checks the deployment there and says what
-it would start; `launch(plan, session, progress, watch)` starts it, follows it, exercises it and stops it.
+it would start; `launch(plan, session, progress, watch)` starts it, follows it, exercises it and stops it
+(`session`: the doctor.session.session.Session whose report they fill and whose events they send).
 
 - SingleMachine: this machine, one engine process (optionally a rehearsal with random weights).
 - RayFleet: a multi-node profile; without --ray only every node's commands (a dry run), with --ray the cluster is
@@ -12,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from doctor.deploy.session import Plan, Request, Session, verdict_line
+from doctor.session.request import Plan, Request, verdict_line
 from doctor.errors import DoctorError
 
 
@@ -45,7 +46,7 @@ def _with_backend_packages(facts: Any, python: str | None) -> Any:
 class SingleMachine:
     """One engine process on this machine."""
 
-    def plan(self, request: Request, session: Session) -> Plan:
+    def plan(self, request: Request, session: Any) -> Plan:
         from doctor.deploy import checkpoint, overrides, prepare
         from doctor.deploy.kv import check_options
         from doctor.deploy.preflight import preflight
@@ -85,7 +86,7 @@ class SingleMachine:
             report.sections["deployment"] = {"profile": profile.name, "command": shell, "dry_run": True}
         return Plan(self, results, shown, launch=(spec, served_model, facts, python, request), ready=True)
 
-    def launch(self, plan: Plan, session: Session, progress: Callable[[str], None],
+    def launch(self, plan: Plan, session: Any, progress: Callable[[str], None],
                watch: Callable[[Any], None] | None) -> None:
         from doctor.deploy.outcome import summarize_deploy
         from doctor.deploy.ports import PortInUse
@@ -123,7 +124,7 @@ class RayFleet:
     node_timeout = 60.0
     grace = 10.0
 
-    def plan(self, request: Request, session: Session) -> Plan:
+    def plan(self, request: Request, session: Any) -> Plan:
         from doctor.deploy import fleet, prepare
         from doctor.flags.bridge import find_backend_python
 
@@ -158,7 +159,7 @@ class RayFleet:
         return Plan(self, results, f", per node (head {head_ip}):\n{text}", checked="fleet checks",
                     launch=(spec, plans, data.get("target"), request), ready=True)
 
-    def _checks(self, request: Request, session: Session, python: str | None) -> tuple[Any, list[Any]]:
+    def _checks(self, request: Request, session: Any, python: str | None) -> tuple[Any, list[Any]]:
         """This machine's facts plus every Ray node's, and the fleet checks on them."""
         from doctor.deploy import fleet, prepare
         from doctor.deploy.kv import check_options
@@ -179,7 +180,7 @@ class RayFleet:
         session.on_event(f"  {verdict_line(results)}")
         return facts, results
 
-    def launch(self, plan: Plan, session: Session, progress: Callable[[str], None],
+    def launch(self, plan: Plan, session: Any, progress: Callable[[str], None],
                watch: Callable[[Any], None] | None) -> None:
         """Start the launcher as deploy's server process; add the nodes' stop result and the run's files."""
         from doctor.deploy import fleet

@@ -1,5 +1,6 @@
 """One `deploy` as a library session: prepare(request) -> the plan of the run (checks judged, command shown),
-run(plan) -> the outcome; one machine or a Ray fleet behind one target interface (doctor/deploy/targets.py).
+run(plan) -> the outcome; one machine or a Ray fleet behind one target interface (doctor/session/targets.py);
+the request and the plan are doctor/session/request.py's.
 
 The session fills its report as it goes, so that whatever ends the run (a refusal, a busy port, Ctrl-C, SIGTERM)
 can still be reported, with the run's outcome as QD-DEPLOY-OUTCOME. Messages for the user go to `on_event`;
@@ -8,61 +9,14 @@ nothing here prints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from doctor.deploy.outcome import outcome_result
-from doctor.deploy.preflight import blocking
+from doctor.session.request import Plan, Request
+from doctor.session.targets import target_for
 from doctor.errors import DoctorError
-from doctor.results import Result, Status
 
 Events = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Request:
-    """What the user asked deploy to do (the CLI's options, parsed)."""
-
-    profile: Any
-    model: str | None = None
-    variables: dict[str, str] = field(default_factory=dict)
-    flags: dict[str, Any] = field(default_factory=dict)
-    port: int | None = None
-    host: str | None = None
-    python: str | None = None
-    dry_run: bool = False
-    rehearse: bool = False
-    ray: str | None = None
-    keep: bool = False
-    force: bool = False
-    timeout: float = 900.0
-    log_path: str | None = None
-    burst: int = 8
-    burst_tokens: int = 32
-    slo: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def overrides(self) -> dict[str, Any]:
-        """The profile's render overrides (doctor.deploy.prepare.overrides_of)."""
-        from doctor.deploy.prepare import overrides_of
-
-        return overrides_of(self.profile, self.port, self.host, self.model, self.variables)
-
-
-@dataclass
-class Plan:
-    """What the run will start, after the checks: the target, its checks' results and the command shown."""
-
-    target: Any
-    results: list[Result]
-    shown: str
-    checked: str = "checks"
-    launch: Any = None
-    ready: bool = False
-
-    @property
-    def failing(self) -> list[Result]:
-        return blocking(self.results)
 
 
 class Session:
@@ -105,8 +59,6 @@ class Session:
 def prepare(request: Request, session: Session) -> Plan:
     """Check the deployment on its target and decide: a dry run ends here (its outcome says what would
     happen), failing checks refuse the start unless --force; `plan.ready` when the run may start."""
-    from doctor.deploy.targets import target_for
-
     plan = target_for(request).plan(request, session)
     if not plan.ready:
         return plan
@@ -131,16 +83,3 @@ def run(plan: Plan, session: Session, progress: Events, watch: Callable[[Any], N
     if plan.ready:
         session.stage = "start"
         plan.target.launch(plan, session, progress, watch)
-
-
-def verdict_line(results: list[Result]) -> str:
-    """The preflight verdict, said before the long start."""
-    failing = [r.check_id for r in results if r.status in (Status.FAIL, Status.ERROR)]
-    warned = [r.check_id for r in results if r.status == Status.WARN]
-    ok = sum(1 for r in results if r.status == Status.OK)
-    parts = [f"{ok} ok"]
-    if warned:
-        parts.append(f"{len(warned)} warn ({', '.join(warned)})")
-    if failing:
-        parts.append(f"{len(failing)} fail ({', '.join(failing)})")
-    return "preflight: " + ", ".join(parts)
