@@ -64,3 +64,23 @@ def test_a_missing_variable_is_one_profile_error() -> None:
 
     with pytest.raises(ProfileError, match="variable 'model_dir' has no value"):
         load_profile("cpu-tiny").deployment()
+
+
+def test_mamba_ssm_cache_dtype_is_one_row_and_the_planner_prices_it() -> None:
+    """vLLM --mamba-ssm-cache-dtype (one row in the table) sets the GDN recurrent state's dtype; auto keeps the
+    checkpoint's float32 (vllm model_executor/models/config.py Qwen3_5ForConditionalGenerationConfig)."""
+    from doctor.models import get_model
+    from doctor.planner import ServeConfig
+    from doctor.planner.flags import config_kwargs
+    from doctor.planner.state import gdn_state_bytes_per_layer
+
+    spec = get_model("Qwen/Qwen3.5-35B-A3B")
+    kwargs = config_kwargs(["--mamba-ssm-cache-dtype", "bfloat16"])
+    assert kwargs == {"mamba_ssm_cache_dtype": "bfloat16"}
+    fp32 = gdn_state_bytes_per_layer(spec, ServeConfig())
+    auto = gdn_state_bytes_per_layer(spec, ServeConfig(mamba_ssm_cache_dtype="auto"))
+    bf16 = gdn_state_bytes_per_layer(spec, ServeConfig(**kwargs))
+    g = spec.linear_attention
+    temporal = g.num_value_heads * g.value_head_dim * g.key_head_dim
+    assert auto == fp32 and fp32 - bf16 == temporal * 2
+    assert gdn_state_bytes_per_layer(spec, ServeConfig(backend="sglang", **kwargs)) == fp32

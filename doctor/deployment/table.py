@@ -73,6 +73,7 @@ SETTINGS: tuple[Setting, ...] = (
     _row("mamba_full_memory_ratio", FLOAT, (), "mamba-full-memory-ratio"),
     _row("max_mamba_cache_size", INT, (), "max-mamba-cache-size"),
     _row("mamba_ssm_dtype", TEXT, (), "mamba-ssm-dtype"),
+    _row("mamba_ssm_cache_dtype", TEXT, "mamba-ssm-cache-dtype"),
     _row("mamba_radix_strategy", TEXT, (), ("mamba-radix-cache-strategy", "mamba-scheduler-strategy")),
     _row("prefix_caching", SWITCH, "enable-prefix-caching", value=True),
     _row("prefix_caching", SWITCH, "no-enable-prefix-caching", "disable-radix-cache", value=False),
