@@ -84,3 +84,14 @@ def test_mamba_ssm_cache_dtype_is_one_row_and_the_planner_prices_it() -> None:
     temporal = g.num_value_heads * g.value_head_dim * g.key_head_dim
     assert auto == fp32 and fp32 - bf16 == temporal * 2
     assert gdn_state_bytes_per_layer(spec, ServeConfig(backend="sglang", **kwargs)) == fp32
+
+
+def test_a_pasted_command_is_found_after_what_precedes_its_launcher() -> None:
+    from doctor.deployment import launch_in
+
+    d = launch_in("CUDA_VISIBLE_DEVICES=0,1 uv run python3 -m sglang.launch_server --model-path m --tp-size 2 "
+                  "# a comment", "sglang")
+    assert d is not None and d.engine_args() == ["--model-path", "m", "--tp-size", "2"] and d.settings.tp == 2
+    assert launch_in("/opt/bin/vllm serve Qwen/X --max-model-len 4096", "vllm").engine_args() == \
+           ["Qwen/X", "--max-model-len", "4096"]
+    assert launch_in("echo hello", "vllm") is None

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import replace
 from typing import Any, Mapping
 
 from doctor.deployment import table
-from doctor.deployment.launcher import LAUNCHERS, launcher_of_argv
+from doctor.deployment.launcher import LAUNCHERS, Launcher, launcher_of_argv
 from doctor.deployment.model import (DEFAULT_HOST, DEFAULT_PORT, HOST, MODEL_OPTIONS, MODEL_SLOT, PORT, POSITIONAL,
                                      Deployment, Endpoint, Flag, Settings, settings_of)
 from doctor.errors import DataError
@@ -114,15 +115,28 @@ def split_command(text: str) -> list[str]:
     try:
         return shlex.split(text, comments=True)
     except ValueError as exc:
-        raise DeploymentError(f"{text[:80]!r}: {exc} (quote the engine flags as the shell would)") from None
+        raise DeploymentError(str(exc)) from None
+
+
+def launch_in(text: str, backend: str) -> Deployment | None:
+    """The deployment a pasted shell command starts (after whatever precedes its launcher: env assignments,
+    `docker run ...`, `uv run`), or None when it names no launcher."""
+    tokens = split_command(text)
+    for i, token in enumerate(tokens):
+        for launcher in LAUNCHERS.values():
+            if token == launcher.prefix[-1] and (launcher.name != "vllm-serve" or i and tokens[i - 1].endswith("vllm")):
+                head = (*tokens[max(i + 1 - len(launcher.prefix), 0):i], token)
+                return from_argv([*head, *tokens[i + 1:]], backend, launcher=replace(launcher, prefix=head))
+    return None
 
 
 def from_argv(argv: list[str] | tuple[str, ...], backend: str, env: Mapping[str, str] | None = None,
-              version: str | None = None, profile_name: str = "") -> Deployment:
-    """The deployment a foreign command line starts (launcher, options in place); argv() renders it back."""
+              version: str | None = None, profile_name: str = "", launcher: Launcher | None = None) -> Deployment:
+    """The deployment a foreign command line starts (launcher, options in place); argv() renders it back.
+    `launcher`: the one found in the command (else read from its first tokens)."""
     if backend not in DEFAULT_PORT:
         raise ValueError(f"backend must be one of {tuple(DEFAULT_PORT)}, got {backend!r}")
-    launcher = launcher_of_argv(argv, backend)
+    launcher = launcher or launcher_of_argv(argv, backend)
     flags = read_options(list(argv[len(launcher.prefix):]), backend, version)
     if launcher.name == "vllm-serve" and flags and flags[0].option == POSITIONAL:
         flags[0] = Flag(MODEL_SLOT, flags[0].value)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-import shlex
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -345,16 +344,13 @@ def _launch_lines(text: str) -> list[tuple[int, str, str]]:
 
 
 def _backend_args(backend: str, command: str) -> list[str]:
+    from doctor.deployment import DeploymentError, launch_in
+
     try:
-        tokens = shlex.split(command, comments=True)
-    except ValueError as exc:
+        deployment = launch_in(command, backend)
+    except DeploymentError as exc:
         raise LintError(f"cannot split shell command: {exc}") from exc
-    for i, token in enumerate(tokens):
-        if token in ("serve",) and i and tokens[i - 1].endswith("vllm"):
-            return tokens[i + 1:]
-        if token in ("sglang.launch_server", "vllm.entrypoints.openai.api_server"):
-            return tokens[i + 1:]
-    return []
+    return deployment.engine_args() if deployment is not None else []
 
 
 def lint_args(args: list[str], backend: str, line: int, version: str | None = None) -> list[Finding]:
