@@ -204,6 +204,11 @@ def field_names(backend: str | None, *fields: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def option(field: str, backend: str | None = None) -> str:
+    """The option that sets `field` (the backend's first name for it), for messages: `--max-model-len`."""
+    return "--" + field_names(backend, field)[0]
+
+
 def typed_profile_names() -> dict[str, str]:
     """Profile flag name -> kind, for the rows whose values profiles type-check (size, fraction, length, word)."""
     return {name: row.kind for row in SETTINGS if row.kind in (SIZE, FRACTION, LENGTH, WORD)

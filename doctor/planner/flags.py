@@ -16,7 +16,7 @@ import json
 from typing import Any, Callable
 
 from doctor.deployment import Deployment, Settings, SettingError, read_engine_args
-from doctor.deployment.table import byte_size, field_names
+from doctor.deployment.table import byte_size, field_names, option
 from doctor.flags.schema import FlagDefault, SchemaError, flag_default
 from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
@@ -33,13 +33,13 @@ def _speculative_config(text: str) -> dict[str, Any]:
     try:
         conf = json.loads(text)
     except json.JSONDecodeError:
-        raise PlanInputError(f"--speculative-config {text!r} is not JSON") from None
+        raise PlanInputError(f"{option('speculative_config')} {text!r} is not JSON") from None
     if not isinstance(conf, dict):
-        raise PlanInputError("--speculative-config must be a JSON object")
+        raise PlanInputError(f"{option('speculative_config')} must be a JSON object")
     method = str(conf.get("method") or "mtp").lower()
     tokens = conf.get("num_speculative_tokens", 0)
     if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
-        raise PlanInputError(f"--speculative-config num_speculative_tokens {tokens!r} is not a count")
+        raise PlanInputError(f"{option('speculative_config')} num_speculative_tokens {tokens!r} is not a count")
     model = conf.get("model")
     return {"mtp_tokens": tokens, "speculative_method": method, "drafter": _drafter_ref(method, model)}
 
@@ -55,16 +55,16 @@ def _mm_limits(text: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         conf = dict(part.partition("=")[::2] for part in text.split(",") if part.strip())
     if not isinstance(conf, dict):
-        raise PlanInputError(f"--limit-mm-per-prompt {text!r} is not a modality -> count mapping")
+        raise PlanInputError(f"{option('limit_mm_per_prompt')} {text!r} is not a modality -> count mapping")
     counts: dict[str, int] = {}
     for modality, value in conf.items():
         count = value.get("count", 999) if isinstance(value, dict) else value
         try:
             counts[str(modality).strip()] = int(str(count).strip())
         except ValueError:
-            raise PlanInputError(f"--limit-mm-per-prompt {modality}: {count!r} is not a count") from None
+            raise PlanInputError(f"{option('limit_mm_per_prompt')} {modality}: {count!r} is not a count") from None
         if counts[str(modality).strip()] < 0:
-            raise PlanInputError(f"--limit-mm-per-prompt {modality}: {count!r} is not a count")
+            raise PlanInputError(f"{option('limit_mm_per_prompt')} {modality}: {count!r} is not a count")
     out: dict[str, Any] = {}
     if "image" in counts:
         out["mm_image_limit"] = counts["image"]
@@ -93,9 +93,9 @@ def _sglang_speculative(settings: Settings) -> dict[str, Any]:
     out: dict[str, Any] = {}
     algorithm, model = settings.speculative_algorithm, settings.speculative_draft_model
     if settings.speculative_num_steps is not None:
-        out["mtp_tokens"] = _parse("--speculative-num-steps", settings.speculative_num_steps, int)
+        out["mtp_tokens"] = _parse(option("speculative_num_steps"), settings.speculative_num_steps, int)
     if settings.speculative_num_draft_tokens is not None:
-        out["mtp_tokens"] = max(_parse("--speculative-num-draft-tokens", settings.speculative_num_draft_tokens,
+        out["mtp_tokens"] = max(_parse(option("speculative_num_draft_tokens"), settings.speculative_num_draft_tokens,
                                        int) - 1, 0)
     if algorithm is not None:
         method = algorithm.lower()
