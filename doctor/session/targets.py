@@ -71,9 +71,9 @@ class SingleMachine:
         session.on_event(f"  {redact_text('checking this machine and the profile ...')}")
         facts = _with_backend_packages(collect(timeout_s=10.0), python)
         report.facts_summary = summarize(facts, "live")
-        version = facts.package_version(spec.backend)
+        version = engine_version(spec.backend, facts)
         overrides.validate(request.flags, spec.backend, version)
-        deployment = spec.deployment.with_version(engine_version(spec.backend, facts))
+        deployment = spec.deployment.with_version(version)
         results = preflight(facts, spec.backend, profile, served_model, device=profile.hardware.device,
                             options=check_options(spec), deployment=deployment)
         results.append(prepare.flag_check(spec, version))
@@ -126,6 +126,7 @@ class RayFleet:
 
     def plan(self, request: Request, session: Any) -> Plan:
         from doctor.deploy import fleet, prepare
+        from doctor.deployment.version import engine_version
         from doctor.flags.bridge import find_backend_python
 
         profile, report = request.profile, session.report
@@ -151,7 +152,7 @@ class RayFleet:
             return Plan(self, results, "")
         head_ip, plans = fleet.plan_nodes(profile, overrides, data, python, data.get("target"))
         spec = fleet.head_spec(profile, plans, head_ip)
-        results.append(prepare.flag_check(spec, facts.package_version(profile.backend)))
+        results.append(prepare.flag_check(spec, engine_version(profile.backend, facts)))
         report.results.extend(results)
         text = "\n\n".join(f"# node {p.rank} ({p.ip}, Ray node {p.node_id[:12]})\n{fleet.shell(p)}" for p in plans)
         report.sections["deployment"] = {"profile": profile.name, "nodes": text, "head_address": head_ip,
