@@ -32,10 +32,9 @@ class LaunchSpec:
         """The process that starts `deployment`."""
         return cls(argv=deployment.argv(), env=dict(deployment.env), backend=deployment.backend,
                    host=deployment.endpoint.host, port=deployment.endpoint.port,
-                   served_model_name=deployment.setting("served_model_name") or deployment.model,
+                   served_model_name=deployment.served_model_name,
                    reasoning_parser=deployment.setting("reasoning_parser"), profile_name=deployment.profile_name,
-                   api_key=deployment.setting("api_key") or deployment.env.get("VLLM_API_KEY"),
-                   deployment=deployment)
+                   api_key=deployment.api_key, deployment=deployment)
 
     @property
     def headers(self) -> dict[str, str]:

@@ -110,16 +110,18 @@ class Deployment:
     @property
     def remaining(self) -> tuple[Flag, ...]:
         """The options that are neither a slot nor a table setting, in order."""
-        return tuple(f for f in self.flags if f.option not in SLOTS and not settings_of((f,), self.backend,
-                                                                                          self.version))
+        return tuple(f for f in self.flags
+                     if f.option not in SLOTS and _field_of(f, self.backend, self.version) is None)
 
     @property
     def served_model_name(self) -> str:
-        return self.settings.served_model_name or self.model
+        """The name clients ask for: the served-model-name setting, else the model."""
+        return self.setting("served_model_name") or self.model
 
     @property
     def api_key(self) -> str | None:
-        return self.settings.api_key or self.env.get("VLLM_API_KEY")
+        """The bearer token the server wants: its API-key setting, else vLLM's VLLM_API_KEY."""
+        return self.setting("api_key") or self.env.get("VLLM_API_KEY")
 
     def argv(self) -> list[str]:
         """The command line: launcher, then every option in order, the slots holding model, host and port."""
