@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -116,11 +115,12 @@ def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, 
 
 def _split_flags(text: str) -> list[str]:
     """One --flag value split as a shell would; unbalanced quotes are bad input."""
+    from doctor.deployment import DeploymentError, split_command
     from doctor.planner.errors import PlanInputError
 
     try:
-        return shlex.split(text)
-    except ValueError as exc:
+        return split_command(text)
+    except DeploymentError as exc:
         raise PlanInputError(f"--flag {text!r}: {exc} (quote the engine flags as the shell would)") from None
 
 

@@ -110,10 +110,11 @@ def read_engine_args(args: list[str] | tuple[str, ...], backend: str | None = No
     return settings_of(read_options(args, backend, version), backend, version)
 
 
-def split_command(text: str) -> list[str]:
-    """A pasted command or flag string split as a shell would; DeploymentError on unbalanced quotes."""
+def split_command(text: str, comments: bool = False) -> list[str]:
+    """A pasted command or flag string split as a shell would (a script's `# ...` dropped with `comments`);
+    DeploymentError on unbalanced quotes."""
     try:
-        return shlex.split(text, comments=True)
+        return shlex.split(text, comments=comments)
     except ValueError as exc:
         raise DeploymentError(str(exc)) from None
 
@@ -121,7 +122,7 @@ def split_command(text: str) -> list[str]:
 def launch_in(text: str, backend: str) -> Deployment | None:
     """The deployment a pasted shell command starts (after whatever precedes its launcher: env assignments,
     `docker run ...`, `uv run`), or None when it names no launcher."""
-    tokens = split_command(text)
+    tokens = split_command(text, comments=True)
     for i, token in enumerate(tokens):
         for launcher in LAUNCHERS.values():
             if token == launcher.prefix[-1] and (launcher.name != "vllm-serve" or i and tokens[i - 1].endswith("vllm")):
