@@ -25,32 +25,22 @@ def _model(ctx: CheckContext) -> Any:
     return get_model(str(name))
 
 
-def _installed_version(ctx: CheckContext, backend: str) -> str | None:
-    """The backend version in the facts (the one that will run), when it is one the planner can read."""
-    from packaging.version import InvalidVersion, Version
-
-    entry = ctx.facts.package(backend) if hasattr(ctx.facts, "package") else None
-    version = str((entry or {}).get("version") or "") if isinstance(entry, dict) else ""
-    try:
-        return Version(version).public if version else None
-    except InvalidVersion:
-        return None
-
-
 def _serve_config(ctx: CheckContext) -> Any:
-    """Every memory flag the profile sets (its rendered command line), then explicit options, and the
-    installed backend version."""
+    """Every memory setting of the deployment (the profile's, with the user's overrides under deploy), then
+    explicit options, and the installed backend version."""
+    from doctor.deployment.version import engine_version
     from doctor.planner import ServeConfig
-    from doctor.planner.flags import config_kwargs
+    from doctor.planner.flags import deployment_kwargs
 
     backend = ctx.backend or "vllm"
     values: dict[str, Any] = {}
-    if ctx.profile is not None:
-        values.update(config_kwargs(ctx.profile.render().backend_args))
+    deployment = ctx.deployment or (ctx.profile.deployment() if ctx.profile is not None else None)
+    if deployment is not None:
+        values.update(deployment_kwargs(deployment))
     values.update({k: v for k in _SERVE_OPTIONS if (v := ctx.options.get(k)) is not None})
     if "tp" not in values and ctx.option("tensor_parallel_size"):
         values["tp"] = ctx.option("tensor_parallel_size")
-    version = _installed_version(ctx, backend)
+    version = engine_version(backend, ctx.facts)
     if version:
         values.setdefault("backend_version", version)
     return ServeConfig(backend=backend, **values)

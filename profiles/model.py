@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, NoReturn
 
+from doctor.deployment import Deployment, DeploymentError, Flag, from_profile
+from doctor.deployment.launcher import DEFAULT_LAUNCHER, LAUNCHERS
+from doctor.deployment.table import field_names
 from doctor.errors import DataError, DoctorError
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from profiles import values
@@ -19,16 +21,6 @@ OVERRIDE_KEYS = ("model", "host", "port", "python")
 PROVENANCE_KEYS = ("repository", "file", "commit", "date", "entry")
 _FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
-_VARIABLE = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
-
-LAUNCHERS: dict[str, tuple[str, ...]] = {
-    "vllm-serve": ("vllm", "serve"),
-    "vllm-api-server": ("python", "-m", "vllm.entrypoints.openai.api_server"),
-    "sglang": ("python", "-m", "sglang.launch_server"),
-}
-# How each launcher takes the model: `vllm serve` rejects --model and wants it positional.
-MODEL_ARG: dict[str, tuple[str, ...]] = {"vllm-serve": (), "vllm-api-server": ("--model",), "sglang": ("--model-path",)}
-DEFAULT_LAUNCHER = {"vllm": "vllm-serve", "sglang": "sglang"}
 
 
 class ProfileError(DataError):
@@ -61,6 +53,7 @@ class RenderedCommand:
     env: dict[str, str]
     backend: str
     launcher_len: int
+    deployment: Deployment | None = field(default=None, compare=False)
 
     @property
     def backend_args(self) -> list[str]:
@@ -104,6 +97,10 @@ class Profile:
     nodes: int = 1
     provenance: Mapping[str, str] = field(default_factory=dict)   # where an imported profile came from
 
+    def setting(self, *fields: str) -> Any:
+        """The value of the first flag the profile sets for any of the table's `fields` (its own value), else None."""
+        return self.flag(*field_names(self.backend, *fields))
+
     def flag(self, *names: str) -> Any:
         """Value of the first of `names` (flag names without --) set in the profile, else None."""
         return next((self.flags[n] for n in names if n in self.flags), None)
@@ -111,41 +108,49 @@ class Profile:
     # Attributes read by checks through CheckContext.option(name) (doctor/context.py).
     @property
     def tp(self) -> int | None:
-        """Tensor-parallel size (vLLM --tensor-parallel-size, SGLang --tp-size)."""
-        return self.flag("tensor-parallel-size", "tp-size")
+        """Tensor-parallel size."""
+        return self.setting("tp")
 
     @property
     def pp(self) -> int | None:
         """Pipeline-parallel size."""
-        return self.flag("pipeline-parallel-size", "pp-size")
+        return self.setting("pp")
 
     @property
     def dp(self) -> int | None:
         """Data-parallel size (replicas)."""
-        return self.flag("data-parallel-size", "dp-size")
+        return self.setting("dp")
 
     tensor_parallel_size = tp
     pipeline_parallel_size = pp
 
     @property
     def quantization(self) -> str | None:
-        """--quantization, when the profile sets it (FP8 checkpoints need none)."""
-        return self.flag("quantization")
+        """The quantization method, when the profile sets it (FP8 checkpoints need none)."""
+        return self.setting("quantization")
 
     @property
     def gpu_memory_utilization(self) -> float | None:
-        """vLLM --gpu-memory-utilization."""
-        return self.flag("gpu-memory-utilization")
+        """vLLM's GPU memory fraction."""
+        return self.setting("gpu_memory_utilization")
 
     @property
     def mem_fraction_static(self) -> float | None:
-        """SGLang --mem-fraction-static."""
-        return self.flag("mem-fraction-static")
+        """SGLang's static memory fraction."""
+        return self.setting("mem_fraction_static")
 
     @property
     def max_model_len(self) -> int | None:
-        """Context length (vLLM --max-model-len, SGLang --context-length)."""
-        return self.flag("max-model-len", "context-length")
+        """Context length."""
+        return self.setting("max_model_len")
+
+    def deployment(self, overrides: Mapping[str, Any] | None = None, flags: Mapping[str, Any] | None = None,
+                   version: str | None = None) -> Deployment:
+        """The typed deployment (doctor.deployment.from_profile); ProfileError on a bad override or variable."""
+        try:
+            return from_profile(self, overrides, flags, version)
+        except DeploymentError as exc:
+            raise ProfileError(str(exc)) from None
 
     def render(self, overrides: Mapping[str, Any] | None = None) -> RenderedCommand:
         """Render to argv/env. `overrides` may set model, host, port, python and any declared variable.
@@ -155,25 +160,9 @@ class Profile:
         Booleans render as a bare flag (true) or `--no-FLAG` (false); dicts as compact JSON;
         lists as repeated values after one flag. Raises ProfileError on unknown keys or missing variables.
         """
-        overrides = self._checked_overrides(overrides or {})
-        values = {k: v for k, v in self.variables.items() if v is not None}
-        values.update({k: str(v) for k, v in overrides.items() if k in self.variables})
-        model = str(overrides.get("model", self.model))
-        argv = list(LAUNCHERS[self.launcher])
-        if "python" in overrides:
-            if argv[0] != "python":
-                raise ProfileError(f"profile {self.name}: launcher {self.launcher!r} does not run through python; "
-                                   "the python override does not apply")
-            argv[0] = str(overrides["python"])
-        argv += [*MODEL_ARG[self.launcher], model]
-        argv += ["--host", str(overrides.get("host", self.host)), "--port", str(overrides.get("port", self.port))]
-        for flag, value in self.flags.items():
-            argv += render_flag(flag, value)
-        rendered = [self._substitute(a, values) for a in argv]
-        env = {k: self._substitute(v, values) for k, v in self.env.items()}
-        return RenderedCommand(argv=rendered, env=env, backend=self.backend, launcher_len=len(LAUNCHERS[self.launcher]))
+        return rendered(self.deployment(overrides))
 
-    def _checked_overrides(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    def checked_overrides(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """Known keys only, each value of the right type: a port number, a host, non-empty one-line text."""
         unknown = sorted(set(map(str, overrides)) - set(OVERRIDE_KEYS) - set(self.variables))
         if unknown:
@@ -189,28 +178,16 @@ class Profile:
                 raise ProfileError(f"profile {self.name}: override {key}: {exc}") from None
         return checked
 
-    def _substitute(self, text: str, values: Mapping[str, str]) -> str:
-        def repl(match: re.Match[str]) -> str:
-            key = match.group(1)
-            if key not in values:
-                raise ProfileError(f"profile {self.name}: variable {key!r} has no value; pass it as an override ({key}=...)")
-            return values[key]
 
-        return _VARIABLE.sub(repl, text)
+def rendered(deployment: Deployment) -> RenderedCommand:
+    """The deployment's command line and environment as a RenderedCommand."""
+    return RenderedCommand(argv=deployment.argv(), env=dict(deployment.env), backend=deployment.backend,
+                           launcher_len=len(deployment.launcher.prefix), deployment=deployment)
 
 
 def render_flag(flag: str, value: Any) -> list[str]:
     """One profile flag as argv tokens: true -> --flag, false -> --no-flag, dict -> JSON, list -> values."""
-    name = f"--{flag}"
-    if value is True:
-        return [name]
-    if value is False:
-        return [f"--no-{flag}"]
-    if isinstance(value, dict):
-        return [name, json.dumps(value, separators=(",", ":"))]
-    if isinstance(value, list):
-        return [name, *(str(v) for v in value)]
-    return [name, str(value)]
+    return Flag(f"--{flag}", value).render()
 
 
 def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:

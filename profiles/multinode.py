@@ -16,7 +16,8 @@ import shlex
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
-from profiles.model import Profile, ProfileError, RenderedCommand
+from doctor.deployment import Deployment, SettingError
+from profiles.model import Profile, ProfileError, RenderedCommand, rendered
 
 RAY_GCS_PORT = 6379
 PLACEHOLDER = "HEAD_IP"
@@ -47,17 +48,15 @@ def render_nodes(profile: Profile, overrides: Mapping[str, Any] | None = None,
 
 
 def _sglang(profile: Profile, overrides: dict[str, Any]) -> list[NodeCommand]:
-    base = profile.render(overrides)
-    args = base.backend_args
-    if "--dist-init-addr" not in args or "--nnodes" not in args:
+    base = profile.deployment(overrides)
+    nnodes = _setting(profile, base, "nnodes")
+    if base.setting("dist_init_addr") is None or nnodes is None:
         raise ProfileError(f"profile {profile.name}: a multi-node SGLang profile sets nnodes and dist-init-addr")
-    nnodes = int(args[args.index("--nnodes") + 1])
     if nnodes != profile.nodes:
         raise ProfileError(f"profile {profile.name}: flags.nnodes is {nnodes} but nodes is {profile.nodes}")
     out = []
     for rank in range(profile.nodes):
-        argv = [*base.argv, "--node-rank", str(rank)]
-        command = RenderedCommand(argv, base.env, base.backend, base.launcher_len)
+        command = rendered(base.with_setting("node_rank", str(rank)))
         out.append(NodeCommand(rank, "head (serves the API)" if rank == 0 else "worker", (command,)))
     return out
 
@@ -71,8 +70,7 @@ def _ray_start(profile: Profile, env: dict[str, str], head: str | None) -> Rende
 
 def _vllm_ray(profile: Profile, overrides: dict[str, Any], start_ray: bool) -> list[NodeCommand]:
     serve = profile.render(overrides)
-    args = serve.backend_args
-    if "--distributed-executor-backend" not in args or args[args.index("--distributed-executor-backend") + 1] != "ray":
+    if _setting(profile, serve.deployment, "distributed_executor_backend") != "ray":
         raise ProfileError(f"profile {profile.name}: a multi-node vLLM profile sets distributed-executor-backend: ray")
     head = head_address(profile, overrides)
     out = [NodeCommand(0, "head (Ray head, serves the API)",
@@ -81,6 +79,13 @@ def _vllm_ray(profile: Profile, overrides: dict[str, Any], start_ray: bool) -> l
         commands = (_ray_start(profile, serve.env, head),) if start_ray else ()
         out.append(NodeCommand(rank, "worker (Ray node; vLLM places its workers here)", commands))
     return out
+
+
+def _setting(profile: Profile, deployment: Deployment, name: str) -> Any:
+    try:
+        return deployment.setting(name)
+    except SettingError as exc:
+        raise ProfileError(f"profile {profile.name}: {exc}") from None
 
 
 def render_text(nodes: list[NodeCommand]) -> str:

@@ -1,7 +1,8 @@
 """Type and range rules for the values in a profile and in `--set` overrides; each failure names the field.
 
-Checks read some flags as numbers (`Profile.tp`, `.max_model_len`, ...), so those are typed here (TYPED_FLAGS);
-every other flag value must be a finite scalar, a list of scalars or a small JSON object.
+Checks read some flags as numbers (`Profile.tp`, `.max_model_len`, ...), so those are typed here (TYPED_FLAGS, the
+rows of the settings table doctor/deployment/table.py of kind size, fraction, length or word); every other flag
+value must be a finite scalar, a list of scalars or a small JSON object.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import math
 import re
 from typing import Any, Callable
+
+from doctor.deployment.table import typed_profile_names
 
 MAX_NAME = 64
 MAX_TEXT = 4096
@@ -144,14 +147,8 @@ def _word(value: Any) -> str:
     return text(value, limit=128)
 
 
-TYPED_FLAGS: dict[str, Callable[[Any], Any]] = {
-    "tensor-parallel-size": _size, "tp-size": _size,
-    "pipeline-parallel-size": _size, "pp-size": _size,
-    "data-parallel-size": _size, "dp-size": _size,
-    "gpu-memory-utilization": _fraction, "mem-fraction-static": _fraction,
-    "max-model-len": _length, "context-length": _length,
-    "quantization": _word,
-}
+_KIND_RULES: dict[str, Callable[[Any], Any]] = {"size": _size, "fraction": _fraction, "length": _length, "word": _word}
+TYPED_FLAGS: dict[str, Callable[[Any], Any]] = {name: _KIND_RULES[kind] for name, kind in typed_profile_names().items()}
 
 
 def show(value: Any) -> str:

@@ -19,7 +19,7 @@ def test_cpu_tiny_renders_with_the_model_dir_and_the_backend_python() -> None:
     spec = prepare.with_interpreter(spec, "/venv/bin/python")
     assert spec.argv[:3] == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server"]
     assert spec.port == 8123 and spec.base_url == "http://127.0.0.1:8123"
-    assert spec.served_model_name == "tiny" and spec.max_model_len == 256 and spec.reasoning_parser is None
+    assert spec.served_model_name == "tiny" and spec.deployment.settings.max_model_len == 256 and spec.reasoning_parser is None
     assert spec.env["VLLM_CPU_KVCACHE_SPACE"] == "1"
     assert prepare.model_of(spec) == "/models/tiny"
     assert prepare.backend_args(spec)[:2] == ["--model", "/models/tiny"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -76,7 +75,7 @@ def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, 
     and its verdicts as QD-PLAN results.
     """
     from doctor.planner.errors import PlanInputError
-    from doctor.planner.flags import _bytes, config_kwargs
+    from doctor.planner.flags import _bytes, config_kwargs, deployment_kwargs
 
     flags: dict[str, Any] = {
         "tp": tp, "pp": pp, "dp": dp, "expert_parallel": enable_expert_parallel, "kv_cache_dtype": kv_cache_dtype,
@@ -107,7 +106,7 @@ def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, 
             raise PlanInputError(f"--backend {backend} contradicts profile {profile.name} (backend {profile.backend})")
         backend = profile.backend
         model = model or profile.model
-        base = config_kwargs(profile.render().backend_args)
+        base = deployment_kwargs(profile.deployment())
         if gpus is None and profile.hardware.gpu_count:
             raise PlanInputError(f"plan --profile {profile.name} needs --gpus (the profile wants "
                                  f"{profile.hardware.gpu_count} GPUs of at least {profile.hardware.min_gpu_memory_gib} GiB)")
@@ -116,11 +115,12 @@ def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, 
 
 def _split_flags(text: str) -> list[str]:
     """One --flag value split as a shell would; unbalanced quotes are bad input."""
+    from doctor.deployment import DeploymentError, split_command
     from doctor.planner.errors import PlanInputError
 
     try:
-        return shlex.split(text)
-    except ValueError as exc:
+        return split_command(text)
+    except DeploymentError as exc:
         raise PlanInputError(f"--flag {text!r}: {exc} (quote the engine flags as the shell would)") from None
 
 

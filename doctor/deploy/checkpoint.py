@@ -18,7 +18,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from doctor.deploy.spec import LaunchSpec, flag_value
+from doctor.deploy.spec import LaunchSpec
+from doctor.deployment import SettingError, from_argv
+from doctor.deployment.table import field_names
 from doctor.results import Result, Status
 
 CHECK_ID = "QD-DEPLOY-CONFIG"
@@ -27,7 +29,6 @@ MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_le
                 "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
 UNSCALED_ROPE = ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
 ALLOW_LONG = {"vllm": "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "sglang": "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"}
-MAX_LEN_FLAG = {"vllm": "--max-model-len", "sglang": "--context-length"}
 
 
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -61,12 +62,13 @@ def read_config(model: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _int_flag(argv: list[str], *names: str) -> int | None:
-    value = flag_value(argv, *names)
+def _int_setting(spec: LaunchSpec, name: str) -> int | None:
+    deployment = spec.deployment or from_argv(spec.argv, spec.backend, spec.env)
     try:
-        return int(value) if value is not None else None
-    except ValueError:
+        value = deployment.setting(name)
+    except SettingError:
         return None
+    return value if isinstance(value, int) else None
 
 
 def check(spec: LaunchSpec, model: str) -> Result:
@@ -77,15 +79,15 @@ def check(spec: LaunchSpec, model: str) -> Result:
                       f"no local config.json to compare with ({model or 'no model'} is not a checkpoint directory)")
     problems: list[str] = []
     fixes: list[str] = []
-    flag = MAX_LEN_FLAG[spec.backend]
-    asked = _int_flag(spec.argv, "--max-model-len", "--context-length")
+    flag = "--" + field_names(spec.backend, "max_model_len")[0]
+    asked = _int_setting(spec, "max_model_len")
     derived = derived_max_len(config)
     if asked is not None and asked > 0 and derived is not None and asked > derived[0] \
             and spec.env.get(ALLOW_LONG[spec.backend]) != "1":
         problems.append(f"{flag} {asked} is greater than the model's limit {derived[0]} "
                         f"({derived[1]}={derived[0]} in {model}/config.json); the server would refuse to start")
         fixes.append(f"Set `{flag} {derived[0]}` or less (`--flag {flag[2:]}={derived[0]}`).")
-    tp = _int_flag(spec.argv, "--tensor-parallel-size", "-tp", "--tp-size", "--tp") or 1
+    tp = _int_setting(spec, "tp") or 1
     heads = _text_config(config).get("num_attention_heads")
     if isinstance(heads, int) and heads > 0 and heads % tp:
         divisors = [d for d in range(1, heads + 1) if heads % d == 0 and d <= 16]

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from doctor.deploy.spec import LaunchSpec, from_argv
+from doctor.deploy.spec import LaunchSpec
 from doctor.errors import DoctorError
 from doctor.results import Result, Status
 
@@ -33,6 +34,7 @@ class NodePlan:
     ip: str
     argv: list[str]
     env: dict[str, str]
+    deployment: Any = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {"rank": self.rank, "node_id": self.node_id, "ip": self.ip, "argv": self.argv, "env": self.env}
@@ -85,8 +87,6 @@ def plan_nodes(profile: Any, overrides: dict[str, Any], fleet: dict[str, Any], p
     from profiles import ProfileError
     from profiles.multinode import render_nodes
 
-    from doctor.deploy.prepare import with_interpreter
-
     chosen = ordered_nodes(fleet, int(profile.nodes))
     head_ip = str(chosen[0].get("ip") or "")
     try:
@@ -97,20 +97,27 @@ def plan_nodes(profile: Any, overrides: dict[str, Any], fleet: dict[str, Any], p
     for node in nodes:
         if not node.commands:
             continue
-        command = node.commands[-1]
-        spec = with_interpreter(from_argv(command.argv, command.env, profile.backend, profile.name), python)
-        env = dict(spec.env)
+        deployment = node.commands[-1].deployment.with_python(python)
         if profile.backend == "vllm" and ray_address and ray_address not in ("auto", "local"):
-            env.setdefault("RAY_ADDRESS", ray_address)  # vLLM's ray.init joins this cluster, not a new one
+            # vLLM's ray.init joins this cluster, not a new one
+            deployment = deployment.with_env(**{"RAY_ADDRESS": ray_address, **deployment.env})
         target = chosen[node.rank]
-        plans.append(NodePlan(node.rank, str(target["node_id"]), str(target.get("ip") or ""), spec.argv, env))
+        plans.append(NodePlan(node.rank, str(target["node_id"]), str(target.get("ip") or ""), deployment.argv(),
+                              dict(deployment.env), deployment))
     return head_ip, plans
 
 
-def head_spec(profile: Any, plans: list[NodePlan], head_ip: str) -> LaunchSpec:
+def shell(plan: NodePlan) -> str:
+    """One node's command as a redacted shell line."""
+    from doctor.redact import redact_text
+
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(plan.env.items()))
+    return redact_text((env + " " if env else "") + shlex.join(plan.argv))
+
+
+def head_spec(profile: Any, plans: list[NodePlan], head_ip: str) -> LaunchSpec:  # noqa: ARG001
     """The spec a client uses: rank 0's command, reached at the head's address when it binds every address."""
-    head = plans[0]
-    spec = from_argv(head.argv, head.env, profile.backend, profile.name, profile.flags)
+    spec = LaunchSpec.of(plans[0].deployment)
     return replace(spec, host=head_ip) if spec.host in ANY_ADDRESS else spec
 
 
@@ -125,7 +132,7 @@ def launcher_spec(spec: LaunchSpec, plans: list[NodePlan], ray_address: str, run
     paths = [root, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != root)]
     env = {"PYTHONPATH": os.pathsep.join(paths)}
     argv = [sys.executable, "-m", "doctor.fleet.launch_runner", "--plan", str(plan_file), "--out", str(summary)]
-    return replace(spec, argv=argv, env=env)
+    return replace(spec, argv=argv, env=env, deployment=None)
 
 
 def summary_of(run_dir: Path) -> dict[str, Any] | None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from doctor.deploy.spec import LaunchSpec, flag_value
+from doctor.deploy.spec import LaunchSpec
+from doctor.deployment.version import engine_version
 from doctor.facts.model import Facts
 
 TOLERANCE = 0.05
@@ -20,22 +21,13 @@ class KVPrediction:
 
 
 def serve_config(spec: LaunchSpec, backend_version: str | None = None):
-    """The planner's ServeConfig for this command line: every memory flag it sets (doctor/planner/flags.py,
-    --language-model-only and --kv-cache-memory included) under the rules of the backend version that runs."""
-    from doctor.planner.flags import serve_config_from_argv
+    """The planner's ServeConfig for this deployment: every memory setting it has, under the rules of the
+    backend version that runs."""
+    from doctor.deployment import from_argv
+    from doctor.planner.flags import serve_config_of
 
-    return serve_config_from_argv(spec.backend, spec.argv, backend_version=backend_version)
-
-
-def _backend_version(spec: LaunchSpec, facts: Facts | None) -> str | None:
-    """The engine version the deploy runs (the backend interpreter's packages), when the facts know it."""
-    if facts is None:
-        return None
-    for name in (spec.backend, f"{spec.backend}-cpu"):
-        version = facts.package_version(name)
-        if version:
-            return version.split("+")[0]
-    return None
+    deployment = spec.deployment or from_argv(spec.argv, spec.backend, spec.env)
+    return serve_config_of(deployment, backend_version=backend_version)
 
 
 def check_options(spec: LaunchSpec) -> dict[str, object]:
@@ -57,7 +49,7 @@ def predict(spec: LaunchSpec, model: str, facts: Facts | None) -> KVPrediction:
 
     try:
         model_spec = get_model(model)
-        cfg = serve_config(spec, _backend_version(spec, facts))
+        cfg = serve_config(spec, engine_version(spec.backend, facts))
     except Exception as exc:  # the planner refuses this model or flag set: no prediction, say why
         return KVPrediction(None, f"the planner cannot size {model!r}: {exc}")
     max_len = cfg.max_model_len or model_spec.max_position_embeddings

@@ -42,11 +42,22 @@ def parse(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
     return out
 
 
+def parse_sets(items: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """`--set NAME=VALUE` items -> {name: value} (profile variables)."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise DoctorError(f"--set expects NAME=VALUE, got {item!r}")
+        out[name] = value
+    return out
+
+
 def validate(flags: dict[str, Any], backend: str, version: str | None) -> None:
     """Raise DoctorError unless every flag is one the backend's schema (nearest version) accepts."""
     from doctor.flags.schema import load_schema
     from doctor.flags.validate import validate_args
-    from profiles.model import render_flag
+    from doctor.deployment import Flag
 
     if not flags:
         return
@@ -60,7 +71,7 @@ def validate(flags: dict[str, Any], backend: str, version: str | None) -> None:
             close = difflib.get_close_matches(option, schema.option_strings(), n=1)
             hint = f" (did you mean {close[0][2:]}?)" if close else ""
             raise DoctorError(f"--flag {name}: {backend} {schema.version} has no option {option}{hint}")
-        issues = [i for i in validate_args(render_flag(name, value), schema) if i.is_error]
+        issues = [i for i in validate_args(Flag(f"--{name}", value).render(), schema) if i.is_error]
         if issues:
             raise DoctorError(f"--flag {name}: {issues[0].message}")
 

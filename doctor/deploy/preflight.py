@@ -48,14 +48,15 @@ def _skipped(r: Result, why: str) -> Result:
 
 
 def preflight(facts: Facts, backend: str, profile: Any, model: str, device: str = "cuda",
-              options: dict[str, Any] | None = None) -> list[Result]:
+              options: dict[str, Any] | None = None, deployment: Any = None) -> list[Result]:
     """Run the built-in checks for this deployment (the command's own serving options win over the
     profile's); inapplicable ones become skips with the reason."""
     from doctor import registry, runner
 
     reg = registry.load(plugins=True)
     specs = runner.select(reg, backend)
-    ctx = CheckContext(facts=facts, backend=backend, profile=profile, options={**(options or {}), "model": model})
+    ctx = CheckContext(facts=facts, backend=backend, profile=profile, options={**(options or {}), "model": model},
+                       deployment=deployment)
     results = runner.plugin_errors(reg) + runner.run_checks(specs, ctx)
     local = os.path.isdir(model)
     out = []

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from doctor.deploy.spec import LaunchSpec, flag_value, from_argv
+from doctor.deploy.spec import LaunchSpec
 from doctor.errors import DoctorError
 from doctor.results import Result, Status
-
-VLLM_CLI = "vllm"
-
 
 def load(profile_name: str) -> Any:
     """The profile (`auto`: the best fitting this machine), with profile errors turned into DoctorError."""
@@ -28,15 +24,13 @@ def load(profile_name: str) -> Any:
 
 def render(profile: Any, port: int | None = None, host: str | None = None, model: str | None = None,
            variables: dict[str, str] | None = None) -> LaunchSpec:
-    """Render the profile into a LaunchSpec (see `overrides_of`)."""
+    """The profile's deployment under the user's overrides (see `overrides_of`), as a LaunchSpec."""
     from profiles import ProfileError
 
-    overrides = overrides_of(profile, port, host, model, variables)
     try:
-        rendered = profile.render(overrides)
+        return LaunchSpec.of(profile.deployment(overrides_of(profile, port, host, model, variables)))
     except ProfileError as exc:
         raise DoctorError(str(exc)) from None
-    return from_argv(rendered.argv, rendered.env, rendered.backend, profile.name, profile.flags)
 
 
 def overrides_of(profile: Any, port: int | None = None, host: str | None = None, model: str | None = None,
@@ -57,32 +51,17 @@ def overrides_of(profile: Any, port: int | None = None, host: str | None = None,
 def with_interpreter(spec: LaunchSpec, python: str | None) -> LaunchSpec:
     """Point the launcher at the backend's interpreter: `python -m ...` runs with it, and `vllm serve`
     uses the `vllm` script installed next to it."""
-    if not python:
-        return spec
-    if spec.argv and spec.argv[0] == VLLM_CLI:
-        script = Path(python).parent / VLLM_CLI
-        if script.exists():
-            return LaunchSpec(**{**spec.__dict__, "argv": [str(script), *spec.argv[1:]]})
-        return spec
     return spec.with_python(python)
 
 
 def model_of(spec: LaunchSpec) -> str:
     """The model id or path the command serves."""
-    argv = spec.argv
-    if len(argv) > 2 and argv[1] == "serve":
-        return argv[2]
-    return flag_value(argv, "--model", "--model-path") or ""
+    return spec.deployment.model if spec.deployment is not None else ""
 
 
 def backend_args(spec: LaunchSpec) -> list[str]:
     """The arguments the backend's own parser sees (after the launcher)."""
-    argv = spec.argv
-    if len(argv) > 1 and argv[1] == "serve":
-        return argv[2:]
-    if "-m" in argv:
-        return argv[argv.index("-m") + 2:]
-    return argv[1:]
+    return spec.deployment.engine_args() if spec.deployment is not None else list(spec.argv[1:])
 
 
 def flag_check(spec: LaunchSpec, version: str | None) -> Result:

@@ -1,4 +1,5 @@
-"""The remedy catalogue as deploy sees it: each log line in, matched remedies out, fatal ones flagged."""
+"""The remedy catalogue as deploy sees it: each live log line through explain's Matcher and Collector, the
+findings as report hits, fatal ones flagged."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from remedies import Matcher
+from remedies.explain import Collector, Finding
 from remedies.model import SEVERITIES
 
 
@@ -50,33 +52,37 @@ def ranked(hits: list[RemedyHit]) -> list[RemedyHit]:
     return sorted(hits, key=lambda h: (SEVERITIES.index(h.severity), h.rank, h.lineno))
 
 
-class RemedyWatch:
-    """Feeds the live log to the remedies `Matcher`; keeps the first hit of each entry."""
+def hit_of(finding: Finding) -> RemedyHit:
+    """A finding of remedies.explain as deploy reports it."""
+    r = finding.remedy
+    return RemedyHit(r.id, r.title, r.severity, tuple(step.render() for step in finding.steps), tuple(r.source),
+                     finding.first.line, finding.line, r.rank, finding.before, r.component, finding.why, r.wrapper)
 
-    def __init__(self, matcher: Matcher | None = None) -> None:
+
+class RemedyWatch:
+    """Feeds the live log to the remedies `Matcher` and folds the matches with explain's `Collector` (each entry
+    once; nothing first seen after the server announced a stop request: the rest is the stop)."""
+
+    def __init__(self, matcher: Matcher | None = None, source: str = "server log") -> None:
         self.matcher = matcher or Matcher()
+        self.collector = Collector()
+        self.source = source
         self.hits: list[RemedyHit] = []
-        self._seen: set[str] = set()
         self.stop_line: int | None = None
+        self._seen: set[str] = set()
 
     def feed(self, line: str, lineno: int) -> list[RemedyHit]:
-        """Match one line; return the entries seen for the first time. After the server announces a stop
-        request (a `stop` entry: SIGTERM from whoever sent it) nothing more is matched: the rest is the stop."""
-        new: list[RemedyHit] = []
-        if self.stop_line is not None:
-            return new
-        for m in self.matcher.feed(line, lineno):
-            r = m.remedy
-            if r.stop:
-                self.stop_line = lineno
-                break
-            if r.id in self._seen:
-                continue
-            self._seen.add(r.id)
-            hit = RemedyHit(r.id, r.title, r.severity, tuple(s.render() for s in m.fix), tuple(r.source),
-                            m.lineno, m.line, r.rank, m.before, r.component, r.why, r.wrapper)
-            self.hits.append(hit)
-            new.append(hit)
+        """Match one line; return the entries seen for the first time."""
+        matches = self.matcher.feed(line, lineno)
+        if not matches:
+            return []
+        for match in matches:
+            self.collector.add(match, self.source)
+            if match.remedy.stop and self.stop_line is None:
+                self.stop_line = match.lineno
+        new = [hit_of(f) for f in self.collector.findings() if f.remedy.id not in self._seen]
+        self._seen.update(h.id for h in new)
+        self.hits += new
         return new
 
     @property

@@ -1,17 +1,20 @@
-"""What deploy launches: the rendered command plus the few facts the exerciser needs."""
+"""What deploy launches: the rendered command of a Deployment plus the few facts the exerciser needs."""
 
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
+
+from doctor.deployment import Deployment
 
 BACKENDS = ("vllm", "sglang")
 
 
 @dataclass(frozen=True)
 class LaunchSpec:
-    """One server process to start: argv, extra env, and how a client talks to it."""
+    """One server process to start: argv, extra env, and how a client talks to it (`deployment`: what it
+    serves, typed; None for a process that is no engine, e.g. the fleet launcher)."""
 
     argv: list[str]
     env: dict[str, str]
@@ -20,14 +23,22 @@ class LaunchSpec:
     port: int
     served_model_name: str
     reasoning_parser: str | None = None
-    max_model_len: int | None = None
     profile_name: str = ""
-    flags: Mapping[str, Any] = field(default_factory=dict)
     api_key: str | None = None
+    deployment: Deployment | None = None
+
+    @classmethod
+    def of(cls, deployment: Deployment) -> "LaunchSpec":
+        """The process that starts `deployment`."""
+        return cls(argv=deployment.argv(), env=dict(deployment.env), backend=deployment.backend,
+                   host=deployment.endpoint.host, port=deployment.endpoint.port,
+                   served_model_name=deployment.served_model_name,
+                   reasoning_parser=deployment.setting("reasoning_parser"), profile_name=deployment.profile_name,
+                   api_key=deployment.api_key, deployment=deployment)
 
     @property
     def headers(self) -> dict[str, str]:
-        """What a client sends: the bearer token when the server was started with --api-key."""
+        """What a client sends: the bearer token when the server was started with an API key."""
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     @property
@@ -36,10 +47,11 @@ class LaunchSpec:
         return f"http://{host}:{self.port}"
 
     def with_python(self, python: str | None) -> "LaunchSpec":
-        """Run a `python -m ...` launcher with another interpreter (the backend lives in its own venv)."""
-        if not python or not self.argv or self.argv[0] != "python":
+        """Run the launcher with the backend's interpreter (a `python -m ...` launcher, or the `vllm` script
+        next to it)."""
+        if not python or self.deployment is None:
             return self
-        return replace(self, argv=[python, *self.argv[1:]])
+        return replace(LaunchSpec.of(self.deployment.with_python(python)), host=self.host)
 
     def shell(self) -> str:
         """One copy-pasteable line: env assignments, then the command."""
@@ -47,36 +59,17 @@ class LaunchSpec:
         return (env + " " if env else "") + shlex.join(self.argv)
 
 
-def flag_value(argv: list[str], *names: str) -> str | None:
-    """The value of the last `--name VALUE` or `--name=VALUE` among `names` in argv."""
-    found: str | None = None
-    for i, token in enumerate(argv):
-        for name in names:
-            if token == name and i + 1 < len(argv):
-                found = argv[i + 1]
-            elif token.startswith(name + "="):
-                found = token.split("=", 1)[1]
-    return found
-
-
 def from_argv(argv: list[str], env: Mapping[str, str], backend: str, profile_name: str = "",
-              flags: Mapping[str, Any] | None = None) -> LaunchSpec:
-    """Build a LaunchSpec from a rendered command line, reading host, port and names from its flags."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    model = flag_value(argv, "--model", "--model-path") or (argv[2] if argv[:2] == ["vllm", "serve"] else "")
-    served = flag_value(argv, "--served-model-name") or model
-    max_len = flag_value(argv, "--max-model-len", "--context-length")
-    return LaunchSpec(
-        argv=list(argv),
-        env=dict(env),
-        backend=backend,
-        host=flag_value(argv, "--host") or "127.0.0.1",
-        port=int(flag_value(argv, "--port") or (8000 if backend == "vllm" else 30000)),
-        served_model_name=served,
-        reasoning_parser=flag_value(argv, "--reasoning-parser"),
-        max_model_len=int(max_len) if max_len and max_len.isdigit() else None,
-        profile_name=profile_name,
-        flags=dict(flags or {}),
-        api_key=flag_value(argv, "--api-key") or env.get("VLLM_API_KEY"),
-    )
+              flags: Any = None) -> LaunchSpec:  # noqa: ARG001 (flags: the old signature's, unused)
+    """The LaunchSpec of a foreign command line (read through doctor.deployment.from_argv)."""
+    from doctor.deployment import from_argv as deployment_from_argv
+
+    return LaunchSpec.of(deployment_from_argv(argv, backend, env, profile_name=profile_name))
+
+
+def flag_value(argv: list[str], *names: str) -> str | None:
+    """The value of the last of `names` in a foreign command line (read through doctor.deployment)."""
+    from doctor.deployment import read_options
+
+    found = [f.value for f in read_options(argv) if f.option in names and isinstance(f.value, str)]
+    return found[-1] if found else None

@@ -7,7 +7,7 @@ from itertools import islice
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-from doctor.deploy.remedy import RemedyHit
+from doctor.deploy.remedy import RemedyHit, hit_of
 from remedies import Matcher
 from remedies.explain import unrecognised_crash
 
@@ -44,8 +44,4 @@ def unknown_crash(log_path: Path, lines: int | None, matcher: Matcher | None = N
             found = unrecognised_crash(_FirstLines(raw, lines), str(log_path), matcher)
     except OSError:
         return None
-    if found is None:
-        return None
-    r = found.remedy
-    return RemedyHit(r.id, r.title, r.severity, tuple(step.render() for step in found.steps), tuple(r.source),
-                     found.first.line, found.line, r.rank, found.before, r.component, found.why, r.wrapper)
+    return hit_of(found) if found is not None else None

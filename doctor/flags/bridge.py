@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from doctor.errors import DoctorError
-from doctor.flags.validate import FlagIssue, ValidationReport
+from doctor.flags.issues import FlagIssue, ValidationReport
 
 PROBE = Path(__file__).resolve().parent / "_probe.py"
 PYTHON_ENV = {"vllm": "QWEN_DOCTOR_VLLM_PYTHON", "sglang": "QWEN_DOCTOR_SGLANG_PYTHON"}

@@ -5,41 +5,12 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass, field
-
+from doctor.flags.issues import FlagIssue, ValidationReport
 from doctor.flags.schema import FlagSchema, FlagSpec, load_schema
 
+__all__ = ["FlagIssue", "ValidationReport", "validate", "validate_args", "validate_command"]
+
 _HUMAN_INT = re.compile(r"^-?\d+(\.\d+)?[kKmMgGtT]?$")
-
-
-@dataclass(frozen=True)
-class FlagIssue:
-    """One problem: kind is unknown_flag, invalid_choice, bad_type, missing_value, deprecated or error."""
-
-    kind: str
-    flag: str
-    message: str
-    suggestion: str | None = None
-
-    @property
-    def is_error(self) -> bool:
-        """Deprecations warn; everything else makes the backend refuse to start."""
-        return self.kind != "deprecated"
-
-
-@dataclass(frozen=True)
-class ValidationReport:
-    """Outcome of one validation: which method judged it and what it found."""
-
-    backend: str
-    version: str
-    method: str
-    issues: list[FlagIssue] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """True when no issue would stop the backend."""
-        return not any(i.is_error for i in self.issues)
 
 
 def validate(args: list[str], backend: str, version: str | None = None, method: str = "auto") -> ValidationReport:

@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import re
-import shlex
 
 from doctor.lint.findings import LintError
 
@@ -36,17 +35,15 @@ def launch_commands(text: str) -> list[tuple[int, str, str]]:
 
 
 def backend_args(backend: str, command: str) -> list[str]:
-    """The words after `vllm serve` / `-m sglang.launch_server` / `-m vllm.entrypoints.openai.api_server`."""
+    """The words after `vllm serve` / `-m sglang.launch_server` / `-m vllm.entrypoints.openai.api_server`, read by
+    the deployment's own foreign-command reader (doctor.deployment.launch_in)."""
+    from doctor.deployment import DeploymentError, launch_in
+
     try:
-        tokens = shlex.split(command, comments=True)
-    except ValueError as exc:
+        deployment = launch_in(command, backend)
+    except DeploymentError as exc:
         raise LintError(f"cannot split shell command: {exc}") from exc
-    for i, token in enumerate(tokens):
-        if token in ("serve",) and i and tokens[i - 1].endswith("vllm"):
-            return tokens[i + 1:]
-        if token in ("sglang.launch_server", "vllm.entrypoints.openai.api_server"):
-            return tokens[i + 1:]
-    return []
+    return deployment.engine_args() if deployment is not None else []
 
 
 def flag_values(args: list[str]) -> list[tuple[str, str]]:

@@ -51,6 +51,7 @@ class ServeConfig:
     mamba_full_memory_ratio: float = 0.9       # SGLang --mamba-full-memory-ratio
     max_mamba_cache_size: int | None = None    # SGLang --max-mamba-cache-size
     mamba_ssm_dtype: str | None = None         # SGLang --mamba-ssm-dtype (None: the checkpoint's mamba_ssm_dtype)
+    mamba_ssm_cache_dtype: str | None = None   # vLLM --mamba-ssm-cache-dtype (None / auto: the checkpoint's)
     mamba_radix_strategy: str | None = None    # SGLang --mamba-radix-cache-strategy (None: "auto")
     overlap_schedule: bool = True              # SGLang: False with --disable-overlap-schedule
     cuda_graph_max_bs: int | None = None       # SGLang --cuda-graph-max-bs(-decode) (None: per GPU size)
@@ -137,6 +138,9 @@ class ServeConfig:
         if self.mamba_ssm_dtype is not None and self.mamba_ssm_dtype not in SSM_DTYPES:
             raise PlanInputError(f"unknown --mamba-ssm-dtype {self.mamba_ssm_dtype!r}; use one of "
                                  f"{', '.join(SSM_DTYPES)}")
+        if self.mamba_ssm_cache_dtype is not None and self.mamba_ssm_cache_dtype not in ("auto", *SSM_DTYPES):
+            raise PlanInputError(f"unknown --mamba-ssm-cache-dtype {self.mamba_ssm_cache_dtype!r}; use one of "
+                                 f"auto, {', '.join(SSM_DTYPES)}")
         if self.mamba_radix_strategy is not None and self.mamba_radix_strategy not in MAMBA_RADIX_STRATEGIES:
             raise PlanInputError(f"unknown --mamba-radix-cache-strategy {self.mamba_radix_strategy!r}; use one of "
                                  f"{', '.join(MAMBA_RADIX_STRATEGIES)}")

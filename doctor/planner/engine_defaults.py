@@ -6,32 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from doctor.deployment.table import field_names
 from doctor.flags.schema import FlagDefault, SchemaError, flag_default
-
-# ServeConfig field -> the flag that sets it (vLLM, SGLang); None: the backend has no such flag
-FIELD_FLAGS: dict[str, tuple[str | None, str | None]] = {
-    "gpu_memory_utilization": ("--gpu-memory-utilization", None),
-    "mem_fraction_static": (None, "--mem-fraction-static"),
-    "max_num_batched_tokens": ("--max-num-batched-tokens", "--chunked-prefill-size"),
-    "max_num_seqs": ("--max-num-seqs", "--max-running-requests"),
-    "block_size": ("--block-size", "--page-size"),
-    "max_model_len": ("--max-model-len", "--context-length"),
-    "kv_cache_dtype": ("--kv-cache-dtype", "--kv-cache-dtype"),
-    "mm_encoder_tp_mode": ("--mm-encoder-tp-mode", None),
-    "mamba_full_memory_ratio": (None, "--mamba-full-memory-ratio"),
-    "max_mamba_cache_size": (None, "--max-mamba-cache-size"),
-}
-
 
 def engine_default(backend: str, version: str | None, field: str) -> FlagDefault | None:
     """The default of the flag behind ServeConfig `field` in `backend` `version` (nearest covered version
     <= it), or None when the backend has no such flag or its schema does not record the default."""
-    flags = FIELD_FLAGS.get(field)
-    flag = flags[0 if backend == "vllm" else 1] if flags else None
-    if flag is None:
+    names = field_names(backend, field)
+    if not names:
         return None
     try:
-        return flag_default(backend, version, flag)
+        return flag_default(backend, version, names[0])
     except SchemaError:
         return None
 

@@ -1,79 +1,28 @@
 """A backend command line (profile, deploy argv, boot log's flags) -> the planner's ServeConfig (the engine's
 own default of each field: doctor/planner/engine_defaults.py).
 
-Flag names follow `vllm serve` (vllm/engine/arg_utils.py) and `sglang.launch_server`
-(python/sglang/srt/server_args.py); both spellings map to one ServeConfig field. Flags that do not
-change memory are ignored; a memory flag with an unreadable value is a PlanInputError (exit 2).
-Defaults come from the flag schemas (doctor/flags/schemas, extracted from each wheel by
-scripts/extract_flag_schema.py), of the nearest covered version <= the one planned.
+The flags are read once, through the settings table of doctor/deployment/table.py (both backends' spellings
+map to one field); the settings of a ServeConfig field's name carry over, and the rules here turn the
+speculative and multimodal ones into ServeConfig fields. A memory flag with an unreadable value is a
+PlanInputError (exit 2).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any, Callable
 
+from doctor.deployment import Deployment, Settings, SettingError, read_engine_args
+from doctor.deployment.table import byte_size, option
 from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
 from doctor.planner.methods import MTP_METHODS, NO_MODEL_METHODS
 
-# flag -> (ServeConfig field, parser)
-_VALUED: dict[str, tuple[str, Callable[[str], Any]]] = {}
-for _names, _field, _parse in (
-    (("--tensor-parallel-size", "--tp-size", "--tp", "-tp"), "tp", int),
-    (("--pipeline-parallel-size", "--pp-size", "-pp"), "pp", int),
-    (("--data-parallel-size", "--dp-size", "-dp"), "dp", int),
-    (("--max-model-len", "--context-length"), "max_model_len", int),
-    (("--max-num-seqs", "--max-running-requests"), "max_num_seqs", int),
-    (("--max-num-batched-tokens", "--chunked-prefill-size"), "max_num_batched_tokens", int),
-    (("--gpu-memory-utilization",), "gpu_memory_utilization", float),
-    (("--mem-fraction-static",), "mem_fraction_static", float),
-    (("--kv-cache-dtype",), "kv_cache_dtype", str),
-    (("--block-size", "--page-size"), "block_size", int),
-    (("--mm-encoder-tp-mode",), "mm_encoder_tp_mode", str),
-    (("--moe-backend",), "moe_backend", str),
-    (("--all2all-backend",), "all2all_backend", str),
-    (("--mamba-full-memory-ratio",), "mamba_full_memory_ratio", float),
-    (("--max-mamba-cache-size",), "max_mamba_cache_size", int),
-    (("--mamba-ssm-dtype",), "mamba_ssm_dtype", str),
-    (("--mamba-radix-cache-strategy", "--mamba-scheduler-strategy"), "mamba_radix_strategy", str),
-    (("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode"), "cuda_graph_max_bs", int),
-    (("--cuda-graph-backend-prefill",), "prefill_cuda_graph", lambda v: v.strip().lower() != "disabled"),
-    (("--kv-cache-memory", "--kv-cache-memory-bytes"), "kv_cache_memory_gib", lambda v: _bytes(v) / (1 << 30)),
-):
-    for _name in _names:
-        _VALUED[_name] = (_field, _parse)
-
-_SWITCHES: dict[str, tuple[str, Any]] = {
-    "--language-model-only": ("language_model_only", True),
-    "--language-only": ("language_model_only", True),
-    "--enable-expert-parallel": ("expert_parallel", True),
-    "--enable-ep-moe": ("expert_parallel", True),
-    "--enable-prefix-caching": ("prefix_caching", True),
-    "--no-enable-prefix-caching": ("prefix_caching", False),
-    "--disable-radix-cache": ("prefix_caching", False),
-    "--enforce-eager": ("enforce_eager", True),
-    "--enable-extensible-kv-cache": ("extensible_kv_cache", True),
-    "--no-enable-extensible-kv-cache": ("extensible_kv_cache", False),
-    "--skip-mm-profiling": ("skip_mm_profiling", True),
-    "--disable-cuda-graph": ("enforce_eager", True),
-    "--disable-overlap-schedule": ("overlap_schedule", False),
-    # SGLang prefill CUDA graphs: --disable-piecewise-cuda-graph (0.5.10-0.5.19) and --disable-prefill-cuda-graph
-    # (0.5.14+) set the prefill backend to disabled; the enable / enforce switches lock it on
-    # (server_args.py _parse_cuda_graph_config and its deprecated aliases, 0.5.16-0.5.19).
-    "--disable-prefill-cuda-graph": ("prefill_cuda_graph", False),
-    "--disable-piecewise-cuda-graph": ("prefill_cuda_graph", False),
-    "--enable-piecewise-cuda-graph": ("prefill_cuda_graph", True),
-    "--enforce-piecewise-cuda-graph": ("prefill_cuda_graph", True),
-    "--enable-breakable-cuda-graph": ("prefill_cuda_graph", True),
-}
-
 
 def _bytes(text: str) -> int:
     """vLLM's human-readable byte sizes: 62887755879, 58G, 58GiB, 1.5g."""
-    t = text.strip().lower().removesuffix("ib").removesuffix("b")
-    scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}.get(t[-1:], 1)
-    return int(float(t[:-1] if scale != 1 else t) * scale)
+    return byte_size(text)
 
 
 def _speculative_config(text: str) -> dict[str, Any]:
@@ -83,13 +32,13 @@ def _speculative_config(text: str) -> dict[str, Any]:
     try:
         conf = json.loads(text)
     except json.JSONDecodeError:
-        raise PlanInputError(f"--speculative-config {text!r} is not JSON") from None
+        raise PlanInputError(f"{option('speculative_config')} {text!r} is not JSON") from None
     if not isinstance(conf, dict):
-        raise PlanInputError("--speculative-config must be a JSON object")
+        raise PlanInputError(f"{option('speculative_config')} must be a JSON object")
     method = str(conf.get("method") or "mtp").lower()
     tokens = conf.get("num_speculative_tokens", 0)
     if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
-        raise PlanInputError(f"--speculative-config num_speculative_tokens {tokens!r} is not a count")
+        raise PlanInputError(f"{option('speculative_config')} num_speculative_tokens {tokens!r} is not a count")
     model = conf.get("model")
     return {"mtp_tokens": tokens, "speculative_method": method, "drafter": _drafter_ref(method, model)}
 
@@ -105,16 +54,16 @@ def _mm_limits(text: str) -> dict[str, Any]:
     except json.JSONDecodeError:
         conf = dict(part.partition("=")[::2] for part in text.split(",") if part.strip())
     if not isinstance(conf, dict):
-        raise PlanInputError(f"--limit-mm-per-prompt {text!r} is not a modality -> count mapping")
+        raise PlanInputError(f"{option('limit_mm_per_prompt')} {text!r} is not a modality -> count mapping")
     counts: dict[str, int] = {}
     for modality, value in conf.items():
         count = value.get("count", 999) if isinstance(value, dict) else value
         try:
             counts[str(modality).strip()] = int(str(count).strip())
         except ValueError:
-            raise PlanInputError(f"--limit-mm-per-prompt {modality}: {count!r} is not a count") from None
+            raise PlanInputError(f"{option('limit_mm_per_prompt')} {modality}: {count!r} is not a count") from None
         if counts[str(modality).strip()] < 0:
-            raise PlanInputError(f"--limit-mm-per-prompt {modality}: {count!r} is not a count")
+            raise PlanInputError(f"{option('limit_mm_per_prompt')} {modality}: {count!r} is not a count")
     out: dict[str, Any] = {}
     if "image" in counts:
         out["mm_image_limit"] = counts["image"]
@@ -125,7 +74,6 @@ def _mm_limits(text: str) -> dict[str, Any]:
 
 def _drafter_ref(method: str, model: object) -> str | None:
     """The drafter model a speculative method loads besides the target (None: MTP head, n-gram)."""
-
     if method in MTP_METHODS or method in NO_MODEL_METHODS:
         return None
     return str(model) if model else ""
@@ -134,20 +82,17 @@ def _drafter_ref(method: str, model: object) -> str | None:
 # SGLang auto_choose_speculative_params (srt/server_args.py 0.5.9): (steps, topk, draft tokens) = (3, 1, 4) for
 # Qwen3.5 (not a listed architecture) when --speculative-algorithm is set without them.
 SGLANG_AUTO_STEPS = 3
-_SGLANG_SPEC = ("--speculative-algorithm", "--speculative-draft-model-path", "--speculative-draft-model",
-                "--speculative-num-steps", "--speculative-num-draft-tokens")
 
 
-def _sglang_speculative(found: dict[str, str]) -> dict[str, Any]:
-    """SGLang --speculative-* flags -> mtp_tokens (D - 1: the draft tokens verified per step, topk 1),
+def _sglang_speculative(settings: Settings) -> dict[str, Any]:
+    """SGLang's speculative settings -> mtp_tokens (D - 1: the draft tokens verified per step, topk 1),
     speculative_method and the drafter model as given."""
     out: dict[str, Any] = {}
-    algorithm = found.get("--speculative-algorithm")
-    model = found.get("--speculative-draft-model-path") or found.get("--speculative-draft-model")
-    if "--speculative-num-steps" in found:
-        out["mtp_tokens"] = _parse("--speculative-num-steps", found["--speculative-num-steps"], int)
-    if "--speculative-num-draft-tokens" in found:
-        out["mtp_tokens"] = max(_parse("--speculative-num-draft-tokens", found["--speculative-num-draft-tokens"],
+    algorithm, model = settings.speculative_algorithm, settings.speculative_draft_model
+    if settings.speculative_num_steps is not None:
+        out["mtp_tokens"] = _parse(option("speculative_num_steps"), settings.speculative_num_steps, int)
+    if settings.speculative_num_draft_tokens is not None:
+        out["mtp_tokens"] = max(_parse(option("speculative_num_draft_tokens"), settings.speculative_num_draft_tokens,
                                        int) - 1, 0)
     if algorithm is not None:
         method = algorithm.lower()
@@ -158,38 +103,28 @@ def _sglang_speculative(found: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def config_kwargs(argv: list[str]) -> dict[str, Any]:
-    """The ServeConfig fields a command line sets (the last occurrence of a flag wins)."""
-    out: dict[str, Any] = {}
-    sglang_spec: dict[str, str] = {}
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        name, eq, inline = token.partition("=")
-        name = name if name.startswith("-") else token
-        normalized = name.replace("_", "-") if name.startswith("--") else name
-        if normalized in _SWITCHES and not eq:
-            field, value = _SWITCHES[normalized]
-            out[field] = value
-        elif (normalized in _VALUED or normalized in ("--speculative-config", "-sc", "--limit-mm-per-prompt")
-              or normalized in _SGLANG_SPEC):
-            value = inline if eq else (argv[i + 1] if i + 1 < len(argv) else None)
-            if not eq:
-                i += 1
-            if value is None:
-                raise PlanInputError(f"{name} needs a value")
-            if normalized in ("--speculative-config", "-sc"):
-                out.update(_speculative_config(value))
-            elif normalized == "--limit-mm-per-prompt":
-                out.update(_mm_limits(value))
-            elif normalized in _SGLANG_SPEC:
-                sglang_spec[normalized] = value
-            else:
-                field, parse = _VALUED[normalized]
-                out[field] = _parse(normalized, value, parse)
-        i += 1
-    out.update(_sglang_speculative(sglang_spec))
+_SERVE_FIELDS = {f.name for f in dataclasses.fields(ServeConfig)}
+
+
+def config_from_settings(settings: Settings) -> dict[str, Any]:
+    """The ServeConfig fields a deployment's typed settings set: the settings of the same name, then the
+    planner's rules for the speculative and multimodal ones."""
+    out = {name: value for name, value in settings.items() if name in _SERVE_FIELDS}
+    if settings.speculative_config is not None:
+        out.update(_speculative_config(settings.speculative_config))
+    if settings.limit_mm_per_prompt is not None:
+        out.update(_mm_limits(settings.limit_mm_per_prompt))
+    out.update(_sglang_speculative(settings))
     return out
+
+
+def config_kwargs(argv: list[str]) -> dict[str, Any]:
+    """The ServeConfig fields a foreign command line sets (the last occurrence of a flag wins), read through
+    the deployment's settings table."""
+    try:
+        return config_from_settings(read_engine_args(list(argv)))
+    except SettingError as exc:
+        raise PlanInputError(str(exc)) from None
 
 
 def _parse(name: str, value: str, parse: Callable[[str], Any]) -> Any:
@@ -204,3 +139,18 @@ def serve_config_from_argv(backend: str, argv: list[str], **overrides: Any) -> S
     kwargs = config_kwargs(list(argv))
     kwargs.update({k: v for k, v in overrides.items() if v is not None})
     return ServeConfig(backend=backend, **kwargs)
+
+
+def deployment_kwargs(deployment: Deployment) -> dict[str, Any]:
+    """The ServeConfig fields a Deployment sets; PlanInputError on a setting that does not read as its kind."""
+    try:
+        return config_from_settings(deployment.settings)
+    except SettingError as exc:
+        raise PlanInputError(str(exc)) from None
+
+
+def serve_config_of(deployment: Deployment, **overrides: Any) -> ServeConfig:
+    """ServeConfig for a Deployment; `overrides` (not None) win over its settings."""
+    kwargs = deployment_kwargs(deployment)
+    kwargs.update({k: v for k, v in overrides.items() if v is not None})
+    return ServeConfig(backend=deployment.backend, **kwargs)

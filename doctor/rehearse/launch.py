@@ -8,16 +8,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from doctor.deploy.spec import LaunchSpec, flag_value, from_argv
+from doctor.deploy.spec import LaunchSpec
+from doctor.deployment import Deployment, from_argv
 from doctor.results import Result, Status
 
 LOAD_FORMAT = "dummy"
 # With random weights any whitespace the JSON grammar allows can run on to max_tokens; a real model stops.
 # vLLM: vllm/config/structured_outputs.py disable_any_whitespace (xgrammar, guidance); SGLang:
 # python/sglang/srt/server_args.py --constrained-json-disable-any-whitespace (0.5.16).
-NO_JSON_WHITESPACE = {"vllm": ("--structured-outputs-config",
+NO_JSON_WHITESPACE = {"vllm": ("structured_outputs_config",
                                 json.dumps({"backend": "xgrammar", "disable_any_whitespace": True})),
-                      "sglang": ("--constrained-json-disable-any-whitespace", None)}
+                      "sglang": ("json_disable_any_whitespace", True)}
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 NOTICE = ("REHEARSAL: the weights were random (--load-format dummy): answers are noise; memory, kernels, "
           "CUDA graphs, KV capacity and the API are real")
@@ -43,41 +44,24 @@ class Rehearsal:
                 "weights": "random", "notice": NOTICE, **self.checkpoint}
 
 
-def _set(argv: list[str], name: str, value: str | None) -> list[str]:
-    """argv with `name` (and its value) replacing every existing `name`/`name=...`, appended at the end."""
-    out: list[str] = []
-    skip = False
-    for i, token in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        if token == name:
-            skip = value is not None and i + 1 < len(argv) and not argv[i + 1].startswith("--")
-            continue
-        if token.startswith(name + "="):
-            continue
-        out.append(token)
-    return out + ([name] if value is None else [name, value])
+def rehearsal_deployment(deployment: Deployment, folder: str, served_name: str) -> Deployment:
+    """The deployment served from `folder` with dummy weights, keeping every other setting (the replaced ones
+    move to the end of the command line)."""
+    out = deployment.with_model(folder).with_model_last()
+    if out.setting("tokenizer") is not None:
+        out = out.with_setting("tokenizer", folder)
+    out = out.with_setting("load_format", LOAD_FORMAT)
+    if out.setting("served_model_name") is None:
+        out = out.with_setting("served_model_name", served_name)
+    name, value = NO_JSON_WHITESPACE[deployment.backend]
+    if out.setting(name) is None:
+        out = out.with_setting(name, value)
+    return out
 
 
 def rehearsal_argv(argv: list[str], backend: str, folder: str, served_name: str) -> list[str]:
-    """The command line served from `folder` with dummy weights, keeping every other flag."""
-    out = list(argv)
-    if len(out) > 2 and out[1] == "serve" and not out[2].startswith("-"):
-        out[2] = folder
-    for name in ("--model", "--model-path"):
-        if flag_value(out, name) is not None:
-            out = _set(out, name, folder)
-    for name in ("--tokenizer", "--tokenizer-path"):
-        if flag_value(out, name) is not None:
-            out = _set(out, name, folder)
-    out = _set(out, "--load-format", LOAD_FORMAT)
-    if flag_value(out, "--served-model-name") is None:
-        out = _set(out, "--served-model-name", served_name)
-    flag, value = NO_JSON_WHITESPACE[backend]
-    if flag not in out and not any(t.startswith(flag + "=") for t in out):
-        out = out + ([flag] if value is None else [flag, value])
-    return out
+    """A foreign command line served from `folder` with dummy weights, keeping every other flag."""
+    return rehearsal_deployment(from_argv(argv, backend), folder, served_name).argv()
 
 
 def rehearse_spec(spec: LaunchSpec, model: str, build: bool = True, root: Path | None = None
@@ -94,6 +78,6 @@ def rehearse_spec(spec: LaunchSpec, model: str, build: bool = True, root: Path |
         meta = {"path": str(folder), "model": name, "config_hash": digest,
                 "cached": (folder / checkpoint.MARKER).is_file()}
     served = spec.served_model_name if spec.served_model_name and spec.served_model_name != model else name
-    argv = rehearsal_argv(spec.argv, spec.backend, str(folder), served)
-    new = from_argv(argv, {**spec.env, **OFFLINE_ENV}, spec.backend, spec.profile_name, spec.flags)
-    return new, Rehearsal(folder, name, meta)
+    deployment = spec.deployment or from_argv(spec.argv, spec.backend, spec.env, profile_name=spec.profile_name)
+    new = rehearsal_deployment(deployment, str(folder), served).with_env(**OFFLINE_ENV)
+    return LaunchSpec.of(new), Rehearsal(folder, name, meta)
