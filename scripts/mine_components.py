@@ -1,5 +1,6 @@
 """Mine the messages of the components below and beside the engines (NCCL, Triton, FlashInfer, torch elastic,
-uvicorn, asyncio, the NVIDIA container toolkit) into scripts/signatures/<component>.json.
+uvicorn, asyncio, the NVIDIA container toolkit, the engines' prefill/decode disaggregation layers) into
+scripts/signatures/<component>.json.
 
 Same data shape as scripts/mine_signatures.py (package, extractor, releases, modules, templates: template, kind,
 modules, releases) plus `source`: where each release was read from (git repository and commit, or the PyPI
@@ -82,6 +83,27 @@ COMPONENTS: dict[str, Component] = {
                    r"|multiprocessing/(api|errors/__init__|errors/error_handler)"
                    r"|rendezvous/(c10d_rendezvous_backend|dynamic_rendezvous|static_tcp_rendezvous|utils)))\.py$"),
         ("2.4.0", "2.9.0"), "python"),
+    "sglang_disaggregation": Component(
+        "sglang_disaggregation", "pypi:sglang",
+        re.compile(r"^sglang/srt/disaggregation/([a-z_]+|(common|base|mooncake|nixl|mori|fake)/[a-z_]+)\.py$"),
+        ("0.4.9.post6", "0.5.5", "0.5.13", "0.5.23"), "python"),
+    "vllm_kv_transfer": Component(
+        "vllm_kv_transfer", "pypi:vllm",
+        re.compile(r"^vllm/(distributed/kv_transfer/.*|config/kv_transfer)\.py$"),
+        ("0.10.2", "0.17.1", "0.26.0", "0.34.0"), "python"),
+    "litellm": Component(
+        "litellm", "pypi:litellm",
+        re.compile(r"^litellm/(exceptions|litellm_core_utils/exception_mapping_utils|llms/openai/common_utils"
+                   r"|llms/openai/openai|llms/hosted_vllm/chat/transformation|router)\.py$"),
+        ("1.55.10", "1.74.0", "1.80.0"), "python"),
+    "openai": Component(
+        "openai", "pypi:openai", re.compile(r"^openai/(_exceptions|_base_client)\.py$"), ("1.58.1", "2.8.0"), "python"),
+    "verl": Component(
+        "verl", "pypi:verl", re.compile(r"^verl/(third_party/vllm/__init__|utils/import_utils|workers/rollout/vllm_rollout/[a-z_]+)\.py$"),
+        ("0.2.0.post2", "0.4.1", "0.6.1"), "python"),
+    "trl": Component(
+        "trl", "pypi:trl", re.compile(r"^trl/(import_utils|extras/vllm_client|scripts/vllm_serve)\.py$"),
+        ("0.17.0", "0.25.0"), "python"),
     "asyncio": Component(
         "asyncio", "stdlib", re.compile(r"^asyncio/(base_events|selector_events|streams|unix_events|sslproto)\.py$"),
         (), "python"),
