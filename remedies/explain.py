@@ -42,8 +42,9 @@ class Finding:
 
     @property
     def steps(self) -> tuple[FixStep, ...]:
-        """The fix steps with this log's figures (the entry's own steps when none were captured)."""
-        return self.fix or self.remedy.fix
+        """The fix steps with this log's figures (the generic wording of each template step when none were
+        captured)."""
+        return self.fix or self.remedy.render_fix({})
 
     def to_dict(self) -> dict[str, Any]:
         remedy = {**self.remedy.to_dict(), "fix": [step.to_dict() for step in self.steps]}
