@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterable
 
 from remedies.crash import Crash, final_group
+from remedies.levels import as_context
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
@@ -87,6 +88,7 @@ class Collector:
         self._crashes: dict[tuple[str, int], Match] = {}
         self._sources: dict[str, int] = {}
         self._stops: dict[str, int] = {}
+        self._demoted: dict[str, Remedy] = {}
         self.lines: set[tuple[str, int]] = set()
 
     def add(self, match: Match, source: str) -> None:
@@ -99,15 +101,21 @@ class Collector:
             self._crashes.setdefault((source, match.lineno), match)
             return
         self.lines.add((source, match.lineno))
+        remedy = as_context(match.remedy, match.line)
+        if remedy is not match.remedy:
+            self._demoted.setdefault(remedy.id, match.remedy)
         found = self._findings.get(match.remedy.id)
         if found is None:
             self._findings[match.remedy.id] = Finding(
-                match.remedy, 1, here, here, match.line, match.before, match.after, len(self._findings),
+                remedy, 1, here, here, match.line, match.before, match.after, len(self._findings),
                 match.fix if match.values else (),
             )
         else:
             found.count += 1
             found.last = here
+            if remedy.severity != found.remedy.severity and remedy is match.remedy:
+                found.remedy = remedy
+                self._demoted.pop(remedy.id, None)
 
     def _stopped(self, where: Location) -> bool:
         """`where` comes after an operator's stop request in its source (a `stop` entry's line): what the
@@ -162,8 +170,23 @@ class Collector:
         return Finding(replace(UNKNOWN, component=crash.component), len(ending), here, last, match.line, match.before,
                        match.after, len(self._findings), crash=crash, precursor=precursor)
 
+    def _restore_if_failing(self) -> None:
+        """Entries matched only on WARNING records (`remedies.levels`) stay warnings in a log that carries on;
+        when the log fails anyway (another entry names an error, or a fatal event ends it) they are candidate
+        causes again, ranked as their entries say."""
+        if not self._demoted:
+            return
+        standing = self._standing()
+        failing = any(f.remedy.severity == "error" and f.remedy.id not in self._demoted for f in standing)
+        if failing or self.unknown() is not None:
+            for found in standing:
+                if found.remedy.id in self._demoted:
+                    found.remedy = self._demoted[found.remedy.id]
+            self._demoted.clear()
+
     def findings(self) -> list[Finding]:
         """Errors before warnings before info; within a severity the root cause first, wrappers last."""
+        self._restore_if_failing()
         unknown = self.unknown()
         return sorted(
             [*self._standing(), *([unknown] if unknown else [])],
