@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable
 
+from remedies.advisories import EngineBug, engine_bug, read_head
 from remedies.crash import Crash, final_group
 from remedies.levels import as_context
 from remedies.matcher import Match, Matcher
@@ -40,6 +41,7 @@ class Finding:
     fix: tuple[FixStep, ...] = ()
     crash: Crash | None = None
     precursor: str | None = None
+    engine_bug: EngineBug | None = None
 
     @property
     def steps(self) -> tuple[FixStep, ...]:
@@ -61,6 +63,8 @@ class Finding:
         }
         if self.crash is not None:
             found["crash"] = {**self.crash.to_dict(), "precursor": self.precursor}
+        if self.engine_bug is not None:
+            found["engine_bug"] = self.engine_bug.to_dict()
         return found
 
     @property
@@ -77,7 +81,8 @@ class Finding:
             parts.append(f"final exception: {crash.final}")
         if self.precursor:
             parts.append(f"nearest known precursor: {self.precursor}")
-        return "; ".join(parts) + "."
+        text = "; ".join(parts) + "."
+        return f"{text} {self.engine_bug.why}" if self.engine_bug is not None else text
 
 
 class Collector:
@@ -234,7 +239,18 @@ def explain_sources(
     if collector.wants_crashes():
         for source in files:
             _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=True, catalogue=False)
-    return collector.findings()
+    return [_name_engine_bug(finding) for finding in collector.findings()]
+
+
+def _name_engine_bug(finding: Finding) -> Finding:
+    """An unrecognised crash raised inside engine code names itself an engine bug, with the known regressions
+    of the release its log prints and a release to move to instead of the generic steps (`remedies.advisories`)."""
+    if finding.crash is None:
+        return finding
+    bug = engine_bug(finding.crash, read_head(finding.first.source))
+    if bug is None:
+        return finding
+    return replace(finding, engine_bug=bug, fix=bug.steps())
 
 
 def unrecognised_crash(stream: BinaryIO, source: str, matcher: Matcher | None = None) -> Finding | None:
