@@ -8,6 +8,7 @@ from typing import Any, BinaryIO, Iterable
 
 from remedies.advisories import EngineBug, engine_bug, read_head
 from remedies.crash import Crash, final_group
+from remedies.figures import log_model, uses_log_figures
 from remedies.levels import as_context
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
@@ -42,6 +43,7 @@ class Finding:
     crash: Crash | None = None
     precursor: str | None = None
     engine_bug: EngineBug | None = None
+    values: tuple[tuple[str, str], ...] = ()
 
     @property
     def steps(self) -> tuple[FixStep, ...]:
@@ -113,7 +115,7 @@ class Collector:
         if found is None:
             self._findings[match.remedy.id] = Finding(
                 remedy, 1, here, here, match.line, match.before, match.after, len(self._findings),
-                match.fix if match.values else (),
+                match.fix if match.values else (), values=match.values,
             )
         else:
             found.count += 1
@@ -239,7 +241,17 @@ def explain_sources(
     if collector.wants_crashes():
         for source in files:
             _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=True, catalogue=False)
-    return [_name_engine_bug(finding) for finding in collector.findings()]
+    return [_fit_to_log(_name_engine_bug(finding)) for finding in collector.findings()]
+
+
+def _fit_to_log(finding: Finding) -> Finding:
+    """Steps that state model-specific figures render with the model the log names (`remedies.figures`): the
+    figures when it is the model they are for, the generic wording otherwise."""
+    if not uses_log_figures(f for step in finding.remedy.fix for f in step.fields):
+        return finding
+    model = log_model(read_head(finding.first.source))
+    values = {**dict(finding.values), **({"model": model} if model else {})}
+    return replace(finding, fix=finding.remedy.render_fix(values))
 
 
 def _name_engine_bug(finding: Finding) -> Finding:

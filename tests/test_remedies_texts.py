@@ -57,3 +57,32 @@ def test_the_figures_fill_the_step_when_the_message_prints_them(tmp_path: Path):
     remedy = load_catalogue().get("QD-R-VLLM-STOP-REQUESTED")
     (match,) = Matcher(load_catalogue()).scan(io.BytesIO(log.read_bytes()))
     assert match.remedy is remedy and "find who sent SIGTERM" in match.fix[0].text
+
+
+MODEL_FIGURES = re.compile(r"67 GiB|16 attention heads|30 Gated-DeltaNet|248320|61 MiB")
+KV_LOG = ("INFO 09-03 16:28:10 [utils.py:328] non-default args: {{'model_tag': '{model}', 'model': '{model}'}}\n"
+          "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+          "initializing the engine.\n")
+
+
+@pytest.mark.parametrize("remedy", ENTRIES, ids=[r.id for r in ENTRIES])
+def test_model_figures_appear_only_in_steps_keyed_on_the_model_the_log_names(remedy):
+    generic = [remedy.title, remedy.why, *_texts(remedy.render_fix({}))]
+    assert [t for t in generic if MODEL_FIGURES.search(t)] == []
+
+
+def _kv_finding(tmp_path: Path, model: str):
+    log = tmp_path / "kv.log"
+    log.write_text(KV_LOG.format(model=model), encoding="utf-8")
+    (finding,) = [f for f in explain_sources([log]) if f.remedy.id == "QD-R-VLLM-KV-NO-MEMORY"]
+    return " ".join(step["text"] for step in finding.to_dict()["remedy"]["fix"]) + finding.why
+
+
+def test_a_llama_log_is_not_told_about_qwen35_weights(tmp_path: Path):
+    text = _kv_finding(tmp_path, "meta-llama/Llama-3.1-70B-Instruct")
+    assert "67 GiB" not in text and "Qwen3.5" not in text and "quantised checkpoint of the same model" in text
+
+
+def test_a_qwen35_log_gets_its_figures(tmp_path: Path):
+    text = _kv_finding(tmp_path, "Qwen/Qwen3.5-35B-A3B")
+    assert "Qwen3.5-35B-A3B in BF16 needs about 67 GiB" in text and "Qwen/Qwen3.5-35B-A3B-FP8" in text
