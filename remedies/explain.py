@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable
+from typing import Any, BinaryIO, Callable, Iterable
 
 from remedies.advisories import EngineBug, engine_bug, read_head
 from remedies.crash import Crash, final_group
@@ -241,25 +241,32 @@ def explain_sources(
     if collector.wants_crashes():
         for source in files:
             _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=True, catalogue=False)
-    return [_fit_to_log(_name_engine_bug(finding)) for finding in collector.findings()]
+    heads: dict[str, list[str]] = {}
+
+    def head(source: str) -> list[str]:
+        if source not in heads:
+            heads[source] = read_head(source)
+        return heads[source]
+
+    return [_fit_to_log(_name_engine_bug(finding, head), head) for finding in collector.findings()]
 
 
-def _fit_to_log(finding: Finding) -> Finding:
+def _fit_to_log(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
     """Steps that state model-specific figures render with the model the log names (`remedies.figures`): the
     figures when it is the model they are for, the generic wording otherwise."""
     if not uses_log_figures(f for step in finding.remedy.fix for f in step.fields):
         return finding
-    model = log_model(read_head(finding.first.source))
+    model = log_model(head(finding.first.source))
     values = {**dict(finding.values), **({"model": model} if model else {})}
     return replace(finding, fix=finding.remedy.render_fix(values))
 
 
-def _name_engine_bug(finding: Finding) -> Finding:
+def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
     """An unrecognised crash raised inside engine code names itself an engine bug, with the known regressions
     of the release its log prints and a release to move to instead of the generic steps (`remedies.advisories`)."""
     if finding.crash is None:
         return finding
-    bug = engine_bug(finding.crash, read_head(finding.first.source))
+    bug = engine_bug(finding.crash, head(finding.first.source))
     if bug is None:
         return finding
     return replace(finding, engine_bug=bug, fix=bug.steps())
