@@ -81,10 +81,11 @@ class Finding:
         parts.append(f"component: {crash.component}")
         if crash.final != crash.exception:
             parts.append(f"final exception: {crash.final}")
+        if self.engine_bug is not None:
+            parts.append(self.engine_bug.why.rstrip("."))
         if self.precursor:
             parts.append(f"nearest known precursor: {self.precursor}")
-        text = "; ".join(parts) + "."
-        return f"{text} {self.engine_bug.why}" if self.engine_bug is not None else text
+        return "; ".join(parts) + "."
 
 
 class Collector:
@@ -278,4 +279,5 @@ def unrecognised_crash(stream: BinaryIO, source: str, matcher: Matcher | None = 
     collector = Collector()
     for match in (matcher or Matcher()).scan(stream, crashes=True, catalogue=True):
         collector.add(match, source)
-    return collector.unknown()
+    found = collector.unknown()
+    return None if found is None else _name_engine_bug(found, read_head)

@@ -15,13 +15,13 @@ wheel, or the local interpreter's standard library). Nothing is imported or run.
   Warningf / Warnf` -> log:error / log:warning.
 printf / Go verbs become `{}` as in mine_signatures.
 
-Git sources are read from the snapshot the research tools bring (`fetch github:<owner>/<name>` puts a bare
-repository under /work/.mirror/<owner>+<name>/repo; override with --mirrors). Wheels are read by HTTP range
-requests from PyPI (scripts/extract_flag_schema._HttpFile), only the listed modules.
+Git sources are read from local clones laid out as MIRRORS/<owner>+<name>/repo (--mirrors, a bare clone or a
+checkout of github.com/<owner>/<name> with its release tags). Wheels are read by HTTP range requests from PyPI
+(scripts/extract_flag_schema._HttpFile), only the listed modules.
 
 Usage:
-    python scripts/mine_components.py                 # every component, the releases in COMPONENTS
-    python scripts/mine_components.py nccl flashinfer  # some of them
+    python scripts/mine_components.py --mirrors DIR                 # every component, the releases in COMPONENTS
+    python scripts/mine_components.py --mirrors DIR nccl flashinfer  # some of them
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ import mine_signatures as ms  # noqa: E402  (templates, merge, dump; the shared 
 from extract_flag_schema import _HttpFile  # noqa: E402
 
 OUT_DIR = ROOT / "scripts" / "signatures"
-DEFAULT_MIRRORS = Path("/work/.mirror")
 
 
 @dataclass(frozen=True)
@@ -246,7 +245,8 @@ def mine(component: Component, mirrors: Path) -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("components", nargs="*", metavar="COMPONENT", help=f"any of {', '.join(COMPONENTS)}")
-    parser.add_argument("--mirrors", type=Path, default=DEFAULT_MIRRORS, help="where git snapshots are")
+    parser.add_argument("--mirrors", type=Path, required=True,
+                        help="directory of git clones named <owner>+<name>/repo (NVIDIA/nccl, ...)")
     parser.add_argument("--out", type=Path, default=OUT_DIR)
     args = parser.parse_args(argv)
     unknown = sorted(set(args.components) - set(COMPONENTS))
