@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable
+from typing import Any, BinaryIO, Callable, Iterable
 
+from remedies.advisories import EngineBug, engine_bug, read_head
 from remedies.crash import Crash, final_group
+from remedies.figures import log_model, uses_log_figures
+from remedies.levels import as_context
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
@@ -39,11 +42,14 @@ class Finding:
     fix: tuple[FixStep, ...] = ()
     crash: Crash | None = None
     precursor: str | None = None
+    engine_bug: EngineBug | None = None
+    values: tuple[tuple[str, str], ...] = ()
 
     @property
     def steps(self) -> tuple[FixStep, ...]:
-        """The fix steps with this log's figures (the entry's own steps when none were captured)."""
-        return self.fix or self.remedy.fix
+        """The fix steps with this log's figures (the generic wording of each template step when none were
+        captured)."""
+        return self.fix or self.remedy.render_fix({})
 
     def to_dict(self) -> dict[str, Any]:
         remedy = {**self.remedy.to_dict(), "fix": [step.to_dict() for step in self.steps]}
@@ -59,6 +65,8 @@ class Finding:
         }
         if self.crash is not None:
             found["crash"] = {**self.crash.to_dict(), "precursor": self.precursor}
+        if self.engine_bug is not None:
+            found["engine_bug"] = self.engine_bug.to_dict()
         return found
 
     @property
@@ -73,6 +81,8 @@ class Finding:
         parts.append(f"component: {crash.component}")
         if crash.final != crash.exception:
             parts.append(f"final exception: {crash.final}")
+        if self.engine_bug is not None:
+            parts.append(self.engine_bug.why.rstrip("."))
         if self.precursor:
             parts.append(f"nearest known precursor: {self.precursor}")
         return "; ".join(parts) + "."
@@ -86,6 +96,7 @@ class Collector:
         self._crashes: dict[tuple[str, int], Match] = {}
         self._sources: dict[str, int] = {}
         self._stops: dict[str, int] = {}
+        self._demoted: dict[str, Remedy] = {}
         self.lines: set[tuple[str, int]] = set()
 
     def add(self, match: Match, source: str) -> None:
@@ -98,15 +109,21 @@ class Collector:
             self._crashes.setdefault((source, match.lineno), match)
             return
         self.lines.add((source, match.lineno))
+        remedy = as_context(match.remedy, match.line)
+        if remedy is not match.remedy:
+            self._demoted.setdefault(remedy.id, match.remedy)
         found = self._findings.get(match.remedy.id)
         if found is None:
             self._findings[match.remedy.id] = Finding(
-                match.remedy, 1, here, here, match.line, match.before, match.after, len(self._findings),
-                match.fix if match.values else (),
+                remedy, 1, here, here, match.line, match.before, match.after, len(self._findings),
+                match.fix if match.values else (), values=match.values,
             )
         else:
             found.count += 1
             found.last = here
+            if remedy.severity != found.remedy.severity and remedy is match.remedy:
+                found.remedy = remedy
+                self._demoted.pop(remedy.id, None)
 
     def _stopped(self, where: Location) -> bool:
         """`where` comes after an operator's stop request in its source (a `stop` entry's line): what the
@@ -161,8 +178,23 @@ class Collector:
         return Finding(replace(UNKNOWN, component=crash.component), len(ending), here, last, match.line, match.before,
                        match.after, len(self._findings), crash=crash, precursor=precursor)
 
+    def _restore_if_failing(self) -> None:
+        """Entries matched only on WARNING records (`remedies.levels`) stay warnings in a log that carries on;
+        when the log fails anyway (another entry names an error, or a fatal event ends it) they are candidate
+        causes again, ranked as their entries say."""
+        if not self._demoted:
+            return
+        standing = self._standing()
+        failing = any(f.remedy.severity == "error" and f.remedy.id not in self._demoted for f in standing)
+        if failing or self.unknown() is not None:
+            for found in standing:
+                if found.remedy.id in self._demoted:
+                    found.remedy = self._demoted[found.remedy.id]
+            self._demoted.clear()
+
     def findings(self) -> list[Finding]:
         """Errors before warnings before info; within a severity the root cause first, wrappers last."""
+        self._restore_if_failing()
         unknown = self.unknown()
         return sorted(
             [*self._standing(), *([unknown] if unknown else [])],
@@ -210,7 +242,35 @@ def explain_sources(
     if collector.wants_crashes():
         for source in files:
             _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=True, catalogue=False)
-    return collector.findings()
+    heads: dict[str, list[str]] = {}
+
+    def head(source: str) -> list[str]:
+        if source not in heads:
+            heads[source] = read_head(source)
+        return heads[source]
+
+    return [_fit_to_log(_name_engine_bug(finding, head), head) for finding in collector.findings()]
+
+
+def _fit_to_log(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
+    """Steps that state model-specific figures render with the model the log names (`remedies.figures`): the
+    figures when it is the model they are for, the generic wording otherwise."""
+    if not uses_log_figures(f for step in finding.remedy.fix for f in step.fields):
+        return finding
+    model = log_model(head(finding.first.source))
+    values = {**dict(finding.values), **({"model": model} if model else {})}
+    return replace(finding, fix=finding.remedy.render_fix(values))
+
+
+def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
+    """An unrecognised crash raised inside engine code names itself an engine bug, with the known regressions
+    of the release its log prints and a release to move to instead of the generic steps (`remedies.advisories`)."""
+    if finding.crash is None:
+        return finding
+    bug = engine_bug(finding.crash, head(finding.first.source))
+    if bug is None:
+        return finding
+    return replace(finding, engine_bug=bug, fix=bug.steps())
 
 
 def unrecognised_crash(stream: BinaryIO, source: str, matcher: Matcher | None = None) -> Finding | None:
@@ -219,4 +279,5 @@ def unrecognised_crash(stream: BinaryIO, source: str, matcher: Matcher | None = 
     collector = Collector()
     for match in (matcher or Matcher()).scan(stream, crashes=True, catalogue=True):
         collector.add(match, source)
-    return collector.unknown()
+    found = collector.unknown()
+    return None if found is None else _name_engine_bug(found, read_head)

@@ -4,12 +4,18 @@ Each derivation names the named groups it needs; the loader accepts a fix templa
 named group of the entry's pattern or a derivation whose inputs all are. Nothing here guesses a figure:
 a derivation whose inputs are missing or malformed yields nothing, and the step falls back to its generic
 text.
+
+Besides the message's own groups, a log figure (LOG_FIGURES) may feed a derivation: `model`, the model the
+log's engine says it serves (`log_model`). Model-specific figures - Qwen3.5-35B-A3B's 67 GiB of BF16 weights,
+its 16 attention heads - are written as template steps on `qwen35`, which exists only when the log names that
+model, so a Llama or GLM log gets the generic wording.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping
+import re
+from typing import Callable, Iterable, Mapping
 
 BLOCK = 16  # vLLM's default KV block size (tokens); a length that fits is rounded down to it.
 MARGIN = 0.02  # utilisation left unclaimed under the free share, for the allocator and CUDA context
@@ -49,7 +55,31 @@ def _lower_seqs(v: Mapping[str, str]) -> str:
     return str(max(1, int(v["seqs"]) // 2))
 
 
+QWEN35 = re.compile(r"Qwen3\.[56]-35B-A3B(?:-FP8)?")
+# Where the engines print the model they serve: vLLM's non-default args and engine config, SGLang's server args.
+MODEL_LINES = re.compile(r"""(?:'model': |model=|model_path=)'(?P<model>[^'\s]{1,300})'""")
+LOG_FIGURES = frozenset({"model"})
+
+
+def _qwen35(v: Mapping[str, str]) -> str:
+    """The log's model when it is Qwen3.5 / 3.6-35B-A3B (the model the model-specific figures are for)."""
+    found = QWEN35.search(v["model"])
+    if not found:
+        raise ValueError("another model")
+    return found.group(0)
+
+
+def log_model(lines: Iterable[str]) -> str | None:
+    """The model a log's engine says it serves (the first one named), or None."""
+    for line in lines:
+        hit = MODEL_LINES.search(line[:8192])
+        if hit:
+            return hit.group("model")
+    return None
+
+
 DERIVED: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, str]], str]]] = {
+    "qwen35": (("model",), _qwen35),
     "fit_len": (("max_len", "needed_gib", "available_gib"), _fit_len),
     "fit_tokens": (("kv_tokens",), _fit_tokens),
     "fit_util": (("free_gib", "total_gib"), _fit_util),
@@ -59,8 +89,13 @@ DERIVED: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, str]], str]]] =
 
 
 def derivable(groups: set[str]) -> set[str]:
-    """The derived fields available to a pattern with these named groups."""
-    return {name for name, (needs, _) in DERIVED.items() if set(needs) <= groups}
+    """The derived fields available to a pattern with these named groups (log figures are always offered)."""
+    return {name for name, (needs, _) in DERIVED.items() if set(needs) <= groups | LOG_FIGURES}
+
+
+def uses_log_figures(fields: Iterable[str]) -> bool:
+    """Whether template fields need a log figure (so the log must be read to render them)."""
+    return any(set(DERIVED[name][0]) & LOG_FIGURES for name in fields if name in DERIVED)
 
 
 def derive(values: Mapping[str, str]) -> dict[str, str]:

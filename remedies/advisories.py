@@ -1,0 +1,220 @@
+"""Engine bugs named as such: a crash raised inside engine code, the known regressions of the log's release.
+
+A crash no catalogue entry names (`remedies.crash`) whose root exception was raised in a vLLM or SGLang source
+file has no user remedy to look up: no flag of the user's is in the message, and sizing or configuration advice
+would not help. `engine_bug` says so, names the raise site, reads the engine release the log prints
+(`engine_release`) and lists the known regressions of that release (remedies/advisories.yaml, with sources),
+with the nearest release the sources say is free of them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from remedies.crash import Crash
+from remedies.errors import CatalogueError, LogReadError
+from remedies.model import FixStep
+from remedies.reader import STDIN, open_log
+
+ADVISORIES_PATH = Path(__file__).parent / "advisories.yaml"
+ENGINES = ("vllm", "sglang")
+FIELDS = {"id", "engine", "releases", "title", "affects", "symptom", "fixed_in", "sources"}
+# Where each engine prints its own release (vLLM's API server and engine-config lines; SGLang's image tag or
+# the version its check_env / pip lines show), bounded so a huge line costs nothing.
+RELEASE_LINES = {
+    "vllm": re.compile(r"vLLM API server version (?P<v>\d{1,3}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})"
+                       r"|Initializing an? (?:V1 )?LLM engine \(v(?P<w>\d{1,3}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})\)"),
+    "sglang": re.compile(r"(?:lmsysorg/sglang:v|sglang==|sglang version:? ?|SGLang v)"
+                         r"(?P<v>\d{1,3}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})"),
+}
+ENGINE_FRAME = re.compile(r"(?:^|[/\\])(vllm|sglang)[/\\]")
+# Exceptions an engine raises to refuse an input or a setting, or that name a flag: the user can act on them
+# (the message says what to change), so they are not called engine bugs.
+USER_FACING = re.compile(r"^(?:[\w.]{0,200}\.)?(?:ValueError|TypeError|NotImplementedError|ImportError|ModuleNotFoundError"
+                         r"|FileNotFoundError|PermissionError|OSError|ConnectionError|TimeoutError|\w{0,40}OutOfMemoryError)\b"
+                         r"|\s--[a-z][a-z-]{1,60}")
+HEAD_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class Advisory:
+    """One known regression: the releases it affects, what it breaks, the first release without it."""
+
+    id: str
+    engine: str
+    releases: SpecifierSet
+    title: str
+    affects: str
+    symptom: re.Pattern[str] | None
+    fixed_in: str | None
+    sources: tuple[str, ...]
+
+    def covers(self, engine: str, release: str, crash_text: str) -> bool:
+        """Whether this advisory is about that engine release (and, with a symptom, about this crash)."""
+        if engine != self.engine or not _in(release, self.releases):
+            return False
+        return self.symptom is None or bool(self.symptom.search(crash_text))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "engine": self.engine, "releases": str(self.releases), "title": self.title,
+                "affects": self.affects, "fixed_in": self.fixed_in, "sources": list(self.sources)}
+
+
+@dataclass(frozen=True)
+class EngineBug:
+    """A crash inside engine code: where it was raised, the log's release and its known regressions."""
+
+    engine: str
+    raised_at: str
+    release: str | None
+    advisories: tuple[Advisory, ...]
+    nearest_clean: str | None
+
+    @property
+    def why(self) -> str:
+        text = (f"The root exception was raised inside {self.engine} itself ({self.raised_at}) and no catalogue "
+                "entry ties it to a setting of yours: this looks like an engine bug, not a sizing or "
+                "configuration problem.")
+        if self.release is None:
+            return text + f" The log does not print the {self.engine} release, so no known regression is matched."
+        if not self.advisories:
+            return text + f" No known regression of {self.engine} {self.release} is recorded for it."
+        named = "; ".join(f"{a.title} ({a.sources[0].split(' ')[0]})" for a in self.advisories)
+        return text + f" Known regressions of {self.engine} {self.release}: {named}."
+
+    def steps(self) -> tuple[FixStep, ...]:
+        """What to do instead of generic advice: change release, then report with the raise site."""
+        first: list[FixStep] = []
+        if self.nearest_clean:
+            first.append(FixStep(f"Move to {self.engine} {self.nearest_clean}, the nearest release the sources "
+                                 f"say is free of the regressions above (pin it: pip install "
+                                 f"'{self.engine}=={self.nearest_clean}' or the matching image tag)."))
+        elif self.advisories:
+            first.append(FixStep(f"No fixed {self.engine} release is recorded yet: follow the linked issues, or "
+                                 f"go back to the release you ran before {self.release}."))
+        else:
+            first.append(FixStep(f"Try the newest {self.engine} patch release of your minor (or the previous "
+                                 "release that worked for you); a crash inside engine code is fixed by a "
+                                 "release, not by a flag."))
+        return (*first,
+                FixStep(f"Search the {self.engine} issue tracker for the root exception and {self.raised_at}; "
+                        "report it with the full traceback and the launch command if it is new."))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engine": self.engine, "raised_at": self.raised_at, "release": self.release,
+                "advisories": [a.to_dict() for a in self.advisories], "nearest_clean": self.nearest_clean}
+
+
+def _in(release: str, spec: SpecifierSet) -> bool:
+    try:
+        return Version(release) in spec.__class__(str(spec), prereleases=True)
+    except InvalidVersion:
+        return False
+
+
+def load_advisories(path: Path | str | None = None) -> tuple[Advisory, ...]:
+    """The validated advisories (remedies/advisories.yaml by default), cached per process."""
+    return _load(Path(path or ADVISORIES_PATH).resolve())
+
+
+@lru_cache(maxsize=4)
+def _load(path: Path) -> tuple[Advisory, ...]:
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise CatalogueError(f"{path}: cannot read advisories: {' '.join(str(exc).split())}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("advisories"), list):
+        raise CatalogueError(f"{path}: expected a mapping with an 'advisories' list")
+    return tuple(_advisory(path, raw) for raw in doc["advisories"])
+
+
+def _advisory(path: Path, raw: Any) -> Advisory:
+    name = raw.get("id") if isinstance(raw, dict) else "?"
+
+    def bad(message: str) -> CatalogueError:
+        return CatalogueError(f"{path}: advisory {name}: {message}")
+
+    if not isinstance(raw, dict) or set(raw) != FIELDS:
+        raise bad(f"fields must be exactly {', '.join(sorted(FIELDS))}")
+    if raw["engine"] not in ENGINES:
+        raise bad(f"engine must be one of {', '.join(ENGINES)}")
+    try:
+        releases = SpecifierSet(str(raw["releases"]))
+    except InvalidSpecifier:
+        raise bad(f"releases is not a version range: {raw['releases']!r}") from None
+    fixed = raw["fixed_in"]
+    if fixed is not None:
+        try:
+            Version(str(fixed))
+        except InvalidVersion:
+            raise bad(f"fixed_in is not a release: {fixed!r}") from None
+        if _in(str(fixed), releases):
+            raise bad(f"fixed_in {fixed} is inside the affected releases {releases}")
+    sources = raw["sources"]
+    if not isinstance(sources, list) or not sources or not all(
+            isinstance(s, str) and s.startswith("https://github.com/") for s in sources):
+        raise bad("sources must be a non-empty list of GitHub issue / pull request URLs")
+    try:
+        symptom = re.compile(raw["symptom"]) if raw["symptom"] else None
+    except re.error as exc:
+        raise bad(f"symptom does not compile: {exc}") from None
+    return Advisory(str(raw["id"]), raw["engine"], releases, str(raw["title"]), str(raw["affects"]), symptom,
+                    None if fixed is None else str(fixed), tuple(sources))
+
+
+def engine_release(lines: Iterable[str], engine: str) -> str | None:
+    """The engine release a log prints (the last one printed: a restarted server prints its new release)."""
+    found = None
+    pattern = RELEASE_LINES[engine]
+    for line in lines:
+        hit = pattern.search(line[:4096])
+        if hit:
+            found = next(v for v in hit.groups() if v)
+    return found
+
+
+def read_head(path: Path | str) -> list[str]:
+    """The first HEAD_BYTES of a plain or gzip log, as lines (empty when it cannot be read)."""
+    if str(path) == STDIN:
+        return []
+    try:
+        with open_log(path) as stream:
+            return stream.read(HEAD_BYTES).decode("utf-8", errors="replace").splitlines()
+    except (LogReadError, OSError, ValueError, EOFError):
+        return []
+
+
+def nearest_clean(engine: str, release: str, advisories: Iterable[Advisory]) -> str | None:
+    """The lowest release past `release` that every matched advisory's fix reaches (None if one has no fix)."""
+    fixes = [a.fixed_in for a in advisories if a.engine == engine]
+    if not fixes or any(f is None for f in fixes):
+        return None
+    return str(max(Version(f) for f in fixes if f is not None))
+
+
+def engine_bug(crash: Crash, log_lines: Iterable[str],
+               advisories: Iterable[Advisory] | None = None) -> EngineBug | None:
+    """An EngineBug when the crash's root exception was raised in vLLM or SGLang source and is not one that
+    refuses an input or a setting (USER_FACING), else None."""
+    if crash.frame is None or USER_FACING.search(crash.exception):
+        return None
+    found = ENGINE_FRAME.findall(crash.frame.path.replace("\\", "/"))
+    if not found:
+        return None
+    engine = found[-1]
+    release = engine_release(log_lines, engine)
+    matched: tuple[Advisory, ...] = ()
+    if release is not None:
+        text = f"{crash.exception}\n{crash.frame}"
+        matched = tuple(a for a in (load_advisories() if advisories is None else advisories)
+                        if a.covers(engine, release, text))
+    clean = nearest_clean(engine, release, matched) if release and matched else None
+    return EngineBug(engine, str(crash.frame), release, matched, clean)

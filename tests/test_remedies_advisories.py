@@ -1,0 +1,88 @@
+"""Engine bugs named as such: a crash raised in engine code names the known regressions of the log's release."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remedies import explain_sources
+from remedies.advisories import engine_bug, engine_release, load_advisories, nearest_clean
+from remedies.crash import Crash, Frame
+from remedies.errors import CatalogueError
+
+
+def crash(exception: str, path: str) -> Crash:
+    return Crash(7, exception, exception, Frame(path, 30, "load"), "vllm", "traceback")
+
+
+VLLM_FRAME = "/usr/local/lib/python3.12/dist-packages/vllm/multimodal/media.py"
+VLLM_0250 = ["INFO 08-11 10:45:20 [api_server.py:1755] vLLM API server version 0.25.0"]
+
+
+def test_every_advisory_is_sourced_and_its_fix_lies_outside_the_affected_releases():
+    advisories = load_advisories()
+    assert len(advisories) >= 5 and {a.engine for a in advisories} == {"vllm", "sglang"}
+    for advisory in advisories:
+        assert advisory.sources and all(s.startswith("https://github.com/") for s in advisory.sources)
+        assert advisory.fixed_in is None or advisory.fixed_in not in advisory.releases
+
+
+def test_the_release_a_log_prints_is_read_for_each_engine():
+    assert engine_release(VLLM_0250, "vllm") == "0.25.0"
+    assert engine_release(["(EngineCore pid=1) INFO 01-01 [core.py:75] Initializing a V1 LLM engine (v0.32.0) with "
+                           "config: model='Qwen/Qwen3.5-35B-A3B'"], "vllm") == "0.32.0"
+    assert engine_release(["image: lmsysorg/sglang:v0.5.13.post1-cu129"], "sglang") == "0.5.13.post1"
+    assert engine_release(["no release here"], "vllm") is None
+
+
+def test_a_crash_in_engine_code_names_the_regression_of_its_release_and_the_release_without_it():
+    bug = engine_bug(crash("RuntimeError: Could not load libtorchcodec (FFmpeg)", VLLM_FRAME), VLLM_0250)
+    assert bug is not None and bug.engine == "vllm" and bug.release == "0.25.0"
+    assert [a.id for a in bug.advisories] == ["VLLM-0.25.0-TORCHCODEC-IMPORT"]
+    assert bug.nearest_clean == "0.25.1" and "vllm==0.25.1" in bug.steps()[0].text
+    assert "engine bug" in bug.why and "media.py" in bug.why
+
+
+def test_an_advisory_with_a_symptom_stays_out_of_other_crashes_of_that_release():
+    bug = engine_bug(crash("AssertionError: block table out of range", VLLM_FRAME), VLLM_0250)
+    assert bug is not None and bug.advisories == () and "No known regression" in bug.why
+    assert "newest vllm patch release" in bug.steps()[0].text
+
+
+def test_an_exception_that_refuses_a_setting_is_not_called_an_engine_bug():
+    assert engine_bug(crash("ValueError: --max-model-len 300000 exceeds the model's 262144", VLLM_FRAME), VLLM_0250) is None
+    assert engine_bug(crash("RuntimeError: pass --enforce-eager to skip graphs", VLLM_FRAME), VLLM_0250) is None
+
+
+def test_a_crash_outside_engine_code_is_not_an_engine_bug():
+    frame = "/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py"
+    assert engine_bug(crash("RuntimeError: CUDA driver initialization failed", frame), VLLM_0250) is None
+
+
+def test_nearest_clean_release_needs_every_matched_fix():
+    fixed, unfixed = load_advisories()[0], load_advisories()[1]
+    assert nearest_clean("vllm", "0.25.0", [fixed]) == "0.25.1"
+    assert nearest_clean("vllm", "0.25.0", [fixed, unfixed]) is None
+
+
+def test_a_malformed_advisory_file_is_a_one_line_error(tmp_path: Path):
+    bad = tmp_path / "advisories.yaml"
+    bad.write_text("advisories:\n- {id: X, engine: vllm, releases: '==0.25.0', title: t, affects: generic, "
+                   "symptom: null, fixed_in: 0.25.0, sources: ['https://github.com/a/b/issues/1']}\n", encoding="utf-8")
+    with pytest.raises(CatalogueError, match="fixed_in 0.25.0 is inside the affected releases"):
+        load_advisories(bad)
+
+
+def test_explain_names_the_engine_bug_instead_of_generic_steps(tmp_path: Path):
+    log = tmp_path / "vllm.log"
+    log.write_text("\n".join([*VLLM_0250, "Traceback (most recent call last):",
+                              f'  File "{VLLM_FRAME}", line 30, in load',
+                              '    raise RuntimeError("Could not load libtorchcodec")',
+                              "RuntimeError: Could not load libtorchcodec. FFmpeg is not properly installed"]) + "\n",
+                   encoding="utf-8")
+    (finding,) = explain_sources([log])
+    out = finding.to_dict()
+    assert out["remedy"]["id"] == "QD-R-UNKNOWN" and "engine bug" in out["remedy"]["why"]
+    assert out["engine_bug"]["advisories"][0]["id"] == "VLLM-0.25.0-TORCHCODEC-IMPORT"
+    assert out["remedy"]["fix"][0]["text"].startswith("Move to vllm 0.25.1")
