@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from extract_flag_schema import _HttpFile  # noqa: E402  (shared range-request reader)
 
 OUT_DIR = ROOT / "scripts" / "signatures"
+SCHEMAS = ROOT / "doctor" / "flags" / "schemas"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qwen-doctor" / "signature-sources"
 
 # Serving-relevant modules per package (config, memory profiling, KV cache, model loading, distributed,
@@ -130,11 +131,30 @@ ACTIONABLE = re.compile(
 
 @dataclass
 class Found:
-    """One template as printed by one release."""
+    """One template as printed by one release, with where it is raised and the `if` test guarding it."""
 
     template: str
     kind: str
     module: str
+    function: str = ""
+    condition: str = ""
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a template is printed: module, enclosing function (qualified) and guarding condition."""
+
+    module: str
+    function: str
+    condition: str
+
+    def to_json(self, flags: tuple[str, ...]) -> dict[str, object]:
+        out: dict[str, object] = {"module": self.module, "function": self.function}
+        if self.condition:
+            out["condition"] = self.condition
+        if flags:
+            out["flags"] = list(flags)
+        return out
 
 
 @dataclass
@@ -145,10 +165,15 @@ class Signature:
     kind: str
     modules: set[str] = field(default_factory=set)
     releases: set[str] = field(default_factory=set)
+    sites: set[Site] = field(default_factory=set)
 
-    def to_json(self) -> dict[str, object]:
-        return {"template": self.template, "kind": self.kind, "modules": sorted(self.modules),
-                "releases": sorted(self.releases, key=Version)}
+    def to_json(self, settings: frozenset[str] = frozenset()) -> dict[str, object]:
+        out: dict[str, object] = {"template": self.template, "kind": self.kind, "modules": sorted(self.modules),
+                                  "releases": sorted(self.releases, key=Version)}
+        if self.sites:
+            out["sites"] = [site.to_json(named_settings(f"{site.condition} {self.template}", settings))
+                            for site in sorted(self.sites, key=lambda s: (s.module, s.function, s.condition))]
+        return out
 
 
 # ---------------------------------------------------------------- wheels
@@ -282,13 +307,42 @@ class _Collector(ast.NodeVisitor):
         self.module = module
         self.found: list[Found] = []
         self._names: list[dict[str, ast.expr]] = [{}]
+        self._scopes: list[str] = []
+        self._tests: list[str] = []
 
-    def _visit_scope(self, node: ast.AST) -> None:
+    def _visit_scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self._names.append({})
+        self._scopes.append(node.name)
+        tests, self._tests = self._tests, []
         self.generic_visit(node)
+        self._tests = tests
+        self._scopes.pop()
         self._names.pop()
 
     visit_FunctionDef = visit_AsyncFunctionDef = _visit_scope
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._scopes.append(node.name)
+        self.generic_visit(node)
+        self._scopes.pop()
+
+    def visit_If(self, node: ast.If) -> None:
+        """The body is guarded by the test, the else branch by its negation (an elif chain nests)."""
+        self.visit(node.test)
+        test = _source(node.test)
+        for branch, guard in ((node.body, test), (node.orelse, f"not ({test})")):
+            self._tests.append(guard)
+            for statement in branch:
+                self.visit(statement)
+            self._tests.pop()
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        """`assert test, msg` raises AssertionError(msg) when the test is false."""
+        if node.msg is not None:
+            self._tests.append(f"not ({_source(node.test)})")
+            self._add(node.msg, "raise:AssertionError", printf=False)
+            self._tests.pop()
+        self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
@@ -325,7 +379,45 @@ class _Collector(ast.NodeVisitor):
             raw = raw.replace("%s", inlined, 1) if inlined is not None else raw
         template = _template(raw, printf)
         if _useful(template):
-            self.found.append(Found(template, kind, self.module))
+            condition = self._tests[-1] if self._tests else ""
+            self.found.append(Found(template, kind, self.module, ".".join(self._scopes), condition))
+
+
+MAX_CONDITION = 240
+
+
+def _source(test: ast.expr) -> str:
+    """The test as source text (one line, at most MAX_CONDITION characters)."""
+    text = " ".join(ast.unparse(test).split())
+    return text if len(text) <= MAX_CONDITION else text[:MAX_CONDITION - 1] + "…"
+
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|--[a-z][a-z0-9-]+")
+# Identifiers that are also flag names but, in a condition, are ordinary variables (a model object, a device).
+GENERIC_NAMES = frozenset({"model", "device", "config", "host", "port", "task", "runner", "seed", "version", "help",
+                           "tokenizer", "revision", "load_format", "backend", "mode"})
+ENV_VAR = re.compile(r"^(?:VLLM|SGLANG|SGL|NCCL|CUDA|HF|RAY|TORCH|PYTORCH)_[A-Z0-9_]+$")
+
+
+def settings_of(package: str) -> frozenset[str]:
+    """The engine flags of a package's newest mined flag schema (doctor/flags/schemas), or none."""
+    schemas = sorted(SCHEMAS.glob(f"{package}-*.json"), key=lambda p: Version(p.stem.split("-", 1)[1]))
+    if not schemas:
+        return frozenset()
+    schema = json.loads(schemas[-1].read_text(encoding="utf-8"))
+    return frozenset(schema["flags"]) | frozenset(schema.get("aliases", {}))
+
+
+def named_settings(text: str, flags: frozenset[str]) -> tuple[str, ...]:
+    """The engine flags (as `--name`) and environment variables a condition or message names, in order."""
+    found: list[str] = []
+    for word in IDENTIFIER.findall(text):
+        flag = word if word.startswith("--") else "--" + word.replace("_", "-")
+        name = flag if flag in flags and (word.startswith("--") or word not in GENERIC_NAMES) else None
+        name = name or (word if ENV_VAR.match(word) else None)
+        if name and name not in found:
+            found.append(name)
+    return tuple(found)
 
 
 def templates(sources: dict[str, str]) -> Iterator[Found]:
@@ -348,6 +440,7 @@ def merge(per_release: dict[str, list[Found]]) -> list[Signature]:
             sig = merged.setdefault((item.template, item.kind), Signature(item.template, item.kind))
             sig.modules.add(item.module)
             sig.releases.add(release)
+            sig.sites.add(Site(item.module, item.function, item.condition))
     return sorted(merged.values(), key=lambda s: (s.template, s.kind))
 
 
@@ -485,10 +578,10 @@ def mine(package: str, versions: list[str], cache: Path, max_files: int | None) 
         print(f"{package} {version}: {len(sources)} modules, {len(per_release[version])} messages", flush=True)
     return {
         "package": package,
-        "extractor": "static-ast/1 (scripts/mine_signatures.py)",
+        "extractor": "static-ast/2 (scripts/mine_signatures.py)",
         "releases": sorted(per_release, key=Version),
         "modules": MODULES[package].pattern,
-        "templates": [s.to_json() for s in merge(per_release)],
+        "templates": [s.to_json(settings_of(package)) for s in merge(per_release)],
     }
 
 
