@@ -7,10 +7,12 @@ from pathlib import Path
 from typing import Any, BinaryIO, Iterable
 
 from remedies.crash import Crash, final_group
+from remedies.loader import load_catalogue
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.reader import STDIN, open_log
+from remedies.source import Located, locate
 
 
 @dataclass(frozen=True)
@@ -39,10 +41,14 @@ class Finding:
     fix: tuple[FixStep, ...] = ()
     crash: Crash | None = None
     precursor: str | None = None
+    located: Located | None = None
 
     @property
     def steps(self) -> tuple[FixStep, ...]:
-        """The fix steps with this log's figures (the entry's own steps when none were captured)."""
+        """The fix steps with this log's figures (the entry's own steps when none were captured); for a crash
+        located in the engine's source, what its raise site implies first."""
+        if self.located is not None:
+            return (*self.located.steps(), *self.remedy.fix)
         return self.fix or self.remedy.fix
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,6 +65,8 @@ class Finding:
         }
         if self.crash is not None:
             found["crash"] = {**self.crash.to_dict(), "precursor": self.precursor}
+        if self.located is not None:
+            found["raised_by"] = self.located.to_dict()
         return found
 
     @property
@@ -75,7 +83,8 @@ class Finding:
             parts.append(f"final exception: {crash.final}")
         if self.precursor:
             parts.append(f"nearest known precursor: {self.precursor}")
-        return "; ".join(parts) + "."
+        text = "; ".join(parts) + "."
+        return f"{text} {self.located.why()}" if self.located is not None else text
 
 
 class Collector:
@@ -158,8 +167,30 @@ class Collector:
         final = last_match.crash
         if final is not None and final is not crash:
             crash = Crash(crash.lineno, crash.exception, final.final, crash.frame, crash.component, crash.kind)
-        return Finding(replace(UNKNOWN, component=crash.component), len(ending), here, last, match.line, match.before,
-                       match.after, len(self._findings), crash=crash, precursor=precursor)
+        located = locate((*crash.readings, crash.final))
+        entry = self._covering(located)
+        if entry is not None:
+            hit = entry.regex.search(crash.exception)
+            values = {k: v for k, v in hit.groupdict().items() if v is not None} if hit else {}
+            return Finding(entry, len(ending), here, last, match.line, match.before, match.after, len(self._findings),
+                           entry.render_fix(values))
+        remedy = replace(UNKNOWN, component=crash.component)
+        if located is not None:
+            template = located.hit.template
+            remedy = replace(remedy, component=located.component,
+                             title=f"{template.package} raised an error no catalogue entry names; "
+                                   "explained from its source")
+        return Finding(remedy, len(ending), here, last, match.line, match.before,
+                       match.after, len(self._findings), crash=crash, precursor=precursor, located=located)
+
+    @staticmethod
+    def _covering(located: Located | None) -> Remedy | None:
+        """The catalogue entry (closest to the root cause) that covers a located template, if any."""
+        if located is None or not located.entries:
+            return None
+        catalogue = load_catalogue()
+        entries = [e for e in map(catalogue.get, located.entries) if e is not None]
+        return min(entries, key=lambda e: e.rank) if entries else None
 
     def findings(self) -> list[Finding]:
         """Errors before warnings before info; within a severity the root cause first, wrappers last."""

@@ -22,6 +22,7 @@ Usage:
     python scripts/mine_signatures.py vllm --all-minors     # newest patch of every vLLM minor from 0.8
     python scripts/mine_signatures.py --coverage-only       # report coverage of the committed JSON
     python scripts/mine_signatures.py --write-versions      # refresh the catalogue's `versions:` claims
+    python scripts/mine_signatures.py --write-links         # refresh remedies/template_links.json (entry -> sites)
 """
 
 from __future__ import annotations
@@ -379,11 +380,21 @@ class _Collector(ast.NodeVisitor):
             raw = raw.replace("%s", inlined, 1) if inlined is not None else raw
         template = _template(raw, printf)
         if _useful(template):
-            condition = self._tests[-1] if self._tests else ""
+            condition = _chain(self._tests)
             self.found.append(Found(template, kind, self.module, ".".join(self._scopes), condition))
 
 
 MAX_CONDITION = 240
+MAX_CHAIN = 480
+
+
+def _chain(tests: list[str]) -> str:
+    """The enclosing `if` tests of a raise, outermost first, joined by `and` (at most MAX_CHAIN characters,
+    the innermost kept)."""
+    parts = [f"({t})" if " or " in t and len(tests) > 1 else t for t in tests]
+    while len(parts) > 1 and len(" and ".join(parts)) > MAX_CHAIN:
+        parts.pop(0)
+    return " and ".join(parts)
 
 
 def _source(test: ast.expr) -> str:
@@ -400,12 +411,12 @@ ENV_VAR = re.compile(r"^(?:VLLM|SGLANG|SGL|NCCL|CUDA|HF|RAY|TORCH|PYTORCH)_[A-Z0
 
 
 def settings_of(package: str) -> frozenset[str]:
-    """The engine flags of a package's newest mined flag schema (doctor/flags/schemas), or none."""
-    schemas = sorted(SCHEMAS.glob(f"{package}-*.json"), key=lambda p: Version(p.stem.split("-", 1)[1]))
-    if not schemas:
-        return frozenset()
-    schema = json.loads(schemas[-1].read_text(encoding="utf-8"))
-    return frozenset(schema["flags"]) | frozenset(schema.get("aliases", {}))
+    """The engine flags (and aliases) of every release's flag schema of a package (doctor/flags/schemas)."""
+    found: set[str] = set()
+    for path in SCHEMAS.glob(f"{package}-*.json"):
+        schema = json.loads(path.read_text(encoding="utf-8"))
+        found |= set(schema["flags"]) | set(schema.get("aliases", {}))
+    return frozenset(found)
 
 
 def named_settings(text: str, flags: frozenset[str]) -> tuple[str, ...]:
@@ -533,6 +544,48 @@ def claims(package: str, data: dict[str, object]) -> dict[str, list[dict[str, st
     return found
 
 
+def links(catalogue: Iterable[object], signature_dir: Path) -> dict[str, list[dict[str, str]]]:
+    """Per remedy id, the mined templates it covers (its pattern matches a rendering) with each raise / log
+    site: package, kind, module, function, guarding condition and the template; over every `*.json` there."""
+    catalogue = list(catalogue)
+    found: dict[str, list[dict[str, str]]] = {}
+    for path in sorted(signature_dir.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        package = str(data.get("package", path.stem))
+        for sig in data["templates"]:
+            hits = covering(str(sig["template"]), catalogue)
+            sites = sig.get("sites") or [{"module": m, "function": ""} for m in sig.get("modules", [])]
+            for remedy_id in hits:
+                for site in sites:
+                    item = {"package": package, "kind": str(sig["kind"]), "module": str(site["module"]),
+                            "function": str(site.get("function", "")), "condition": str(site.get("condition", "")),
+                            "template": str(sig["template"])}
+                    if item not in found.setdefault(remedy_id, []):
+                        found[remedy_id].append(item)
+    return {k: sorted(v, key=lambda i: tuple(i.values())) for k, v in sorted(found.items())}
+
+
+def reviewed_links(path: Path, signature_dir: Path) -> dict[str, list[dict[str, str]]]:
+    """The stored links whose template is still mined: wordings a reviewer added by hand (a rewording at a
+    linked site that the entry's pattern does not match) survive a rewrite; links to vanished templates go."""
+    if not path.is_file():
+        return {}
+    mined = {(str(json.loads(p.read_text(encoding="utf-8")).get("package", p.stem)), str(t["template"]))
+             for p in sorted(signature_dir.glob("*.json"))
+             for t in json.loads(p.read_text(encoding="utf-8"))["templates"]}
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    return {k: [i for i in v if (i["package"], i["template"]) in mined] for k, v in stored.items()}
+
+
+def dump_links(found: dict[str, list[dict[str, str]]]) -> str:
+    """The links as JSON, one site per line (a reviewable diff)."""
+    lines = []
+    for remedy_id, items in found.items():
+        body = ",\n".join("    " + json.dumps(item, ensure_ascii=False) for item in items)
+        lines.append(f"  {json.dumps(remedy_id)}: [\n{body}\n  ]")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
 VERSIONS_BLOCK = re.compile(r"    versions:\n(?:      - .*\n|        .*\n)+")
 
 
@@ -604,6 +657,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--coverage-only", action="store_true", help="only report coverage of the JSON in --out")
     parser.add_argument("--suggest", action="store_true",
                         help="print, per remedy, the `versions:` items its pattern earns (for catalogue review)")
+    parser.add_argument("--write-links", action="store_true",
+                        help="rewrite remedies/template_links.json: each entry's mined templates and their sites")
     parser.add_argument("--write-versions", action="store_true",
                         help="rewrite the catalogue's `versions:` blocks from the mined data of all packages")
     args = parser.parse_args(argv)
@@ -612,6 +667,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown package(s): {', '.join(unknown)}")
     args.packages = args.packages or list(MODULES)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.write_links:
+        from remedies.links import LINKS_FILE
+        from remedies.loader import load_catalogue
+
+        found = links(load_catalogue(), args.out)
+        for remedy_id, items in reviewed_links(LINKS_FILE, args.out).items():
+            found.setdefault(remedy_id, []).extend(i for i in items if i not in found[remedy_id])
+        found = {k: sorted(v, key=lambda i: tuple(i.values())) for k, v in sorted(found.items())}
+        LINKS_FILE.write_text(dump_links(found), encoding="utf-8")
+        print(f"linked {len(found)} entries to {sum(map(len, found.values()))} sites; review `git diff {LINKS_FILE.name}`")
+        return 0
     if args.write_versions:
         found: dict[str, list[dict[str, str]]] = {}
         for package in MODULES:

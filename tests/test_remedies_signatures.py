@@ -142,7 +142,18 @@ class CacheConfig:
     first = found["GPU memory utilization must be less than 1.0. Got {}."]
     assert (first.function, first.condition) == ("CacheConfig.verify", "self.gpu_memory_utilization > 1.0")
     other = found["the else branch of the utilisation check, long enough"]
-    assert other.condition == "not (n > 8)"
+    assert other.condition == "not (self.gpu_memory_utilization > 1.0) and not (n > 8)"
+
+
+def test_nested_tests_are_joined_outermost_first():
+    source = '''
+def verify(spec, strategy):
+    if spec is not None:
+        if strategy == "no_buffer" or strategy is None:
+            raise ValueError("speculative decoding needs the extra_buffer strategy here")
+'''
+    (found,) = _found_of(source).values()
+    assert found.condition == 'spec is not None and (strategy == \'no_buffer\' or strategy is None)'
 
 
 def test_an_assert_with_a_message_is_a_raise_site_guarded_by_its_negated_test():
