@@ -422,7 +422,10 @@ def settings_of(package: str) -> frozenset[str]:
 def named_settings(text: str, flags: frozenset[str]) -> tuple[str, ...]:
     """The engine flags (as `--name`) and environment variables a condition or message names, in order."""
     found: list[str] = []
-    for word in IDENTIFIER.findall(text):
+    for hit in IDENTIFIER.finditer(text):
+        word, before = hit.group(), text[max(0, hit.start() - 5):hit.start()]
+        if before.endswith(".") and not before.endswith("envs.") and ENV_VAR.match(word):
+            continue  # an enum member or attribute (CompilationMode.VLLM_COMPILE), not an environment variable
         flag = word if word.startswith("--") else "--" + word.replace("_", "-")
         name = flag if flag in flags and (word.startswith("--") or word not in GENERIC_NAMES) else None
         name = name or (word if ENV_VAR.match(word) else None)

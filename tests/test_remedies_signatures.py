@@ -172,6 +172,7 @@ def test_the_flags_and_environment_variables_a_condition_names_are_recorded():
         "self.max_num_batched_tokens < self.max_model_len and not envs.VLLM_ALLOW_LONG_MAX_MODEL_LEN", flags)
     assert named == ("--max-num-batched-tokens", "--max-model-len", "VLLM_ALLOW_LONG_MAX_MODEL_LEN")
     assert mine_signatures.named_settings("dtype == torch.float16 and n > 1", flags) == ("--dtype",)
+    assert mine_signatures.named_settings("mode == CompilationMode.VLLM_COMPILE", flags) == ()
 
 
 def test_newest_patch_of_each_minor_is_chosen_from_the_oldest_wanted_minor():
