@@ -20,16 +20,20 @@ Among matching templates the one with most fixed text matched wins (a whole matc
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import pickle
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, NamedTuple
 
 SIGNATURES_DIR = Path(os.environ.get("QWEN_DOCTOR_SIGNATURES",
                                      Path(__file__).resolve().parent.parent / "scripts" / "signatures"))
+CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qwen-doctor"
+CACHE_FORMAT = 2  # bump when Template / Site change shape
 MIN_PREFIX = 32  # skeleton characters of fixed text a cut message must cover
 MAX_MESSAGE = 4000  # characters of a message looked at
 _DROP = re.compile(r"\x1b\[[0-9;]{0,16}[A-Za-z]|\\[nrt]|\\(?=['\"])|[\s'\"`\u2018\u2019\u201c\u201d]+")
@@ -42,8 +46,7 @@ def skeleton(text: str) -> str:
     return _DROP.sub("", text).lower()
 
 
-@dataclass(frozen=True)
-class Site:
+class Site(NamedTuple):
     """One place a template is printed: package, module, function and the `if` test guarding it."""
 
     package: str
@@ -61,16 +64,15 @@ class Site:
                 "condition": self.condition, "flags": list(self.flags)}
 
 
-@dataclass(frozen=True)
-class Template:
-    """A mined message template with the releases that print it and its sites."""
+class Template(NamedTuple):
+    """A mined message template with the releases that print it, its sites and its skeleton pieces."""
 
     package: str
     text: str
     kind: str
     releases: tuple[str, ...]
     sites: tuple[Site, ...]
-    pieces: tuple[str, ...] = field(compare=False, repr=False, default=())
+    pieces: tuple[str, ...] = ()
 
     @property
     def raised(self) -> bool:
@@ -191,9 +193,36 @@ def _read(path: Path) -> Iterator[Template]:
         yield Template(package, text, str(item["kind"]), tuple(item.get("releases", ())), sites, _pieces(text))
 
 
+def _cache_file(paths: list[Path]) -> Path:
+    """Where the parsed templates of these files are kept, named by their paths, sizes and times."""
+    stamp = "\n".join(f"{p.resolve()}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in paths)
+    digest = hashlib.sha1(f"{CACHE_FORMAT}\n{stamp}".encode()).hexdigest()[:16]
+    return CACHE_DIR / f"templates-{digest}.pickle"
+
+
 @lru_cache(maxsize=4)
 def load_templates(directory: Path | str | None = None) -> TemplateIndex:
-    """Every template of every `*.json` in `directory` (scripts/signatures by default; empty if absent)."""
+    """Every template of every `*.json` in `directory` (scripts/signatures by default; empty if absent).
+
+    Parsing the JSON costs a few tenths of a second, so the parsed templates are kept in the user's cache
+    directory, keyed by the files' sizes and times (a cache that cannot be read or written is skipped)."""
     folder = Path(directory or SIGNATURES_DIR)
     paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    return TemplateIndex(t for path in paths for t in _read(path))
+    cache = _cache_file(paths)
+    try:
+        with cache.open("rb") as stream:
+            index = pickle.load(stream)
+        if isinstance(index, TemplateIndex):
+            return index
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ImportError):
+        pass
+    index = TemplateIndex(t for path in paths for t in _read(path))
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_suffix(f".{os.getpid()}.tmp")
+        with partial.open("wb") as stream:
+            pickle.dump(index, stream, protocol=pickle.HIGHEST_PROTOCOL)
+        partial.replace(cache)
+    except OSError:
+        pass
+    return index
