@@ -1,11 +1,12 @@
 """Share of the engines' raise templates that `explain` turns into an entry or a source-located finding.
 
 Every mined raise template (scripts/signatures/<package>.json: `raise X("...")` and `assert ..., "..."`) is
-rendered with sample values as the exception line a user would paste (`ValueError: <message>`), run through
-the real scanner and collector, and counted as
+rendered with sample values as the traceback Python prints for it (header, the raising frame, the exception
+line `ValueError: <message>`), run through the real scanner and collector, and counted as
 
 - entry: a catalogue entry is named first;
-- source: QD-R-UNKNOWN that names the template's own raise site (module, function, condition);
+- source: QD-R-UNKNOWN that names the template's own raise site (module, function, condition), or the site
+  of a template the line cannot be told apart from (it matches both equally well);
 - missed: nothing, or a finding that does not name the template's site.
 
 Printed per package and release (the templates that release prints), overall and for the user-fixable ones
@@ -34,7 +35,8 @@ from mine_signatures import user_fixable  # noqa: E402
 from remedies import Matcher  # noqa: E402
 from remedies.explain import Collector  # noqa: E402
 from remedies.model import UNKNOWN_ID  # noqa: E402
-from remedies.templates import SIGNATURES_DIR  # noqa: E402
+from remedies.templates import SIGNATURES_DIR, skeleton  # noqa: E402
+from remedies.templates import match as template_match  # noqa: E402
 
 SAMPLE = "42"
 
@@ -45,11 +47,18 @@ def exception_line(template: dict[str, object]) -> str:
     return f"{name}: {str(template['template']).replace('{}', SAMPLE)}"
 
 
+def traceback(template: dict[str, object]) -> str:
+    """What Python prints for the raise: the header, the raising frame (its first site) and the exception line."""
+    sites = template.get("sites") or [{"module": (template.get("modules") or ["?"])[0], "function": "?"}]  # type: ignore[index]
+    site = sites[0]  # type: ignore[index]
+    frame = f'  File "/usr/lib/python3.12/site-packages/{site["module"]}", line 1, in {site["function"] or "<module>"}'
+    return f"Traceback (most recent call last):\n{frame}\n{exception_line(template)}\n"
+
+
 def outcome(template: dict[str, object], matcher: Matcher) -> str:
     """'entry', 'source' or 'missed' for one template's exception line."""
     collector = Collector()
-    line = exception_line(template).encode()
-    for match in matcher.scan(io.BytesIO(line + b"\n"), crashes=True, catalogue=True):
+    for match in matcher.scan(io.BytesIO(traceback(template).encode()), crashes=True, catalogue=True):
         collector.add(match, "rendered")
     findings = collector.findings()
     if not findings:
@@ -61,8 +70,9 @@ def outcome(template: dict[str, object], matcher: Matcher) -> str:
     if located is None:
         return "missed"
     sites = {(s.get("module"), s.get("function")) for s in template.get("sites", [])}  # type: ignore[union-attr]
-    same = located.hit.template.text == template["template"] or any(
-        (s.module, s.function) in sites for s in located.sites)
+    own = template_match(tuple(skeleton(p) for p in str(template["template"]).split("{}")), skeleton(exception_line(template)))
+    indistinguishable = own is not None and own == (located.hit.matched, located.hit.whole)
+    same = indistinguishable or any((s.module, s.function) in sites for s in located.sites)
     return "source" if same else "missed"
 
 
