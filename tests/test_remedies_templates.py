@@ -158,3 +158,24 @@ def test_a_message_an_entry_covers_names_the_entry_even_when_its_pattern_misses_
     (finding,) = _explain(tmp_path, message + "\n")
     assert finding.remedy.id == "QD-R-VLLM-QUANT-METHOD-MISMATCH"
     assert not any("{" in step.text for step in finding.steps)
+
+
+@pytest.mark.parametrize("line", [
+    '{"detail": "Traceback (most recent call last):\\n  File \\"config.py\\", line 1, in validate\\nValueError: '
+    '--mamba-block-size can only be set with --enable-prefix-caching\\n"}',  # a JSON error payload
+    "litellm.BadRequestError: OpenAIException - Error code: 400 - {'object': 'error', 'message': 'ValueError: "
+    "--mamba-block-size can only be set with --enable-prefix-caching', 'type': 'BadRequestError'}",  # a client's repr
+])
+def test_an_engine_raise_quoted_inside_a_payload_or_another_error_is_located(tmp_path, line):
+    (finding,) = _explain(tmp_path, "INFO 12-03 10:00:00 [api_server.py:1] vLLM API server version 0.30.0\n" + line + "\n")
+    assert finding.located is not None
+    assert finding.located.sites[0].function == "VllmConfig.validate_mamba_block_size"
+
+
+@pytest.mark.parametrize("line", [
+    '{"detail": "ValueError: the upload form needs a title before it is published"}',  # no engine raises that
+    "INFO 12-03 10:00:00 [serving.py:1] client sent {'error': 'ValueError: --mamba-block-size can only be set with "
+    "--enable-prefix-caching'}",  # logged at INFO: handled, not a failure
+])
+def test_a_quoted_exception_that_is_no_engine_raise_or_is_logged_as_info_is_not_a_crash(tmp_path, line):
+    assert _explain(tmp_path, line + "\n") == []
