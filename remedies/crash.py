@@ -171,6 +171,27 @@ def death(line: Line) -> str | None:
     return None
 
 
+# An exception quoted inside another record: a JSON error payload ("detail": "...\\nValueError: ..."), an
+# OpenAI / LiteLLM client error's repr, a wrapper's message that quotes it. Found anywhere after a separator.
+_EMBEDDED = re.compile(
+    r"(?:\\n|[\s\"'{(\[:=])(?P<exception>(?:[A-Za-z_]\w{0,60}\.){0,4}[A-Z]\w{0,60}(?:Error|Exception)): ?"
+    r"(?P<message>\S[^\n]{11,})"
+)
+MAX_EMBEDDED = 600
+
+
+def embedded(line: Line) -> str | None:
+    """An exception quoted inside a line outside a traceback, not at its start (`{"detail": "...\\nValueError:
+    msg"}`), as `Name: message` (at most MAX_EMBEDDED characters), or None; only for a line not logged at a
+    harmless level. The caller confirms it against the mined raise templates before calling it a crash."""
+    if line.level in HARMLESS_LEVELS:
+        return None
+    found = _EMBEDDED.search(line.text)
+    if found is None:
+        return None
+    return f"{found.group('exception')}: {found.group('message')}"[:MAX_EMBEDDED]
+
+
 def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None = None) -> tuple[Crash | None, int]:
     """Read a traceback (and its chain) whose header was just consumed; return it and the last line number used.
 

@@ -10,10 +10,12 @@ from remedies.advisories import EngineBug, engine_bug, read_head
 from remedies.crash import Crash, final_group
 from remedies.figures import log_model, uses_log_figures
 from remedies.levels import as_context
+from remedies.loader import load_catalogue
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.reader import STDIN, open_log
+from remedies.source import Located, locate
 
 
 @dataclass(frozen=True)
@@ -44,12 +46,14 @@ class Finding:
     precursor: str | None = None
     engine_bug: EngineBug | None = None
     values: tuple[tuple[str, str], ...] = ()
+    located: Located | None = None
 
     @property
     def steps(self) -> tuple[FixStep, ...]:
         """The fix steps with this log's figures (the generic wording of each template step when none were
-        captured)."""
-        return self.fix or self.remedy.render_fix({})
+        captured); for a crash located in the engine's source, what its raise site implies first."""
+        own = self.fix or self.remedy.render_fix({})
+        return (*self.located.steps(), *own) if self.located is not None else own
 
     def to_dict(self) -> dict[str, Any]:
         remedy = {**self.remedy.to_dict(), "fix": [step.to_dict() for step in self.steps]}
@@ -67,6 +71,8 @@ class Finding:
             found["crash"] = {**self.crash.to_dict(), "precursor": self.precursor}
         if self.engine_bug is not None:
             found["engine_bug"] = self.engine_bug.to_dict()
+        if self.located is not None:
+            found["raised_by"] = self.located.to_dict()
         return found
 
     @property
@@ -85,7 +91,8 @@ class Finding:
             parts.append(self.engine_bug.why.rstrip("."))
         if self.precursor:
             parts.append(f"nearest known precursor: {self.precursor}")
-        return "; ".join(parts) + "."
+        text = "; ".join(parts) + "."
+        return f"{text} {self.located.why()}" if self.located is not None else text
 
 
 class Collector:
@@ -175,8 +182,30 @@ class Collector:
         final = last_match.crash
         if final is not None and final is not crash:
             crash = Crash(crash.lineno, crash.exception, final.final, crash.frame, crash.component, crash.kind)
-        return Finding(replace(UNKNOWN, component=crash.component), len(ending), here, last, match.line, match.before,
-                       match.after, len(self._findings), crash=crash, precursor=precursor)
+        located = locate((*crash.readings, crash.final))
+        entry = self._covering(located)
+        if entry is not None:
+            hit = entry.regex.search(crash.exception)
+            values = {k: v for k, v in hit.groupdict().items() if v is not None} if hit else {}
+            return Finding(entry, len(ending), here, last, match.line, match.before, match.after, len(self._findings),
+                           entry.render_fix(values))
+        remedy = replace(UNKNOWN, component=crash.component)
+        if located is not None:
+            template = located.hit.template
+            remedy = replace(remedy, component=located.component,
+                             title=f"{template.package} raised an error no catalogue entry names; "
+                                   "explained from its source")
+        return Finding(remedy, len(ending), here, last, match.line, match.before,
+                       match.after, len(self._findings), crash=crash, precursor=precursor, located=located)
+
+    @staticmethod
+    def _covering(located: Located | None) -> Remedy | None:
+        """The catalogue entry (closest to the root cause) that covers a located template, if any."""
+        if located is None or not located.entries:
+            return None
+        catalogue = load_catalogue()
+        entries = [e for e in map(catalogue.get, located.entries) if e is not None]
+        return min(entries, key=lambda e: e.rank) if entries else None
 
     def _restore_if_failing(self) -> None:
         """Entries matched only on WARNING records (`remedies.levels`) stay warnings in a log that carries on;

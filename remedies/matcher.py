@@ -31,6 +31,7 @@ from remedies.loader import Catalogue, load_catalogue
 from remedies.model import CONTEXT_LINES, UNKNOWN, FixStep, Remedy
 from remedies.normalise import Line, join, normalise
 from remedies.prefilter import cached_prefilter
+from remedies.templates import load_templates
 
 CHUNK = 8 << 20
 MAX_LINE = 1 << 20
@@ -458,6 +459,8 @@ class Matcher:
             text = join([p.text for p in pieces]).strip()
             fatal = crash_rules.death(Line(text, head.level, True))
             if fatal is None:
+                fatal = next(filter(None, map(self._quoted_raise, [Line(text, head.level, True), *pieces[1:]])), None)
+            if fatal is None:
                 return None, first
             kind = "exception" if crash_rules.exception_line(fatal) else "died"
             tight = join([p.text for p in pieces], "").strip() if len(pieces) > 1 else ""
@@ -483,6 +486,16 @@ class Matcher:
         if event is not None:
             event = replace(event, carried_on=self._carried_on(chunk, end, limit))
         return event, end
+
+    @staticmethod
+    def _quoted_raise(line: Line) -> str | None:
+        """An exception quoted inside the line (a JSON payload, a client's repr) whose message a mined raise
+        template of the engines prints (`remedies.templates`), or None: only the engines' own errors count, so
+        a healthy record that merely mentions an exception name raises no alarm."""
+        quoted = crash_rules.embedded(line)
+        if quoted is None or load_templates().lookup(quoted, raised_only=True) is None:
+            return None
+        return quoted
 
     def _carried_on(self, chunk: bytearray, end: int, limit: int) -> int:
         """Records of progress after the line ending at byte `end`, up to the next fatal-looking line (at most

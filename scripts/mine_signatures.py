@@ -22,6 +22,7 @@ Usage:
     python scripts/mine_signatures.py vllm --all-minors     # newest patch of every vLLM minor from 0.8
     python scripts/mine_signatures.py --coverage-only       # report coverage of the committed JSON
     python scripts/mine_signatures.py --write-versions      # refresh the catalogue's `versions:` claims
+    python scripts/mine_signatures.py --write-links         # refresh remedies/template_links.json (entry -> sites)
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 from extract_flag_schema import _HttpFile  # noqa: E402  (shared range-request reader)
 
 OUT_DIR = ROOT / "scripts" / "signatures"
+SCHEMAS = ROOT / "doctor" / "flags" / "schemas"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qwen-doctor" / "signature-sources"
 
 # Serving-relevant modules per package (config, memory profiling, KV cache, model loading, distributed,
@@ -130,11 +132,30 @@ ACTIONABLE = re.compile(
 
 @dataclass
 class Found:
-    """One template as printed by one release."""
+    """One template as printed by one release, with where it is raised and the `if` test guarding it."""
 
     template: str
     kind: str
     module: str
+    function: str = ""
+    condition: str = ""
+
+
+@dataclass(frozen=True)
+class Site:
+    """Where a template is printed: module, enclosing function (qualified) and guarding condition."""
+
+    module: str
+    function: str
+    condition: str
+
+    def to_json(self, flags: tuple[str, ...]) -> dict[str, object]:
+        out: dict[str, object] = {"module": self.module, "function": self.function}
+        if self.condition:
+            out["condition"] = self.condition
+        if flags:
+            out["flags"] = list(flags)
+        return out
 
 
 @dataclass
@@ -145,10 +166,15 @@ class Signature:
     kind: str
     modules: set[str] = field(default_factory=set)
     releases: set[str] = field(default_factory=set)
+    sites: set[Site] = field(default_factory=set)
 
-    def to_json(self) -> dict[str, object]:
-        return {"template": self.template, "kind": self.kind, "modules": sorted(self.modules),
-                "releases": sorted(self.releases, key=Version)}
+    def to_json(self, settings: frozenset[str] = frozenset()) -> dict[str, object]:
+        out: dict[str, object] = {"template": self.template, "kind": self.kind, "modules": sorted(self.modules),
+                                  "releases": sorted(self.releases, key=Version)}
+        if self.sites:
+            out["sites"] = [site.to_json(named_settings(f"{site.condition} {self.template}", settings))
+                            for site in sorted(self.sites, key=lambda s: (s.module, s.function, s.condition))]
+        return out
 
 
 # ---------------------------------------------------------------- wheels
@@ -282,13 +308,42 @@ class _Collector(ast.NodeVisitor):
         self.module = module
         self.found: list[Found] = []
         self._names: list[dict[str, ast.expr]] = [{}]
+        self._scopes: list[str] = []
+        self._tests: list[str] = []
 
-    def _visit_scope(self, node: ast.AST) -> None:
+    def _visit_scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self._names.append({})
+        self._scopes.append(node.name)
+        tests, self._tests = self._tests, []
         self.generic_visit(node)
+        self._tests = tests
+        self._scopes.pop()
         self._names.pop()
 
     visit_FunctionDef = visit_AsyncFunctionDef = _visit_scope
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._scopes.append(node.name)
+        self.generic_visit(node)
+        self._scopes.pop()
+
+    def visit_If(self, node: ast.If) -> None:
+        """The body is guarded by the test, the else branch by its negation (an elif chain nests)."""
+        self.visit(node.test)
+        test = _source(node.test)
+        for branch, guard in ((node.body, test), (node.orelse, f"not ({test})")):
+            self._tests.append(guard)
+            for statement in branch:
+                self.visit(statement)
+            self._tests.pop()
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        """`assert test, msg` raises AssertionError(msg) when the test is false."""
+        if node.msg is not None:
+            self._tests.append(f"not ({_source(node.test)})")
+            self._add(node.msg, "raise:AssertionError", printf=False)
+            self._tests.pop()
+        self.generic_visit(node)
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
@@ -325,7 +380,58 @@ class _Collector(ast.NodeVisitor):
             raw = raw.replace("%s", inlined, 1) if inlined is not None else raw
         template = _template(raw, printf)
         if _useful(template):
-            self.found.append(Found(template, kind, self.module))
+            condition = _chain(self._tests)
+            self.found.append(Found(template, kind, self.module, ".".join(self._scopes), condition))
+
+
+MAX_CONDITION = 240
+MAX_CHAIN = 480
+
+
+def _chain(tests: list[str]) -> str:
+    """The enclosing `if` tests of a raise, outermost first, joined by `and` (at most MAX_CHAIN characters,
+    the innermost kept)."""
+    parts = [f"({t})" if " or " in t and len(tests) > 1 else t for t in tests]
+    while len(parts) > 1 and len(" and ".join(parts)) > MAX_CHAIN:
+        parts.pop(0)
+    return " and ".join(parts)
+
+
+def _source(test: ast.expr) -> str:
+    """The test as source text (one line, at most MAX_CONDITION characters)."""
+    text = " ".join(ast.unparse(test).split())
+    return text if len(text) <= MAX_CONDITION else text[:MAX_CONDITION - 1] + "…"
+
+
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|--[a-z][a-z0-9-]+")
+# Identifiers that are also flag names but, in a condition, are ordinary variables (a model object, a device).
+GENERIC_NAMES = frozenset({"model", "device", "config", "host", "port", "task", "runner", "seed", "version", "help",
+                           "tokenizer", "revision", "load_format", "backend", "mode"})
+ENV_VAR = re.compile(r"^(?:VLLM|SGLANG|SGL|NCCL|CUDA|HF|RAY|TORCH|PYTORCH)_[A-Z0-9_]+$")
+
+
+def settings_of(package: str) -> frozenset[str]:
+    """The engine flags (and aliases) of every release's flag schema of a package (doctor/flags/schemas)."""
+    found: set[str] = set()
+    for path in SCHEMAS.glob(f"{package}-*.json"):
+        schema = json.loads(path.read_text(encoding="utf-8"))
+        found |= set(schema["flags"]) | set(schema.get("aliases", {}))
+    return frozenset(found)
+
+
+def named_settings(text: str, flags: frozenset[str]) -> tuple[str, ...]:
+    """The engine flags (as `--name`) and environment variables a condition or message names, in order."""
+    found: list[str] = []
+    for hit in IDENTIFIER.finditer(text):
+        word, before = hit.group(), text[max(0, hit.start() - 5):hit.start()]
+        if before.endswith(".") and not before.endswith("envs.") and ENV_VAR.match(word):
+            continue  # an enum member or attribute (CompilationMode.VLLM_COMPILE), not an environment variable
+        flag = word if word.startswith("--") else "--" + word.replace("_", "-")
+        name = flag if flag in flags and (word.startswith("--") or word not in GENERIC_NAMES) else None
+        name = name or (word if ENV_VAR.match(word) else None)
+        if name and name not in found:
+            found.append(name)
+    return tuple(found)
 
 
 def templates(sources: dict[str, str]) -> Iterator[Found]:
@@ -348,6 +454,7 @@ def merge(per_release: dict[str, list[Found]]) -> list[Signature]:
             sig = merged.setdefault((item.template, item.kind), Signature(item.template, item.kind))
             sig.modules.add(item.module)
             sig.releases.add(release)
+            sig.sites.add(Site(item.module, item.function, item.condition))
     return sorted(merged.values(), key=lambda s: (s.template, s.kind))
 
 
@@ -362,10 +469,12 @@ def renderings(template: str) -> list[str]:
 
 
 def covering(template: str, catalogue: Iterable[object]) -> list[str]:
-    """Ids of the remedies whose literal and pattern match a rendering of the template."""
+    """Ids of the remedies whose literal (or one of its `also` literals: other wordings) and pattern match a
+    rendering of the template."""
     hits = []
     for remedy in catalogue:
-        if any(remedy.literal in text and remedy.regex.search(text) for text in renderings(template)):
+        literals = (remedy.literal, *getattr(remedy, "also", ()))
+        if any(any(lit in text for lit in literals) and remedy.regex.search(text) for text in renderings(template)):
             hits.append(remedy.id)
     return hits
 
@@ -440,6 +549,48 @@ def claims(package: str, data: dict[str, object]) -> dict[str, list[dict[str, st
     return found
 
 
+def links(catalogue: Iterable[object], signature_dir: Path) -> dict[str, list[dict[str, str]]]:
+    """Per remedy id, the mined templates it covers (its pattern matches a rendering) with each raise / log
+    site: package, kind, module, function, guarding condition and the template; over every `*.json` there."""
+    catalogue = list(catalogue)
+    found: dict[str, list[dict[str, str]]] = {}
+    for path in sorted(signature_dir.glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        package = str(data.get("package", path.stem))
+        for sig in data["templates"]:
+            hits = covering(str(sig["template"]), catalogue)
+            sites = sig.get("sites") or [{"module": m, "function": ""} for m in sig.get("modules", [])]
+            for remedy_id in hits:
+                for site in sites:
+                    item = {"package": package, "kind": str(sig["kind"]), "module": str(site["module"]),
+                            "function": str(site.get("function", "")), "condition": str(site.get("condition", "")),
+                            "template": str(sig["template"])}
+                    if item not in found.setdefault(remedy_id, []):
+                        found[remedy_id].append(item)
+    return {k: sorted(v, key=lambda i: tuple(i.values())) for k, v in sorted(found.items())}
+
+
+def reviewed_links(path: Path, signature_dir: Path) -> dict[str, list[dict[str, str]]]:
+    """The stored links whose template is still mined: wordings a reviewer added by hand (a rewording at a
+    linked site that the entry's pattern does not match) survive a rewrite; links to vanished templates go."""
+    if not path.is_file():
+        return {}
+    mined = {(str(json.loads(p.read_text(encoding="utf-8")).get("package", p.stem)), str(t["template"]))
+             for p in sorted(signature_dir.glob("*.json"))
+             for t in json.loads(p.read_text(encoding="utf-8"))["templates"]}
+    stored = json.loads(path.read_text(encoding="utf-8"))
+    return {k: [i for i in v if (i["package"], i["template"]) in mined] for k, v in stored.items()}
+
+
+def dump_links(found: dict[str, list[dict[str, str]]]) -> str:
+    """The links as JSON, one site per line (a reviewable diff)."""
+    lines = []
+    for remedy_id, items in found.items():
+        body = ",\n".join("    " + json.dumps(item, ensure_ascii=False) for item in items)
+        lines.append(f"  {json.dumps(remedy_id)}: [\n{body}\n  ]")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
 VERSIONS_BLOCK = re.compile(r"    versions:\n(?:      - .*\n|        .*\n)+")
 
 
@@ -485,10 +636,10 @@ def mine(package: str, versions: list[str], cache: Path, max_files: int | None) 
         print(f"{package} {version}: {len(sources)} modules, {len(per_release[version])} messages", flush=True)
     return {
         "package": package,
-        "extractor": "static-ast/1 (scripts/mine_signatures.py)",
+        "extractor": "static-ast/2 (scripts/mine_signatures.py)",
         "releases": sorted(per_release, key=Version),
         "modules": MODULES[package].pattern,
-        "templates": [s.to_json() for s in merge(per_release)],
+        "templates": [s.to_json(settings_of(package)) for s in merge(per_release)],
     }
 
 
@@ -511,6 +662,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--coverage-only", action="store_true", help="only report coverage of the JSON in --out")
     parser.add_argument("--suggest", action="store_true",
                         help="print, per remedy, the `versions:` items its pattern earns (for catalogue review)")
+    parser.add_argument("--write-links", action="store_true",
+                        help="rewrite remedies/template_links.json: each entry's mined templates and their sites")
     parser.add_argument("--write-versions", action="store_true",
                         help="rewrite the catalogue's `versions:` blocks from the mined data of all packages")
     args = parser.parse_args(argv)
@@ -519,6 +672,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown package(s): {', '.join(unknown)}")
     args.packages = args.packages or list(MODULES)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.write_links:
+        from remedies.links import LINKS_FILE
+        from remedies.loader import load_catalogue
+
+        found = links(load_catalogue(), args.out)
+        for remedy_id, items in reviewed_links(LINKS_FILE, args.out).items():
+            found.setdefault(remedy_id, []).extend(i for i in items if i not in found[remedy_id])
+        found = {k: sorted(v, key=lambda i: tuple(i.values())) for k, v in sorted(found.items())}
+        LINKS_FILE.write_text(dump_links(found), encoding="utf-8")
+        print(f"linked {len(found)} entries to {sum(map(len, found.values()))} sites; review `git diff {LINKS_FILE.name}`")
+        return 0
     if args.write_versions:
         found: dict[str, list[dict[str, str]]] = {}
         for package in MODULES:

@@ -25,3 +25,28 @@ def test_bench_smoke_run_reports_a_ratio_and_both_tools_find_the_same_lines(tmp_
     assert grep_lines == explain_lines == sprinkled > 0
     assert re.search(r"ratio \(explain throughput / grep throughput\): \d+\.\d\d wall, \d+\.\d\d cpu", done.stdout)
     assert (tmp_path / "bench.log").stat().st_size >= 3 << 20
+
+
+def _coverage():
+    sys.path.insert(0, str(ROOT / "bench"))
+    import explain_coverage
+
+    return explain_coverage
+
+
+def test_coverage_counts_an_entry_a_source_located_finding_and_a_miss():
+    coverage = _coverage()
+    from remedies import Matcher
+
+    matcher = Matcher()
+    kv = {"template": "The model's max seq len ({}) is larger than the maximum number of tokens that can be stored in "
+                      "KV cache ({}). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+                      "initializing the engine.", "kind": "raise:ValueError",
+          "sites": [{"module": "vllm/worker/worker.py", "function": "raise_if_cache_size_invalid"}]}
+    mamba = {"template": "--mamba-block-size can only be set with --enable-prefix-caching", "kind": "raise:ValueError",
+             "sites": [{"module": "vllm/config/vllm.py", "function": "VllmConfig.validate_mamba_block_size"}]}
+    unmined = {"template": "the flux capacitor needs {} gigawatts before the engine may start", "kind": "raise:ValueError",
+               "sites": [{"module": "vllm/flux.py", "function": "charge"}]}
+    assert coverage.outcome(kv, matcher) == "entry"
+    assert coverage.outcome(mamba, matcher) == "source"
+    assert coverage.outcome(unmined, matcher) == "missed"

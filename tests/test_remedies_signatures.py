@@ -119,7 +119,60 @@ def test_merge_records_every_release_that_prints_a_template():
              "0.9.2": [mine_signatures.Found("a message long enough {}", "raise:ValueError", "n.py")]}
     (sig,) = mine_signatures.merge(found)
     assert sig.to_json() == {"template": "a message long enough {}", "kind": "raise:ValueError",
-                             "modules": ["m.py", "n.py"], "releases": ["0.8.5", "0.9.2"]}
+                             "modules": ["m.py", "n.py"], "releases": ["0.8.5", "0.9.2"],
+                             "sites": [{"module": "m.py", "function": ""}, {"module": "n.py", "function": ""}]}
+
+
+def _found_of(source: str) -> dict[str, mine_signatures.Found]:
+    return {f.template: f for f in mine_signatures.templates({"vllm/config/cache.py": source})}
+
+
+def test_each_template_records_its_function_and_the_if_test_that_guards_it():
+    source = '''
+class CacheConfig:
+    def verify(self, n):
+        if self.gpu_memory_utilization > 1.0:
+            raise ValueError(f"GPU memory utilization must be less than 1.0. Got {n}.")
+        elif n > 8:
+            pass
+        else:
+            raise ValueError("the else branch of the utilisation check, long enough")
+'''
+    found = _found_of(source)
+    first = found["GPU memory utilization must be less than 1.0. Got {}."]
+    assert (first.function, first.condition) == ("CacheConfig.verify", "self.gpu_memory_utilization > 1.0")
+    other = found["the else branch of the utilisation check, long enough"]
+    assert other.condition == "not (self.gpu_memory_utilization > 1.0) and not (n > 8)"
+
+
+def test_nested_tests_are_joined_outermost_first():
+    source = '''
+def verify(spec, strategy):
+    if spec is not None:
+        if strategy == "no_buffer" or strategy is None:
+            raise ValueError("speculative decoding needs the extra_buffer strategy here")
+'''
+    (found,) = _found_of(source).values()
+    assert found.condition == 'spec is not None and (strategy == \'no_buffer\' or strategy is None)'
+
+
+def test_an_assert_with_a_message_is_a_raise_site_guarded_by_its_negated_test():
+    source = '''
+def check(max_model_len):
+    assert max_model_len > 0, f"max_model_len must be positive, got {max_model_len} instead"
+    assert max_model_len < 10
+'''
+    (found,) = _found_of(source).values()
+    assert (found.kind, found.condition) == ("raise:AssertionError", "not (max_model_len > 0)")
+
+
+def test_the_flags_and_environment_variables_a_condition_names_are_recorded():
+    flags = frozenset({"--max-model-len", "--max-num-batched-tokens", "--dtype"})
+    named = mine_signatures.named_settings(
+        "self.max_num_batched_tokens < self.max_model_len and not envs.VLLM_ALLOW_LONG_MAX_MODEL_LEN", flags)
+    assert named == ("--max-num-batched-tokens", "--max-model-len", "VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+    assert mine_signatures.named_settings("dtype == torch.float16 and n > 1", flags) == ("--dtype",)
+    assert mine_signatures.named_settings("mode == CompilationMode.VLLM_COMPILE", flags) == ()
 
 
 def test_newest_patch_of_each_minor_is_chosen_from_the_oldest_wanted_minor():

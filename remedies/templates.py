@@ -1,0 +1,228 @@
+"""The engines' own message templates as ground truth: which raise / log site printed a message.
+
+`scripts/mine_signatures.py` mines every `raise X("...")`, `assert ..., "..."` and `logger.error(...)` of the
+serving modules of each release into `scripts/signatures/<package>.json` (template with `{}` holes, kind,
+releases, and each raise site: module, function, the guarding `if` test, the flags / environment variables
+it names). Every `*.json` there is read, so a new component's file joins without code changes.
+
+`TemplateIndex.lookup(message)` finds the template a message was printed from, tolerantly:
+
+- fixed text is compared as a *skeleton*: lower case, quotes / backticks dropped, escapes (`\\n`, `\\'`) and
+  all whitespace removed, so quoting, case, wrapping (with or without a space) and JSON escaping do not
+  matter; holes take any text (numbers, paths, hex addresses, units);
+- the message may sit anywhere in the text (after an exception name, inside a JSON payload or another
+  exception's repr);
+- a message cut short (a terminal, an excerpt's end) matches when what is left covers at least
+  MIN_PREFIX characters of the template's fixed text and ends inside it or inside a hole.
+
+Among matching templates the one with most fixed text matched wins (a whole match before a cut one).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Iterator, NamedTuple
+
+SIGNATURES_DIR = Path(os.environ.get("QWEN_DOCTOR_SIGNATURES",
+                                     Path(__file__).resolve().parent.parent / "scripts" / "signatures"))
+CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qwen-doctor"
+CACHE_FORMAT = 2  # bump when Template / Site change shape
+MIN_PREFIX = 32  # skeleton characters of fixed text a cut message must cover
+MAX_MESSAGE = 4000  # characters of a message looked at
+_DROP = re.compile(r"\x1b\[[0-9;]{0,16}[A-Za-z]|\\[nrt]|\\(?=['\"])|[\s'\"`\u2018\u2019\u201c\u201d]+")
+MAX_CUT = 400  # skeleton characters of a cut message's first piece looked for at the text's end
+_ANCHOR = 12  # skeleton characters of a template's longest piece used to shortlist it
+
+
+def skeleton(text: str) -> str:
+    """Text as compared: lower case, without quotes, backslash escapes or whitespace."""
+    return _DROP.sub("", text).lower()
+
+
+class Site(NamedTuple):
+    """One place a template is printed: package, module, function and the `if` test guarding it."""
+
+    package: str
+    module: str
+    function: str
+    condition: str = ""
+    flags: tuple[str, ...] = ()
+
+    @property
+    def where(self) -> str:
+        return f"{self.module}::{self.function}" if self.function else self.module
+
+    def to_dict(self) -> dict[str, object]:
+        return {"package": self.package, "module": self.module, "function": self.function,
+                "condition": self.condition, "flags": list(self.flags)}
+
+
+class Template(NamedTuple):
+    """A mined message template with the releases that print it, its sites and its skeleton pieces."""
+
+    package: str
+    text: str
+    kind: str
+    releases: tuple[str, ...]
+    sites: tuple[Site, ...]
+    pieces: tuple[str, ...] = ()
+
+    @property
+    def raised(self) -> bool:
+        return self.kind.startswith("raise:")
+
+    @property
+    def fixed(self) -> int:
+        """Skeleton characters of fixed text."""
+        return sum(map(len, self.pieces))
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A template a message matched, how much of its fixed text, and whether the message was cut."""
+
+    template: Template
+    matched: int
+    whole: bool
+
+
+def _pieces(text: str) -> tuple[str, ...]:
+    return tuple(skeleton(part) for part in text.split("{}"))
+
+
+def match(pieces: tuple[str, ...], text: str) -> tuple[int, bool] | None:
+    """(fixed characters matched, whole) when `text` (a skeleton) holds the template's pieces in order, or
+    ends (cut) inside a piece or hole after at least MIN_PREFIX fixed characters; otherwise None."""
+    first = next((i for i, p in enumerate(pieces) if p), None)
+    if first is None:
+        return None
+    head = pieces[first]
+    start = text.find(head)
+    cut_from = -1
+    if start < 0:
+        # the message may be cut inside its first piece: the text's tail is a prefix of that piece
+        for size in range(min(len(head), len(text)), MIN_PREFIX - 1, -1):
+            if head.startswith(text[-size:]):
+                return size, False
+        return None
+    pos, matched = start + len(head), len(head)
+    for piece in pieces[first + 1:]:
+        if not piece:
+            continue
+        found = text.find(piece, pos)
+        if found >= 0:
+            pos, matched = found + len(piece), matched + len(piece)
+            continue
+        cut_from = pos
+        break
+    else:
+        return matched, True
+    rest = text[cut_from:]
+    for begin in range(len(rest) + 1):
+        tail = rest[begin:]
+        if piece.startswith(tail):
+            return (matched + len(tail), False) if matched + len(tail) >= MIN_PREFIX else None
+    return None
+
+
+class TemplateIndex:
+    """Every mined template of every package, shortlisted by anchors: the start of each of its pieces."""
+
+    def __init__(self, templates: Iterable[Template]) -> None:
+        self.templates = tuple(templates)
+        self._anchored: dict[str, list[Template]] = {}
+        self._heads: dict[str, list[Template]] = {}
+        for template in self.templates:
+            longest = max(template.pieces, key=len)
+            for piece in {p[:_ANCHOR] for p in template.pieces if len(p) >= _ANCHOR} or {longest[:_ANCHOR]}:
+                self._anchored.setdefault(piece, []).append(template)
+            head = next((p for p in template.pieces if p), "")
+            if len(head) >= MIN_PREFIX:
+                self._heads.setdefault(head[:MIN_PREFIX], []).append(template)
+
+    def __len__(self) -> int:
+        return len(self.templates)
+
+    def candidates(self, text: str) -> Iterator[Template]:
+        """Templates whose anchor occurs in the skeleton `text`, or whose first piece the text's tail starts
+        (a message cut before its anchor)."""
+        for anchor, templates in self._anchored.items():
+            if anchor in text:
+                yield from templates
+        size = len(text)
+        tail_starts = {text[size - n:size - n + MIN_PREFIX] for n in range(MIN_PREFIX, min(size, MAX_CUT) + 1)}
+        for head, templates in self._heads.items():
+            if head in tail_starts:
+                yield from templates
+
+    def lookup(self, message: str, raised_only: bool = False) -> Hit | None:
+        """The template `message` was printed from (best match), or None."""
+        text = skeleton(message[:MAX_MESSAGE])
+        if len(text) < MIN_PREFIX // 2:
+            return None
+        best: Hit | None = None
+        seen: set[int] = set()
+        for template in self.candidates(text):
+            if id(template) in seen or (raised_only and not template.raised):
+                continue
+            seen.add(id(template))
+            found = match(template.pieces, text)
+            if found is None:
+                continue
+            hit = Hit(template, *found)
+            if best is None or (hit.whole, hit.matched) > (best.whole, best.matched):
+                best = hit
+        return best
+
+
+def _read(path: Path) -> Iterator[Template]:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    package = str(data.get("package", path.stem))
+    for item in data.get("templates", []):
+        sites = tuple(Site(package, str(s.get("module", "")), str(s.get("function", "")),
+                           str(s.get("condition", "")), tuple(s.get("flags", ())))
+                      for s in item.get("sites", ())) or tuple(Site(package, m, "") for m in item.get("modules", ()))
+        text = str(item["template"])
+        yield Template(package, text, str(item["kind"]), tuple(item.get("releases", ())), sites, _pieces(text))
+
+
+def _cache_file(paths: list[Path]) -> Path:
+    """Where the parsed templates of these files are kept, named by their paths, sizes and times."""
+    stamp = "\n".join(f"{p.resolve()}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in paths)
+    digest = hashlib.sha1(f"{CACHE_FORMAT}\n{stamp}".encode()).hexdigest()[:16]
+    return CACHE_DIR / f"templates-{digest}.pickle"
+
+
+@lru_cache(maxsize=4)
+def load_templates(directory: Path | str | None = None) -> TemplateIndex:
+    """Every template of every `*.json` in `directory` (scripts/signatures by default; empty if absent).
+
+    Parsing the JSON costs a few tenths of a second, so the parsed templates are kept in the user's cache
+    directory, keyed by the files' sizes and times (a cache that cannot be read or written is skipped)."""
+    folder = Path(directory or SIGNATURES_DIR)
+    paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    cache = _cache_file(paths)
+    try:
+        with cache.open("rb") as stream:
+            index = pickle.load(stream)
+        if isinstance(index, TemplateIndex):
+            return index
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ImportError):
+        pass
+    index = TemplateIndex(t for path in paths for t in _read(path))
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_suffix(f".{os.getpid()}.tmp")
+        with partial.open("wb") as stream:
+            pickle.dump(index, stream, protocol=pickle.HIGHEST_PROTOCOL)
+        partial.replace(cache)
+    except OSError:
+        pass
+    return index
