@@ -173,17 +173,15 @@ def _is_text(raw: bytes) -> bool:
 def _gunzipped(raw: bytes, path: Path) -> bytes:
     """A gzip-compressed bundle (`gzip bundle.json` before attaching it to a ticket) decompressed, within the
     same size cap as a plain one; other bytes as they are."""
-    from doctor.safeio import BUNDLE_MAX_BYTES
+    from doctor.safeio import BUNDLE_MAX_BYTES, InputError, gunzip
 
     if raw[:2] != b"\x1f\x8b":
         return raw
-    inflate = zlib.decompressobj(wbits=31)
     try:
-        data = inflate.decompress(raw, BUNDLE_MAX_BYTES + 1)
+        return gunzip(raw, "bundle", str(path), BUNDLE_MAX_BYTES)
     except zlib.error as exc:
         raise BadBundle(f"{path} is not a qwen-doctor facts bundle: corrupt gzip data ({exc})") from None
-    if len(data) > BUNDLE_MAX_BYTES:
-        raise BadBundle(f"{path}: decompressed, larger than the {BUNDLE_MAX_BYTES >> 20} MiB limit for a bundle")
-    if not inflate.eof:
-        raise BadBundle(f"{path} is not a qwen-doctor facts bundle: truncated gzip data")
-    return data
+    except EOFError:
+        raise BadBundle(f"{path} is not a qwen-doctor facts bundle: truncated gzip data") from None
+    except InputError as exc:
+        raise BadBundle(str(exc)) from None

@@ -10,7 +10,6 @@ flag that no rule knows still gets "unrecognized arguments ... did you mean".
 from __future__ import annotations
 
 import ast
-import difflib
 import re
 import shlex
 from dataclasses import dataclass, replace
@@ -21,6 +20,7 @@ from typing import Any
 import yaml
 
 from doctor.errors import DoctorError
+from doctor.suggest import closest
 
 RULES_FILE = Path(__file__).resolve().parent / "rules.yaml"
 _LAUNCHERS = {"vllm": re.compile(r"(^|\s)(vllm\s+serve|vllm\.entrypoints\.openai\.api_server)(\s|$)"),
@@ -275,7 +275,7 @@ def _engine_kwargs(node: ast.Call, backend: str, version: str | None) -> list[Fi
         flag = "--" + kw.arg.replace("_", "-")
         value = _literal(kw.value)
         if schema.lookup(flag) is None:  # keyword arguments must match exactly: no argparse abbreviations
-            close = difflib.get_close_matches(flag, schema.option_strings(), n=1, cutoff=0.6)
+            close = [c for c in [closest(flag, schema.option_strings())] if c]
             findings.append(Finding("FLAG-unknown_kwarg", kw.value.lineno, f"{kw.arg}={ast.unparse(kw.value)}",
                                     f"not a {backend} {schema.version} engine argument.",
                                     f"see `{backend} --help` for this version",

@@ -27,6 +27,7 @@ from typing import Any, Iterator
 import yaml
 
 from doctor.errors import DoctorError
+from doctor.safeio import InputError, parse_json
 from doctor.lint import (
     Finding,
     LintError,
@@ -214,8 +215,8 @@ def _exec_form(argument: str) -> str:
     stripped = argument.strip()
     if stripped.startswith("["):
         try:
-            words = json.loads(stripped)
-        except json.JSONDecodeError:
+            words = parse_json(stripped, "Dockerfile exec form")
+        except (json.JSONDecodeError, InputError):
             return stripped
         if isinstance(words, list) and all(isinstance(w, str) for w in words):
             return shlex.join(words)
@@ -337,9 +338,11 @@ def _cell_lines(raw_lines: list[str]) -> list[int]:
 def lint_notebook(text: str, version: str | None = None) -> list[Finding]:
     """Jupyter: code cells as Python (`!cmd` and `%%bash` as shell), Markdown cells as documents."""
     try:
-        notebook: Any = json.loads(text)
+        notebook: Any = parse_json(text, "notebook")
     except json.JSONDecodeError as exc:
         raise LintError(f"not a notebook: invalid JSON (line {exc.lineno})") from exc
+    except InputError as exc:
+        raise LintError(str(exc)) from None
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list):
         raise LintError("not a notebook: no 'cells' list")

@@ -34,7 +34,6 @@ drafter directory with a config.json is read the same way.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -50,6 +49,7 @@ from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
 from doctor.planner.state import kv_dtype_bytes, kv_heads_per_rank
 from doctor.planner.versions import SglangRules
+from doctor.safeio import CONFIG_MAX_BYTES, read_json
 
 # --speculative-config "method" (vLLM) / --speculative-algorithm (SGLang), lower-cased
 MTP_METHODS = ("mtp", "qwen3_5_mtp", "qwen3_next_mtp", "nextn", "deepseek_mtp", "")
@@ -183,8 +183,8 @@ def resolve_drafter(method: str, model: str | None) -> DrafterSpec | None:
     config = path / "config.json" if os.path.isdir(path) else path
     if os.path.isfile(config):
         try:
-            data = json.loads(config.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            data = read_json(config, "drafter config", CONFIG_MAX_BYTES)
+        except ValueError as exc:
             raise PlanInputError(f"drafter {model}: unreadable config.json ({exc})") from None
         return drafter_from_config(data, str(path), f"local {config}", None if kind == "draft_model" else kind)
     names = sorted({s.name for s in registry.values()})

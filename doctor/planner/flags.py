@@ -16,6 +16,7 @@ from typing import Any, Callable
 from doctor.flags.schema import FlagDefault, SchemaError, flag_default
 from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
+from doctor.safeio import parse_json
 
 # flag -> (ServeConfig field, parser)
 _VALUED: dict[str, tuple[str, Callable[[str], Any]]] = {}
@@ -77,7 +78,7 @@ def _speculative_config(text: str) -> dict[str, Any]:
     EAGLE / EAGLE3 / DFlash, the drafter model as given (plan() resolves it: an unknown drafter is a
     PlanInputError there, exit 2)."""
     try:
-        conf = json.loads(text)
+        conf = parse_json(text, "--speculative-config")
     except json.JSONDecodeError:
         raise PlanInputError(f"--speculative-config {text!r} is not JSON") from None
     if not isinstance(conf, dict):
@@ -97,7 +98,7 @@ def _mm_limits(text: str) -> dict[str, Any]:
     get_limit_per_prompt (an unset modality: 999), and MultiModalBudget (multimodal/encoder_budget.py) profiles
     only modalities whose limit is above 0."""
     try:
-        conf = json.loads(text)
+        conf = parse_json(text, "--limit-mm-per-prompt")
     except json.JSONDecodeError:
         conf = dict(part.partition("=")[::2] for part in text.split(",") if part.strip())
     if not isinstance(conf, dict):
