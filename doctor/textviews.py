@@ -25,7 +25,7 @@ _CONTINUATION = re.compile(r"\\\r?\n[ \t]{0,200}")
 _BLOCK_SCALAR = re.compile(r"(?<=[:=])[ \t]{0,8}[>|][+-]?[0-9]?[ \t]{0,8}\r?\n[ \t]{0,200}")
 # Not before a line that starts with its own `key:` (a nested mapping stays a mapping).
 _BREAK = re.compile(r"[ \t]{0,200}\r?\n[ \t]*+(?![-\w\"'.]{1,80}[ \t]{0,8}:(?:[ \t]|$))", re.M)
-_WRAP = re.compile(r"(?<=[A-Za-z0-9_+/=.-])\r?\n(?=[A-Za-z0-9_+/=-])")
+_WRAP = re.compile(r"(?<=[A-Za-z0-9_+/=.-])\r?\n(?=[A-Za-z0-9_+/=.-])")
 
 
 def normalised(text: str) -> View:
