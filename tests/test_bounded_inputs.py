@@ -125,3 +125,13 @@ def test_lint_of_many_unknown_flags_finishes(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode in (0, 1), done.stderr
     assert len(json.loads(done.stdout)["results"]) >= 600
+
+
+def test_a_bundle_with_more_gpu_pairs_than_one_host_has_is_refused(tmp_path: Path) -> None:
+    from tests.support.big_bundle import big_bundle
+
+    bundle = tmp_path / "b.json"
+    bundle.write_text(json.dumps(big_bundle(100, topology_gpus=100)))
+    assert_one_line(qd("check", "--from", str(bundle)), "4950 GPU pairs")
+    bundle.write_text(json.dumps(big_bundle(1080, topology_gpus=64)))
+    assert qd("check", "--from", str(bundle), "--format", "json").returncode in (0, 1)

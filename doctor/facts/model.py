@@ -128,6 +128,7 @@ class Facts:
         except InputError as exc:
             raise BadBundle(str(exc)) from None
         schema.check_tree(data, str(p))  # what load_json lets through: integers beyond 64 bits, named by path
+        _bounded_topology(data, str(p))
         return cls.from_dict(data, source=str(p), parsed=True)
 
     @classmethod
@@ -157,6 +158,23 @@ class Facts:
 
             data = {**data, "fleet": checked(data["fleet"], source, parsed=parsed)}
         return cls(data)
+
+
+# The GPUs of one host whose pairs a bundle may record: the checks judge pairs inside one tensor-parallel group,
+# which lives on one host (HGX / DGX boards hold 8 or 16 GPUs); more pairs would only make validation and the
+# report quadratic in GPUs.
+MAX_TOPOLOGY_GPUS = 64
+MAX_TOPOLOGY_PAIRS = MAX_TOPOLOGY_GPUS * (MAX_TOPOLOGY_GPUS - 1) // 2
+
+
+def _bounded_topology(data: Any, source: str) -> None:
+    """Refuse a bundle recording more GPU pairs than one host can have (BadBundle, one line)."""
+    nvml = data.get("nvml") if isinstance(data, dict) else None
+    topology = nvml.get("topology") if isinstance(nvml, dict) else None
+    if isinstance(topology, list) and len(topology) > MAX_TOPOLOGY_PAIRS:
+        raise BadBundle(f"{source}: nvml.topology lists {len(topology)} GPU pairs, more than one host's "
+                        f"{MAX_TOPOLOGY_GPUS} GPUs can have ({MAX_TOPOLOGY_PAIRS}); a cluster is a fleet bundle "
+                        "(`qwen-doctor collect --ray/--spark`), one topology per node")
 
 
 def _is_text(raw: bytes) -> bool:
