@@ -304,7 +304,7 @@ def _view_spans(view: textviews.View) -> list[tuple[int, int]]:
     text = view[0]
     spans: list[tuple[int, int]] = []
     values = _Values()
-    _standard_passes(text, _Scan(values, min_len=1))
+    _standard_passes(text, _Scan(values, min_len=1), blocks=False)
     for value in values.values:
         if not value.strip() or value == REDACTED:
             continue
@@ -325,7 +325,29 @@ def _in_views(text: str, scan: _Scan) -> str:
     return _replace_spans(text, spans, scan) if spans else text
 
 
-def _standard_passes(text: str, scan: _Scan) -> str:
+# A YAML block scalar (`password: >` / `key: |-` then indented lines); each line must end in a newline (or the
+# text), so the lines parse one way only.
+_BLOCK_SCALAR = re.compile(r"(?m)^([ \t]{0,40})([\w.-]{1,80})[ \t]{0,8}:[ \t]{0,8}[>|][+-]?[0-9]?[ \t]{0,8}\n"
+                           r"((?:\1[ \t]{1,40}[^\n]*(?:\n|\Z))+)")
+
+
+def _block_scalars(text: str, scan: _Scan) -> str:
+    """The lines of a secret-named key's YAML block scalar, each replaced (a folded password spans lines)."""
+    def hide(m: re.Match[str]) -> str:
+        if not is_secret_name(m.group(2)):
+            return m.group()
+        lines = m.group(3).split("\n")
+        shown = [line[:len(line) - len(line.lstrip())] + (scan.hide(line.strip()) if line.strip() else "")
+                 for line in lines]
+        return m.group()[:m.start(3) - m.start()] + "\n".join(shown)
+
+    return _BLOCK_SCALAR.sub(hide, text) if "\n" in text and (">" in text or "|" in text) else text
+
+
+def _standard_passes(text: str, scan: _Scan, blocks: bool = True) -> str:
+    """Every pass on `text`; `blocks` off for a view, whose joined lines are no longer YAML."""
+    if blocks:
+        text = _block_scalars(text, scan)
     text = _provider_secrets(text, scan)
     lowered = text.lower()
     for pattern, method, needles in _PASSES:

@@ -113,3 +113,10 @@ def test_deploy_dry_run_hides_a_profile_env_secret(tmp_path) -> None:
     everything = done.stdout + done.stderr + (tmp_path / "r.json").read_text() if (tmp_path / "r.json").exists() \
         else done.stdout + done.stderr
     assert "Zx81kQ2mP9vB7nL3cR5tY0wEuIoPaSdFgHjK" not in everything and VALUE not in everything
+
+
+def test_a_secret_yaml_block_scalar_is_hidden_line_by_line_and_its_neighbours_kept() -> None:
+    text = "password: >\n  correct horse\n  battery staple\nport: 8000\ndescription: |\n  keep me\n"
+    out = redact_text(text)
+    assert "horse" not in out and "staple" not in out
+    assert "port: 8000" in out and "keep me" in out and out.count("\n") == text.count("\n")
