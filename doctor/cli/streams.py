@@ -138,14 +138,15 @@ def _text_stream(fd: int, mode: str) -> TextIO:
 
 
 def install() -> None:
-    """Reopen closed standard descriptors and make stdout / stderr safe (once; idempotent)."""
-    reopen_closed_fds()
-    if sys.stdin is None:
-        sys.stdin = _text_stream(0, "r")
-    for name, fd in (("stdout", 1), ("stderr", 2)):
+    """Reopen closed standard descriptors and make stdout / stderr safe (once; idempotent). A stream Python
+    found closed at start-up whose descriptor something else has taken since is pointed at /dev/null."""
+    reopened = set(reopen_closed_fds())
+    for name, fd, mode in (("stdin", 0, "r"), ("stdout", 1, "w"), ("stderr", 2, "w")):
         stream = getattr(sys, name)
         if isinstance(stream, SafeStream):
             continue
         if stream is None:
-            stream = _text_stream(fd, "w")
-        setattr(sys, name, SafeStream(stream, _fd_of(stream)))
+            stream = _text_stream(fd, mode) if fd in reopened else open(os.devnull, mode)  # noqa: SIM115
+        if mode == "w":
+            stream = SafeStream(stream, _fd_of(stream))
+        setattr(sys, name, stream)
