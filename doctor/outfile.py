@@ -7,6 +7,13 @@ Policy (the same for every command):
   replaced, and `-` is how a report goes to stdout.
 - A symlink to a regular file is written through: the file it points to gets the new content (atomically,
   in that file's directory) and the link stays a link. No symlink is followed into anything else.
+- As the kernel's fs.protected_symlinks and fs.protected_regular do, in a sticky world-writable directory
+  (/tmp) a symlink is followed only when it belongs to us or to the directory's owner, and an existing file
+  that belongs to someone else (not us, not the directory's owner) is not replaced: a root run cannot be
+  steered onto another user's file.
+- The final write never follows a symlink: the destination's directory is opened (O_DIRECTORY | O_NOFOLLOW),
+  the temp file is created and renamed relative to that descriptor, and the entry is checked to still be the
+  file that was resolved (a new path is linked in without replacing anything that appeared meanwhile).
 - The destination may not be the same file (st_dev, st_ino) as any input of the command, nor be given twice.
 - Writes are atomic: a temp file with a unique name in the destination's directory, fsynced, then renamed
   over the destination, so concurrent writers to one path all succeed (the last rename wins) and an
@@ -20,6 +27,7 @@ Policy (the same for every command):
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import stat
@@ -83,13 +91,29 @@ def resolve(requested: str | Path, what: str = "output") -> Destination:
         except OSError as exc:
             raise OutputError(f"cannot write {what} {name}: {exc.strerror or exc}") from None
         if stat.S_ISLNK(st.st_mode):
+            _check_protected(name, what, parent, st, "a symlink")
             path, via_link = os.path.join(parent, os.readlink(path)), True
             continue
         if not stat.S_ISREG(st.st_mode):
             link = f" (a symlink to {path})" if via_link else ""
             raise OutputError(f"cannot write {what} {name}: it is {kind_of(st.st_mode)}{link}; {_ONLY}")
+        _check_protected(name, what, parent, st, "a file")
         return Destination(name, path, st)
     raise OutputError(f"cannot write {what} {name}: too many levels of symbolic links")
+
+
+def _check_protected(name: str, what: str, parent: str, st: os.stat_result, kind: str) -> None:
+    """Refuse `kind` (a symlink to follow, a file to replace) in a sticky world-writable directory when it
+    belongs neither to us nor to the directory's owner (fs.protected_symlinks / fs.protected_regular)."""
+    try:
+        folder = os.stat(parent)
+    except OSError:
+        return
+    shared = folder.st_mode & stat.S_ISVTX and folder.st_mode & stat.S_IWOTH
+    if shared and st.st_uid not in (os.geteuid(), folder.st_uid):
+        raise OutputError(f"refusing to write {what} {name}: it is {kind} owned by uid {st.st_uid} in the "
+                          f"shared sticky directory {parent} (the kernel's protected_symlinks rule); "
+                          "choose a path of your own")
 
 
 def _proc_kind(name: str) -> str:
@@ -148,7 +172,24 @@ def write_file(target: str | Path | Destination, data: bytes | str, inputs: Iter
     payload = data.encode("utf-8") if isinstance(data, str) else data
     directory, base = os.path.split(dest.path)
     try:
-        fd, tmp = _create_temp(directory, base)
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise OutputError(f"cannot write {what} {requested}: {exc.strerror or exc}") from None
+    try:
+        _write_in(dir_fd, base, payload, dest, requested, what)
+        try:
+            os.fsync(dir_fd)
+        except OSError:
+            pass
+    finally:
+        os.close(dir_fd)
+    return dest.existing is not None
+
+
+def _write_in(dir_fd: int, base: str, payload: bytes, dest: Destination, requested: str, what: str) -> None:
+    """Temp file, fsync, then into place, all relative to the directory descriptor, following no symlink."""
+    try:
+        fd, tmp = _create_temp(dir_fd, base)
     except OSError as exc:
         raise OutputError(f"cannot write {what} {requested}: {exc.strerror or exc}") from None
     try:
@@ -158,27 +199,65 @@ def write_file(target: str | Path | Destination, data: bytes | str, inputs: Iter
             if dest.existing is not None:
                 _keep_attributes(fh.fileno(), dest.existing)
             os.fsync(fh.fileno())
-        resolve(requested, what)
-        os.replace(tmp, dest.path)
+        for _ in range(3):
+            if not _entry_now(dir_fd, base, dest, requested, what):
+                os.replace(tmp, base, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                break
+            try:
+                _link_new(dir_fd, tmp, base)
+                break
+            except FileExistsError:
+                continue  # another writer's file appeared: judge it like any existing entry
+        else:
+            raise OutputError(f"cannot write {what} {requested}: the path keeps changing while being written")
     except BaseException as exc:
-        _unlink_quietly(tmp)
+        _unlink_quietly(tmp, dir_fd)
         if isinstance(exc, OSError):
             raise OutputError(f"cannot write {what} {requested}: {exc.strerror or exc}") from None
         raise
-    _fsync_directory(directory)
-    return dest.existing is not None
 
 
-def _create_temp(directory: str, base: str) -> tuple[int, str]:
-    """A new file `.<base>.<random>.tmp` next to the destination, created exclusively with mode 0666 & ~umask."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+def _link_new(dir_fd: int, tmp: str, base: str) -> None:
+    """Put the temp file at a new path without replacing anything that appeared there meanwhile (a hard link
+    fails on an existing name); a file system without hard links gets a rename."""
+    try:
+        os.link(tmp, base, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+            raise
+        os.replace(tmp, base, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        return
+    os.unlink(tmp, dir_fd=dir_fd)
+
+
+def _entry_now(dir_fd: int, base: str, dest: Destination, requested: str, what: str) -> bool:
+    """True when the entry is absent (link the new file in); False when it may be replaced: the regular file
+    that was resolved, or one of ours that a concurrent writer put there. Anything else (a symlink, a file of
+    another user) appeared while writing: OutputError, nothing is replaced."""
+    try:
+        now = os.stat(base, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return True
+    if stat.S_ISREG(now.st_mode) and ((now.st_dev, now.st_ino) == dest.identity or now.st_uid == os.geteuid()):
+        return False
+    raise OutputError(f"cannot write {what} {requested}: it changed while being written (now "
+                      f"{kind_of(now.st_mode) if not stat.S_ISLNK(now.st_mode) else 'a symlink'}); "
+                      "nothing was replaced")
+
+
+def _create_temp(dir_fd: int, base: str) -> tuple[int, str]:
+    """A new file `.<base>.<random>.tmp` in the directory `dir_fd`, created exclusively (never through a
+    symlink) with mode 0666 & ~umask; (descriptor, name relative to dir_fd)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW
     for _ in range(100):
-        tmp = os.path.join(directory, f".{base[:200]}.{secrets.token_hex(6)}.tmp")
+        tmp = f".{base[:200]}.{secrets.token_hex(6)}.tmp"
         try:
-            return os.open(tmp, flags, 0o666), tmp
+            return os.open(tmp, flags, 0o666, dir_fd=dir_fd), tmp
         except FileExistsError:
             continue
-    raise FileExistsError(f"no free temporary name in {directory}")
+    raise OSError("no free temporary name in the output directory")
 
 
 def _keep_attributes(fd: int, old: os.stat_result) -> None:
@@ -191,21 +270,8 @@ def _keep_attributes(fd: int, old: os.stat_result) -> None:
             pass
 
 
-def _fsync_directory(directory: str) -> None:
+def _unlink_quietly(name: str, dir_fd: int) -> None:
     try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _unlink_quietly(path: str) -> None:
-    try:
-        os.unlink(path)
+        os.unlink(name, dir_fd=dir_fd)
     except OSError:
         pass

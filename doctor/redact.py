@@ -16,7 +16,9 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Optional, Protocol
 
+from doctor import textviews
 from doctor.secret_book import SecretBook
+from doctor.secret_rules import merge, secret_spans
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_LEN = 6
@@ -106,13 +108,14 @@ class Sink(Protocol):
 
 
 class _Scan:
-    """One pass of `redact_text`; `found` collects every secret value it replaced."""
+    """One pass of `redact_text`; `found` collects every secret value it replaced (of at least `min_len`)."""
 
-    def __init__(self, found: Sink | None = None) -> None:
+    def __init__(self, found: Sink | None = None, min_len: int = MIN_SECRET_LEN) -> None:
         self.found = found
+        self.min_len = min_len
 
     def hide(self, value: str) -> str:
-        if self.found is not None and len(value) >= MIN_SECRET_LEN:
+        if self.found is not None and len(value) >= self.min_len:
             self.found.add(value)
         return REDACTED
 
@@ -263,15 +266,102 @@ def _no_secret(word: str) -> bool:
     return False
 
 
-def scan_text(text: str, found: Sink | None = None, known: Callable[[str], bool] = _no_secret) -> str:
-    """`redact_text`, adding each secret value it replaced to `found`; a word cut by a length limit goes too
-    when `known(word)` says it starts a known secret."""
-    scan = _Scan(found)
+def _provider_secrets(text: str, scan: _Scan) -> str:
+    """Secrets of the provider rule set (`doctor.secret_rules`: gitleaks' rules and ours) replaced."""
+    spans = secret_spans(text)
+    return _replace_spans(text, spans, scan) if spans else text
+
+
+def _replace_spans(text: str, spans: list[tuple[int, int]], scan: _Scan) -> str:
+    """Each span replaced by the mark (each line of a span that crosses lines, so lines stay lines)."""
+    out: list[str] = []
+    pos = 0
+    for start, end in merge(spans):
+        if start < pos:
+            start = pos
+        if end <= start:
+            continue
+        out.append(text[pos:start])
+        scan.hide(text[start:end])
+        out.append("\n".join(REDACTED if part.strip() else part for part in text[start:end].split("\n")))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+class _Values:
+    """A sink that keeps every value a scan of a view hid."""
+
+    def __init__(self) -> None:
+        self.values: set[str] = set()
+
+    def add(self, value: str) -> None:
+        self.values.add(value)
+
+
+def _view_spans(view: textviews.View) -> list[tuple[int, int]]:
+    """Spans of the view holding a secret: what the provider rules and the name / flag / header passes find."""
+    text = view[0]
+    spans: list[tuple[int, int]] = []
+    values = _Values()
+    _standard_passes(text, _Scan(values, min_len=1), blocks=False)
+    for value in values.values:
+        if not value.strip() or value == REDACTED:
+            continue
+        start = text.find(value)
+        while start >= 0:
+            spans.append((start, start + len(value)))
+            start = text.find(value, start + len(value))
+    return textviews.original_spans(view, spans)
+
+
+def _in_views(text: str, scan: _Scan) -> str:
+    """Secrets disguised by Unicode (full-width signs, zero-width characters) or split over lines, found in the
+    normalised and joined views of the text and replaced in the original at the mapped places."""
+    extra = textviews.views(text)
+    if not extra:
+        return text
+    spans = [span for view in extra for span in _view_spans(view)]
+    return _replace_spans(text, spans, scan) if spans else text
+
+
+# A YAML block scalar (`password: >` / `key: |-` then indented lines); each line must end in a newline (or the
+# text), so the lines parse one way only.
+_BLOCK_SCALAR = re.compile(r"(?m)^([ \t]{0,40})([\w.-]{1,80})[ \t]{0,8}:[ \t]{0,8}[>|][+-]?[0-9]?[ \t]{0,8}\n"
+                           r"((?:\1[ \t]{1,40}[^\n]*(?:\n|\Z))+)")
+
+
+def _block_scalars(text: str, scan: _Scan) -> str:
+    """The lines of a secret-named key's YAML block scalar, each replaced (a folded password spans lines)."""
+    def hide(m: re.Match[str]) -> str:
+        if not is_secret_name(m.group(2)):
+            return m.group()
+        lines = m.group(3).split("\n")
+        shown = [line[:len(line) - len(line.lstrip())] + (scan.hide(line.strip()) if line.strip() else "")
+                 for line in lines]
+        return m.group()[:m.start(3) - m.start()] + "\n".join(shown)
+
+    return _BLOCK_SCALAR.sub(hide, text) if "\n" in text and (">" in text or "|" in text) else text
+
+
+def _standard_passes(text: str, scan: _Scan, blocks: bool = True) -> str:
+    """Every pass on `text`; `blocks` off for a view, whose joined lines are no longer YAML."""
+    if blocks:
+        text = _block_scalars(text, scan)
+    text = _provider_secrets(text, scan)
     lowered = text.lower()
     for pattern, method, needles in _PASSES:
         if any(n in lowered for n in needles):
             text = _rewrite(pattern, text, method(scan))
-    return _cut_tail(text, known, scan)
+    return text
+
+
+def scan_text(text: str, found: Sink | None = None, known: Callable[[str], bool] = _no_secret) -> str:
+    """`redact_text`, adding each secret value it replaced to `found`; a word cut by a length limit goes too
+    when `known(word)` says it starts a known secret."""
+    scan = _Scan(found)
+    text = _in_views(text, scan)
+    return _cut_tail(_standard_passes(text, scan), known, scan)
 
 
 def redact_text(text: str) -> str:

@@ -13,12 +13,16 @@ Two kinds of input:
 
 from __future__ import annotations
 
+import gzip
+import io
 import json
 import math
 import os
+import re
+import zlib
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from doctor.errors import DoctorError
 from doctor.outfile import kind_of
@@ -30,6 +34,12 @@ PROFILE_MAX_BYTES = 1 * MiB
 LINT_MAX_BYTES = 4 * MiB
 JSON_MAX_DEPTH = 64
 JSON_MAX_INT_DIGITS = 100
+# gzip input (bundles, logs): refused once it expands more than GZIP_MAX_RATIO times its compressed size (after
+# the first GZIP_RATIO_FLOOR bytes, which any small file may reach) or past LOG_GZIP_MAX_BYTES for a log.
+GZIP_MAX_RATIO = 250
+GZIP_RATIO_FLOOR = 1 * MiB
+LOG_GZIP_MAX_BYTES = 1024 * MiB
+_GZIP_CHUNK = 256 * 1024
 
 
 class InputError(DoctorError):
@@ -75,12 +85,48 @@ class BadJSON(InputError):
         self.detail = detail
 
 
-def load_json(raw: bytes, what: str, name: str) -> Any:
+# A string (escapes honoured, possibly unterminated) or one bracket: what the depth scan steps over.
+_JSON_STRUCTURE = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
+
+
+def nested_deeper(text: str, limit: int = JSON_MAX_DEPTH) -> bool:
+    """Whether JSON text opens more than `limit` arrays / objects inside one another, found by one linear scan
+    before any parser recurses (strings are stepped over, so brackets inside them do not count)."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    depth = 0
+    for m in _JSON_STRUCTURE.finditer(text):
+        token = m.group()
+        if token in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in "]}":
+            depth -= 1
+    return False
+
+
+def parse_json(text: str, what: str) -> Any:
+    """json.loads for JSON a user typed or a file held (a flag value, a notebook, a config): InputError (one
+    line, exit 2) past JSON_MAX_DEPTH levels; invalid JSON raises json.JSONDecodeError as json.loads does."""
+    if nested_deeper(text):
+        raise InputError(f"{what}: nested deeper than {JSON_MAX_DEPTH} levels")
+    return json.loads(text)
+
+
+def read_json(path: str | Path, what: str, limit: int) -> Any:
+    """A JSON file read with `read_bytes` and decoded with `load_json` (kind, size, depth and numbers bounded)."""
+    return load_json(read_bytes(path, what, limit), what, str(path))
+
+
+def load_json(raw: bytes | str, what: str, name: str) -> Any:
     """Decode a JSON document read with `read_bytes`: at most JSON_MAX_DEPTH levels, integers of at most
     JSON_MAX_INT_DIGITS digits, finite numbers only (no NaN / Infinity / 1e999); InputError names the problem."""
     try:
-        data = json.loads(raw.decode("utf-8"), parse_int=_bounded_int, parse_float=_finite_float,
-                          parse_constant=_no_constant)
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        if nested_deeper(text):
+            raise InputError(f"{what} {name}: nested deeper than {JSON_MAX_DEPTH} levels")
+        data = json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_no_constant)
     except UnicodeDecodeError as exc:
         detail = f"not UTF-8 text at byte {exc.start}"
         raise BadJSON(f"{what} {name}: {detail}", detail) from None
@@ -156,3 +202,89 @@ def _check_size(name: str, what: str, size: int, limit: int) -> None:
 
 def _human(size: int) -> str:
     return f"{size // MiB} MiB" if size >= MiB and size % MiB == 0 else f"{size} bytes"
+
+
+def _bomb(what: str, name: str, out: int, consumed: int) -> InputError:
+    return InputError(f"cannot read {what} {name}: gzip data expands more than {GZIP_MAX_RATIO} times "
+                      f"({consumed} bytes to over {out}); decompress it yourself if it is genuine")
+
+
+def gunzip(raw: bytes, what: str, name: str, limit: int) -> bytes:
+    """Decompress a whole gzip document within `limit` bytes and GZIP_MAX_RATIO; zlib.error / EOFError for
+    corrupt or truncated data (the caller words those)."""
+    inflate = zlib.decompressobj(wbits=31)
+    out: list[bytes] = []
+    size = consumed = 0
+    data = raw
+    while data and not inflate.eof:
+        before = len(data)
+        chunk = inflate.decompress(data, _GZIP_CHUNK)
+        data = inflate.unconsumed_tail
+        consumed += before - len(data)
+        size += len(chunk)
+        out.append(chunk)
+        if size > limit:
+            raise InputError(f"cannot read {what} {name}: decompressed, larger than the {_human(limit)} limit "
+                             f"for a {what}")
+        if size > GZIP_RATIO_FLOOR and size > GZIP_MAX_RATIO * max(consumed, 1):
+            raise _bomb(what, name, size, consumed)
+    if not inflate.eof:
+        raise EOFError("truncated gzip data")
+    return b"".join(out)
+
+
+class BoundedGzip(io.RawIOBase):
+    """A gzip stream (a log) read through a counter: InputError once it expands more than GZIP_MAX_RATIO
+    times what was read of it, or past `limit` bytes."""
+
+    def __init__(self, raw: BinaryIO, name: str, what: str = "log", limit: int = LOG_GZIP_MAX_BYTES) -> None:
+        super().__init__()
+        self._counted = _Counted(raw)
+        self._gz = gzip.GzipFile(fileobj=self._counted, mode="rb")
+        self._name, self._what, self._limit = name, what, limit
+        self._out = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self._gz.read(len(buffer))
+        self._out += len(data)
+        if self._out > self._limit:
+            raise InputError(f"cannot read {self._what} {self._name}: decompressed, larger than the "
+                             f"{_human(self._limit)} limit for a {self._what}")
+        if self._out > GZIP_RATIO_FLOOR and self._out > GZIP_MAX_RATIO * max(self._counted.count, 1):
+            raise _bomb(self._what, self._name, self._out, self._counted.count)
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._gz.close()
+        super().close()
+
+
+class _Counted(io.RawIOBase):
+    """A binary stream that counts the bytes read from it."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        super().__init__()
+        self.raw = raw
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.raw.read(size)
+        self.count += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+
+def bounded_gzip_stream(raw: BinaryIO, name: str, what: str = "log") -> BinaryIO:
+    """`BoundedGzip` buffered for line reading."""
+    return io.BufferedReader(BoundedGzip(raw, name, what), buffer_size=_GZIP_CHUNK)  # type: ignore[return-value]

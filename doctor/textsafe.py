@@ -9,7 +9,9 @@ overrides, which reorder what a reader sees). Every pattern is linear: bounded q
 
 from __future__ import annotations
 
+import os
 import re
+from typing import Any
 
 # CSI (ESC [ params intermediates final) and OSC (ESC ] ... BEL or ESC \) sequences, bounded; 8-bit CSI too.
 _ANSI = re.compile(r"\x1b\[[0-?]{0,64}[ -/]{0,8}[@-~]|\x9b[0-?]{0,64}[ -/]{0,8}[@-~]"
@@ -27,3 +29,19 @@ def visible(text: str) -> str:
     if _CONTROL.search(text) is None:
         return text
     return _ANSI.sub("", text).translate(_ESCAPES)
+
+
+COLOR_CHOICES = ("auto", "always", "never")
+
+
+def use_color(choice: str | None, stream: Any) -> bool:
+    """Whether to colour `stream`: `--color always/never` decide; `auto` (the default) colours a terminal
+    unless NO_COLOR is set to a non-empty value (https://no-color.org)."""
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False

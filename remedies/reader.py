@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
+from doctor.safeio import bounded_gzip_stream
 from remedies.errors import LogReadError
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -48,7 +49,7 @@ def open_log(source: str | Path) -> Iterator[BinaryIO]:
         else:
             raw = _sniffed(raw, name, first)
         head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
-        stream: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if head == GZIP_MAGIC else raw  # type: ignore[assignment]
+        stream: BinaryIO = bounded_gzip_stream(raw, name) if head == GZIP_MAGIC else raw  # type: ignore[arg-type]
         yield _Guarded(stream, name)  # type: ignore[misc]
     finally:
         if name != STDIN:

@@ -223,14 +223,14 @@ def test_a_failed_or_interrupted_write_leaves_the_old_file_and_no_temp(tmp_path:
     out = tmp_path / "r.txt"
     out.write_text("old")
 
-    def fail(*_args: object) -> None:
+    def fail(*_args: object, **_kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", fail)
     with pytest.raises(OutputError, match="No space left on device"):
         write_file(out, "new")
 
-    def interrupt(*_args: object) -> None:
+    def interrupt(*_args: object, **_kwargs: object) -> None:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(os, "replace", interrupt)
@@ -276,3 +276,92 @@ def test_a_closed_stdout_ends_a_listing_quietly_with_exit_0(argv: list[str]):
         os.close(write_end)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+# ---- a root run in a shared sticky directory (issue 23, item 2) ------------------------------------------
+OTHER_UID = 54321
+
+
+def _sticky(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    return shared
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a symlink to another uid")
+def test_a_symlink_of_another_user_in_a_sticky_directory_is_not_followed(tmp_path):
+    from doctor.outfile import OutputError, write_file
+
+    victim = tmp_path / "victim.conf"
+    victim.write_text("theirs\n")
+    shared = _sticky(tmp_path)
+    link = shared / "report.json"
+    link.symlink_to(victim)
+    os.lchown(link, OTHER_UID, OTHER_UID)
+    with pytest.raises(OutputError, match="owned by uid 54321"):
+        write_file(link, "ours\n")
+    assert victim.read_text() == "theirs\n" and link.is_symlink()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a symlink to another uid")
+def test_the_cli_refuses_it_with_one_line_and_exit_2(tmp_path):
+    victim = tmp_path / "victim.conf"
+    victim.write_text("theirs\n")
+    link = _sticky(tmp_path) / "r.json"
+    link.symlink_to(victim)
+    os.lchown(link, OTHER_UID, OTHER_UID)
+    proc = subprocess.run([sys.executable, "-m", "doctor", "check", "--from", str(FIXTURES / "h200.json"),
+                           "-o", str(link)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert victim.read_text() == "theirs\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own a file as another uid")
+def test_another_users_file_in_a_sticky_directory_is_not_replaced(tmp_path):
+    from doctor.outfile import OutputError, write_file
+
+    theirs = _sticky(tmp_path) / "r.json"
+    theirs.write_text("theirs\n")
+    os.chown(theirs, OTHER_UID, OTHER_UID)
+    with pytest.raises(OutputError, match="protected_symlinks"):
+        write_file(theirs, "ours\n")
+    assert theirs.read_text() == "theirs\n"
+
+
+def test_our_own_symlink_in_a_sticky_directory_and_another_users_elsewhere_are_written_through(tmp_path):
+    from doctor.outfile import write_file
+
+    target = tmp_path / "target.json"
+    target.write_text("old\n")
+    link = _sticky(tmp_path) / "mine.json"
+    link.symlink_to(target)
+    assert write_file(link, "new\n") is True
+    assert target.read_text() == "new\n" and link.is_symlink()
+    if os.geteuid() == 0:
+        plain = tmp_path / "plain"
+        plain.mkdir()
+        other = plain / "theirs.json"
+        other.symlink_to(target)
+        os.lchown(other, OTHER_UID, OTHER_UID)
+        write_file(other, "again\n")
+        assert target.read_text() == "again\n"
+
+
+def test_a_path_that_appears_while_writing_is_not_replaced(tmp_path, monkeypatch):
+    from doctor import outfile
+
+    dest = tmp_path / "new.json"
+    real = outfile._create_temp
+
+    def create_then_race(dir_fd, base):
+        made = real(dir_fd, base)
+        dest.symlink_to(tmp_path / "elsewhere")
+        return made
+
+    monkeypatch.setattr(outfile, "_create_temp", create_then_race)
+    with pytest.raises(outfile.OutputError, match="changed while being written"):
+        outfile.write_file(dest, "x")
+    assert dest.is_symlink() and not (tmp_path / "elsewhere").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["new.json"]

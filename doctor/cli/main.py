@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-from typing import Any
 
-import click
+from doctor.cli import interrupt
+
+if os.path.basename(sys.argv[0] if sys.argv else "").startswith("qwen-doctor"):
+    interrupt.exit_at_once()  # the console script: Ctrl-C during the imports below is one line, exit 130
+
+import importlib  # noqa: E402
+from typing import Any  # noqa: E402
+
+import click  # noqa: E402
 
 from doctor import __version__
 
@@ -40,21 +46,19 @@ class LazyGroup(click.Group):
         module, attr = target.split(":")
         return getattr(importlib.import_module(module), attr)
 
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except KeyboardInterrupt:
+            raise interrupt.Interrupted() from None
+
     def invoke(self, ctx: click.Context) -> Any:
-        """Run the command; a reader that closed stdout (`| head -1`) ends it quietly with exit 0 (click itself
-        would exit 1, the code of a failed check)."""
+        """Run the command; Ctrl-C reaches `main` past click (which would print a blank line first)."""
         try:
             return super().invoke(ctx)
-        except BrokenPipeError:
-            _quiet_stdout()
-            raise click.exceptions.Exit(0) from None
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null so that nothing more, not even the flush at exit, fails on the closed pipe."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
+        except KeyboardInterrupt:
+            raise interrupt.Interrupted() from None
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -80,14 +84,31 @@ def _one_line(message: str) -> str:
 
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: every DoctorError is one line on stderr with exit 2, never a traceback; everything on
-    stderr is redacted (`doctor.cli.stderr`)."""
-    from doctor.cli import stderr
-
-    stream = stderr.install(sys.argv[1:] if argv is None else argv)
+    stderr is redacted (`doctor.cli.stderr`); closed or failing standard streams change nothing
+    (`doctor.cli.streams`); Ctrl-C is exit 130 and one line (`doctor.cli.interrupt`). `argv` None is the
+    program itself (sys.argv), which also owns the SIGINT handler."""
+    program = argv is None
     try:
-        return _run(argv)
-    finally:
-        stream.flush()
+        if program:
+            interrupt.exit_at_once()
+            interrupt.ignore_at_exit()
+        from doctor.cli import stderr, streams
+
+        streams.install()
+        stream = stderr.install(sys.argv[1:] if argv is None else argv)
+        try:
+            if program:
+                interrupt.raise_interrupt()
+            return _run(argv)
+        finally:
+            if program:
+                interrupt.exit_at_once()
+            stream.flush()
+    except (KeyboardInterrupt, interrupt.Interrupted):
+        if program:
+            interrupt.exit_at_once()
+        click.echo(interrupt.LINE, err=True)
+        sys.exit(interrupt.EXIT_INTERRUPTED)
 
 
 def _run(argv: list[str] | None) -> Any:
@@ -102,16 +123,10 @@ def _run(argv: list[str] | None) -> Any:
         sys.exit(2)
     except click.exceptions.Abort:
         click.echo("qwen-doctor: aborted", err=True)
-        sys.exit(130)
+        sys.exit(interrupt.EXIT_INTERRUPTED)
     except DoctorError as exc:
         click.echo(f"qwen-doctor: error: {_one_line(str(exc))}", err=True)
         sys.exit(2)
-    except KeyboardInterrupt:
-        click.echo("qwen-doctor: interrupted", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        _quiet_stdout()
-        sys.exit(0)
     except Exception as exc:
         if os.environ.get(DEBUG_ENV):
             raise

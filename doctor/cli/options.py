@@ -11,6 +11,7 @@ from typing import Any, Callable
 import click
 
 from doctor.report.outputs import FORMATS as REPORT_FORMATS
+from doctor.textsafe import COLOR_CHOICES
 
 class FiniteFloatRange(click.FloatRange):
     """click.FloatRange that also refuses nan and +-inf, which a range comparison lets through."""
@@ -59,6 +60,7 @@ class ReportOutputs:
     outputs: tuple[str, ...]
     redact_hosts: bool
     inputs: tuple[str, ...] = ()
+    color: str = "auto"
 
     def reading(self, *inputs: Any) -> "ReportOutputs":
         """The same request, knowing more input files of the command (None and '-' are ignored)."""
@@ -77,7 +79,12 @@ class ReportOutputs:
         from doctor.report.outputs import write_outputs
 
         return write_outputs(report, self.outputs, self.fmt, redact_hosts=self.redact_hosts, fail_on=fail_on,
-                             verbose=verbose, terminal=terminal, inputs=self.inputs)
+                             verbose=verbose, terminal=terminal, inputs=self.inputs, color=self.color)
+
+
+color_option = click.option(
+    "--color", "color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
+    help="Colour the terminal text: auto colours a terminal unless NO_COLOR is set.")
 
 
 def report_outputs(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -86,8 +93,9 @@ def report_outputs(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def wrapper(*args: Any, report_fmt: str | None, report_outputs: tuple[str, ...], redact_hosts: bool,
-                **kwargs: Any) -> Any:
-        return func(*args, report_out=ReportOutputs(report_fmt, report_outputs, redact_hosts), **kwargs)
+                color: str, **kwargs: Any) -> Any:
+        return func(*args, report_out=ReportOutputs(report_fmt, report_outputs, redact_hosts, color=color),
+                    **kwargs)
 
     for option in reversed([
         click.option("--format", "report_fmt", type=click.Choice(REPORT_FORMATS), default=None,
@@ -98,6 +106,7 @@ def report_outputs(func: Callable[..., Any]) -> Callable[..., Any]:
                           "(.html .xml=JUnit .json .md .txt; '-' is stdout)."),
         click.option("--redact-hosts", is_flag=True,
                      help="Also replace hostnames and IP addresses in the report (secrets are always redacted)."),
+        color_option,
     ]):
         wrapper = option(wrapper)
     return wrapper

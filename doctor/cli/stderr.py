@@ -8,7 +8,6 @@ added as it runs: `doctor.redact_hosts`). Writing happens per complete line so t
 
 from __future__ import annotations
 
-import re
 import socket
 import sys
 from typing import Any, TextIO
@@ -18,8 +17,6 @@ from doctor.redact_hosts import HostHider
 from doctor.textsafe import visible
 
 HOSTS_FLAG = "--redact-hosts"
-# Colour set by the tool itself (SGR only): kept on a terminal; any other escape sequence is shown as text.
-_SGR = re.compile(r"(\x1b\[[0-9;]{0,32}m)")
 _hider: HostHider | None = None
 
 
@@ -45,10 +42,9 @@ class RedactingStream:
         self.inner.flush()
 
     def clean(self, text: str) -> str:
-        """`text` redacted (and with hosts hidden when asked), control characters other than colour escaped."""
-        parts = _SGR.split(text)
-        text = "".join(p if i % 2 else visible(p) for i, p in enumerate(parts))
-        text = redact_text(text)
+        """`text` redacted (and with hosts hidden when asked), escape sequences and control characters made
+        visible as on stdout (`doctor.textsafe.visible`): a file name cannot repaint or hide the line."""
+        text = redact_text(visible(text))
         return self.hider.hide(text) if self.hider is not None else text
 
     def __getattr__(self, name: str) -> Any:

@@ -14,7 +14,7 @@ Mirrors what the backend verifies at start-up, so `--dry-run` and the preflight 
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from doctor.deploy.spec import LaunchSpec
 from doctor.deployment import SettingError, from_argv
 from doctor.deployment.table import field_names
 from doctor.results import Result, Status
+from doctor.safeio import CONFIG_MAX_BYTES, BadJSON, read_json
 
 CHECK_ID = "QD-DEPLOY-CONFIG"
 TITLE = "Flags fit the checkpoint's config.json"
@@ -55,9 +56,11 @@ def derived_max_len(config: dict[str, Any]) -> tuple[int, str] | None:
 def read_config(model: str) -> dict[str, Any] | None:
     """The checkpoint's config.json when `model` is a local directory holding one (else None)."""
     path = Path(model) / "config.json"
+    if not os.path.isfile(path):
+        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json(path, "model config", CONFIG_MAX_BYTES)
+    except BadJSON:
         return None
     return data if isinstance(data, dict) else None
 

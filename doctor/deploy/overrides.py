@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import json
 from typing import Any
 
 from doctor.errors import DoctorError
+from doctor.safeio import parse_json
 
 RESERVED = {"model": "--model", "model-path": "--model", "host": "--host", "port": "--port"}
 
@@ -22,7 +22,7 @@ def _value(text: str) -> Any:
             pass
     if text[:1] in "{[":
         try:
-            return json.loads(text)
+            return parse_json(text, f"--flag value {text[:40]!r}")
         except ValueError as exc:
             raise DoctorError(f"--flag value {text!r} is not valid JSON: {exc}") from None
     return text

@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 
 from doctor.errors import DoctorError
+from doctor.safeio import BadJSON, InputError, read_json
 
 STATE_ENV = "QWEN_DOCTOR_STATE_DIR"
 
@@ -95,16 +96,27 @@ def forget(record: RunRecord) -> None:
         record.path.unlink()
 
 
+RECORD_MAX_BYTES = 64 * 1024
+
+
 def load_all() -> list[RunRecord]:
-    """Every readable record, oldest first; unreadable files are skipped."""
+    """Every record, oldest first, each read like any other input (`doctor.safeio`: a regular file under
+    RECORD_MAX_BYTES, never blocking, JSON nesting bounded); a record with foreign fields is skipped, a file
+    that is no record at all (a FIFO, a huge or deeply nested file) is one line naming it, exit 2."""
     out = []
     folder = runs_dir()
     if not folder.is_dir():
         return []
     for path in sorted(folder.glob("*.json")):
         try:
-            out.append(_parse(json.loads(path.read_text(encoding="utf-8"))))
-        except (OSError, ValueError, TypeError):
+            data = read_json(path, "run record", RECORD_MAX_BYTES)
+        except BadJSON:
+            continue
+        except InputError as exc:
+            raise InputError(f"{exc} (remove it from {folder})") from None
+        try:
+            out.append(_parse(data))
+        except (ValueError, TypeError):
             continue
     return sorted(out, key=lambda r: r.create_time)
 

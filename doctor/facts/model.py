@@ -128,6 +128,7 @@ class Facts:
         except InputError as exc:
             raise BadBundle(str(exc)) from None
         schema.check_tree(data, str(p))  # what load_json lets through: integers beyond 64 bits, named by path
+        _bounded_topology(data, str(p))
         return cls.from_dict(data, source=str(p), parsed=True)
 
     @classmethod
@@ -159,6 +160,23 @@ class Facts:
         return cls(data)
 
 
+# The GPUs of one host whose pairs a bundle may record: the checks judge pairs inside one tensor-parallel group,
+# which lives on one host (HGX / DGX boards hold 8 or 16 GPUs); more pairs would only make validation and the
+# report quadratic in GPUs.
+MAX_TOPOLOGY_GPUS = 64
+MAX_TOPOLOGY_PAIRS = MAX_TOPOLOGY_GPUS * (MAX_TOPOLOGY_GPUS - 1) // 2
+
+
+def _bounded_topology(data: Any, source: str) -> None:
+    """Refuse a bundle recording more GPU pairs than one host can have (BadBundle, one line)."""
+    nvml = data.get("nvml") if isinstance(data, dict) else None
+    topology = nvml.get("topology") if isinstance(nvml, dict) else None
+    if isinstance(topology, list) and len(topology) > MAX_TOPOLOGY_PAIRS:
+        raise BadBundle(f"{source}: nvml.topology lists {len(topology)} GPU pairs, more than one host's "
+                        f"{MAX_TOPOLOGY_GPUS} GPUs can have ({MAX_TOPOLOGY_PAIRS}); a cluster is a fleet bundle "
+                        "(`qwen-doctor collect --ray/--spark`), one topology per node")
+
+
 def _is_text(raw: bytes) -> bool:
     """UTF-8 without NUL bytes: what a pasted dump is (anything else is judged as JSON, and refused as such)."""
     if b"\x00" in raw:
@@ -173,17 +191,15 @@ def _is_text(raw: bytes) -> bool:
 def _gunzipped(raw: bytes, path: Path) -> bytes:
     """A gzip-compressed bundle (`gzip bundle.json` before attaching it to a ticket) decompressed, within the
     same size cap as a plain one; other bytes as they are."""
-    from doctor.safeio import BUNDLE_MAX_BYTES
+    from doctor.safeio import BUNDLE_MAX_BYTES, InputError, gunzip
 
     if raw[:2] != b"\x1f\x8b":
         return raw
-    inflate = zlib.decompressobj(wbits=31)
     try:
-        data = inflate.decompress(raw, BUNDLE_MAX_BYTES + 1)
+        return gunzip(raw, "bundle", str(path), BUNDLE_MAX_BYTES)
     except zlib.error as exc:
         raise BadBundle(f"{path} is not a qwen-doctor facts bundle: corrupt gzip data ({exc})") from None
-    if len(data) > BUNDLE_MAX_BYTES:
-        raise BadBundle(f"{path}: decompressed, larger than the {BUNDLE_MAX_BYTES >> 20} MiB limit for a bundle")
-    if not inflate.eof:
-        raise BadBundle(f"{path} is not a qwen-doctor facts bundle: truncated gzip data")
-    return data
+    except EOFError:
+        raise BadBundle(f"{path} is not a qwen-doctor facts bundle: truncated gzip data") from None
+    except InputError as exc:
+        raise BadBundle(str(exc)) from None

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import difflib
-import json
 import re
 from doctor.flags.issues import FlagIssue, ValidationReport
 from doctor.flags.schema import FlagSchema, FlagSpec, load_schema
+from doctor.safeio import parse_json
+from doctor.name_index import closest
 
 __all__ = ["FlagIssue", "ValidationReport", "validate", "validate_args", "validate_command"]
 
@@ -108,8 +109,7 @@ def _resolve(name: str, schema: FlagSchema) -> tuple[FlagSpec | None, str]:
 
 
 def _unknown(token: str, name: str, schema: FlagSchema) -> FlagIssue:
-    close = difflib.get_close_matches(name, schema.option_strings(), n=1, cutoff=0.6)
-    suggestion = close[0] if close else None
+    suggestion = closest(name, schema.option_strings())
     hint = f" (did you mean {suggestion}?)" if suggestion else ""
     return FlagIssue("unknown_flag", name, f"unrecognized arguments: {token}{hint}", suggestion)
 
@@ -164,7 +164,7 @@ def _check_value(flag: str, spec: FlagSpec, value: str) -> FlagIssue | None:
         elif kind == "human_int" and not (_HUMAN_INT.match(value) or value.lower() == "auto"):
             raise ValueError(value)
         elif kind == "json" and not value.lstrip("-").isdigit():
-            json.loads(value)
+            parse_json(value, f"argument {flag}")
     except ValueError:
         label = {"human_int": "int", "json": "JSON"}.get(kind, kind)
         return FlagIssue("bad_type", flag, f"argument {flag}: invalid {label} value: {value!r}")

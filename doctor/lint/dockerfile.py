@@ -8,6 +8,7 @@ import shlex
 from typing import Iterator
 
 from doctor.lint.findings import Finding
+from doctor.safeio import InputError, parse_json
 from doctor.lint.shell import lint_shell
 
 _INSTRUCTION = re.compile(r"^\s*(RUN|CMD|ENTRYPOINT|ENV)\s+(.*)$", re.I)
@@ -41,8 +42,8 @@ def _exec_form(argument: str) -> str:
     stripped = argument.strip()
     if stripped.startswith("["):
         try:
-            words = json.loads(stripped)
-        except json.JSONDecodeError:
+            words = parse_json(stripped, "Dockerfile exec form")
+        except (json.JSONDecodeError, InputError):
             return stripped
         if isinstance(words, list) and all(isinstance(w, str) for w in words):
             return shlex.join(words)

@@ -10,6 +10,7 @@ from doctor.lint.claims import text_findings
 from doctor.lint.extract import Snippet, snippets_from_text
 from doctor.lint.findings import Finding, LintError
 from doctor.lint.markdown import lint_snippets
+from doctor.safeio import InputError, parse_json
 
 
 def _cell_lines(raw_lines: list[str]) -> list[int]:
@@ -20,9 +21,11 @@ def _cell_lines(raw_lines: list[str]) -> list[int]:
 def lint_notebook(text: str, version: str | None = None) -> list[Finding]:
     """Jupyter: code cells as Python (`!cmd` and `%%bash` as shell), Markdown cells as documents."""
     try:
-        notebook: Any = json.loads(text)
+        notebook: Any = parse_json(text, "notebook")
     except json.JSONDecodeError as exc:
         raise LintError(f"not a notebook: invalid JSON (line {exc.lineno})") from exc
+    except InputError as exc:
+        raise LintError(str(exc)) from None
     cells = notebook.get("cells") if isinstance(notebook, dict) else None
     if not isinstance(cells, list):
         raise LintError("not a notebook: no 'cells' list")

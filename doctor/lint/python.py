@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import ast
-import difflib
 import json
 import re
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from typing import Any
 
 from doctor.lint.backend_args import combination_findings
 from doctor.lint.findings import SCHEMA_SOURCE, Finding, LintError, dedupe, finding_for, kwarg_findings, rules
+from doctor.name_index import closest
 
 # Calls whose keyword arguments are the backend's engine/server arguments (checked against its flag schema).
 _ENGINE_CALLS = {"LLM": "vllm", "LLMEngine": "vllm", "AsyncLLMEngine": "vllm", "EngineArgs": "vllm",
@@ -177,7 +177,7 @@ def _engine_kwargs(node: ast.Call, backend: str, version: str | None) -> list[Fi
         flag = "--" + kw.arg.replace("_", "-")
         value = _literal(kw.value)
         if schema.lookup(flag) is None:  # keyword arguments must match exactly: no argparse abbreviations
-            close = difflib.get_close_matches(flag, schema.option_strings(), n=1, cutoff=0.6)
+            close = [c for c in [closest(flag, schema.option_strings())] if c]
             findings.append(Finding("FLAG-unknown_kwarg", kw.value.lineno, f"{kw.arg}={ast.unparse(kw.value)}",
                                     f"not a {backend} {schema.version} engine argument.",
                                     f"see `{backend} --help` for this version",

@@ -34,7 +34,6 @@ drafter directory with a config.json is read the same way.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -51,6 +50,7 @@ from doctor.planner.errors import PlanInputError
 from doctor.planner.methods import MODEL_METHODS, MTP_METHODS, NO_MODEL_METHODS
 from doctor.planner.state import kv_dtype_bytes, kv_heads_per_rank
 from doctor.planner.versions import SglangRules
+from doctor.safeio import CONFIG_MAX_BYTES, read_json
 
 
 
@@ -180,8 +180,8 @@ def resolve_drafter(method: str, model: str | None) -> DrafterSpec | None:
     config = path / "config.json" if os.path.isdir(path) else path
     if os.path.isfile(config):
         try:
-            data = json.loads(config.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            data = read_json(config, "drafter config", CONFIG_MAX_BYTES)
+        except ValueError as exc:
             raise PlanInputError(f"drafter {model}: unreadable config.json ({exc})") from None
         return drafter_from_config(data, str(path), f"local {config}", None if kind == "draft_model" else kind)
     names = sorted({s.name for s in registry.values()})

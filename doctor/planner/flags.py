@@ -18,6 +18,7 @@ from doctor.deployment.table import byte_size, option
 from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
 from doctor.planner.methods import MTP_METHODS, NO_MODEL_METHODS
+from doctor.safeio import parse_json
 
 
 def _bytes(text: str) -> int:
@@ -30,7 +31,7 @@ def _speculative_config(text: str) -> dict[str, Any]:
     EAGLE / EAGLE3 / DFlash, the drafter model as given (plan() resolves it: an unknown drafter is a
     PlanInputError there, exit 2)."""
     try:
-        conf = json.loads(text)
+        conf = parse_json(text, option("speculative_config"))
     except json.JSONDecodeError:
         raise PlanInputError(f"{option('speculative_config')} {text!r} is not JSON") from None
     if not isinstance(conf, dict):
@@ -50,7 +51,7 @@ def _mm_limits(text: str) -> dict[str, Any]:
     get_limit_per_prompt (an unset modality: 999), and MultiModalBudget (multimodal/encoder_budget.py) profiles
     only modalities whose limit is above 0."""
     try:
-        conf = json.loads(text)
+        conf = parse_json(text, option("limit_mm_per_prompt"))
     except json.JSONDecodeError:
         conf = dict(part.partition("=")[::2] for part in text.split(",") if part.strip())
     if not isinstance(conf, dict):

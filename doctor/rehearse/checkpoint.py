@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from doctor.errors import DoctorError
+from doctor.safeio import CONFIG_MAX_BYTES, read_json
 from doctor.rehearse import tokenizer as tok
 from doctor.rehearse.vocab import EOS_ID, PAD_ID, VISION_IDS, VOCAB_SIZE
 
@@ -66,8 +67,8 @@ def model_config(model: str) -> tuple[str, dict[str, Any], Path | None]:
     if not os.path.isfile(config_file):
         raise DoctorError(f"--rehearse needs a registry model or a folder with config.json; {model!r} is neither")
     try:
-        config = json.loads(config_file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        config = read_json(config_file, "model config", CONFIG_MAX_BYTES)
+    except ValueError as exc:
         raise DoctorError(f"cannot read {config_file}: {exc}") from None
     if not isinstance(config, dict):
         raise DoctorError(f"{config_file} is not a JSON object")

@@ -18,6 +18,7 @@ from typing import Callable, Iterable
 from doctor.errors import DoctorError
 from doctor.outfile import check_outputs, write_file
 from doctor.report.model import Report
+from doctor.textsafe import use_color
 
 FORMATS = ("text", "json", "junit", "md", "html")
 EXTENSIONS = {".txt": "text", ".log": "text", ".json": "json", ".xml": "junit", ".md": "md",
@@ -85,7 +86,7 @@ def render(report: Report, fmt: str, *, fail_on: str = "fail", verbose: bool = F
 
 def write_outputs(report: Report, outputs: list[str] | tuple[str, ...] = (), fmt: str | None = None, *,
                   redact_hosts: bool = False, fail_on: str = "fail", verbose: bool = False,
-                  terminal: Terminal | None = None, inputs: Inputs = ()) -> list[str]:
+                  terminal: Terminal | None = None, inputs: Inputs = (), color: str = "auto") -> list[str]:
     """Redact once, render every requested format, then write: stdout, and files atomically; the files written.
 
     Every path is checked before anything is written, so a bad `--output` leaves all files as they were;
@@ -99,14 +100,14 @@ def write_outputs(report: Report, outputs: list[str] | tuple[str, ...] = (), fmt
     safe = report.redacted(hosts=redact_hosts)
     if all(t.path != STDOUT for t in targets):
         targets = [Target(STDOUT, "text"), *targets]
-    color = sys.stdout.isatty()
+    paint = use_color(color, sys.stdout)
     rendered = []
     for t in targets:
         if t.path == STDOUT and t.fmt == "text" and terminal is not None:
-            rendered.append((t, terminal(safe, color)))
+            rendered.append((t, terminal(safe, paint)))
         else:
             rendered.append((t, render(safe, t.fmt, fail_on=fail_on, verbose=verbose,
-                                       color=color and t.path == STDOUT)))
+                                       color=paint and t.path == STDOUT)))
     for t, text in rendered:  # files first: a closed pipe on stdout (`| head`) must not cost them
         if t.path != STDOUT:
             replaced = write_file(t.path, text, inputs, what="report")
