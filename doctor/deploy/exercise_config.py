@@ -1,0 +1,16 @@
+"""The one place deploy's knowledge of its server becomes the exercise configuration (the runner is shared
+with probe, which builds its configuration from the command line and the server's answers instead)."""
+
+from __future__ import annotations
+
+from doctor.deploy.exercise import ExerciseConfig
+from doctor.deploy.server_traits import from_argv
+from doctor.deploy.spec import LaunchSpec
+
+
+def exercise_config(spec: LaunchSpec, burst: int, burst_tokens: int, sweep: tuple[int, ...] = ()) -> ExerciseConfig:
+    """What deploy exercises: the served name, the load sizes, and the traits its command line gives the server."""
+    traits = from_argv(spec.argv, spec.backend)
+    return ExerciseConfig(model=spec.served_model_name, reasoning=bool(traits.reasoning_parser), burst=burst,
+                          burst_tokens=burst_tokens, headers=tuple(spec.headers.items()), traits=traits,
+                          sweep=tuple(sweep))
