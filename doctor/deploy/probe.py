@@ -27,7 +27,7 @@ from doctor.results import Result
 
 # Scrape back to back (this far apart) while the burst runs: a burst of a few hundred ms between two scrapes
 # half a second apart was seen with 0 running requests.
-SAMPLE_EVERY_S = 0.05
+SAMPLE_EVERY_S = 0.02
 SETTLE_S = 2.0
 # In order; the burst (with its warm-up wave) and the sweep come after these.
 EXERCISES = (list_models, chat, stream, structured, reasoning, thinking_off, tool_call, tool_call_stream, image,
