@@ -64,6 +64,11 @@ def _variables(values: tuple[str, ...]) -> dict[str, str]:
 @click.option("--slo", "slo_items", multiple=True, metavar="NAME=VALUE",
               help="A service-level objective the burst must meet (repeatable): ttft_p99_ms=2000, tpot_p50_ms=50, "
                    "error_rate=0 (METRIC_STAT_ms with METRIC ttft|tpot|itl|e2el and STAT p50|p90|p99|mean).")
+@click.option("--sweep", "sweep_text", default=None, metavar="C1,C2,...",
+              help="Also measure each concurrency warm (e.g. 1,8,64,256): throughput, TTFT / TPOT percentiles, the "
+                   "knee, the largest concurrency meeting every --slo; a chart in the HTML report.")
+@click.option("--bench", is_flag=True,
+              help="Also run `vllm bench serve` against the server (at --burst, or each --sweep concurrency).")
 @click.option("--status", "show_status", is_flag=True,
               help="List the servers qwen-doctor started (alive or stale) and exit.")
 @click.option("--stop", "stop_id", is_flag=False, flag_value="all", default=None, metavar="[ID]",
@@ -74,16 +79,18 @@ def _variables(values: tuple[str, ...]) -> dict[str, str]:
 @options.fail_on
 @options.verbose
 def deploy(profile_name, model, variables, flags, port, host, python, dry_run, rehearse, ray, keep, force, timeout,
-           log_path, burst, burst_tokens, slo_items, show_status, stop_id, report_path, report_out, fail_on,
-           verbose) -> None:
+           log_path, burst, burst_tokens, slo_items, sweep_text, bench, show_status, stop_id, report_path, report_out,
+           fail_on, verbose) -> None:
     """Run the profile's checks, start its server, follow its log, exercise its API, stop it."""
     if show_status or stop_id is not None:
         sys.exit(_manage_runs(show_status, stop_id))
     if not profile_name:
         raise DoctorError("deploy needs --profile P (or --status / --stop)")
     from doctor.deploy.judge import parse_slo
+    from doctor.deploy.load import parse_sweep
 
     slo = parse_slo(slo_items)
+    sweep = parse_sweep(sweep_text)
     if python and not shutil.which(python):
         raise DoctorError(f"--python {python}: not an executable file, nor a command on PATH")
     if report_path:
@@ -101,6 +108,7 @@ def deploy(profile_name, model, variables, flags, port, host, python, dry_run, r
 
     report = Report(command=f"deploy --profile {profile.name}", results=[], argv=sys.argv[1:], created_at=now())
     run = _Run(report)
+    run.sweep, run.bench = sweep, bench
     previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         if _is_fleet(profile, ray, rehearse, keep):
@@ -172,6 +180,8 @@ class _Run:
         self.refused = False
         self.stop_hint = ""
         self.stage = "checks"
+        self.sweep: tuple[int, ...] = ()
+        self.bench = False
 
     def outcome(self, status: str, summary: str, **kw: Any) -> None:
         """Put the run's outcome first among the results (after a rehearsal's notice; replacing an earlier one)."""
@@ -268,7 +278,8 @@ class _Run:
 
         log = Path(log_path) if log_path else Path(tempfile.mkdtemp(prefix="qwen-doctor-deploy-")) / "server.log"
         req = DeployRequest(spec=spec, log_path=log, model=served_model, timeout=timeout, keep=keep,
-                            burst=burst, burst_tokens=burst_tokens, facts=facts, slo=slo)
+                            burst=burst, burst_tokens=burst_tokens, facts=facts, slo=slo, sweep=self.sweep,
+                            bench=self.bench)
         self.stage = "start"
         try:
             with progress_display() as display:

@@ -66,6 +66,9 @@ class ExerciseConfig:
     warmup: bool = True
     traits: ServerTraits = field(default_factory=ServerTraits)
     sweep: tuple[int, ...] = ()
+    bench: bool = False
+    bench_python: str | None = None
+    tokenizer: str | None = None
 
 
 def _message(body: dict[str, Any]) -> dict[str, Any]:

@@ -3,14 +3,20 @@ with probe, which builds its configuration from the command line and the server'
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from doctor.deploy.exercise import ExerciseConfig
 from doctor.deploy.server_traits import from_argv
-from doctor.deploy.spec import LaunchSpec
+from doctor.deploy.spec import LaunchSpec, flag_value
 
 
-def exercise_config(spec: LaunchSpec, burst: int, burst_tokens: int, sweep: tuple[int, ...] = ()) -> ExerciseConfig:
-    """What deploy exercises: the served name, the load sizes, and the traits its command line gives the server."""
+def exercise_config(spec: LaunchSpec, burst: int, burst_tokens: int, sweep: tuple[int, ...] = (),
+                    bench: bool = False) -> ExerciseConfig:
+    """What deploy exercises: the served name, the load sizes, and the traits its command line gives the server;
+    `vllm bench serve` (with --bench) runs with the backend's interpreter and the checkpoint as tokenizer."""
     traits = from_argv(spec.argv, spec.backend)
+    python = spec.argv[0] if spec.argv and "python" in Path(spec.argv[0]).name else None
     return ExerciseConfig(model=spec.served_model_name, reasoning=bool(traits.reasoning_parser), burst=burst,
                           burst_tokens=burst_tokens, headers=tuple(spec.headers.items()), traits=traits,
-                          sweep=tuple(sweep))
+                          sweep=tuple(sweep), bench=bench, bench_python=python,
+                          tokenizer=flag_value(spec.argv, "--tokenizer", "--model", "--model-path") or None)

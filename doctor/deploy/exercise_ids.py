@@ -7,7 +7,7 @@ EXERCISE_IDS = {"models": "QD-DEPLOY-MODELS", "chat": "QD-DEPLOY-CHAT", "stream"
                 "thinking_off": "QD-DEPLOY-THINKING-OFF", "tools": "QD-DEPLOY-TOOLS",
                 "tools_stream": "QD-DEPLOY-TOOLS-STREAM", "image": "QD-DEPLOY-IMAGE",
                 "prefix_cache": "QD-DEPLOY-PREFIX-CACHE", "speculative": "QD-DEPLOY-SPEC-DECODE",
-                "warmup": "QD-DEPLOY-WARMUP", "burst": "QD-DEPLOY-BURST", "sweep": "QD-DEPLOY-SWEEP"}
+                "warmup": "QD-DEPLOY-WARMUP", "burst": "QD-DEPLOY-BURST", "sweep": "QD-DEPLOY-SWEEP", "bench": "QD-DEPLOY-BENCH"}
 EXERCISE_TITLES = {"models": "Model listed by /v1/models", "chat": "Chat completion",
                    "stream": "Streamed chat completion", "structured": "JSON-schema structured output",
                    "reasoning": "Reasoning parser separates thinking",
@@ -16,6 +16,6 @@ EXERCISE_TITLES = {"models": "Model listed by /v1/models", "chat": "Chat complet
                    "prefix_cache": "Prefix cache hits a repeated prompt",
                    "speculative": "Speculative decoding acceptance",
                    "warmup": "Cold cost of the first full-width batch", "burst": "Concurrency burst (warm)",
-                   "sweep": "Concurrency sweep"}
+                   "sweep": "Concurrency sweep", "bench": "vllm bench serve against the server"}
 # Exercises whose failure matters less than a broken chat or burst.
-MEDIUM = frozenset({"reasoning", "image", "prefix_cache", "speculative", "warmup", "sweep"})
+MEDIUM = frozenset({"reasoning", "image", "prefix_cache", "speculative", "warmup", "sweep", "bench"})

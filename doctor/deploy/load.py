@@ -20,12 +20,14 @@ import httpx
 from doctor.deploy.exercise import PROMPT, STREAM_OPTIONS, Exercise, ExerciseConfig, _stream
 from doctor.deploy.judge import slo_misses
 from doctor.deploy.metrics import RequestTiming, summarize
+from doctor.errors import DoctorError
 
 KNEE_EFFICIENCY = 0.5
 # A warm-up wave this much slower than the measured one (and at least COLD_MIN_S slower) paid a one-time cost.
 COLD_RATIO = 2.0
 COLD_MIN_S = 0.5
 SWEEP_MIN_REQUESTS = 8
+MAX_SWEEP = 1024
 SWEEP_KEYS = ("output_throughput", "request_throughput", "p50_ttft_ms", "p90_ttft_ms", "p99_ttft_ms",
               "p50_tpot_ms", "p90_tpot_ms", "p99_tpot_ms", "p50_itl_ms", "p99_itl_ms", "p50_e2el_ms", "p99_e2el_ms",
               "mean_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "mean_e2el_ms", "completed", "failed")
@@ -148,3 +150,36 @@ async def sweep(client: httpx.AsyncClient, cfg: ExerciseConfig, slo: dict[str, f
     if failed:
         line = f"{failed} stream(s) failed; " + line
     return Exercise("sweep", status, line, time.perf_counter() - t0, data)
+
+
+def sweep_section(data: dict[str, Any]) -> dict[str, Any]:
+    """`sections.sweep`: one row per concurrency in the report's grid shape (a table in every format), with the
+    levels kept for the HTML chart."""
+    columns = ["requests", "output tok/s", "req/s", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "TPOT p99 ms",
+               "cold s", "failed", "meets --slo"]
+    rows = [{"name": f"concurrency {lv['concurrency']}", "values": [
+        lv["requests"], round(lv["output_throughput"], 1), round(lv["request_throughput"], 2),
+        round(lv["p50_ttft_ms"], 1), round(lv["p99_ttft_ms"], 1), round(lv["p50_tpot_ms"], 2),
+        round(lv["p99_tpot_ms"], 2), lv["cold"]["seconds"], lv["failed"],
+        ("yes" if not lv["slo_misses"] and not lv["failed"] else "no: " + ", ".join(lv["slo_misses"] or ["failures"]))
+        if data.get("slo") else "-"]} for lv in data["levels"]]
+    status = f"knee at concurrency {data['knee']}"
+    if data.get("slo"):
+        best = data.get("max_concurrency_meeting_slo")
+        status += f"; largest meeting every --slo: {best}" if best else "; no concurrency meets every --slo"
+    return {"columns": columns, "rows": rows, "status": status, "knee": data["knee"],
+            "max_concurrency_meeting_slo": data.get("max_concurrency_meeting_slo"), "slo": data.get("slo") or {},
+            "levels": data["levels"]}
+
+
+def parse_sweep(text: str | None) -> tuple[int, ...]:
+    """`--sweep 1,8,64,256`: distinct concurrencies from 1 to MAX_SWEEP in rising order; DoctorError otherwise."""
+    if not text:
+        return ()
+    try:
+        values = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise DoctorError(f"--sweep expects concurrencies such as 1,8,64,256, got {text!r}") from None
+    if not values or values[0] < 1 or values[-1] > MAX_SWEEP:
+        raise DoctorError(f"--sweep: each concurrency must be from 1 to {MAX_SWEEP}, got {text!r}")
+    return tuple(values)

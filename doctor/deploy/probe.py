@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from doctor.deploy import judge, load, server_metrics
+from doctor.deploy.bench import bench
 from doctor.deploy.exercise import Exercise, ExerciseConfig, chat, list_models, reasoning, stream, structured
 from doctor.deploy.exercise_features import image, prefix_cache, speculative
 from doctor.deploy.exercise_tools import thinking_off, tool_call, tool_call_stream
@@ -54,6 +55,11 @@ class ProbeResult:
     def burst(self) -> dict[str, Any] | None:
         b = _named(self.exercises, "burst")
         return b.data if b is not None and b.data else None
+
+    @property
+    def bench(self) -> dict[str, Any] | None:
+        b = _named(self.exercises, "bench")
+        return b.data if b is not None and b.data.get("levels") else None
 
     @property
     def sweep(self) -> dict[str, Any] | None:
@@ -151,6 +157,8 @@ async def exercise_server(base_url: str, cfg: ExerciseConfig, slo: dict[str, flo
                 await window["sampler"]
         if cfg.sweep:
             await guarded("sweep", lambda: load.sweep(client, cfg, slo or {}))
+        if cfg.bench:
+            await guarded("bench", lambda: bench(base_url, cfg))
         server = None
         if before is not None:
             try:

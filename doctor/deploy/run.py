@@ -15,6 +15,8 @@ from doctor.deploy import kv, runs
 from doctor.deploy.exercise import Exercise
 from doctor.deploy.exercise_ids import EXERCISE_IDS, EXERCISE_TITLES, MEDIUM
 from doctor.deploy.exercise_config import exercise_config
+from doctor.deploy.bench import bench_section
+from doctor.deploy.load import sweep_section
 from doctor.deploy.probe import ProbeResult, exercise_server
 from doctor.deploy.follower import LogFollower
 from doctor.deploy.health import StartOutcome, wait_ready
@@ -47,6 +49,7 @@ class DeployRequest:
     facts: Facts | None = None
     slo: dict[str, float] = field(default_factory=dict)
     sweep: tuple[int, ...] = ()
+    bench: bool = False
     check_port: bool = True  # off when the API is served by another machine (deploy --ray)
 
 
@@ -202,7 +205,7 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None,
             progress(f"start: {start.state} after {start.seconds:.0f} s ({start.detail})")
             if start.ready:
                 stage = "exercises"
-                cfg = exercise_config(spec, req.burst, req.burst_tokens, req.sweep)
+                cfg = exercise_config(spec, req.burst, req.burst_tokens, req.sweep, req.bench)
                 probed = asyncio.run(exercise_server(spec.base_url, cfg, req.slo))
                 exercises = probed.exercises
                 for ex in exercises:
@@ -234,6 +237,10 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None,
         out.results += probed.results
         if probed.server is not None:
             out.sections["server"] = probed.server
+        if probed.sweep:
+            out.sections["sweep"] = sweep_section(probed.sweep)
+        if probed.bench:
+            out.sections["bench"] = bench_section(probed.bench)
     return out
 
 
