@@ -183,3 +183,16 @@ def test_the_knee_is_the_last_level_before_throughput_stops_scaling() -> None:
     assert knee([level(1, 100), level(8, 700), level(64, 1400), level(256, 1500)]) == 8
     assert knee([level(1, 100), level(2, 200), level(4, 400)]) == 4
     assert knee([]) is None
+
+
+def test_the_checkpoint_says_whether_there_is_a_vision_tower_and_linear_attention() -> None:
+    from doctor.deploy.server_traits import with_checkpoint
+
+    traits = from_argv(["vllm", "serve", "m"], "vllm")
+    qwen35 = {"architectures": ["Qwen3_5MoeForConditionalGeneration"], "vision_config": {"depth": 27},
+              "text_config": {"layer_types": ["linear_attention", "full_attention"]}}
+    assert (with_checkpoint(traits, qwen35).vision, with_checkpoint(traits, qwen35).hybrid) == (True, True)
+    text_only = with_checkpoint(traits, {"architectures": ["Qwen3MoeForCausalLM"]})
+    assert (text_only.vision, text_only.hybrid) == (False, False)
+    assert "no vision_config" in text_only.no_vision_reason
+    assert with_checkpoint(traits, None) == traits

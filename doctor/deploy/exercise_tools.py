@@ -158,16 +158,21 @@ async def thinking_off(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exerci
     dt = time.perf_counter() - t0
     if r.status_code != 200:
         return Exercise("thinking_off", "fail", _http_error(r), dt)
-    msg = _message(r.json())
+    body = r.json()
+    msg = _message(body)
     content, thought = (msg.get("content") or "").strip(), _reasoning_of(msg).strip()
-    data = {"content": content[:300], "reasoning_content": thought[:300]}
+    tokens = int((body.get("usage") or {}).get("completion_tokens") or 0)
+    data = {"content": content[:300], "reasoning_content": thought[:300], "completion_tokens": tokens}
     if not content and thought:
         return Exercise("thinking_off", "fail", "with thinking off the answer arrived as reasoning_content and "
                         "content is empty: the reasoning parser treats a thinking-off answer as thinking "
                         "(vllm-project/vllm#53284, sgl-project/sglang#20789); upgrade the engine, or parse "
                         "reasoning_content as the answer until then", dt, data)
+    if not content and tokens:
+        return Exercise("thinking_off", "warn", f"with thinking off {tokens} tokens came back as no text at all "
+                        "(special tokens or whitespace only: random weights, or a chat-template problem)", dt, data)
     if not content:
-        return Exercise("thinking_off", "fail", "with thinking off the answer is empty (no content, no "
+        return Exercise("thinking_off", "fail", "with thinking off the answer is empty (no tokens, no content, no "
                         "reasoning)", dt, data)
     if "</think>" in content or "<think>" in content:
         return Exercise("thinking_off", "fail", "thinking markup in content with thinking off: the chat template "

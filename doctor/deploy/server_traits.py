@@ -12,7 +12,8 @@ servers (arg_groups/pd_disaggregation_hook.py), so for SGLang whether images wor
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from doctor.deploy.spec import flag_value
 
@@ -25,6 +26,7 @@ class ServerTraits:
     reasoning_parser: str | None = None
     tool_parser: str | None = None
     vision: bool | None = None
+    no_vision_reason: str = ""
     speculative: str | None = None
     prefix_caching: bool | None = None
     cache_mode: str | None = None
@@ -73,16 +75,30 @@ def from_argv(argv: list[str], backend: str) -> ServerTraits:
     if backend == "vllm" and "--enable-auto-tool-choice" not in argv:
         tool_parser = None  # vLLM refuses tool_choice "auto" without it (vllm/parser/parser_manager.py)
     if backend == "sglang":
-        vision = None
+        vision, no_vision = None, ""
         caching = "--disable-radix-cache" not in argv
         mode = flag_value(argv, "--mamba-scheduler-strategy") or "no_buffer"
     else:
         vision = "--language-model-only" not in argv
+        no_vision = "" if vision else "the vision tower is not loaded (--language-model-only)"
         caching = _switch(argv, "--enable-prefix-caching", "--no-enable-prefix-caching")
         caching = True if caching is None else caching
         mode = flag_value(argv, "--mamba-cache-mode") or ("align" if caching else "none")
     max_len = flag_value(argv, "--max-model-len", "--context-length") or ""
     return ServerTraits(backend=backend, reasoning_parser=flag_value(argv, "--reasoning-parser"),
                         max_model_len=int(max_len) if max_len.isdigit() else None,
-                        tool_parser=tool_parser, vision=vision,
+                        tool_parser=tool_parser, vision=vision, no_vision_reason=no_vision,
                         speculative=_speculative_method(argv, backend), prefix_caching=caching, cache_mode=mode)
+
+
+def with_checkpoint(traits: ServerTraits, config: dict[str, Any] | None) -> ServerTraits:
+    """The traits corrected by the checkpoint's config.json: a model without `vision_config` has no vision tower,
+    and one without linear-attention (GDN) layers is not hybrid (Qwen3.5 lists them in `layer_types`)."""
+    if not config:
+        return traits
+    text = json.dumps(config)
+    hybrid = "linear_attention" in text
+    if "vision_config" not in config and traits.vision is not False:
+        return replace(traits, hybrid=hybrid, vision=False,
+                       no_vision_reason="the checkpoint has no vision tower (no vision_config in its config.json)")
+    return replace(traits, hybrid=hybrid)
