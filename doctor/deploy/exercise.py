@@ -71,6 +71,13 @@ class ExerciseConfig:
     tokenizer: str | None = None
 
 
+def budget(cfg: ExerciseConfig, wanted: int) -> int:
+    """`wanted` output tokens, at most a quarter of the server's context when it is known, leaving room for the
+    prompt (vLLM 0.32 answers HTTP 400 "max_tokens=1024 cannot be greater than max_model_len=256")."""
+    limit = cfg.traits.max_model_len
+    return min(wanted, max(16, limit // 4)) if limit else wanted
+
+
 def _message(body: dict[str, Any]) -> dict[str, Any]:
     choices = body.get("choices") or []
     return (choices[0].get("message") or {}) if choices and isinstance(choices[0], dict) else {}
@@ -261,7 +268,7 @@ async def reasoning(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     t0 = time.perf_counter()
     r = await client.post("/v1/chat/completions", json={
         "model": cfg.model, "messages": [{"role": "user", "content": "What is 17 * 3? Think first."}],
-        "max_tokens": max(cfg.max_tokens, 256), "temperature": 0})
+        "max_tokens": budget(cfg, max(cfg.max_tokens, 256)), "temperature": 0})
     dt = time.perf_counter() - t0
     if r.status_code != 200:
         return Exercise("reasoning", "fail", _http_error(r), dt)

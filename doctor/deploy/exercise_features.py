@@ -25,7 +25,7 @@ import httpx
 
 from doctor.deploy import server_metrics
 from doctor.deploy.exercise import STREAM_OPTIONS, Exercise, ExerciseConfig, _http_error, _message, \
-    _reasoning_of, _stream
+    _reasoning_of, _stream, budget
 from doctor.deploy.server_metrics import MetricsError, Snapshot, scrape
 
 IMAGE_REFUSED = ("may be provided in one prompt", "not a multimodal model", "image input is not supported")
@@ -115,7 +115,7 @@ async def speculative(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercis
                             ("long", long_prompt(PREFIX_WORDS, cfg.traits.max_model_len, uuid.uuid4().hex))):
             before = await scrape(client)
             timing = await _stream(client, {"model": cfg.model, "messages": [{"role": "user", "content": text}],
-                                            "max_tokens": SPEC_TOKENS, "temperature": 0, "stream": True,
+                                            "max_tokens": budget(cfg, SPEC_TOKENS), "temperature": 0, "stream": True,
                                             "stream_options": STREAM_OPTIONS, "ignore_eos": True})
             if not timing.ok:
                 return Exercise("speculative", "fail", f"the {label} request failed: {timing.error}",

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from doctor.deploy.exercise import Exercise, ExerciseConfig, _http_error, _message, _reasoning_of
+from doctor.deploy.exercise import Exercise, ExerciseConfig, _http_error, _message, _reasoning_of, budget
 
 QWEN35_TOOL_PARSERS = {"vllm": ("qwen3_coder", "qwen3_xml"), "sglang": ("qwen3_coder",)}
 WEATHER_TOOL = {"type": "function", "function": {
@@ -33,7 +33,7 @@ NO_PARSER_HINTS = ("enable-auto-tool-choice", "tool-call-parser", "tool_call_par
 
 def _tool_request(cfg: ExerciseConfig, stream: bool) -> dict[str, Any]:
     body: dict[str, Any] = {"model": cfg.model, "messages": [{"role": "user", "content": TOOL_PROMPT}],
-                            "tools": [WEATHER_TOOL], "tool_choice": "auto", "max_tokens": TOOL_MAX_TOKENS,
+                            "tools": [WEATHER_TOOL], "tool_choice": "auto", "max_tokens": budget(cfg, TOOL_MAX_TOKENS),
                             "temperature": 0}
     if stream:
         body.update(stream=True, stream_options={"include_usage": True})

@@ -62,6 +62,16 @@ def _line(points: list[tuple[float, float]], colour: str, title: str) -> list[st
     return out
 
 
+def _step(top: float) -> float:
+    """A 1-2-5 tick step giving at most six ticks up to `top`."""
+    for power in range(-2, 12):
+        for mult in (1, 2, 5):
+            step = mult * 10.0 ** power
+            if top / step <= 6:
+                return step
+    return top
+
+
 def sweep_charts(levels: list[dict[str, Any]], knee: int | None, slo_max: int | None) -> str:
     """Throughput and latency against concurrency; empty without two levels to draw."""
     levels = [lv for lv in levels if lv.get("completed")]
@@ -75,8 +85,7 @@ def sweep_charts(levels: list[dict[str, Any]], knee: int | None, slo_max: int | 
     def y_tput(v: float) -> float:
         return bottom - (bottom - TOP) * v / top_tput
 
-    step = 10 ** math.floor(math.log10(top_tput)) if top_tput >= 1 else 1.0
-    ticks = [i * step for i in range(0, int(top_tput / step) + 1)]
+    ticks = [i * _step(top_tput) for i in range(0, int(top_tput / _step(top_tput)) + 1)]
     parts, x = _frame(xs, y_tput, ticks, "output throughput (tok/s)", "tok/s", marks)
     parts += _line([(x(c), y_tput(lv["output_throughput"])) for c, lv in zip(xs, levels)], "#2b6cb0",
                    "output throughput (tok/s)")
@@ -98,7 +107,7 @@ def sweep_charts(levels: list[dict[str, Any]], knee: int | None, slo_max: int | 
         pts = [(x(c), y_ms(lv[key])) for c, lv in zip(xs, levels) if lv.get(key, 0) > 0]
         if pts:
             parts += _line(pts, colour, label)
-            parts.append(f'<text x="{legend_x}" y="{bottom - 6}" class="lbl" fill="{colour}" style="fill:{colour}">'
+            parts.append(f'<text x="{legend_x}" y="{TOP + 24}" class="lbl" style="fill:{colour}">'
                          f"{escape(label)}</text>")
             legend_x += 80
     return throughput + _svg(parts, "TTFT and TPOT percentiles against concurrency")
