@@ -196,3 +196,17 @@ def test_the_checkpoint_says_whether_there_is_a_vision_tower_and_linear_attentio
     assert (text_only.vision, text_only.hybrid) == (False, False)
     assert "no vision_config" in text_only.no_vision_reason
     assert with_checkpoint(traits, None) == traits
+
+
+def test_an_exercise_that_raises_fails_under_its_own_report_id(monkeypatch) -> None:
+    from doctor.deploy import probe
+    from doctor.deploy.exercise_ids import EXERCISE_IDS
+
+    async def broken(client, cfg):
+        raise ValueError("unexpected answer shape")
+
+    monkeypatch.setattr(probe, "EXERCISES", tuple((name, broken) for name, _ in probe.EXERCISES))
+    out = run()
+    failed = [e for e in out.exercises if e.status == "fail"]
+    assert len(failed) == len(probe.EXERCISES) and all(e.name in EXERCISE_IDS for e in failed)
+    assert "ValueError: unexpected answer shape" in failed[0].summary

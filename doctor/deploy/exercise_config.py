@@ -17,9 +17,10 @@ def exercise_config(spec: LaunchSpec, burst: int, burst_tokens: int, sweep: tupl
     """What deploy exercises: the served name, the load sizes, and the traits its command line (and the local
     checkpoint's config.json, when there is one) give the server;
     `vllm bench serve` (with --bench) runs with the backend's interpreter and the checkpoint as tokenizer."""
-    traits = with_checkpoint(from_argv(spec.argv, spec.backend), read_config(model_of(spec)))
+    checkpoint = model_of(spec)
+    traits = with_checkpoint(from_argv(spec.argv, spec.backend), read_config(checkpoint))
     python = spec.argv[0] if spec.argv and "python" in Path(spec.argv[0]).name else None
     return ExerciseConfig(model=spec.served_model_name, reasoning=bool(traits.reasoning_parser), burst=burst,
                           burst_tokens=burst_tokens, headers=tuple(spec.headers.items()), traits=traits,
                           sweep=tuple(sweep), bench=bench, bench_python=python,
-                          tokenizer=flag_value(spec.argv, "--tokenizer", "--model", "--model-path") or None)
+                          tokenizer=flag_value(spec.argv, "--tokenizer", "--tokenizer-path") or checkpoint or None)

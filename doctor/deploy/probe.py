@@ -31,8 +31,10 @@ from doctor.results import Result
 SAMPLE_EVERY_S = 0.02
 SETTLE_S = 2.0
 # In order; the burst (with its warm-up wave) and the sweep come after these.
-EXERCISES = (list_models, chat, stream, structured, reasoning, thinking_off, tool_call, tool_call_stream, image,
-             prefix_cache, speculative)
+EXERCISES = (("models", list_models), ("chat", chat), ("stream", stream), ("structured", structured),
+             ("reasoning", reasoning), ("thinking_off", thinking_off), ("tools", tool_call),
+             ("tools_stream", tool_call_stream), ("image", image), ("prefix_cache", prefix_cache),
+             ("speculative", speculative))
 
 def _finished(snap: server_metrics.Snapshot, since: server_metrics.Snapshot) -> int:
     """Requests whose end-to-end latency the server recorded between two scrapes."""
@@ -145,8 +147,8 @@ async def exercise_server(base_url: str, cfg: ExerciseConfig, slo: dict[str, flo
                     window["from"] = await settled_scrape(client, before, answered["n"])
                 window["sampler"] = asyncio.create_task(_sample(client, peaks, stop))
 
-        for fn in EXERCISES:
-            await guarded(fn.__name__.replace("list_", ""), lambda fn=fn, c=cfg: fn(client, c))
+        for name, fn in EXERCISES:
+            await guarded(name, lambda fn=fn, c=cfg: fn(client, c))
             if fn is chat:
                 cfg, detected = _detect_reasoning(cfg, exercises)
         try:
