@@ -172,6 +172,7 @@ def test_a_sweep_reports_each_concurrency_the_knee_and_the_largest_meeting_the_s
     assert all(lv["completed"] >= 8 and lv["failed"] == 0 for lv in sweep["levels"])
     assert sweep["knee"] in (1, 4, 16) and sweep["max_concurrency_meeting_slo"] == 16
     assert "knee at" in named(out)["sweep"].summary
+    assert out.server["latency_requests"] == 2, "the server's latency window is the burst's, not the sweep's"
 
 
 def test_the_knee_is_the_last_level_before_throughput_stops_scaling() -> None:

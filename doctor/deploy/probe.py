@@ -157,6 +157,9 @@ async def exercise_server(base_url: str, cfg: ExerciseConfig, slo: dict[str, flo
             stop.set()
             if "sampler" in window:
                 await window["sampler"]
+        if "from" in window and before is not None:  # the sweep's requests stay out of the burst's window
+            with contextlib.suppress(server_metrics.MetricsError):
+                window["to"] = await settled_scrape(client, before, answered["n"])
         if cfg.sweep:
             await guarded("sweep", lambda: load.sweep(client, cfg, slo or {}))
         if cfg.bench:
@@ -165,7 +168,8 @@ async def exercise_server(base_url: str, cfg: ExerciseConfig, slo: dict[str, flo
         if before is not None:
             try:
                 after = await settled_scrape(client, before, answered["n"])
-                server = server_metrics.compare(before, after, peaks, latency_from=window.get("from"))
+                server = server_metrics.compare(before, after, peaks, latency_from=window.get("from"),
+                                                latency_to=window.get("to"))
                 server["samples"] = int(peaks.get("samples", 0))
             except server_metrics.MetricsError as exc:
                 unavailable = f"after the exercises: {exc}"

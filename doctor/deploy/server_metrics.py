@@ -191,15 +191,16 @@ def estimate(h: Histogram, q: float) -> float | None:
 
 
 def compare(before: Snapshot, after: Snapshot, peaks: dict[str, float] | None = None,
-            latency_from: Snapshot | None = None) -> dict[str, Any]:
+            latency_from: Snapshot | None = None, latency_to: Snapshot | None = None) -> dict[str, Any]:
     """`sections.server`: what the server measured between the two scrapes (latency percentiles in ms between
-    `latency_from` (default `before`) and `after`; requests, preemptions, errors between `before` and `after`)
-    and its KV usage / queue before, at the peak seen, and after."""
+    `latency_from` (default `before`) and `latency_to` (default `after`); requests, preemptions, errors between
+    `before` and `after`) and its KV usage / queue before, at the peak seen, and after."""
     out: dict[str, Any] = {"backend": after.backend, "families": after.families}
     latency: dict[str, dict[str, float | None]] = {}
     start = latency_from or before
+    end = latency_to or after
     for key in HISTOGRAMS:
-        h = after.histograms.get(key)
+        h = end.histograms.get(key)
         if h is None:
             continue
         d = h.minus(start.histograms.get(key))
@@ -210,8 +211,8 @@ def compare(before: Snapshot, after: Snapshot, peaks: dict[str, float] | None = 
         latency[f"{key}_ms"] = row
     out["latency"] = latency
     e2el = after.histograms.get("e2el")
-    if e2el is not None:
-        out["latency_requests"] = int(e2el.minus(start.histograms.get("e2el")).count)
+    if end.histograms.get("e2el") is not None:
+        out["latency_requests"] = int(end.histograms["e2el"].minus(start.histograms.get("e2el")).count)
     out["requests"] = int(e2el.minus(before.histograms.get("e2el")).count) if e2el else None
     if "preemptions" in after.counters:
         out["preemptions"] = int(after.counters["preemptions"] - before.counters.get("preemptions", 0.0))

@@ -41,7 +41,9 @@ def _frame(xs: list[int], y_of: Callable[[float], float], y_ticks: list[float], 
         if c is not None:
             parts.append(f'<line x1="{x(c):.1f}" y1="{TOP}" x2="{x(c):.1f}" y2="{bottom}" stroke="#718096" '
                          f'stroke-dasharray="4 3"><title>{escape(label)} {c}</title></line>')
-            parts.append(f'<text x="{x(c) + 3:.1f}" y="{TOP + 10}" class="tick">{escape(label)}</text>')
+            right = x(c) > WIDTH * 0.6  # label on the left of a marker near the right edge
+            parts.append(f'<text x="{x(c) + (-3 if right else 3):.1f}" y="{TOP + 10 + 11 * (label != "knee")}" '
+                         f'class="tick" text-anchor="{"end" if right else "start"}">{escape(label)}</text>')
     parts.append(f'<text x="{LEFT + plot_w / 2:.0f}" y="{HEIGHT - 8}" class="axis" text-anchor="middle">'
                  'concurrency (parallel streams, log scale)</text>')
     parts.append(f'<text x="12" y="{(TOP + bottom) / 2:.0f}" class="axis" text-anchor="middle" '
@@ -107,7 +109,7 @@ def sweep_charts(levels: list[dict[str, Any]], knee: int | None, slo_max: int | 
         pts = [(x(c), y_ms(lv[key])) for c, lv in zip(xs, levels) if lv.get(key, 0) > 0]
         if pts:
             parts += _line(pts, colour, label)
-            parts.append(f'<text x="{legend_x}" y="{TOP + 24}" class="lbl" style="fill:{colour}">'
+            parts.append(f'<text x="{legend_x}" y="{TOP + 36}" class="lbl" style="fill:{colour}">'
                          f"{escape(label)}</text>")
             legend_x += 80
     return throughput + _svg(parts, "TTFT and TPOT percentiles against concurrency")

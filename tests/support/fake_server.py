@@ -112,7 +112,7 @@ def arg(argv: list[str], name: str, default: str | None = None) -> str | None:
 QWEN35_TOOL_CALL = ("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n"
                     "</tool_call>")
 XML_TOOL_PARSERS = ("qwen3_coder", "qwen3_xml")
-PREFILL_S_PER_TOKEN = 0.00005
+PREFILL_S_PER_TOKEN = 0.0002
 
 
 def _text_of(body: dict[str, Any]) -> tuple[str, bool]:
