@@ -39,8 +39,9 @@ def named(out: ProbeResult) -> dict:
     return {e.name: e for e in out.exercises}
 
 
-def test_tool_calls_arrive_parsed_with_the_parser_the_release_needs() -> None:
-    ex = named(run(*TOOLS, reasoning=True))
+@pytest.mark.parametrize("backend", ["vllm", "sglang"])
+def test_tool_calls_arrive_parsed_with_the_parser_the_release_needs(backend) -> None:
+    ex = named(run(*TOOLS, reasoning=True, backend=backend))
     for name in ("tools", "tools_stream"):
         assert ex[name].status == "ok", ex[name].summary
         assert 'get_weather({"city": "Paris"})' in ex[name].summary
