@@ -78,16 +78,16 @@ def budget(cfg: ExerciseConfig, wanted: int) -> int:
     return min(wanted, max(16, limit // 4)) if limit else wanted
 
 
-def _message(body: dict[str, Any]) -> dict[str, Any]:
+def message_of(body: dict[str, Any]) -> dict[str, Any]:
     choices = body.get("choices") or []
     return (choices[0].get("message") or {}) if choices and isinstance(choices[0], dict) else {}
 
 
-def _reasoning_of(message: dict[str, Any]) -> str:
+def reasoning_of(message: dict[str, Any]) -> str:
     return message.get("reasoning_content") or message.get("reasoning") or ""
 
 
-def _http_error(r: httpx.Response) -> str:
+def http_error(r: httpx.Response) -> str:
     text = r.text.strip().replace("\n", " ")
     return f"HTTP {r.status_code}: {text[:300]}"
 
@@ -98,7 +98,7 @@ async def list_models(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercis
     r = await client.get("/v1/models")
     dt = time.perf_counter() - t0
     if r.status_code != 200:
-        return Exercise("models", "fail", _http_error(r), dt)
+        return Exercise("models", "fail", http_error(r), dt)
     ids = [m.get("id") for m in r.json().get("data", []) if isinstance(m, dict)]
     if cfg.model not in ids:
         return Exercise("models", "fail", f"{cfg.model!r} is not served (server lists {ids})", dt, {"ids": ids})
@@ -113,16 +113,16 @@ async def chat(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
         "max_tokens": cfg.max_tokens, "temperature": 0})
     dt = time.perf_counter() - t0
     if r.status_code != 200:
-        return Exercise("chat", "fail", _http_error(r), dt)
+        return Exercise("chat", "fail", http_error(r), dt)
     body = r.json()
-    msg = _message(body)
+    msg = message_of(body)
     usage = body.get("usage") or {}
     tokens = int(usage.get("completion_tokens") or 0)
     if not msg or tokens < 1:
         return Exercise("chat", "fail", f"no message or no completion tokens in the answer: {str(body)[:200]}", dt)
     finish = (body.get("choices") or [{}])[0].get("finish_reason")
     text = msg.get("content") or ""
-    thought = _reasoning_of(msg)
+    thought = reasoning_of(msg)
     return Exercise("chat", "ok", f"{tokens} tokens in {dt:.2f} s (finish_reason {finish})"
                     + (", thinking in reasoning_content" if thought else ""), dt,
                     {"completion_tokens": tokens, "finish_reason": finish, "content": text[:200],
@@ -143,7 +143,7 @@ def _event_tokens(event: dict[str, Any], seen: int) -> tuple[int, int]:
     return 0, seen
 
 
-async def _stream(client: httpx.AsyncClient, payload: dict[str, Any]) -> RequestTiming:
+async def stream_request(client: httpx.AsyncClient, payload: dict[str, Any]) -> RequestTiming:
     """Send one streamed chat request and time it from token counts, not event arrival (`token_timing`):
     several SSE events often arrive together; timing each would report ~0 ms inter-token latencies."""
     timing = RequestTiming(ok=False)
@@ -156,7 +156,7 @@ async def _stream(client: httpx.AsyncClient, payload: dict[str, Any]) -> Request
         async with client.stream("POST", "/v1/chat/completions", json=payload) as r:
             if r.status_code != 200:
                 await r.aread()
-                timing.error = _http_error(r)
+                timing.error = http_error(r)
                 return timing
             async for data in r.aiter_bytes():
                 now = time.perf_counter()
@@ -221,7 +221,7 @@ def token_timing(arrivals: list[tuple[float, int]], t0: float) -> tuple[float, l
 
 async def stream(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     """A streamed chat completion arrives as SSE chunks and ends with [DONE]; reports TTFT and ITL."""
-    t = await _stream(client, {
+    t = await stream_request(client, {
         "model": cfg.model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": cfg.max_tokens,
         "temperature": 0, "stream": True, "stream_options": STREAM_OPTIONS, "ignore_eos": True})
     if not t.ok:
@@ -246,8 +246,8 @@ async def structured(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise
         **thinking_off})
     dt = time.perf_counter() - t0
     if r.status_code != 200:
-        return Exercise("structured", "fail", _http_error(r), dt)
-    text = (_message(r.json()).get("content") or "").strip()
+        return Exercise("structured", "fail", http_error(r), dt)
+    text = (message_of(r.json()).get("content") or "").strip()
     try:
         value = json.loads(text)
     except ValueError:
@@ -271,9 +271,9 @@ async def reasoning(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
         "max_tokens": budget(cfg, max(cfg.max_tokens, 256)), "temperature": 0})
     dt = time.perf_counter() - t0
     if r.status_code != 200:
-        return Exercise("reasoning", "fail", _http_error(r), dt)
-    msg = _message(r.json())
-    content, thought = msg.get("content") or "", _reasoning_of(msg)
+        return Exercise("reasoning", "fail", http_error(r), dt)
+    msg = message_of(r.json())
+    content, thought = msg.get("content") or "", reasoning_of(msg)
     if "<think>" in content or "</think>" in content:
         return Exercise("reasoning", "fail", "thinking leaked into content: the reasoning parser is not splitting "
                         "it (Qwen3.5 needs --reasoning-parser qwen3)", dt, {"content": content[:300]})

@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 
 from doctor.deploy import server_metrics
-from doctor.deploy.exercise import STREAM_OPTIONS, Exercise, ExerciseConfig, _http_error, _message, \
-    _reasoning_of, _stream, budget
+from doctor.deploy.exercise import STREAM_OPTIONS, Exercise, ExerciseConfig, http_error, message_of, \
+    reasoning_of, stream_request, budget
 from doctor.deploy.server_metrics import MetricsError, Snapshot, scrape
 
 IMAGE_REFUSED = ("may be provided in one prompt", "not a multimodal model", "image input is not supported")
@@ -63,12 +63,12 @@ async def image(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     dt = time.perf_counter() - t0
     if r.status_code != 200:
         if r.status_code == 400 and any(h in r.text for h in IMAGE_REFUSED) and cfg.traits.vision is None:
-            return Exercise("image", "skip", f"the server refuses images (text-only launch): {_http_error(r)}", dt)
-        return Exercise("image", "fail", f"an image request failed with the vision tower loaded: {_http_error(r)}",
+            return Exercise("image", "skip", f"the server refuses images (text-only launch): {http_error(r)}", dt)
+        return Exercise("image", "fail", f"an image request failed with the vision tower loaded: {http_error(r)}",
                         dt)
     body = r.json()
-    msg = _message(body)
-    answer = (msg.get("content") or "") or _reasoning_of(msg)
+    msg = message_of(body)
+    answer = (msg.get("content") or "") or reasoning_of(msg)
     prompt_tokens = int((body.get("usage") or {}).get("prompt_tokens") or 0)
     data = {"content": answer[:200], "prompt_tokens": prompt_tokens}
     if not answer.strip():
@@ -114,7 +114,7 @@ async def speculative(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercis
         for label, text in (("short", "Count from 1 to 100."),
                             ("long", long_prompt(PREFIX_WORDS, cfg.traits.max_model_len, uuid.uuid4().hex))):
             before = await scrape(client)
-            timing = await _stream(client, {"model": cfg.model, "messages": [{"role": "user", "content": text}],
+            timing = await stream_request(client, {"model": cfg.model, "messages": [{"role": "user", "content": text}],
                                             "max_tokens": budget(cfg, SPEC_TOKENS), "temperature": 0, "stream": True,
                                             "stream_options": STREAM_OPTIONS, "ignore_eos": True})
             if not timing.ok:
@@ -177,7 +177,7 @@ async def prefix_cache(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exerci
                "messages": [{"role": "user", "content": long_prompt(PREFIX_WORDS, cfg.traits.max_model_len,
                                                                     uuid.uuid4().hex)}]}
     t0 = time.perf_counter()
-    first = await _stream(client, payload)
+    first = await stream_request(client, payload)
     if not first.ok:
         return Exercise("prefix_cache", "fail", f"the long prompt failed: {first.error}", time.perf_counter() - t0)
     before: Snapshot | None
@@ -185,7 +185,7 @@ async def prefix_cache(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exerci
         before = await scrape(client)
     except MetricsError:
         before = None
-    second = await _stream(client, payload)
+    second = await stream_request(client, payload)
     dt = time.perf_counter() - t0
     if not second.ok:
         return Exercise("prefix_cache", "fail", f"the repeated prompt failed: {second.error}", dt)

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from doctor.deploy.exercise import Exercise, ExerciseConfig, _http_error, _message, _reasoning_of, budget
+from doctor.deploy.exercise import Exercise, ExerciseConfig, http_error, message_of, reasoning_of, budget
 
 QWEN35_TOOL_PARSERS = {"vllm": ("qwen3_coder", "qwen3_xml"), "sglang": ("qwen3_coder",)}
 WEATHER_TOOL = {"type": "function", "function": {
@@ -63,7 +63,7 @@ def _refused(name: str, r: httpx.Response, dt: float, cfg: ExerciseConfig) -> Ex
     if r.status_code == 400 and any(h in r.text for h in NO_PARSER_HINTS) and not cfg.traits.known:
         return Exercise(name, "skip", "the server has no tool-call parser (it was started without "
                         "--enable-auto-tool-choice --tool-call-parser)", dt)
-    return Exercise(name, "fail", _http_error(r), dt)
+    return Exercise(name, "fail", http_error(r), dt)
 
 
 def judge_call(name: str, calls: list[dict[str, Any]], content: str, thought: str, finish: Any,
@@ -105,9 +105,9 @@ async def tool_call(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     if r.status_code != 200:
         return _refused("tools", r, dt, cfg)
     body = r.json()
-    msg = _message(body)
+    msg = message_of(body)
     finish = (body.get("choices") or [{}])[0].get("finish_reason")
-    return judge_call("tools", list(msg.get("tool_calls") or []), msg.get("content") or "", _reasoning_of(msg),
+    return judge_call("tools", list(msg.get("tool_calls") or []), msg.get("content") or "", reasoning_of(msg),
                       finish, cfg, dt)
 
 
@@ -157,10 +157,10 @@ async def thinking_off(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exerci
         "max_tokens": 64, "temperature": 0, "chat_template_kwargs": {"enable_thinking": False}})
     dt = time.perf_counter() - t0
     if r.status_code != 200:
-        return Exercise("thinking_off", "fail", _http_error(r), dt)
+        return Exercise("thinking_off", "fail", http_error(r), dt)
     body = r.json()
-    msg = _message(body)
-    content, thought = (msg.get("content") or "").strip(), _reasoning_of(msg).strip()
+    msg = message_of(body)
+    content, thought = (msg.get("content") or "").strip(), reasoning_of(msg).strip()
     tokens = int((body.get("usage") or {}).get("completion_tokens") or 0)
     data = {"content": content[:300], "reasoning_content": thought[:300], "completion_tokens": tokens}
     if not content and thought:

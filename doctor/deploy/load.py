@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable
 
 import httpx
 
-from doctor.deploy.exercise import PROMPT, STREAM_OPTIONS, Exercise, ExerciseConfig, _stream
+from doctor.deploy.exercise import PROMPT, STREAM_OPTIONS, Exercise, ExerciseConfig, stream_request
 from doctor.deploy.judge import slo_misses
 from doctor.deploy.metrics import RequestTiming, summarize
 from doctor.errors import DoctorError
@@ -47,7 +47,7 @@ async def wave(client: httpx.AsyncClient, payload: dict[str, Any], concurrency: 
 
     async def one() -> RequestTiming:
         async with gate:
-            return await _stream(client, payload)
+            return await stream_request(client, payload)
 
     t0 = time.perf_counter()
     timings = await asyncio.gather(*(one() for _ in range(requests or concurrency)))
