@@ -115,6 +115,7 @@ def test_a_sweep_puts_a_labelled_chart_in_html_and_a_table_in_the_other_formats(
     assert "latency (ms, log scale)" in chart and "http" not in chart, "labelled axes, no external assets"
     for text in (md.read_text(), txt.read_text()):
         assert "concurrency 1" in text and "concurrency 8" in text and "TTFT p50 ms" in text
+    assert schema_errors(json.loads(js.read_text())) == []
     sweep = json.loads(js.read_text())["sections"]["sweep"]
     assert sweep["max_concurrency_meeting_slo"] == 8 and sweep["knee"] in (1, 4, 8)
 
