@@ -64,8 +64,9 @@ def test_force_deploys_exercises_and_writes_every_report_format_in_one_run(tmp_p
     sections = data["sections"]
     assert sections["metrics"]["requests"] == 3 and sections["metrics"]["errors"] == 0
     assert set(sections["metrics"]["percentiles"]["ttft_ms"]) == {"p50", "p90", "p99"}
-    assert [ex["name"] for ex in sections["exercises"]] == ["models", "chat", "stream", "structured", "reasoning",
-                                                           "burst"]
+    assert [ex["name"] for ex in sections["exercises"]] == [
+        "models", "chat", "stream", "structured", "reasoning", "thinking_off", "tools", "tools_stream", "image",
+        "prefix_cache", "speculative", "warmup", "burst"]
     assert sections["deployment"]["log_excerpt"] and "exercises" not in sections["deployment"]
     assert "burst: 3 ok / 0 failed" in r.stdout and "TTFT" in r.stdout and "ttft_ms" in r.stdout
     # The exercises that are also QD-DEPLOY-* results are not counted again in the headline.

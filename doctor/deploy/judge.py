@@ -114,6 +114,12 @@ def _measured(name: str, burst: dict[str, Any]) -> float | None:
     return burst.get(f"{stat}_{metric}_ms")
 
 
+def slo_misses(slo: dict[str, float], measured: dict[str, Any]) -> list[str]:
+    """The SLO names that `measured` (a burst or sweep level, `vllm bench serve` keys) misses or cannot show."""
+    return [name for name, target in slo.items()
+            if (value := _measured(name, measured)) is None or value > target]
+
+
 def judge_slo(slo: dict[str, float], burst: dict[str, Any] | None) -> Result | None:
     """QD-DEPLOY-SLO: every target met by the burst (as clients saw it), else fail naming the misses."""
     if not slo:

@@ -12,7 +12,11 @@ from typing import Any, Callable
 import httpx
 
 from doctor.deploy import kv, runs
-from doctor.deploy.exercise import Exercise, ExerciseConfig
+from doctor.deploy.exercise import Exercise
+from doctor.deploy.exercise_ids import EXERCISE_IDS, EXERCISE_TITLES, MEDIUM
+from doctor.deploy.exercise_config import exercise_config
+from doctor.deploy.bench import bench_section
+from doctor.deploy.load import sweep_section
 from doctor.deploy.probe import ProbeResult, exercise_server
 from doctor.deploy.follower import LogFollower
 from doctor.deploy.health import StartOutcome, wait_ready
@@ -28,11 +32,6 @@ from doctor.report.sections import metrics_from_bench
 from doctor.results import Result, Status
 
 CATEGORY = "deploy"
-EXERCISE_IDS = {"models": "QD-DEPLOY-MODELS", "chat": "QD-DEPLOY-CHAT", "stream": "QD-DEPLOY-STREAM",
-                "structured": "QD-DEPLOY-JSON", "reasoning": "QD-DEPLOY-REASONING", "burst": "QD-DEPLOY-BURST"}
-EXERCISE_TITLES = {"models": "Model listed by /v1/models", "chat": "Chat completion",
-                   "stream": "Streamed chat completion", "structured": "JSON-schema structured output",
-                   "reasoning": "Reasoning parser separates thinking", "burst": "Concurrency burst"}
 
 
 @dataclass(frozen=True)
@@ -49,6 +48,8 @@ class DeployRequest:
     burst_tokens: int = 32
     facts: Facts | None = None
     slo: dict[str, float] = field(default_factory=dict)
+    sweep: tuple[int, ...] = ()
+    bench: bool = False
     check_port: bool = True  # off when the API is served by another machine (deploy --ray)
 
 
@@ -100,7 +101,7 @@ def _start_result(start: StartOutcome, remedies: list[RemedyHit], follower: LogF
 
 def exercise_result(ex: Exercise) -> Result:
     return _result(EXERCISE_IDS[ex.name], EXERCISE_TITLES[ex.name], ex.status, ex.summary,
-                   "medium" if ex.name == "reasoning" else "high",
+                   "medium" if ex.name in MEDIUM else "high",
                    evidence={k: v for k, v in ex.data.items() if not isinstance(v, list) or len(v) < 50},
                    seconds=round(ex.seconds, 3))
 
@@ -204,9 +205,7 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None,
             progress(f"start: {start.state} after {start.seconds:.0f} s ({start.detail})")
             if start.ready:
                 stage = "exercises"
-                cfg = ExerciseConfig(model=spec.served_model_name, reasoning=bool(spec.reasoning_parser),
-                                     burst=req.burst, burst_tokens=req.burst_tokens,
-                                     headers=tuple(spec.headers.items()))
+                cfg = exercise_config(spec, req.burst, req.burst_tokens, req.sweep, req.bench)
                 probed = asyncio.run(exercise_server(spec.base_url, cfg, req.slo))
                 exercises = probed.exercises
                 for ex in exercises:
@@ -238,6 +237,10 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None,
         out.results += probed.results
         if probed.server is not None:
             out.sections["server"] = probed.server
+        if probed.sweep:
+            out.sections["sweep"] = sweep_section(probed.sweep)
+        if probed.bench:
+            out.sections["bench"] = bench_section(probed.bench)
     return out
 
 

@@ -11,6 +11,12 @@ Parsed with prometheus_client's text parser. Metric names come from the engines'
   sglang:e2e_request_latency_seconds, sglang:queue_time_seconds (histograms), sglang:token_usage (gauge, 0..1),
   sglang:num_running_reqs / sglang:num_queue_reqs (gauges), sglang:num_retracted_requests (counter: SGLang's
   preemption is called retraction).
+Speculative decoding and the prefix cache: vLLM counters vllm:spec_decode_num_drafts /
+vllm:spec_decode_num_draft_tokens / vllm:spec_decode_num_accepted_tokens (vllm/v1/spec_decode/metrics.py; mean
+accepted length = 1 + accepted / drafts, acceptance rate = accepted / draft tokens, as its SpecDecodingLogging
+prints them) and vllm:prefix_cache_queries / vllm:prefix_cache_hits (tokens; v1/metrics/loggers.py); SGLang 0.5.23
+gauges sglang:spec_accept_length, sglang:spec_accept_rate and sglang:cache_hit_rate (observability/
+metrics_collector.py, "mostrecent" values, not counters).
 Percentiles of a histogram delta are estimated like Prometheus' histogram_quantile (linear within a bucket),
 then capped by Markov's inequality (for values >= 0, the q-quantile is at most mean / (1 - q)): a coarse first
 bucket (vLLM's queue-time histogram starts at 0.3 s) would otherwise turn a 0.3 ms mean into a "150 ms" median.
@@ -22,6 +28,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 NAMES: dict[str, dict[str, str]] = {
@@ -29,14 +36,20 @@ NAMES: dict[str, dict[str, str]] = {
              "itl": "vllm:inter_token_latency_seconds", "e2el": "vllm:e2e_request_latency_seconds",
              "queue": "vllm:request_queue_time_seconds", "kv_usage": "vllm:kv_cache_usage_perc",
              "running": "vllm:num_requests_running", "waiting": "vllm:num_requests_waiting",
-             "preemptions": "vllm:num_preemptions", "finished": "vllm:request_success"},
+             "preemptions": "vllm:num_preemptions", "finished": "vllm:request_success",
+             "spec_drafts": "vllm:spec_decode_num_drafts", "spec_draft_tokens": "vllm:spec_decode_num_draft_tokens",
+             "spec_accepted": "vllm:spec_decode_num_accepted_tokens", "prefix_queries": "vllm:prefix_cache_queries",
+             "prefix_hits": "vllm:prefix_cache_hits"},
     "sglang": {"ttft": "sglang:time_to_first_token_seconds", "tpot": "sglang:inter_token_latency_seconds",
                "itl": "sglang:inter_token_latency_seconds", "e2el": "sglang:e2e_request_latency_seconds",
                "queue": "sglang:queue_time_seconds", "kv_usage": "sglang:token_usage",
                "running": "sglang:num_running_reqs", "waiting": "sglang:num_queue_reqs",
-               "preemptions": "sglang:num_retracted_requests"},
+               "preemptions": "sglang:num_retracted_requests", "spec_accept_length": "sglang:spec_accept_length",
+               "spec_accept_rate": "sglang:spec_accept_rate", "cache_hit_rate": "sglang:cache_hit_rate"},
 }
 HISTOGRAMS = ("ttft", "tpot", "itl", "e2el", "queue")
+COUNTERS = ("preemptions", "spec_drafts", "spec_draft_tokens", "spec_accepted", "prefix_queries", "prefix_hits")
+LATEST = ("spec_accept_length", "spec_accept_rate", "cache_hit_rate")
 PERCENTILES = (50, 90, 99)
 
 
@@ -84,7 +97,14 @@ class Snapshot:
     gauges: dict[str, float] = field(default_factory=dict)
     counters: dict[str, float] = field(default_factory=dict)
     finished: dict[str, float] = field(default_factory=dict)
+    latest: dict[str, float] = field(default_factory=dict)
     families: int = 0
+
+    def delta(self, key: str, before: "Snapshot") -> float | None:
+        """How much counter `key` grew since `before` (None when this server does not export it)."""
+        if key not in self.counters:
+            return None
+        return self.counters[key] - before.counters.get(key, 0.0)
 
 
 def parse(text: str) -> Snapshot:
@@ -108,12 +128,31 @@ def parse(text: str) -> Snapshot:
         fam = by_name.get(table[key])
         if fam is not None and fam.samples:
             snap.gauges[key] = float(reduce(s.value for s in fam.samples))
-    preempted = _counter_samples(by_name, table["preemptions"])
-    if preempted is not None:
-        snap.counters["preemptions"] = sum(s.value for s in preempted)
+    for key in COUNTERS:
+        samples = _counter_samples(by_name, table.get(key, ""))
+        if samples is not None:
+            snap.counters[key] = sum(s.value for s in samples)
+    for key in LATEST:
+        fam = by_name.get(table.get(key, ""))
+        if fam is not None and fam.samples:
+            snap.latest[key] = float(max(s.value for s in fam.samples))
     for s in _counter_samples(by_name, table.get("finished", "")) or []:
         reason = s.labels.get("finished_reason", "?")
         snap.finished[reason] = snap.finished.get(reason, 0.0) + s.value
+    return snap
+
+
+async def scrape(client: httpx.AsyncClient) -> Snapshot:
+    """GET /metrics and parse it; MetricsError (with the reason) when it cannot be read."""
+    try:
+        r = await client.get("/metrics")
+    except httpx.HTTPError as exc:
+        raise MetricsError(f"GET /metrics failed: {type(exc).__name__}") from None
+    if r.status_code != 200:
+        raise MetricsError(f"GET /metrics answers HTTP {r.status_code} (SGLang needs --enable-metrics)")
+    snap = parse(r.text)
+    if snap.backend is None:
+        raise MetricsError("/metrics has no vllm: or sglang: metrics")
     return snap
 
 
@@ -152,15 +191,16 @@ def estimate(h: Histogram, q: float) -> float | None:
 
 
 def compare(before: Snapshot, after: Snapshot, peaks: dict[str, float] | None = None,
-            latency_from: Snapshot | None = None) -> dict[str, Any]:
+            latency_from: Snapshot | None = None, latency_to: Snapshot | None = None) -> dict[str, Any]:
     """`sections.server`: what the server measured between the two scrapes (latency percentiles in ms between
-    `latency_from` (default `before`) and `after`; requests, preemptions, errors between `before` and `after`)
-    and its KV usage / queue before, at the peak seen, and after."""
+    `latency_from` (default `before`) and `latency_to` (default `after`); requests, preemptions, errors between
+    `before` and `after`) and its KV usage / queue before, at the peak seen, and after."""
     out: dict[str, Any] = {"backend": after.backend, "families": after.families}
     latency: dict[str, dict[str, float | None]] = {}
     start = latency_from or before
+    end = latency_to or after
     for key in HISTOGRAMS:
-        h = after.histograms.get(key)
+        h = end.histograms.get(key)
         if h is None:
             continue
         d = h.minus(start.histograms.get(key))
@@ -171,8 +211,8 @@ def compare(before: Snapshot, after: Snapshot, peaks: dict[str, float] | None = 
         latency[f"{key}_ms"] = row
     out["latency"] = latency
     e2el = after.histograms.get("e2el")
-    if e2el is not None:
-        out["latency_requests"] = int(e2el.minus(start.histograms.get("e2el")).count)
+    if end.histograms.get("e2el") is not None:
+        out["latency_requests"] = int(end.histograms["e2el"].minus(start.histograms.get("e2el")).count)
     out["requests"] = int(e2el.minus(before.histograms.get("e2el")).count) if e2el else None
     if "preemptions" in after.counters:
         out["preemptions"] = int(after.counters["preemptions"] - before.counters.get("preemptions", 0.0))

@@ -11,6 +11,7 @@ from markupsafe import Markup
 from doctor.report.model import REPORT_SCHEMA_VERSION, Report
 from doctor.report.sections import PERCENTILES, SECTION_ORDER, as_status, fix_text
 from doctor.report.svg import latency_chart
+from doctor.report.sweep_svg import sweep_charts
 from doctor.report.text import summary_line
 from doctor.report.view import (PLAN_SKIP, code_spans, command_line, display, grid, latency_table, problems_first,
                                 section_rows, unreported_exercises, verdict_result)
@@ -52,7 +53,7 @@ def render_html(report: Report) -> str:
         headline=f"Deploy {outcome.status.value}: {outcome.summary}" if outcome else counted,
         verdict=(f"{counted} · " if outcome else "") + summary_line(report), exercises=exercises, metrics=metrics,
         command_line=command_line(report),
-        chart=Markup(latency_chart(latency)), pct_names=PERCENTILES,
+        chart=Markup(latency_chart(latency)), pct_names=PERCENTILES, sweep_chart=Markup(_sweep_chart(sections)),
         percentiles=[(n, {p: _ms(row.get(p)) for p in PERCENTILES}) for n, row in latency],
         server=server, server_rows=section_rows(server, skip=("latency",)),
         probe=sections.get("probe"), probe_rows=section_rows(sections.get("probe") or {}),
@@ -64,6 +65,13 @@ def render_html(report: Report) -> str:
         other_sections=json.dumps(other, indent=1, default=str) if other else "",
         facts_json=json.dumps(report.facts, indent=1, default=str) if report.facts is not None else "",
         schema_version=REPORT_SCHEMA_VERSION)
+
+
+def _sweep_chart(sections: dict[str, Any]) -> str:
+    sweep = sections.get("sweep")
+    if not isinstance(sweep, dict) or not isinstance(sweep.get("levels"), list):
+        return ""
+    return sweep_charts(sweep["levels"], sweep.get("knee"), sweep.get("max_concurrency_meeting_slo"))
 
 
 def _ms(value: Any) -> str:

@@ -6,8 +6,8 @@ from itertools import groupby
 from typing import Any, Sequence
 
 from doctor.report.model import Report
-from doctor.report.sections import PERCENTILES, as_status, fix_text
-from doctor.report.view import plain, section_rows, unreported_exercises, verdict_result
+from doctor.report.sections import PERCENTILES, SECTION_ORDER, as_status, fix_text
+from doctor.report.view import grid, plain, section_rows, unreported_exercises, verdict_result
 from doctor.results import Result, Status, worst
 
 _COLOR = {Status.OK: "32", Status.WARN: "33", Status.FAIL: "31", Status.ERROR: "35", Status.SKIP: "90"}
@@ -44,6 +44,10 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
         from doctor.fleet.table import render_table
 
         lines.append(render_table(report.sections["fleet"]))
+    for name, section in report.sections.items():
+        table = grid(name, section) if name not in (*SECTION_ORDER, "fleet") else None
+        if table:
+            lines += [table[0], *grid_lines(table[1], table[2]), ""]
     lines.append(summary_line(report))
     return "\n".join(lines) + "\n"
 
@@ -92,6 +96,12 @@ def section_lines(sections: dict[str, Any], results: Sequence[Result] = ()) -> l
                        f"{where.get('source', '?')}:{where.get('line', '?')})")
             out += [f"        → {plain(fix_text(f))}" for f in m.get("fix") or []]
     return out
+
+
+def grid_lines(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A grid section (e.g. the concurrency sweep) as aligned columns."""
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    return ["  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
 
 
 def worst_status(values: Any) -> Status:

@@ -29,6 +29,8 @@ class Request:
     burst: int = 8
     burst_tokens: int = 32
     slo: dict[str, float] = field(default_factory=dict)
+    sweep: tuple[int, ...] = ()
+    bench: bool = False
 
     @property
     def overrides(self) -> dict[str, Any]:

@@ -99,7 +99,8 @@ class SingleMachine:
             raise DoctorError(f"no python with {spec.backend} found: pass --python PATH ({python_hint(spec.backend)})")
         log = _log_path(request)
         req = DeployRequest(spec=spec, log_path=log, model=served_model, timeout=request.timeout, keep=request.keep,
-                            burst=request.burst, burst_tokens=request.burst_tokens, facts=facts, slo=request.slo)
+                            burst=request.burst, burst_tokens=request.burst_tokens, facts=facts, slo=request.slo,
+                            sweep=request.sweep, bench=request.bench)
         try:
             outcome = deploy(req, progress=progress, watch=watch)
         except PortInUse as exc:
@@ -196,7 +197,8 @@ class RayFleet:
         launcher = fleet.launcher_spec(spec, plans, address, run_dir, self.grace)
         req = DeployRequest(spec=launcher, log_path=log, model="", timeout=request.timeout, keep=False,
                             grace=self.grace + fleet.SHUTDOWN_SLACK_S, burst=request.burst,
-                            burst_tokens=request.burst_tokens, facts=None, slo=request.slo, check_port=False)
+                            burst_tokens=request.burst_tokens, facts=None, slo=request.slo, sweep=request.sweep,
+                            bench=request.bench, check_port=False)
         outcome = deploy(req, progress=progress, watch=watch)
         summary = fleet.summary_of(run_dir)
         results = list(outcome.results)

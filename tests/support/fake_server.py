@@ -18,6 +18,20 @@ shim interpreter can stand in for the backend's python. Behaviour comes from FAK
   shutdown-noise  like ok, but logs vLLM's EngineDeadError line when stopped with SIGTERM (as vLLM 0.32 does)
   pressure    like ok, but /metrics shows the KV cache near full, a preemption per request and a queue
               that keeps growing
+  thinking-off-empty  with enable_thinking false the answer arrives as reasoning_content, content empty
+              (vllm-project/vllm#53284)
+  tool-in-think  the model writes its tool call inside <think>: it stays in reasoning_content (vllm#39056)
+  prefix-miss the prefix cache never hits (a hybrid model in vLLM's align mode, vllm#51250)
+Like the real server it follows its command line: with --reasoning-parser, thinking is on unless the request
+sets chat_template_kwargs.enable_thinking false, and a short budget (a JSON-schema answer) is all reasoning with
+empty content; tool calls are written as Qwen3.5's XML and parsed into tool_calls (streamed as deltas: name
+first, then argument pieces) only by --tool-call-parser qwen3_coder / qwen3_xml (other parsers leave the XML in
+content; vLLM without --enable-auto-tool-choice answers HTTP 400); images are answered unless
+--language-model-only (HTTP 400, vLLM's message); --speculative-config / --speculative-algorithm exports
+speculative-decoding metrics (acceptance FAKE_SERVER_SPEC_ACCEPT, default 0.7); the prefix cache (off with
+--no-enable-prefix-caching / --disable-radix-cache) hits a prompt seen before, and an uncached prompt pays a
+prefill delay per token. FAKE_SERVER_FIRST_BATCH_DELAY=S makes the first batch of each new width (1, 2, 4, 8,
+... requests in flight) wait S seconds before its first token, as kernel compilation / autotuning does.
 /metrics serves the backend's Prometheus metric names (vllm: or sglang:) measured on the requests it
 answered; FAKE_SERVER_NO_METRICS=1 answers 404 there instead.
 FAKE_SERVER_CHILD=1 also starts a grandchild process (as vLLM starts EngineCore) to test group cleanup;
@@ -95,10 +109,29 @@ def arg(argv: list[str], name: str, default: str | None = None) -> str | None:
     return argv[argv.index(name) + 1] if name in argv and argv.index(name) + 1 < len(argv) else default
 
 
+QWEN35_TOOL_CALL = ("<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n"
+                    "</tool_call>")
+XML_TOOL_PARSERS = ("qwen3_coder", "qwen3_xml")
+PREFILL_S_PER_TOKEN = 0.0002
+
+
+def _text_of(body: dict[str, Any]) -> tuple[str, bool]:
+    """The request's message text and whether it carries an image part."""
+    texts, has_image = [], False
+    for m in body.get("messages") or []:
+        content = m.get("content")
+        if isinstance(content, str):
+            texts.append(content)
+        for part in content if isinstance(content, list) else []:
+            texts.append(part.get("text") or "")
+            has_image = has_image or part.get("type") == "image_url"
+    return " ".join(texts), has_image
+
+
 class Metrics:
     """The few server metrics qwen-doctor reads, under vLLM's or SGLang's names."""
 
-    def __init__(self, backend: str, mode: str) -> None:
+    def __init__(self, backend: str, mode: str, speculative: bool = False) -> None:
         self.registry = CollectorRegistry()
         self.mode = mode
         self.lock = threading.Lock()
@@ -120,6 +153,49 @@ class Metrics:
         self.preempt = Counter("vllm:num_preemptions" if v else "sglang:num_retracted_requests", "preempted",
                                registry=r)
         self.success = Counter("vllm:request_success", "finished", ["finished_reason"], registry=r) if v else None
+        self.prefix_queries = Counter("vllm:prefix_cache_queries", "prefix tokens asked", registry=r) if v else None
+        self.prefix_hits = Counter("vllm:prefix_cache_hits", "prefix tokens hit", registry=r) if v else None
+        self.hit_rate = None if v else Gauge("sglang:cache_hit_rate", "hit rate", registry=r)
+        self.spec: dict[str, Any] = {}
+        if speculative and v:
+            self.spec = {k: Counter(f"vllm:spec_decode_num_{k}", k, registry=r)
+                         for k in ("drafts", "draft_tokens", "accepted_tokens")}
+        elif speculative:
+            self.spec = {k: Gauge(f"sglang:spec_accept_{k}", k, registry=r) for k in ("length", "rate")}
+        self.widths: dict[int, float] = {}
+
+    def cold_wait(self) -> float:
+        """Seconds this request waits for the one-time cost of its batch width (FAKE_SERVER_FIRST_BATCH_DELAY)."""
+        delay = float(os.environ.get("FAKE_SERVER_FIRST_BATCH_DELAY") or 0)
+        if not delay:
+            return 0.0
+        with self.lock:
+            width = 1 << max(self.active - 1, 0).bit_length()
+            ready = self.widths.setdefault(width, time.perf_counter() + delay)
+        return max(0.0, ready - time.perf_counter())
+
+    def prefix(self, tokens: int, hit: bool) -> None:
+        with self.lock:
+            if self.prefix_queries is not None:
+                self.prefix_queries.inc(tokens)
+                self.prefix_hits.inc(tokens if hit else 0)
+            if self.hit_rate is not None:
+                self.hit_rate.set(1.0 if hit else 0.0)
+
+    def drafted(self, tokens: int) -> None:
+        """Speculative decoding over `tokens` output tokens: 3 draft tokens per step, FAKE_SERVER_SPEC_ACCEPT kept."""
+        if not self.spec:
+            return
+        accept = float(os.environ.get("FAKE_SERVER_SPEC_ACCEPT") or 0.7)
+        with self.lock:
+            if "drafts" in self.spec:
+                steps = max(1, tokens // 2)
+                self.spec["drafts"].inc(steps)
+                self.spec["draft_tokens"].inc(3 * steps)
+                self.spec["accepted_tokens"].inc(round(3 * steps * accept))
+            else:
+                self.spec["length"].set(1 + 3 * accept)
+                self.spec["rate"].set(accept)
 
     def begin(self) -> float:
         with self.lock:
@@ -211,31 +287,79 @@ class Handler(BaseHTTPRequestHandler):
             return None
         if body.get("model") != cfg["model"]:
             return self._json(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
+        argv = cfg["argv"]
+        text, has_image = _text_of(body)
+        if has_image and "--language-model-only" in argv:
+            return self._json(400, {"error": {"message": "At most 0 image(s) may be provided in one prompt."}})
+        if body.get("tools") and cfg["backend"] == "vllm" and "--enable-auto-tool-choice" not in argv:
+            return self._json(400, {"error": {"message": '"auto" tool choice requires --enable-auto-tool-choice '
+                                                         "and --tool-call-parser to be set"}})
         n = int(body.get("max_tokens") or 16)
-        content, reasoning = self._answer(body, cfg)
+        prompt_tokens = max(7, len(text.split()))
+        content, reasoning = self._answer(body, cfg, has_image)
+        calls = self._tool_calls(body, cfg, content)
+        if calls:
+            content = ""
         t0 = cfg["metrics"].begin()
+        wait = cfg["metrics"].cold_wait() + self._prefill(text, prompt_tokens, cfg)
+        cfg["metrics"].drafted(n)
         if body.get("stream"):
-            ttft = self._stream(n, body, reasoning, t0)
+            ttft = self._stream(n, body, reasoning, t0, wait, calls, content, prompt_tokens)
             cfg["metrics"].end(t0, ttft, n)
             return None
+        time.sleep(wait)
         cfg["metrics"].end(t0, time.perf_counter() - t0, n)
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if reasoning is not None:
             message["reasoning_content"] = reasoning
+        if calls:
+            message["tool_calls"] = calls
         self._json(200, {"id": "c1", "object": "chat.completion", "model": cfg["model"],
-                         "choices": [{"index": 0, "message": message, "finish_reason": "length"}],
-                         "usage": {"prompt_tokens": 7, "completion_tokens": n, "total_tokens": 7 + n}})
+                         "choices": [{"index": 0, "message": message,
+                                      "finish_reason": "tool_calls" if calls else "length"}],
+                         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n,
+                                   "total_tokens": prompt_tokens + n}})
 
-    def _answer(self, body: dict[str, Any], cfg: dict[str, Any]) -> tuple[str, str | None]:
+    def _prefill(self, text: str, tokens: int, cfg: dict[str, Any]) -> float:
+        """Seconds of prefill: none for a prompt the prefix cache holds, PREFILL_S_PER_TOKEN per token otherwise."""
+        argv = cfg["argv"]
+        caching = "--no-enable-prefix-caching" not in argv and "--disable-radix-cache" not in argv
+        with cfg["metrics"].lock:
+            hit = caching and cfg["mode"] != "prefix-miss" and text in cfg["seen"]
+            cfg["seen"].add(text)
+        cfg["metrics"].prefix(tokens, hit)
+        return 0.0 if hit else tokens * PREFILL_S_PER_TOKEN
+
+    def _answer(self, body: dict[str, Any], cfg: dict[str, Any], has_image: bool) -> tuple[str, str | None]:
+        thinking = cfg["reasoning"] and (body.get("chat_template_kwargs") or {}).get("enable_thinking", True)
+        if body.get("tools"):
+            if cfg["mode"] == "tool-in-think":
+                return "", "I should call the tool. " + QWEN35_TOOL_CALL
+            return QWEN35_TOOL_CALL, ("The user wants the weather." if thinking else None)
         if body.get("response_format", {}).get("type") == "json_schema":
+            if thinking:
+                return "", "The sky is blue, so the answer is"  # the whole short budget spent thinking
             return ("{\"answer\": tru" if cfg["mode"] == "bad-json" else '{"answer":true,"colour":"blue"}'), None
+        if cfg["reasoning"] and not thinking:
+            return ("", "Paris") if cfg["mode"] == "thinking-off-empty" else ("Paris", None)
+        if has_image:
+            return "red", ("The image is a red square." if thinking else None)
         if cfg["reasoning"]:
             if cfg["mode"] == "think-leak":
                 return "<think>17 * 3 = 51</think>51", None
             return "51", "17 * 3 = 51"
         return "hello there friend how are", None
 
-    def _stream(self, n: int, body: dict[str, Any], reasoning: str | None, t0: float) -> float:
+    def _tool_calls(self, body: dict[str, Any], cfg: dict[str, Any], content: str) -> list[dict[str, Any]]:
+        """The parsed call when the server's parser reads Qwen3.5's XML format."""
+        if not body.get("tools") or "<tool_call>" not in content or arg(cfg["argv"], "--tool-call-parser") \
+                not in XML_TOOL_PARSERS:
+            return []
+        return [{"id": "call_1", "type": "function",
+                 "function": {"name": "get_weather", "arguments": json.dumps({"city": "Paris"})}}]
+
+    def _stream(self, n: int, body: dict[str, Any], reasoning: str | None, t0: float, wait: float = 0.0,
+                calls: list[dict[str, Any]] | None = None, content: str = "", prompt_tokens: int = 7) -> float:
         """Stream n tokens 2 ms apart, HTTP/1.1 chunked like uvicorn (one SSE event per chunk); return the TTFT.
         FAKE_SERVER_PAIRS=1 puts two tokens in each event after the first; FAKE_SERVER_BUNCH=k sends k events
         in one write (one socket read for the client, as when it falls behind), then waits k times as long."""
@@ -246,7 +370,10 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
+        time.sleep(wait)
         options = body.get("stream_options") or {}
+        if calls or body.get("tools"):
+            return self._stream_tool(calls or [], content, reasoning, t0)
         step = 2 if os.environ.get("FAKE_SERVER_PAIRS") else 1
         bunch = int(os.environ.get("FAKE_SERVER_BUNCH") or 1)
         pending: list[bytes] = []
@@ -259,7 +386,8 @@ class Handler(BaseHTTPRequestHandler):
                                                   "finish_reason": None}]}
             i += k
             if options.get("continuous_usage_stats"):
-                chunk["usage"] = {"prompt_tokens": 7, "completion_tokens": i, "total_tokens": 7 + i}
+                chunk["usage"] = {"prompt_tokens": prompt_tokens, "completion_tokens": i,
+                                  "total_tokens": prompt_tokens + i}
             pending.append(_chunked(f"data: {json.dumps(chunk)}\n\n"))
             if i == 1 or len(pending) == bunch or i >= n:
                 self.wfile.write(b"".join(pending))
@@ -268,8 +396,32 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(0.002 * k * len(pending))
                 pending = []
         if options.get("include_usage"):
-            usage = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": n, "total_tokens": 7 + n}}
+            usage = {"choices": [], "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": n,
+                                              "total_tokens": prompt_tokens + n}}
             self.wfile.write(_chunked(f"data: {json.dumps(usage)}\n\n"))
+        self.wfile.write(_chunked("data: [DONE]\n\n") + b"0\r\n\r\n")
+        return ttft
+
+
+    def _stream_tool(self, calls: list[dict[str, Any]], content: str, reasoning: str | None, t0: float) -> float:
+        """A streamed tool-call answer: reasoning, then either the call as deltas (id and name, then the
+        arguments in pieces) or the unparsed text as content deltas."""
+        deltas: list[dict[str, Any]] = []
+        if reasoning:
+            deltas.append({"reasoning_content": reasoning})
+        for call in calls:
+            args = call["function"]["arguments"]
+            deltas.append({"tool_calls": [{"index": 0, "id": call["id"], "type": "function",
+                                           "function": {"name": call["function"]["name"], "arguments": ""}}]})
+            deltas += [{"tool_calls": [{"index": 0, "function": {"arguments": args[i:i + 5]}}]}
+                       for i in range(0, len(args), 5)]
+        deltas += [{"content": content[i:i + 8]} for i in range(0, len(content), 8)]
+        ttft = time.perf_counter() - t0
+        for i, delta in enumerate(deltas):
+            finish = ("tool_calls" if calls else "stop") if i == len(deltas) - 1 else None
+            event = {"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            self.wfile.write(_chunked(f"data: {json.dumps(event)}\n\n"))
+            self.wfile.flush()
         self.wfile.write(_chunked("data: [DONE]\n\n") + b"0\r\n\r\n")
         return ttft
 
@@ -287,12 +439,16 @@ class _Server(ThreadingHTTPServer):
 
 
 def serve(port: int, model: str, mode: str = "ok", reasoning: bool = False,
-          host: str = "127.0.0.1", api_key: str | None = None, backend: str = "vllm") -> ThreadingHTTPServer:
-    """Start the fake API in a background thread (already healthy); the caller shuts it down."""
+          host: str = "127.0.0.1", api_key: str | None = None, backend: str = "vllm",
+          argv: tuple[str, ...] | list[str] = ()) -> ThreadingHTTPServer:
+    """Start the fake API in a background thread (already healthy); the caller shuts it down. `argv` is the
+    backend command line it behaves by (parsers, --language-model-only, speculative decoding, prefix caching)."""
     httpd = _Server((host, port), Handler)
     httpd.daemon_threads = True
-    httpd.cfg = {"model": model, "mode": mode, "reasoning": reasoning, "ready": True,
-                 "api_key": api_key, "metrics": Metrics(backend, mode)}  # type: ignore[attr-defined]
+    speculative = any(a in argv for a in ("--speculative-config", "--speculative-algorithm"))
+    httpd.cfg = {"model": model, "mode": mode, "reasoning": reasoning, "ready": True, "backend": backend,
+                 "argv": list(argv), "seen": set(), "api_key": api_key,
+                 "metrics": Metrics(backend, mode, speculative)}  # type: ignore[attr-defined]
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return httpd
 
@@ -387,7 +543,7 @@ def main(argv: list[str]) -> int:
     nnodes = int(arg(argv, "--nnodes", "1") or 1)
     rendezvous = _rendezvous(argv, nnodes) if nnodes > 1 else None  # noqa: F841 (kept open while serving)
     httpd = serve(port, model, mode, reasoning=arg(argv, "--reasoning-parser") is not None,
-                  api_key=arg(argv, "--api-key"), backend=backend)
+                  api_key=arg(argv, "--api-key"), backend=backend, argv=argv)
     for line in lines[3:]:
         print(line.replace("{port}", str(port)), flush=True)
     print("INFO:     Application startup complete.", flush=True)
