@@ -51,6 +51,14 @@ On unified-memory GPUs (GB10) the non-torch term also holds the host memory gain
 (vllm/utils/mem_utils.py MemorySnapshot.measure counts system memory there; uma_host_bytes). The CUDA-graph
 estimate there is raw cudaMemGetInfo free memory before and after each capture (profile_cudagraph_memory,
 0.20.2), which on those GPUs moves with the host: three GB10 boots with an MTP drafter logged -0.87 / -0.90 GiB.
+0.20.1's gpu_worker.py determine_available_memory subtracts the estimate unclamped (available = requested -
+non-KV - estimate, the estimate only gated by VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS), so a negative one enlarges
+the pool by its size; nothing in the source makes it negative on a discrete GPU (a graph only allocates). The
+negative estimates held are all GB10 boots of 0.20.x with MTP and PIECEWISE graphs only (fp8 KV under FlashInfer),
+while GB10 boots of 0.22 with the same drafter and mode logged +0.18 / +0.19 GiB: host memory released during the
+capture window (not a term the flags decide). The plan keeps a positive estimate; those boots' 2.1-2.3 GiB shortfall
+is that sign (0.9 GiB logged negative + 0.39 GiB planned) plus the unified-memory host term's spread, both inside
+the GB10 band.
 Coefficients (bytes per sampler logit, scale of the forward estimate, non-torch bytes, first-capture bytes,
 bytes per further captured graph, actual over estimated graph memory, host bytes on unified memory) are fitted
 on the logged boots of tests/data/published_kv/ and validated leave-one-out (doctor/planner/fit.py,
