@@ -138,7 +138,10 @@ def spec_full_decode(cfg: ServeConfig, gpu: GPU) -> bool:
     kernels give UNIFORM_BATCH (v1/attention/backends/flashinfer.py get_cudagraph_support); elsewhere
     FlashAttention (UNIFORM_BATCH or better), unless the KV cache is fp8, which FlashAttention serves only as
     FA3 on Hopper (flash_attn.py supports_kv_cache_dtype) -- FlashInfer then, without TRT-LLM kernels:
-    UNIFORM_SINGLE_TOKEN_DECODE, PIECEWISE only. Without speculative decoding FULL decode graphs stay."""
+    UNIFORM_SINGLE_TOKEN_DECODE, PIECEWISE only ("CUDAGraphMode.FULL_AND_PIECEWISE is not supported with
+    spec-decode for attention backend FlashInferBackend (support: AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE);
+    setting cudagraph_mode=PIECEWISE", logged with fp8 KV and MTP on RTX 3090s: noonghunna/club-3090 issues #584,
+    #747, pull #44). Without speculative decoding FULL decode graphs stay."""
     if cfg.mtp_tokens <= 0:
         return True
     major = gpu.capability[0]
