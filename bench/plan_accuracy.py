@@ -36,6 +36,8 @@ from doctor.planner.fit import (first_capture_samples, fit, leave_one_out, logge
 
 DATA = ROOT / "tests" / "data" / "published_kv"
 CALIBRATION = ROOT / "doctor" / "planner" / "calibration.yaml"
+# issue 26's acceptance: KV-token error over the public boots, each planned without being fitted on
+TARGET_MEAN, TARGET_MAX = 0.03, 0.06
 
 
 def load_entries() -> list[dict]:
@@ -129,10 +131,35 @@ def region(entries: list[dict]) -> dict:
             "versions": sorted({release(str(e["vllm"])) for e in predicted}, key=Version), "quantization": sorted(quant)}
 
 
+def run_to_run(entries: list[dict], rows: list[Residual]) -> dict[str, tuple[float, list[str]]]:
+    """Per hardware class, the widest spread of logged KV memory between boots of one configuration (same
+    checkpoint, vLLM build, GPUs and flags): how far the engine itself moves from run to run, (GiB, boot ids)."""
+    by_id = {e["id"]: e for e in entries}
+    groups: dict[tuple, list[Residual]] = {}
+    for r in rows:
+        e = by_id[r.id]
+        if r.logged_available_gib is None:
+            continue
+        key = (e["model"], str(e["vllm"]), str(e["gpus"]), yaml.safe_dump(e["flags"], sort_keys=True))
+        groups.setdefault(key, []).append(r)
+    out: dict[str, tuple[float, list[str]]] = {}
+    for same in groups.values():
+        if len(same) < 2:
+            continue
+        logged = [r.logged_available_gib for r in same]
+        spread = max(logged) - min(logged)
+        name = boot_classes(by_id[same[0].id])[0]
+        if spread >= out.get(name, (-1.0, []))[0]:
+            out[name] = (spread, [r.id for r in same])
+    return out
+
+
 def class_table(entries: list[dict], rows: list[Residual]) -> dict:
     """Per hardware class: the residuals of its boots, each planned without being fitted on (leave-one-out,
     out of sample or held out); the band is the largest KV-memory residual (GiB), and it must cover every boot's
-    own KV-token residual once taken relative to that boot's planned cache. Returns calibration.yaml `classes`."""
+    own KV-token residual once taken relative to that boot's planned cache. Whether the class meets issue 26's
+    target (KV-token error mean <= 3%, max <= 6%), and where it does not, its pools against the engine's own
+    run-to-run spread. Returns calibration.yaml `classes`."""
     by_id = {e["id"]: e for e in entries}
     classes: dict[str, dict] = {}
     for r in rows:
@@ -142,9 +169,11 @@ def class_table(entries: list[dict], rows: list[Residual]) -> dict:
         c = classes.setdefault(name, {"rows": [], "features": set()})
         c["rows"].append(r)
         c["features"].update(feats)
+    noise = run_to_run(entries, rows)
     print("\nPer hardware class (every boot planned without being fitted on: leave-one-out, out of sample, held out)")
-    print(f"{'class':<34} {'boots':>5} {'KV error mean':>13} {'max':>8} {'band (GiB)':>10} {'covers':>6}  features seen")
-    out = {}
+    print(f"{'class':<34} {'boots':>5} {'KV error mean':>13} {'max':>8} {'band (GiB)':>10} {'covers':>6} "
+          f"{'<=3%/6%':>7}  features seen")
+    out, notes = {}, []
     for name, c in sorted(classes.items()):
         # the KV-memory residual, or the KV-token one taken over the planned cache where that is larger (block
         # rounding): the band then covers both
@@ -154,14 +183,35 @@ def class_table(entries: list[dict], rows: list[Residual]) -> dict:
         kv = [abs(r.kv_error) for r in c["rows"] if r.kv_error is not None]
         covered = all(r.kv_error is None or abs(r.kv_error) <= gap / r.planned_available_gib + 1e-9
                       for r in c["rows"] if r.planned_available_gib > 0)
+        meets = bool(kv) and sum(kv) / len(kv) <= TARGET_MEAN and max(kv) <= TARGET_MAX
         mean_kv = f"{sum(kv) / len(kv):.2%}" if kv else "-"
         max_kv = f"{max(kv):.2%}" if kv else "-"
-        print(f"{name:<34} {len(c['rows']):>5} {mean_kv:>13} {max_kv:>8} {gap:>10.2f} {'yes' if covered else 'NO':>6}  "
-              f"{', '.join(sorted(c['features']))}")
+        print(f"{name:<34} {len(c['rows']):>5} {mean_kv:>13} {max_kv:>8} {gap:>10.2f} {'yes' if covered else 'NO':>6} "
+              f"{'yes' if meets else 'no':>7}  {', '.join(sorted(c['features']))}")
+        spread, same = noise.get(name, (None, []))
+        if not meets and kv:
+            pools = sorted(r.logged_available_gib for r in c["rows"]
+                           if r.logged_available_gib is not None and r.logged_available_gib > 0)
+            line = (f"  {name} misses mean <= {TARGET_MEAN:.0%} / max <= {TARGET_MAX:.0%}: its logged pools are "
+                    f"{pools[0]:.2f}-{pools[-1]:.2f} GiB, so {TARGET_MEAN:.0%} of the smallest is "
+                    f"{TARGET_MEAN * pools[0] * 1024:.0f} MiB")
+            if spread is not None:
+                line += (f"; one configuration booted twice logged {spread:.2f} GiB apart ({', '.join(same)}), "
+                         f"{spread / min(r.logged_available_gib for r in c['rows'] if r.id in same):.0%} of its pool: "
+                         "the engine does not repeat itself to the target's precision")
+            notes.append(line)
         out[name] = {"boots": len(c["rows"]), "gap_gib": round(gap + 5e-3, 2),
                      "kv_tokens_max_abs_error": round(max(kv) + 5e-4, 3) if kv else None,
+                     "meets_target": meets, "run_to_run_gib": None if spread is None else round(spread, 2),
                      "features": sorted(c["features"])}
+    for line in notes:
+        print(line)
     return out
+
+
+def target_met(errors: list[float]) -> str:
+    """'meets' or 'misses' issue 26's target for these absolute KV-token errors."""
+    return "meets" if errors and sum(errors) / len(errors) <= TARGET_MEAN and max(errors) <= TARGET_MAX else "misses"
 
 
 def term_uncertainty(entries: list[dict], coefficients, weights_rel: float | None) -> dict:
@@ -223,7 +273,15 @@ def main(argv: list[str] | None = None) -> int:
     classes = class_table(entries, unseen)
     every = [abs(r.kv_error) for r in unseen if r.kv_error is not None]
     print(f"\nEvery public boot of the Qwen3.5 / 3.6 hybrid family, each planned without being fitted on: KV error "
-          f"mean {sum(every) / len(every):.2%}, max {max(every):.2%} over {len(every)} boots")
+          f"mean {sum(every) / len(every):.2%}, max {max(every):.2%} over {len(every)} boots "
+          f"({target_met(every)} the target mean <= {TARGET_MEAN:.0%}, max <= {TARGET_MAX:.0%})")
+    missing = sorted(name for name, c in classes.items() if not c["meets_target"] and c["kv_tokens_max_abs_error"])
+    if missing:
+        by_id = {e["id"]: e for e in entries}
+        rest = [abs(r.kv_error) for r in unseen
+                if r.kv_error is not None and boot_classes(by_id[r.id])[0] not in missing]
+        print(f"Without {', '.join(missing)} (see above): KV error mean {sum(rest) / len(rest):.2%}, "
+              f"max {max(rest):.2%} over {len(rest)} boots ({target_met(rest)} the target)")
     out = [abs(r.kv_error) for r in held_out if r.kv_error is not None]
     gaps = [abs(r.available_gap_gib) for r in held_out if r.available_gap_gib is not None]
     if held_out:

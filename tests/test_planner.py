@@ -273,8 +273,22 @@ def test_full_graphs_are_captured_only_for_batches_of_at_most_max_num_seqs_decod
     assert len(capture_sizes(256, 2048)) == 51 and graph_count(256, 2048) == 51 + 35
     assert graph_count(1024, 8192) == 51 + 51
     assert graph_count(4, 8192) == 4 + 3                    # sizes 1, 2, 4, 8; FULL for 1, 2 and 4 requests
-    # speculative decoding: a uniform decode batch holds 1 + k tokens per request, q <= size <= q x max_num_seqs
-    assert capture_sizes(5, 8192, 2) == [1, 2, 4, 8, 16, 24] and graph_count(5, 8192, 2) == 6 + 2
+    # speculative decoding: a uniform decode batch holds 1 + k tokens per request, q <= size <= q x max_num_seqs;
+    # with FULL decode graphs every size is rounded up to a multiple of q (adjust_cudagraph_sizes_for_spec_decode)
+    assert capture_sizes(5, 8192, 2) == [3, 6, 9, 18, 24] and graph_count(5, 8192, 2) == 5 + 3
+    # without them (PIECEWISE only) the sizes stay and no FULL graph is captured
+    assert capture_sizes(5, 8192, 2, full_decode=False) == [1, 2, 4, 8, 16, 24]
+    assert graph_count(5, 8192, 2, full_decode=False) == 6
+
+
+def test_full_decode_graphs_survive_speculative_decoding_only_on_a_uniform_batch_attention_backend():
+    from doctor.planner.overhead import spec_full_decode
+
+    gb10, h200 = parse_gpus("1xGB10").gpu, parse_gpus("1xH200").gpu
+    assert spec_full_decode(ServeConfig(mtp_tokens=2, kv_cache_dtype="fp8"), h200)          # FA3 on Hopper
+    assert spec_full_decode(ServeConfig(mtp_tokens=2), gb10)                                 # FlashAttention, BF16 KV
+    assert not spec_full_decode(ServeConfig(mtp_tokens=2, kv_cache_dtype="fp8"), gb10)      # FlashInfer, no TRT-LLM
+    assert spec_full_decode(ServeConfig(kv_cache_dtype="fp8"), gb10)                         # no speculation
 
 
 def test_an_sglang_plan_says_whether_its_version_s_formula_was_read():

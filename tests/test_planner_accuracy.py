@@ -191,6 +191,23 @@ def test_a_plan_s_band_is_its_hardware_class_s_and_says_where_no_boot_was_measur
     assert rel >= classes["Hopper"]["gap_gib"] * GIB / spec_h200.ranks[0].cache_bytes
 
 
+def test_a_class_that_misses_the_kv_target_says_so_with_the_engine_s_run_to_run_spread():
+    from doctor.models import get_model
+    from doctor.planner import ServeConfig, parse_gpus, plan
+    from doctor.planner.bands import plan_band
+
+    classes = calibration()["classes"]
+    wsl = classes["consumer Blackwell under WSL2"]
+    # two boots of one WSL2 configuration, three minutes apart, logged 0.47 and 0.61 GiB of KV memory
+    assert wsl["meets_target"] is False and wsl["run_to_run_gib"] == pytest.approx(0.14)
+    assert classes["Hopper"]["meets_target"] and classes["unified memory (GB10)"]["meets_target"]
+    cfg = ServeConfig(max_model_len=8192, kv_cache_dtype="fp8", backend_version="0.24.0")
+    _, why = plan_band(plan(get_model("nvidia/Qwen3.6-35B-A3B-NVFP4"), parse_gpus("1xRTX5090-WSL"), cfg))
+    assert "misses the 3% / 6% KV target" in why and "0.14 GiB apart" in why
+    _, why = plan_band(plan(get_model("nvidia/Qwen3.6-35B-A3B-NVFP4"), parse_gpus("1xRTX5090"), cfg))
+    assert "misses" not in why
+
+
 def test_every_class_band_covers_its_own_boots():
     from doctor.planner.bands import boot_classes
 

@@ -184,3 +184,31 @@ def test_the_2x3090_autoround_pool_is_1031_blocks():
     assert fits == [1031]
     capacity = vllm_capacity(layout, 1031 * layout.bytes_per_block, cfg.max_model_len, cfg)
     assert round(capacity.tokens / 1e6, 2) == 2.05
+
+
+def _graph_logged_entries() -> list[dict]:
+    """Every published vLLM boot that logs its capture plan and ran vLLM's default capture sizes
+    (--max-cudagraph-capture-size is not a planner flag)."""
+    out = []
+    for path in sorted(DATA.parent.glob("vllm*.yaml")):
+        for entry in yaml.safe_load(path.read_text(encoding="utf-8"))["entries"]:
+            log = entry.get("log") or []
+            if (isinstance(entry.get("flags"), dict) and any("Profiling CUDA graph memory" in line for line in log)
+                    and not any("max_cudagraph_capture_size" in line for line in log)):
+                out.append(entry)
+    return out
+
+
+@pytest.mark.parametrize("entry", _graph_logged_entries(), ids=lambda e: e["id"])
+def test_the_planned_graph_count_is_the_logged_capture_plan(entry):
+    """PIECEWISE and FULL graphs as "Profiling CUDA graph memory: PIECEWISE=n (largest=..), FULL=m" logs them,
+    speculative boots included (sizes rounded to multiples of 1 + k under FULL decode graphs; PIECEWISE only
+    under FlashInfer without TRT-LLM kernels)."""
+    from doctor.planner.hardware import parse_gpus
+    from doctor.planner.overhead import overhead_inputs
+
+    line = find(re.compile(r"Profiling CUDA graph memory: (.*)"), entry["log"]).group(1)
+    logged = sum(int(n) for n in re.findall(r"=(\d+) \(", line))
+    cfg = ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"])
+    model = get_model(entry.get("plan_as") or entry["model"])
+    assert overhead_inputs(model, cfg, parse_gpus(entry["gpus"]).gpu).graphs == logged

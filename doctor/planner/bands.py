@@ -6,7 +6,9 @@ is the largest such residual over its boots, every one planned without having be
 for the boots fit.py fits on, out of sample for the partly described and the held-out boots
 (bench/plan_accuracy.py writes the figures). A plan's band is its class's, relative to its own cache; where its
 class has no boot, or the class's boots never had one of the plan's features (TP > 1, speculative decoding, its
-quantisation), the band says so and is at least the bound the terms' own uncertainty gives (term_bound).
+quantisation), the band says so and is at least the bound the terms' own uncertainty gives (term_bound). A class
+that misses issue 26's target (KV-token error mean <= 3%, max <= 6%) says so with the engine's own run-to-run spread
+on it (calibration.yaml `meets_target`, `run_to_run_gib`).
 """
 
 from __future__ import annotations
@@ -87,6 +89,9 @@ def plan_band(plan: "Plan") -> tuple[float | None, str]:
         gap = cls["gap_gib"] * GIB
         why = (f"largest residual of the {cls['boots']} logged boots of {name}, each planned without being fitted "
                "on (bench/plan_accuracy.py)")
+    if cls is not None and cls.get("meets_target") is False and cls.get("run_to_run_gib") is not None:
+        why += (f"; {name} misses the 3% / 6% KV target: one configuration booted twice logged "
+                f"{cls['run_to_run_gib']:.2f} GiB apart")
     if cache <= 0:
         return None, f"± {gap / GIB:.2f} GiB of KV memory ({why})"
     return gap / cache, f"± {gap / cache:.1%}, ± {gap / GIB:.2f} GiB of KV memory ({why})"

@@ -26,8 +26,20 @@ Read from vLLM 0.26.0 (the files of the published wheel):
   count. From 0.5.18 DFLASH adds the drafter's own bytes per token (its kv heads and head size) instead of the
   layer ratio. SGLang's pool is planned for every drafter layer (sliding-window drafter layers as full
   attention: an upper bound); --speculative-draft-kv-cache-dtype is not modelled (the target's KV dtype).
-- Not modelled: the drafter's own profile run and CUDA graphs (vLLM captures graphs for the drafter too;
-  vllm-project/vllm#50722 logged a 2.22 GiB graph estimate for a TP 4 DFlash boot).
+- CUDA graphs (read in the 0.20.1, 0.22.0, 0.26.0 and 0.32.0 sources): the drafter has no graph pool of its own.
+  gpu_model_runner.py _dummy_run calls drafter.dummy_run with use_cudagraphs only while the target captures a
+  PIECEWISE graph ("Eagle currently only supports PIECEWISE cudagraphs"), so each PIECEWISE capture also captures
+  the drafter (DFlash: at min(size, max_num_seqs x (1 + k)) query tokens, its context K/V precomputed eagerly,
+  v1/spec_decode/dflash.py dummy_run) into the same pool; profile_cudagraph_memory swaps every CUDAGraphWrapper's
+  pool (the drafter's included) for its profiling pool, so "Estimated CUDA graph memory" and the pool's actual
+  size already hold the drafter's graphs. What the drafter changes is the capture plan (overhead.capture_sizes /
+  spec_full_decode: sizes rounded to multiples of 1 + k, FULL decode graphs only on a UNIFORM_BATCH backend),
+  planned exactly for every published speculative boot that logs it. The one DFlash boot held
+  (tests/data/published_kv/vllm-partial.yaml, GB10, vLLM 0.22.0, k = 6, 8 sequences) logged 0.65 GiB estimated /
+  0.64 GiB actual against 0.44 GiB planned, and its KV pool is planned within 0.9%; no public boot of this
+  model family with a larger drafter graph pool is held (vllm-project/vllm#50722's TP 4 DFlash boot logged a
+  2.22 GiB estimate, but its log is cut before max_num_seqs and its pool). The drafter's own profile-run peak
+  (DFlash: its context K/V projection over max_num_batched_tokens after the target's forward) is not added.
 Drafter configs live in doctor/models/registry.yaml (`drafters:`, each with a cited source); a local
 drafter directory with a config.json is read the same way.
 """

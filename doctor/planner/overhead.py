@@ -51,6 +51,14 @@ On unified-memory GPUs (GB10) the non-torch term also holds the host memory gain
 (vllm/utils/mem_utils.py MemorySnapshot.measure counts system memory there; uma_host_bytes). The CUDA-graph
 estimate there is raw cudaMemGetInfo free memory before and after each capture (profile_cudagraph_memory,
 0.20.2), which on those GPUs moves with the host: three GB10 boots with an MTP drafter logged -0.87 / -0.90 GiB.
+0.20.1's gpu_worker.py determine_available_memory subtracts the estimate unclamped (available = requested -
+non-KV - estimate, the estimate only gated by VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS), so a negative one enlarges
+the pool by its size; nothing in the source makes it negative on a discrete GPU (a graph only allocates). The
+negative estimates held are all GB10 boots of 0.20.x with MTP and PIECEWISE graphs only (fp8 KV under FlashInfer),
+while GB10 boots of 0.22 with the same drafter and mode logged +0.18 / +0.19 GiB: host memory released during the
+capture window (not a term the flags decide). The plan keeps a positive estimate; those boots' 2.1-2.3 GiB shortfall
+is that sign (0.9 GiB logged negative + 0.39 GiB planned) plus the unified-memory host term's spread, both inside
+the GB10 band.
 Coefficients (bytes per sampler logit, scale of the forward estimate, non-torch bytes, first-capture bytes,
 bytes per further captured graph, actual over estimated graph memory, host bytes on unified memory) are fitted
 on the logged boots of tests/data/published_kv/ and validated leave-one-out (doctor/planner/fit.py,
@@ -103,29 +111,67 @@ def vllm_batch_defaults(gpu: GPU, version: str | None = None) -> tuple[int, int]
     return 2048, 256
 
 
-def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0) -> list[int]:
-    """vLLM's default cudagraph_capture_sizes (config/vllm.py, 0.26.0)."""
+def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0,
+                  full_decode: bool = True) -> list[int]:
+    """vLLM's default cudagraph_capture_sizes (config/vllm.py _set_cudagraph_sizes, 0.20.1-0.26.0). With
+    speculative decoding and FULL decode graphs, config/compilation.py adjust_cudagraph_sizes_for_spec_decode
+    rounds every size up to a multiple of q = 1 + k and drops those above the largest (a workaround for
+    vllm-project/vllm#28207): "PIECEWISE=15 (largest=112), FULL=8 (largest=56)" for 6 DFlash tokens and 8
+    sequences, "PIECEWISE=9 (largest=64), FULL=5 (largest=32)" for 3 MTP tokens (tests/data/published_kv/
+    vllm-partial.yaml, vLLM 0.22.0). Without FULL decode graphs the sizes stay as they are ("PIECEWISE=6
+    (largest=24)" for 2 MTP tokens and 5 sequences under FlashInfer on a GB10, vllm.yaml)."""
     top = min(max_num_seqs * (1 + spec_tokens) * 2, MAX_CAPTURE_SIZE, max_num_batched_tokens)
     sizes = [s for s in (1, 2, 4) if s <= top] + list(range(8, min(top + 1, 256), 8))
-    return sizes + list(range(256, top + 1, 16))
+    sizes = sizes + list(range(256, top + 1, 16))
+    query = 1 + spec_tokens
+    if not full_decode or query <= 1 or not sizes:
+        return sizes
+    rounded = sorted({-(-s // query) * query for s in sizes if -(-s // query) * query <= top})
+    return rounded or ([query] if query <= top else [])
 
 
-def graph_modes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0) -> int:
+def spec_full_decode(cfg: ServeConfig, gpu: GPU) -> bool:
+    """Whether FULL decode graphs survive speculative decoding (a uniform decode batch of 1 + k tokens per
+    request): config/compilation.py set_cudagraph_mode (0.20.1-0.26.0) falls back to PIECEWISE when the
+    attention backend supports less than AttentionCGSupport.UNIFORM_BATCH. The backend is inferred as vLLM picks
+    it (platforms/cuda.py _get_backend_priorities): FlashInfer first on compute capability 10.x, where its TRT-LLM
+    kernels give UNIFORM_BATCH (v1/attention/backends/flashinfer.py get_cudagraph_support); elsewhere
+    FlashAttention (UNIFORM_BATCH or better), unless the KV cache is fp8, which FlashAttention serves only as
+    FA3 on Hopper (flash_attn.py supports_kv_cache_dtype) -- FlashInfer then, without TRT-LLM kernels:
+    UNIFORM_SINGLE_TOKEN_DECODE, PIECEWISE only ("CUDAGraphMode.FULL_AND_PIECEWISE is not supported with
+    spec-decode for attention backend FlashInferBackend (support: AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE);
+    setting cudagraph_mode=PIECEWISE", logged with fp8 KV and MTP on RTX 3090s: noonghunna/club-3090 issues #584,
+    #747, pull #44). Without speculative decoding FULL decode graphs stay."""
+    if cfg.mtp_tokens <= 0:
+        return True
+    major = gpu.capability[0]
+    fp8_kv = str(cfg.kv_cache_dtype or "auto").lower().startswith("fp8")
+    return major == 10 or not fp8_kv or major == 9
+
+
+def graph_modes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0,
+                full_decode: bool = True) -> int:
     """Capture modes holding at least one graph (PIECEWISE, and FULL when a decode batch fills a size): each
     mode's first capture is measured whole by profile_cudagraph_memory, the others by the increment."""
-    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, spec_tokens)
+    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, spec_tokens, full_decode)
     query = 1 + spec_tokens
-    return (1 if sizes else 0) + (1 if any(query <= s <= query * max_num_seqs for s in sizes) else 0)
+    full = full_decode and any(query <= s <= query * max_num_seqs for s in sizes)
+    return (1 if sizes else 0) + (1 if full else 0)
 
 
-def graph_count(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0) -> int:
+def graph_count(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0,
+                full_decode: bool = True) -> int:
     """Graphs FULL_AND_PIECEWISE captures: one PIECEWISE graph per capture size, one FULL graph per capture size
     a uniform decode batch fills, q <= size <= q x max_num_seqs with q = 1 + speculative tokens
-    (vllm/v1/cudagraph_dispatcher.py initialize_cudagraph_keys). Logged: "PIECEWISE=51 (largest=512),
-    FULL=35 (largest=256)" for 256 sequences (tests/data/published_kv/vllm.yaml, GB10 boots of vLLM 0.18.1)."""
-    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, spec_tokens)
+    (vllm/v1/cudagraph_dispatcher.py initialize_cudagraph_keys), none where FULL decode graphs fell back
+    (spec_full_decode). Logged: "PIECEWISE=51 (largest=512), FULL=35 (largest=256)" for 256 sequences
+    (tests/data/published_kv/vllm.yaml, GB10 boots of vLLM 0.18.1). A drafter's graphs (EAGLE / MTP / DFlash)
+    are captured inside each PIECEWISE capture into the same pool (gpu_model_runner.py _dummy_run:
+    drafter.dummy_run with use_cudagraphs only while capturing PIECEWISE) and are not counted apart."""
+    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, spec_tokens, full_decode)
     query = 1 + spec_tokens
-    return len(sizes) + sum(1 for s in sizes if query <= s <= query * max_num_seqs)
+    full = sum(1 for s in sizes if query <= s <= query * max_num_seqs) if full_decode else 0
+    return len(sizes) + full
 
 
 def triton_experts(spec: ModelSpec, cfg: ServeConfig, capability: tuple[int, int]) -> bool:
@@ -408,8 +454,9 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
     tokens = cfg.max_num_batched_tokens or tokens
     seqs = cfg.max_num_seqs or seqs
     image_tokens = encoder_profile_tokens(spec, cfg, tokens, seqs)
-    graphs = 0 if cfg.enforce_eager else graph_count(seqs, tokens, cfg.mtp_tokens)
-    modes = 0 if cfg.enforce_eager else graph_modes(seqs, tokens, cfg.mtp_tokens)
+    full_decode = spec_full_decode(cfg, gpu)
+    graphs = 0 if cfg.enforce_eager else graph_count(seqs, tokens, cfg.mtp_tokens, full_decode)
+    modes = 0 if cfg.enforce_eager else graph_modes(seqs, tokens, cfg.mtp_tokens, full_decode)
     # every rank of the last stage samples over the full vocabulary (LogitsProcessor all-gathers the logits)
     logits = seqs * spec.vocab_size if last_stage else 0
     held = (sampler_held_bytes(spec, tokens, seqs)
@@ -494,7 +541,7 @@ def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
 
 
 __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "wsl_host_bytes",
-           "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "activation_bytes",
+           "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "spec_full_decode", "activation_bytes",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
            "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
