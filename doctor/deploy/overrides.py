@@ -8,9 +8,12 @@ import difflib
 import json
 from typing import Any
 
+from doctor.command_options import HOST, MODEL, PORT
+from doctor.deployment.table import ENDPOINT_OPTIONS, MODEL_OPTIONS
 from doctor.errors import DoctorError
 
-RESERVED = {"model": "--model", "model-path": "--model", "host": "--host", "port": "--port"}
+# Names `--flag` refuses: the model and the endpoint are set by our own options (doctor/cli/deploy.py).
+RESERVED = {**dict.fromkeys(MODEL_OPTIONS, MODEL), **dict(zip(ENDPOINT_OPTIONS, (HOST, PORT)))}
 
 
 def _value(text: str) -> Any:

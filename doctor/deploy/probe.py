@@ -17,6 +17,7 @@ import httpx
 
 from doctor.deploy import judge, server_metrics
 from doctor.deploy.exercise import EXERCISES, Exercise, ExerciseConfig, burst, warm_up
+from doctor.deployment.table import option
 from doctor.results import Result
 
 SAMPLE_EVERY_S = 0.5
@@ -52,7 +53,8 @@ async def scrape(client: httpx.AsyncClient) -> server_metrics.Snapshot:
     except httpx.HTTPError as exc:
         raise server_metrics.MetricsError(f"GET /metrics failed: {type(exc).__name__}") from None
     if r.status_code != 200:
-        raise server_metrics.MetricsError(f"GET /metrics answers HTTP {r.status_code} (SGLang needs --enable-metrics)")
+        raise server_metrics.MetricsError(f"GET /metrics answers HTTP {r.status_code} "
+                                         f"(SGLang needs {option('metrics', 'sglang')})")
     snap = server_metrics.parse(r.text)
     if snap.backend is None:
         raise server_metrics.MetricsError("/metrics has no vllm: or sglang: metrics")

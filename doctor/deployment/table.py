@@ -107,6 +107,7 @@ SETTINGS: tuple[Setting, ...] = (
     _row("structured_outputs_config", TEXT, "structured-outputs-config"),
     _row("json_disable_any_whitespace", SWITCH, (), "constrained-json-disable-any-whitespace", value=True),
     _row("api_key", TEXT, "api-key", "api-key"),
+    _row("metrics", SWITCH, (), "enable-metrics", value=True),   # vLLM always serves /metrics
 )
 
 # The endpoint and the model are Deployment fields of their own, not settings.
@@ -161,6 +162,12 @@ def _aliases(backend: str, version: str | None) -> dict[str, str]:
         return dict(load_schema(backend, version).aliases)
     except SchemaError:
         return {}
+
+
+def spellings_of(field: str, backend: str | None = None, version: str | None = None) -> tuple[str, ...]:
+    """Every option string that sets `field` for `backend` (both when None): its rows' names, then the schema's
+    aliases of them (`--pipeline-parallel-size`, `--pp-size`, `-pp`)."""
+    return tuple(name for name, row in spellings(backend, version).items() if row.field == field)
 
 
 def row_of(option: str, backend: str | None = None, version: str | None = None) -> Setting | None:
