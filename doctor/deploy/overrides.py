@@ -45,13 +45,14 @@ def parse(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
     return out
 
 
-def parse_sets(items: tuple[str, ...] | list[str]) -> dict[str, str]:
-    """`--set NAME=VALUE` items -> {name: value} (profile variables)."""
+def parse_sets(items: tuple[str, ...] | list[str], shape: str = "NAME=VALUE") -> dict[str, str]:
+    """`--set NAME=VALUE` items -> {name: value} (profile variables and overrides); `shape`: the option's metavar,
+    as the error names it."""
     out: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name:
-            raise DoctorError(f"--set expects NAME=VALUE, got {item!r}")
+            raise DoctorError(f"--set expects {shape}, got {item!r}")
         out[name] = value
     return out
 
