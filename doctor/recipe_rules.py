@@ -16,29 +16,36 @@ Sources:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Mapping
 
 from doctor.deployment.table import option, spellings_of
 
-# The table's spellings, plus what argparse also accepts: its abbreviations (`--pp`, `--speculative-algo`) and
-# vLLM's speculative flags before --speculative-config (0.9: --num-speculative-tokens, --speculative-model).
-PP_FLAGS = (*spellings_of("pp"), "--pp")
-VLLM_SPEC_FLAGS = (*spellings_of("speculative_config", "vllm"), "--num-speculative-tokens", "--speculative-model")
-SGLANG_SPEC_FLAGS = (*spellings_of("speculative_algorithm", "sglang"), "--speculative-algo")
 TOOL_PARSER, LANGUAGE_MODEL_ONLY = option("tool_call_parser"), option("language_model_only")
 SGLANG_PP_SPEC_OK = ("EAGLE", "NEXTN")
 SOURCE = ("vllm-project/vllm#49355, #52069, #57755, #36643; vllm-project/recipes b76bd29 (spec_decoding gated off "
           "multi_node_tp_pp); sglang 0.5.23 srt/arg_groups/validation_hook.py check_pipeline_parallel_compat")
 
 
-def _first(flags: Mapping[str, str], names: tuple[str, ...]) -> tuple[str, str] | None:
-    found = next((n for n in names if n in flags), None)
+@lru_cache(maxsize=1)
+def _spellings() -> dict[str, tuple[str, ...]]:
+    """The table's spellings (read from the flag schemas on first use), plus what argparse also accepts: its
+    abbreviations (`--pp`, `--speculative-algo`) and vLLM's speculative flags before --speculative-config (0.9:
+    --num-speculative-tokens, --speculative-model)."""
+    return {"pp": (*spellings_of("pp"), "--pp"),
+            "vllm_spec": (*spellings_of("speculative_config", "vllm"), "--num-speculative-tokens",
+                          "--speculative-model"),
+            "sglang_spec": (*spellings_of("speculative_algorithm", "sglang"), "--speculative-algo")}
+
+
+def _first(flags: Mapping[str, str], kind: str) -> tuple[str, str] | None:
+    found = next((n for n in _spellings()[kind] if n in flags), None)
     return (found, flags[found]) if found else None
 
 
 def speculative_with_pp(backend: str, flags: Mapping[str, str]) -> str | None:
     """What is wrong with speculative decoding (MTP) combined with pipeline parallelism, or None."""
-    pp = _first(flags, PP_FLAGS)
+    pp = _first(flags, "pp")
     try:
         stages = int(pp[1]) if pp else 1
     except ValueError:
@@ -46,12 +53,12 @@ def speculative_with_pp(backend: str, flags: Mapping[str, str]) -> str | None:
     if stages <= 1:
         return None
     if backend == "vllm":
-        spec = _first(flags, VLLM_SPEC_FLAGS)
+        spec = _first(flags, "vllm_spec")
         if spec:
             return (f"{spec[0]} with {pp[0]} {stages}: vLLM's speculative decoding (MTP included) does not start "
                     "or corrupts output under pipeline parallelism")
         return None
-    spec = _first(flags, SGLANG_SPEC_FLAGS)
+    spec = _first(flags, "sglang_spec")
     if spec and spec[1].upper() not in SGLANG_PP_SPEC_OK:
         return (f"{spec[0]} {spec[1]} with {pp[0]} {stages}: SGLang accepts only EAGLE / NEXTN (MTP) speculative "
                 "decoding with pipeline parallelism")

@@ -87,7 +87,8 @@ def test_no_module_outside_the_table_and_the_schemas_spells_an_engine_flag() -> 
 
 def _cli_options(command: click.Command, ctx: click.Context | None = None) -> set[str]:
     ctx = ctx or click.Context(command)
-    names = {o for param in command.params if isinstance(param, click.Option) for o in param.opts + param.secondary_opts}
+    names = {name for param in command.params if isinstance(param, click.Option)
+             for name in param.opts + param.secondary_opts}
     if isinstance(command, click.Group):
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)

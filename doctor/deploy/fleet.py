@@ -83,7 +83,8 @@ def ordered_nodes(fleet: dict[str, Any], wanted: int) -> list[dict[str, Any]]:
     head = head_node(fleet)
     if head is None:
         raise DoctorError("cannot tell the Ray head among the cluster's nodes (no node answered as the head)")
-    others = sorted((n for n in _alive(fleet) if n is not head), key=lambda n: (str(n.get("ip")), str(n.get("node_id"))))
+    others = sorted((n for n in _alive(fleet) if n is not head),
+                    key=lambda n: (str(n.get("ip")), str(n.get("node_id"))))
     chosen = [head, *others][:wanted]
     if len(chosen) < wanted:
         raise DoctorError(f"the profile spans {wanted} nodes but only {len(chosen)} node(s) of the Ray cluster "

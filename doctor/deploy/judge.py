@@ -136,5 +136,6 @@ def judge_slo(slo: dict[str, float], burst: dict[str, Any] | None) -> Result | N
         return Result("QD-DEPLOY-SLO", title, "deploy", "high", Status.FAIL, "missed: " + "; ".join(misses),
                       details=[f"met: {m}" for m in met],
                       fix=["Lower the load (--burst), or tune the server for latency (smaller "
-                           f"{option('max_num_seqs', 'vllm')}, chunked prefill) and compare the server-side latency to tell network from engine."])
+                           f"{option('max_num_seqs', 'vllm')}, chunked prefill) and compare the server-side latency "
+                           "to tell network from engine."])
     return Result("QD-DEPLOY-SLO", title, "deploy", "high", Status.OK, "met: " + "; ".join(met))
