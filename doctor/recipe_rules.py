@@ -16,24 +16,36 @@ Sources:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Mapping
 
-PP_FLAGS = ("--pipeline-parallel-size", "-pp", "--pp-size", "--pp")
-VLLM_SPEC_FLAGS = ("--speculative-config", "-sc", "--num-speculative-tokens", "--speculative-model")
-SGLANG_SPEC_FLAGS = ("--speculative-algorithm", "--speculative-algo")
+from doctor.deployment.table import option, spellings_of
+
+TOOL_PARSER, LANGUAGE_MODEL_ONLY = option("tool_call_parser"), option("language_model_only")
 SGLANG_PP_SPEC_OK = ("EAGLE", "NEXTN")
 SOURCE = ("vllm-project/vllm#49355, #52069, #57755, #36643; vllm-project/recipes b76bd29 (spec_decoding gated off "
           "multi_node_tp_pp); sglang 0.5.23 srt/arg_groups/validation_hook.py check_pipeline_parallel_compat")
 
 
-def _first(flags: Mapping[str, str], names: tuple[str, ...]) -> tuple[str, str] | None:
-    found = next((n for n in names if n in flags), None)
+@lru_cache(maxsize=1)
+def _spellings() -> dict[str, tuple[str, ...]]:
+    """The table's spellings (read from the flag schemas on first use), plus what argparse also accepts: its
+    abbreviations (`--pp`, `--speculative-algo`) and vLLM's speculative flags before --speculative-config (0.9:
+    --num-speculative-tokens, --speculative-model)."""
+    return {"pp": (*spellings_of("pp"), "--pp"),
+            "vllm_spec": (*spellings_of("speculative_config", "vllm"), "--num-speculative-tokens",
+                          "--speculative-model"),
+            "sglang_spec": (*spellings_of("speculative_algorithm", "sglang"), "--speculative-algo")}
+
+
+def _first(flags: Mapping[str, str], kind: str) -> tuple[str, str] | None:
+    found = next((n for n in _spellings()[kind] if n in flags), None)
     return (found, flags[found]) if found else None
 
 
 def speculative_with_pp(backend: str, flags: Mapping[str, str]) -> str | None:
     """What is wrong with speculative decoding (MTP) combined with pipeline parallelism, or None."""
-    pp = _first(flags, PP_FLAGS)
+    pp = _first(flags, "pp")
     try:
         stages = int(pp[1]) if pp else 1
     except ValueError:
@@ -41,12 +53,12 @@ def speculative_with_pp(backend: str, flags: Mapping[str, str]) -> str | None:
     if stages <= 1:
         return None
     if backend == "vllm":
-        spec = _first(flags, VLLM_SPEC_FLAGS)
+        spec = _first(flags, "vllm_spec")
         if spec:
             return (f"{spec[0]} with {pp[0]} {stages}: vLLM's speculative decoding (MTP included) does not start "
                     "or corrupts output under pipeline parallelism")
         return None
-    spec = _first(flags, SGLANG_SPEC_FLAGS)
+    spec = _first(flags, "sglang_spec")
     if spec and spec[1].upper() not in SGLANG_PP_SPEC_OK:
         return (f"{spec[0]} {spec[1]} with {pp[0]} {stages}: SGLang accepts only EAGLE / NEXTN (MTP) speculative "
                 "decoding with pipeline parallelism")
@@ -66,14 +78,14 @@ TOOL_PARSER_SOURCE = ("vllm 0.32.0 vllm/tool_parsers/__init__.py; sglang 0.5.23 
 
 def tool_parser_issue(backend: str, flags: Mapping[str, str]) -> str | None:
     """What is wrong with the --tool-call-parser for Qwen3.5 / Qwen3.6 on `backend`, or None."""
-    parser = flags.get("--tool-call-parser")
+    parser = flags.get(TOOL_PARSER)
     if not parser:
         return None
     if parser in JSON_TOOL_PARSERS:
-        return (f"--tool-call-parser {parser} reads JSON tool calls; Qwen3.5 / Qwen3.6 write XML-style calls "
+        return (f"{TOOL_PARSER} {parser} reads JSON tool calls; Qwen3.5 / Qwen3.6 write XML-style calls "
                 "(<tool_call><function=NAME><parameter=...>), which qwen3_coder parses, so every call is lost")
     if backend == "sglang" and parser == "qwen3_xml":
-        return "--tool-call-parser qwen3_xml is a vLLM name; SGLang's parser for Qwen3.5 / Qwen3.6 is qwen3_coder"
+        return f"{TOOL_PARSER} qwen3_xml is a vLLM name; SGLang's parser for Qwen3.5 / Qwen3.6 is qwen3_coder"
     return None
 
 
@@ -104,9 +116,9 @@ def skips_vision_tower(backend: str, version: str | None) -> bool:
 
 def language_model_only_issue(backend: str, flags: Mapping[str, str], version: str | None = None) -> str | None:
     """What is wrong with --language-model-only for Qwen3.5 on `backend` `version`, or None."""
-    if backend != "sglang" or "--language-model-only" not in flags or skips_vision_tower(backend, version):
+    if backend != "sglang" or LANGUAGE_MODEL_ONLY not in flags or skips_vision_tower(backend, version):
         return None
-    return ("--language-model-only is refused by SGLang for Qwen3.5 (its LANGUAGE_MODEL_ONLY_ARCHITECTURES lists "
+    return (f"{LANGUAGE_MODEL_ONLY} is refused by SGLang for Qwen3.5 (its LANGUAGE_MODEL_ONLY_ARCHITECTURES lists "
             "other models; sgl-project/sglang#37828 adds Qwen3.5), and the vision tower stays loaded")
 
 
@@ -139,6 +151,6 @@ def mamba_concurrency(version: str | None, max_num_seqs: int, mamba_blocks: int,
     if refuses and full_graphs:
         return "refuse", (f"max_num_seqs {max_num_seqs} exceeds the {mamba_blocks} Mamba cache blocks and FULL CUDA "
                           f"graphs are captured: vLLM {version or 'newest'} refuses to start "
-                          f"(lower --max-num-seqs to at most {mamba_blocks})")
+                          f"(lower {option('max_num_seqs', 'vllm')} to at most {mamba_blocks})")
     return "clamp", (f"max_num_seqs {max_num_seqs} exceeds the {mamba_blocks} Mamba cache blocks: vLLM "
                      f"{version or 'newest'} starts, and at most {mamba_blocks} sequences run at once")

@@ -37,18 +37,19 @@ def head_address(profile: Profile, overrides: Mapping[str, Any] | None) -> str:
 
 
 def render_nodes(profile: Profile, overrides: Mapping[str, Any] | None = None,
-                 start_ray: bool = True) -> list[NodeCommand]:
-    """The commands of every node; `start_ray=False` when the Ray cluster already exists (`deploy --ray`)."""
+                 start_ray: bool = True, base: Deployment | None = None) -> list[NodeCommand]:
+    """The commands of every node; `start_ray=False` when the Ray cluster already exists (`deploy --ray`).
+    `base`: the profile's Deployment under these overrides when the caller has built it already."""
     overrides = dict(overrides or {})
+    base = base if base is not None else profile.deployment(overrides)
     if profile.nodes <= 1:
-        return [NodeCommand(0, "single node", (profile.render(overrides),))]
+        return [NodeCommand(0, "single node", (rendered(base),))]
     if profile.backend == "sglang":
-        return _sglang(profile, overrides)
-    return _vllm_ray(profile, overrides, start_ray)
+        return _sglang(profile, base)
+    return _vllm_ray(profile, overrides, base, start_ray)
 
 
-def _sglang(profile: Profile, overrides: dict[str, Any]) -> list[NodeCommand]:
-    base = profile.deployment(overrides)
+def _sglang(profile: Profile, base: Deployment) -> list[NodeCommand]:
     nnodes = _setting(profile, base, "nnodes")
     if base.setting("dist_init_addr") is None or nnodes is None:
         raise ProfileError(f"profile {profile.name}: a multi-node SGLang profile sets nnodes and dist-init-addr")
@@ -68,8 +69,8 @@ def _ray_start(profile: Profile, env: dict[str, str], head: str | None) -> Rende
     return RenderedCommand(argv, env, "ray", len(argv))
 
 
-def _vllm_ray(profile: Profile, overrides: dict[str, Any], start_ray: bool) -> list[NodeCommand]:
-    serve = profile.render(overrides)
+def _vllm_ray(profile: Profile, overrides: dict[str, Any], base: Deployment, start_ray: bool) -> list[NodeCommand]:
+    serve = rendered(base)
     if _setting(profile, serve.deployment, "distributed_executor_backend") != "ray":
         raise ProfileError(f"profile {profile.name}: a multi-node vLLM profile sets distributed-executor-backend: ray")
     head = head_address(profile, overrides)

@@ -11,7 +11,13 @@ import pytest
 from doctor.deploy.exercise import ExerciseConfig
 from doctor.deploy.ports import free_port
 from doctor.deploy.probe import ProbeResult, exercise_server
-from doctor.deploy.server_traits import ServerTraits, from_argv
+from doctor.deploy.server_traits import ServerTraits, from_deployment
+from doctor.deployment import from_argv as deployment_from_argv
+
+
+def from_argv(argv: list[str], backend: str) -> ServerTraits:
+    """The traits deploy gives a server it launches with `argv`."""
+    return from_deployment(deployment_from_argv(argv, backend))
 from tests.support.fake_server import serve
 
 TOOLS = ("--enable-auto-tool-choice", "--tool-call-parser", "qwen3_coder")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from doctor.deploy import kv, prepare
-from doctor.deploy.spec import flag_value, from_argv
+from doctor.deploy.spec import from_argv
 from doctor.errors import DoctorError
 from tests.conftest import load_fixture
 
@@ -38,7 +38,7 @@ def test_reasoning_parser_and_served_name_are_read_from_the_command() -> None:
     spec = from_argv(["python", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen3.5-35B-A3B",
                       "--reasoning-parser=qwen3", "--port", "30001"], {}, "sglang")
     assert spec.reasoning_parser == "qwen3" and spec.served_model_name == "Qwen/Qwen3.5-35B-A3B"
-    assert spec.port == 30001 and flag_value(spec.argv, "--tp") is None
+    assert spec.port == 30001 and spec.deployment.settings.tp is None
 
 
 @pytest.mark.parametrize("name", ["vllm-stable", "vllm-fp8", "vllm-throughput", "vllm-a100-8x", "sglang-stable",

@@ -67,3 +67,25 @@ def test_a_multinode_dry_run_without_ray_prints_every_node() -> None:
     run, events = _session()
     plan = session.prepare(Request(load_profile("sglang-multinode"), dry_run=True), run)
     assert not plan.ready and "--node-rank 1" in events[-1] and _outcome(run).status.value == "skip"
+
+
+def test_a_ray_fleet_deploy_builds_its_deployment_once(tmp_path: Path, monkeypatch) -> None:
+    """`deploy --ray`: the fleet checks and every node's command read one Deployment, with the head's address."""
+    import doctor.facts.collect
+    import doctor.fleet.extend
+    import profiles.model
+    from tests.test_deploy_fleet import FLEET
+
+    monkeypatch.setattr(doctor.facts.collect, "collect", lambda **kw: load_fixture("no-driver"))
+    monkeypatch.setattr(doctor.fleet.extend, "extend", lambda data, **kw: data.update(fleet=FLEET))
+    built = []
+    real = profiles.model.from_profile
+    monkeypatch.setattr(profiles.model, "from_profile", lambda *a, **kw: built.append(a) or real(*a, **kw))
+    run, events = _session()
+    plan = session.prepare(Request(load_profile("sglang-multinode"), ray="10.0.0.1:6379",
+                                   python=str(python_shim(tmp_path)), dry_run=True), run)
+    spec, plans, address, _ = plan.launch
+    assert len(built) == 1 and address == "10.0.0.1:6379"
+    assert [p.ip for p in plans] == ["10.0.0.1", "10.0.0.2"]
+    assert all(p.deployment.setting("dist_init_addr") == "10.0.0.1:20000" for p in plans)
+    assert spec.base_url == "http://10.0.0.1:30000"

@@ -95,3 +95,12 @@ def test_a_pasted_command_is_found_after_what_precedes_its_launcher() -> None:
     assert launch_in("/opt/bin/vllm serve Qwen/X --max-model-len 4096", "vllm").engine_args() == \
            ["Qwen/X", "--max-model-len", "4096"]
     assert launch_in("echo hello", "vllm") is None
+
+
+def test_a_unique_prefix_reads_as_the_option_it_abbreviates_as_argparse_does() -> None:
+    """Both engines parse with argparse's default allow_abbrev: SGLang's docs write `--speculative-algo NEXTN`."""
+    sg = from_argv(["python", "-m", "sglang.launch_server", "--speculative-algo", "NEXTN", "--mem-fraction", "0.8"],
+                   "sglang")
+    assert (sg.settings.speculative_algorithm, sg.settings.mem_fraction_static) == ("NEXTN", 0.8)
+    ambiguous = from_argv(["vllm", "serve", "m", "--max-num", "8"], "vllm")   # --max-num-seqs / -batched-tokens
+    assert ambiguous.settings.max_num_seqs is None and ambiguous.settings.max_num_batched_tokens is None

@@ -7,17 +7,8 @@ from pathlib import Path
 import click
 
 from doctor.cli import options
+from doctor.deploy.overrides import parse_sets
 from doctor.errors import DoctorError
-
-
-def _overrides(pairs: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise DoctorError(f"--set expects KEY=VALUE, got {pair!r}")
-        out[key] = value
-    return out
 
 
 @click.group()
@@ -49,7 +40,7 @@ def show(name: str, render: bool, sets: tuple[str, ...], method: str, backend_ve
     from profiles import load_profile
 
     p = load_profile(name)
-    overrides = _overrides(sets)
+    overrides = parse_sets(sets, "KEY=VALUE")
     if not render:
         click.echo(f"{p.name}: {p.description}")
         click.echo(f"backend: {p.backend} {p.backend_version}   model: {p.model}")

@@ -19,6 +19,7 @@ import httpx
 from doctor.deploy.metrics import RequestTiming
 from doctor.deploy.schema import validate
 from doctor.deploy.server_traits import ServerTraits
+from doctor.deployment.table import option
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -276,7 +277,7 @@ async def reasoning(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     content, thought = msg.get("content") or "", reasoning_of(msg)
     if "<think>" in content or "</think>" in content:
         return Exercise("reasoning", "fail", "thinking leaked into content: the reasoning parser is not splitting "
-                        "it (Qwen3.5 needs --reasoning-parser qwen3)", dt, {"content": content[:300]})
+                        f"it (Qwen3.5 needs {option('reasoning_parser')} qwen3)", dt, {"content": content[:300]})
     if not thought:
         return Exercise("reasoning", "warn", "no reasoning_content in the answer (thinking disabled by the "
                         "chat template, or the budget ran out first)", dt, {"content": content[:300]})

@@ -27,6 +27,7 @@ from doctor.deploy import server_metrics
 from doctor.deploy.exercise import STREAM_OPTIONS, Exercise, ExerciseConfig, http_error, message_of, \
     reasoning_of, stream_request, budget
 from doctor.deploy.server_metrics import MetricsError, Snapshot, scrape
+from doctor.deployment.table import option, switch_names
 
 IMAGE_REFUSED = ("may be provided in one prompt", "not a multimodal model", "image input is not supported")
 LOW_ACCEPTANCE = 0.3  # below this, drafting costs more than it saves (a heuristic, not an engine figure)
@@ -106,8 +107,8 @@ def long_prompt(words: int, max_model_len: int | None, nonce: str = "") -> str:
 async def speculative(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     """Acceptance rate and mean accepted length over a short and a long prompt, from /metrics."""
     if cfg.traits.known and not cfg.traits.speculative:
-        return Exercise("speculative", "skip", "no drafter or MTP configured (--speculative-config / "
-                        "--speculative-algorithm)")
+        return Exercise("speculative", "skip", f"no drafter or MTP configured ({option('speculative_config', 'vllm')} / "
+                        f"{option('speculative_algorithm', 'sglang')})")
     t0 = time.perf_counter()
     rows: dict[str, dict[str, float]] = {}
     try:
@@ -163,15 +164,15 @@ def _miss_cause(cfg: ExerciseConfig) -> str:
                 "recomputed")
     if t.hybrid:
         return (f"the hybrid model got no radix-cache hits (mamba scheduler strategy {t.cache_mode or 'no_buffer'}):"
-                " check --mamba-scheduler-strategy extra_buffer")
+                f" check {option('mamba_radix_strategy', 'sglang')} extra_buffer")
     return "no prefix-cache hits for a repeated prompt"
 
 
 async def prefix_cache(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     """The same long prompt twice: the second request's hit rate (from /metrics) and its TTFT against the first."""
     if cfg.traits.prefix_caching is False:
-        return Exercise("prefix_cache", "skip", "prefix caching is off (--no-enable-prefix-caching / "
-                        "--disable-radix-cache)")
+        return Exercise("prefix_cache", "skip", "prefix caching is off ("
+                        + " / ".join("--" + name for name in switch_names("prefix_caching", False)) + ")")
     payload = {"model": cfg.model, "max_tokens": 2, "temperature": 0, "stream": True,
                "stream_options": STREAM_OPTIONS, "ignore_eos": True,
                "messages": [{"role": "user", "content": long_prompt(PREFIX_WORDS, cfg.traits.max_model_len,

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from doctor.deploy.exercise import Exercise, ExerciseConfig, http_error, message_of, reasoning_of, budget
+from doctor.deployment.table import option
 
 QWEN35_TOOL_PARSERS = {"vllm": ("qwen3_coder", "qwen3_xml"), "sglang": ("qwen3_coder",)}
 WEATHER_TOOL = {"type": "function", "function": {
@@ -48,21 +49,21 @@ def _wrong_parser(cfg: ExerciseConfig) -> str:
         return (f"the call stayed in content although the parser is {parser}: this release's {parser} path is "
                 "broken for Qwen3.5 (vllm-project/vllm#39056, #40861); try the other Qwen3 XML parser or upgrade")
     named = f"the tool-call parser {parser}" if parser else "the server's tool-call parser"
-    return (f"{named} did not parse Qwen3.5's XML call and left it in content: use --tool-call-parser "
-            f"{wanted[0]} (Qwen3.5 writes <function=...> XML; hermes / qwen3_json expect JSON)")
+    return (f"{named} did not parse Qwen3.5's XML call and left it in content: use "
+            f"{option('tool_call_parser')} {wanted[0]} (Qwen3.5 writes <function=...> XML; hermes / qwen3_json expect JSON)")
 
 
 def _skip_without_parser(name: str, cfg: ExerciseConfig) -> Exercise | None:
     if cfg.traits.known and not cfg.traits.tool_parser:
         return Exercise(name, "skip", "the profile enables no tool-call parser "
-                        "(--enable-auto-tool-choice --tool-call-parser qwen3_coder)")
+                        f"({option('auto_tool_choice')} {option('tool_call_parser')} qwen3_coder)")
     return None
 
 
 def _refused(name: str, r: httpx.Response, dt: float, cfg: ExerciseConfig) -> Exercise:
     if r.status_code == 400 and any(h in r.text for h in NO_PARSER_HINTS) and not cfg.traits.known:
         return Exercise(name, "skip", "the server has no tool-call parser (it was started without "
-                        "--enable-auto-tool-choice --tool-call-parser)", dt)
+                        f"{option('auto_tool_choice')} {option('tool_call_parser')})", dt)
     return Exercise(name, "fail", http_error(r), dt)
 
 

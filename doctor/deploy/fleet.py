@@ -66,31 +66,58 @@ def fleet_checks(facts: Any, profile: Any, options: dict[str, Any]) -> list[Resu
     return runner.run_checks(specs, ctx)
 
 
+def _alive(fleet: dict[str, Any]) -> list[dict[str, Any]]:
+    return [n for n in fleet.get("nodes") or [] if n.get("status") == "ok"]
+
+
+def head_node(fleet: dict[str, Any]) -> dict[str, Any] | None:
+    """The answering node that is the Ray head (else the driver's node), or None."""
+    alive = _alive(fleet)
+    driver = (fleet.get("cluster") or {}).get("driver_node_id")
+    return next((n for n in alive if n.get("head")), None) or next(
+        (n for n in alive if n.get("node_id") == driver), None)
+
+
 def ordered_nodes(fleet: dict[str, Any], wanted: int) -> list[dict[str, Any]]:
     """`wanted` answering nodes, the Ray head first; DoctorError when the cluster has fewer."""
-    alive = [n for n in fleet.get("nodes") or [] if n.get("status") == "ok"]
-    head = [n for n in alive if n.get("head")] or [n for n in alive
-                                                   if n.get("node_id") == (fleet.get("cluster") or {}).get("driver_node_id")]
-    if not head:
+    head = head_node(fleet)
+    if head is None:
         raise DoctorError("cannot tell the Ray head among the cluster's nodes (no node answered as the head)")
-    others = sorted((n for n in alive if n is not head[0]), key=lambda n: (str(n.get("ip")), str(n.get("node_id"))))
-    chosen = [head[0], *others][:wanted]
+    others = sorted((n for n in _alive(fleet) if n is not head),
+                    key=lambda n: (str(n.get("ip")), str(n.get("node_id"))))
+    chosen = [head, *others][:wanted]
     if len(chosen) < wanted:
         raise DoctorError(f"the profile spans {wanted} nodes but only {len(chosen)} node(s) of the Ray cluster "
                           "answered (see QD-FLEET-001)")
     return chosen
 
 
+def head_deployment(profile: Any, overrides: dict[str, Any], fleet: dict[str, Any]) -> Any:
+    """The profile's Deployment under the user's overrides, built once for the checks and every node's command:
+    with the Ray head's address as `head_address` when the cluster names its head."""
+    from profiles import ProfileError
+
+    head = head_node(fleet) if fleet.get("status") == "ok" else None
+    if head is not None:
+        overrides = {**overrides, "head_address": str(head.get("ip") or "")}
+    try:
+        return profile.deployment(overrides)
+    except ProfileError as exc:
+        raise DoctorError(str(exc)) from None
+
+
 def plan_nodes(profile: Any, overrides: dict[str, Any], fleet: dict[str, Any], python: str | None,
-               ray_address: str | None) -> tuple[str, list[NodePlan]]:
-    """The head's address and the engine command of every node that starts one."""
+               ray_address: str | None, deployment: Any = None) -> tuple[str, list[NodePlan]]:
+    """The head's address and the engine command of every node that starts one, from `deployment` (built by
+    head_deployment when not given)."""
     from profiles import ProfileError
     from profiles.multinode import render_nodes
 
     chosen = ordered_nodes(fleet, int(profile.nodes))
     head_ip = str(chosen[0].get("ip") or "")
+    base = deployment if deployment is not None else head_deployment(profile, overrides, fleet)
     try:
-        nodes = render_nodes(profile, {**overrides, "head_address": head_ip}, start_ray=False)
+        nodes = render_nodes(profile, {**overrides, "head_address": head_ip}, start_ray=False, base=base)
     except ProfileError as exc:
         raise DoctorError(str(exc)) from None
     plans = []

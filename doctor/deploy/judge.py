@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from doctor.deployment.table import option
 from doctor.errors import DoctorError
 from doctor.results import Result, Status
 
@@ -26,11 +27,13 @@ def _r(check_id: str, title: str, status: str, summary: str, severity: str = "hi
 
 def _kv_fix(backend: str | None) -> list[str]:
     if backend == "sglang":
-        return ["Give the KV pool more memory (`--mem-fraction-static`), or admit fewer requests at once "
-                "(`--max-running-requests`); `--kv-cache-dtype fp8_e4m3` halves the KV per token."]
-    return ["Give the KV cache more memory (`--gpu-memory-utilization`), admit fewer sequences at once "
-            "(`--max-num-seqs`, `--max-num-batched-tokens`), shorten `--max-model-len`, or add tensor parallelism; "
-            "`--kv-cache-dtype fp8` halves the KV per token."]
+        return [f"Give the KV pool more memory (`{option('mem_fraction_static', backend)}`), or admit fewer requests "
+                f"at once (`{option('max_num_seqs', backend)}`); `{option('kv_cache_dtype', backend)} fp8_e4m3` "
+                "halves the KV per token."]
+    return [f"Give the KV cache more memory (`{option('gpu_memory_utilization', 'vllm')}`), admit fewer sequences at "
+            f"once (`{option('max_num_seqs', 'vllm')}`, `{option('max_num_batched_tokens', 'vllm')}`), shorten "
+            f"`{option('max_model_len', 'vllm')}`, or add tensor parallelism; `{option('kv_cache_dtype', 'vllm')} fp8` "
+            "halves the KV per token."]
 
 
 def judge_server(server: dict[str, Any] | None, unavailable: str = "") -> list[Result]:
@@ -138,6 +141,7 @@ def judge_slo(slo: dict[str, float], burst: dict[str, Any] | None) -> Result | N
     if misses:
         return Result("QD-DEPLOY-SLO", title, "deploy", "high", Status.FAIL, "missed: " + "; ".join(misses),
                       details=[f"met: {m}" for m in met],
-                      fix=["Lower the load (--burst), or tune the server for latency (smaller --max-num-seqs, "
-                           "chunked prefill) and compare the server-side latency to tell network from engine."])
+                      fix=["Lower the load (--burst), or tune the server for latency (smaller "
+                           f"{option('max_num_seqs', 'vllm')}, chunked prefill) and compare the server-side latency "
+                           "to tell network from engine."])
     return Result("QD-DEPLOY-SLO", title, "deploy", "high", Status.OK, "met: " + "; ".join(met))

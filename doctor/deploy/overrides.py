@@ -7,10 +7,13 @@ import dataclasses
 import difflib
 from typing import Any
 
+from doctor.command_options import HOST, MODEL, PORT
+from doctor.deployment.table import ENDPOINT_OPTIONS, MODEL_OPTIONS
 from doctor.errors import DoctorError
 from doctor.safeio import parse_json
 
-RESERVED = {"model": "--model", "model-path": "--model", "host": "--host", "port": "--port"}
+# Names `--flag` refuses: the model and the endpoint are set by our own options (doctor/cli/deploy.py).
+RESERVED = {**dict.fromkeys(MODEL_OPTIONS, MODEL), **dict(zip(ENDPOINT_OPTIONS, (HOST, PORT)))}
 
 
 def _value(text: str) -> Any:
@@ -42,13 +45,14 @@ def parse(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
     return out
 
 
-def parse_sets(items: tuple[str, ...] | list[str]) -> dict[str, str]:
-    """`--set NAME=VALUE` items -> {name: value} (profile variables)."""
+def parse_sets(items: tuple[str, ...] | list[str], shape: str = "NAME=VALUE") -> dict[str, str]:
+    """`--set NAME=VALUE` items -> {name: value} (profile variables and overrides); `shape`: the option's metavar,
+    as the error names it."""
     out: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name:
-            raise DoctorError(f"--set expects NAME=VALUE, got {item!r}")
+            raise DoctorError(f"--set expects {shape}, got {item!r}")
         out[name] = value
     return out
 

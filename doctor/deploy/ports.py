@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
+from doctor.command_options import PORT
 from doctor.errors import DoctorError
 
 
@@ -34,7 +35,7 @@ def ensure_port_free(host: str, port: int) -> None:
     """Raise PortInUse with a fix when host:port is taken."""
     if not port_is_free(host, port):
         raise PortInUse(f"port {port} on {host} is already in use; stop what listens there "
-                        f"(ss -ltnp 'sport = :{port}') or pass --port with a free port")
+                        f"(ss -ltnp 'sport = :{port}') or pass {PORT} with a free port")
 
 
 def free_port(host: str = "127.0.0.1") -> int:

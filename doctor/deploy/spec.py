@@ -65,11 +65,3 @@ def from_argv(argv: list[str], env: Mapping[str, str], backend: str, profile_nam
     from doctor.deployment import from_argv as deployment_from_argv
 
     return LaunchSpec.of(deployment_from_argv(argv, backend, env, profile_name=profile_name))
-
-
-def flag_value(argv: list[str], *names: str) -> str | None:
-    """The value of the last of `names` in a foreign command line (read through doctor.deployment)."""
-    from doctor.deployment import read_options
-
-    found = [f.value for f in read_options(argv) if f.option in names and isinstance(f.value, str)]
-    return found[-1] if found else None

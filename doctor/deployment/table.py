@@ -79,6 +79,7 @@ SETTINGS: tuple[Setting, ...] = (
     _row("mamba_ssm_dtype", TEXT, (), "mamba-ssm-dtype"),
     _row("mamba_ssm_cache_dtype", TEXT, "mamba-ssm-cache-dtype"),
     _row("mamba_radix_strategy", TEXT, (), ("mamba-radix-cache-strategy", "mamba-scheduler-strategy")),
+    _row("mamba_cache_mode", TEXT, "mamba-cache-mode"),
     _row("prefix_caching", SWITCH, "enable-prefix-caching", value=True),
     _row("prefix_caching", SWITCH, "no-enable-prefix-caching", "disable-radix-cache", value=False),
     # CUDA graphs: SGLang --disable-piecewise-cuda-graph (0.5.10-0.5.19) and --disable-prefill-cuda-graph
@@ -101,12 +102,14 @@ SETTINGS: tuple[Setting, ...] = (
     # parsers, served name, weights, API
     _row("reasoning_parser", TEXT, "reasoning-parser", "reasoning-parser"),
     _row("tool_call_parser", TEXT, "tool-call-parser", "tool-call-parser"),
+    _row("auto_tool_choice", SWITCH, "enable-auto-tool-choice", value=True),
     _row("served_model_name", TEXT, "served-model-name", "served-model-name"),
     _row("tokenizer", TEXT, "tokenizer", "tokenizer-path"),
     _row("load_format", TEXT, "load-format", "load-format"),
     _row("structured_outputs_config", TEXT, "structured-outputs-config"),
     _row("json_disable_any_whitespace", SWITCH, (), "constrained-json-disable-any-whitespace", value=True),
     _row("api_key", TEXT, "api-key", "api-key"),
+    _row("metrics", SWITCH, (), "enable-metrics", value=True),   # vLLM always serves /metrics
 )
 
 # The endpoint and the model are Deployment fields of their own, not settings.
@@ -163,10 +166,33 @@ def _aliases(backend: str, version: str | None) -> dict[str, str]:
         return {}
 
 
+def spellings_of(field: str, backend: str | None = None, version: str | None = None) -> tuple[str, ...]:
+    """Every option string that sets `field` for `backend` (both when None): its rows' names, then the schema's
+    aliases of them (`--pipeline-parallel-size`, `--pp-size`, `-pp`)."""
+    return tuple(name for name, row in spellings(backend, version).items() if row.field == field)
+
+
 def row_of(option: str, backend: str | None = None, version: str | None = None) -> Setting | None:
-    """The row an option string (`--max_model_len`, `-tp`, `--context-length`) sets, or None."""
+    """The row an option string (`--max_model_len`, `-tp`, `--context-length`, or a unique prefix such as SGLang's
+    documented `--speculative-algo`: both engines parse with argparse's default allow_abbrev) sets, or None."""
     normal = "--" + option[2:].replace("_", "-") if option.startswith("--") else option
-    return spellings(backend, version).get(normal)
+    found = spellings(backend, version).get(normal)
+    if found is None and backend is not None and normal.startswith("--"):
+        whole = _abbreviated(normal, backend, version)
+        found = spellings(backend, version).get(whole) if whole else None
+    return found
+
+
+def _abbreviated(prefix: str, backend: str, version: str | None) -> str | None:
+    """The one option of the backend's parser that `prefix` abbreviates (argparse allow_abbrev), or None."""
+    from doctor.flags.schema import SchemaError, load_schema
+
+    try:
+        options = load_schema(backend, version).option_strings()
+    except SchemaError:
+        return None
+    matches = [o for o in options if o.startswith(prefix)]
+    return matches[0] if len(matches) == 1 else None
 
 
 def read(option: str, value: Any, backend: str | None = None, version: str | None = None
@@ -206,6 +232,13 @@ def field_names(backend: str | None, *fields: str) -> tuple[str, ...]:
         if row.field in fields:
             out += [n for n in row.names(backend) if n not in out]
     return tuple(out)
+
+
+def switch_names(field: str, value: Any, backend: str | None = None) -> tuple[str, ...]:
+    """The long names (without `--`) of the switches that set `field` to `value`: ("no-enable-prefix-caching",
+    "disable-radix-cache") for prefix_caching False."""
+    return tuple(n for row in SETTINGS if row.field == field and row.is_switch and row.value == value
+                 for n in row.names(backend))
 
 
 def option(field: str, backend: str | None = None) -> str:

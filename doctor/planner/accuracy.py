@@ -20,6 +20,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from doctor.deployment.table import option
 from doctor.planner.coefficients import Coefficients, calibration, using
 from doctor.planner.hardware import GIB
 from doctor.planner.residual import WEIGHTS, Residual, first_match, residual
@@ -180,7 +181,7 @@ def sglang_band(gpu_bytes: int, tp: int, version: str, quantization: str,
     if quantization not in region["quantization"]:
         outside.append(f"{quantization} checkpoints")
     if default_fraction and not region.get("default_fraction"):
-        outside.append("--mem-fraction-static left to its default")
+        outside.append(f"{option('mem_fraction_static')} left to its default")
     if speculative not in region.get("speculative", ["none"]):
         outside.append(f"speculative decoding by {speculative}")
     if outside:

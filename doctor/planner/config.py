@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields, replace
 
+from doctor.deployment.table import option
 from doctor.planner.engine_defaults import literal_default
 from doctor.planner.errors import PlanInputError
 from doctor.planner.methods import MTP_METHODS
@@ -130,19 +131,19 @@ class ServeConfig:
             if not 1 <= getattr(self, name) <= MAX_PARALLEL:
                 raise PlanInputError(f"--{name} must be between 1 and {MAX_PARALLEL}")
         if self.kv_cache_dtype not in KV_DTYPES:
-            raise PlanInputError(f"unknown --kv-cache-dtype {self.kv_cache_dtype!r}; use one of {', '.join(KV_DTYPES)}")
+            raise PlanInputError(f"unknown {option('kv_cache_dtype')} {self.kv_cache_dtype!r}; use one of {', '.join(KV_DTYPES)}")
         if self.gpu_memory_utilization is not None and not 0 < self.gpu_memory_utilization <= 1:
-            raise PlanInputError("--gpu-memory-utilization must be in (0, 1]")
+            raise PlanInputError(f"{option('gpu_memory_utilization')} must be in (0, 1]")
         if self.mem_fraction_static is not None and not 0 < self.mem_fraction_static < 1:
-            raise PlanInputError("--mem-fraction-static must be in (0, 1)")
+            raise PlanInputError(f"{option('mem_fraction_static')} must be in (0, 1)")
         if self.mamba_ssm_dtype is not None and self.mamba_ssm_dtype not in SSM_DTYPES:
-            raise PlanInputError(f"unknown --mamba-ssm-dtype {self.mamba_ssm_dtype!r}; use one of "
+            raise PlanInputError(f"unknown {option('mamba_ssm_dtype')} {self.mamba_ssm_dtype!r}; use one of "
                                  f"{', '.join(SSM_DTYPES)}")
         if self.mamba_ssm_cache_dtype is not None and self.mamba_ssm_cache_dtype not in ("auto", *SSM_DTYPES):
-            raise PlanInputError(f"unknown --mamba-ssm-cache-dtype {self.mamba_ssm_cache_dtype!r}; use one of "
+            raise PlanInputError(f"unknown {option('mamba_ssm_cache_dtype')} {self.mamba_ssm_cache_dtype!r}; use one of "
                                  f"auto, {', '.join(SSM_DTYPES)}")
         if self.mamba_radix_strategy is not None and self.mamba_radix_strategy not in MAMBA_RADIX_STRATEGIES:
-            raise PlanInputError(f"unknown --mamba-radix-cache-strategy {self.mamba_radix_strategy!r}; use one of "
+            raise PlanInputError(f"unknown {option('mamba_radix_strategy')} {self.mamba_radix_strategy!r}; use one of "
                                  f"{', '.join(MAMBA_RADIX_STRATEGIES)}")
         for name in ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "max_mamba_cache_size",
                      "cuda_graph_max_bs"):
@@ -152,8 +153,8 @@ class ServeConfig:
         if not 0 <= self.mtp_tokens <= 64:
             raise PlanInputError("--mtp must be between 0 and 64")
         if not 0 < self.mamba_full_memory_ratio <= 100:
-            raise PlanInputError("--mamba-full-memory-ratio must be in (0, 100]")
-        for name, flag in (("overhead_gib", "--overhead-gib"), ("kv_cache_memory_gib", "--kv-cache-memory")):
+            raise PlanInputError(f"{option('mamba_full_memory_ratio')} must be in (0, 100]")
+        for name, flag in (("overhead_gib", "--overhead-gib"), ("kv_cache_memory_gib", option("kv_cache_memory_gib"))):
             value = getattr(self, name)
             if value is not None and not 0 <= value <= 4096:
                 raise PlanInputError(f"{flag} must be between 0 and 4096 GiB")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from doctor.deployment.table import option
 from doctor.models.spec import ModelSpec
 from doctor.planner.config import ServeConfig
 
@@ -81,7 +82,7 @@ def check_divisibility(spec: ModelSpec, cfg: ServeConfig) -> list[RuleResult]:
         per_part = m.intermediate_size // moe_tp   # vLLM divides first (divide() fails on a remainder)
         ok_n = _divides(m.intermediate_size, moe_tp) and per_part % block_n == 0
         moe_fix = (f"use TP <= {max(1, m.intermediate_size // block_n)} for the experts, or "
-                   "--enable-expert-parallel (experts are then not split), or the BF16 checkpoint")
+                   f"{option('expert_parallel', 'vllm')} (experts are then not split), or the BF16 checkpoint")
         out.append(RuleResult(
             "fp8-block-moe-tp", ok_n,
             f"The output_size of gate's and up's weight = {per_part} is not divisible by "

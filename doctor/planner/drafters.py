@@ -56,6 +56,7 @@ from typing import Any
 
 import yaml
 
+from doctor.deployment.table import option
 from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
@@ -182,7 +183,7 @@ def resolve_drafter(method: str, model: str | None) -> DrafterSpec | None:
                              f"{', '.join(m for m in MTP_METHODS + MODEL_METHODS + NO_MODEL_METHODS if m)}")
     if not model:
         raise PlanInputError(f"speculative method {method} needs the drafter model (\"model\" / "
-                             "--speculative-draft-model-path)")
+                             f"{option('speculative_draft_model')})")
     registry = known_drafters()
     found = registry.get(model.lower()) or next(
         (s for k, s in registry.items() if _basename(k) == _basename(model)), None)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 
+from doctor.deployment.table import option
 from doctor.planner.hardware import GIB, GPU
 from doctor.planner.overhead import VllmOverhead
 
@@ -59,7 +60,7 @@ def utilization_note(version: str, gpu: GPU, utilization: float | None, terms: V
     if utilization is not None and 0.7 < utilization < 1.0:
         withheld = withheld_bytes(gpu, utilization, terms)
         if withheld >= WARN_WITHHELD_BYTES:
-            line += (f"; --gpu-memory-utilization {utilization} now caps it at {utilization * gpu.usable_bytes / GIB:.2f}"
+            line += (f"; {option('gpu_memory_utilization')} {utilization} now caps it at {utilization * gpu.usable_bytes / GIB:.2f}"
                      f" GiB and keeps {withheld / GIB:.2f} GiB out of the cache (leave it unset unless other processes "
                      "share the GPU)")
     return line

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from doctor.deployment.table import option
 from doctor.models.spec import ModelSpec
 from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
 from doctor.planner.drafters import drafter_capacity, drafter_of, sglang_drafter_cell_bytes
@@ -185,16 +186,16 @@ def _problems(plan: Plan) -> list[str]:
                            f"(rank of stage {r.pp_rank}: weights {r.weights['total'] / GIB:.2f} GiB + "
                            f"overhead {r.overhead_bytes / GIB:.2f} GiB > budget {r.budget_bytes / GIB:.2f} GiB)")
             else:
-                out.append("Not enough memory. Please try to increase --mem-fraction-static. "
+                out.append(f"Not enough memory. Please try to increase {option('mem_fraction_static')}. "
                            f"(stage {r.pp_rank}: weights {r.weights['total'] / GIB:.2f} GiB, "
                            f"budget {r.budget_bytes / GIB:.2f} GiB)")
         elif r.kv_tokens <= 0 and cfg.backend == "sglang":
-            out.append("Not enough memory. Please try to increase --mem-fraction-static.")
+            out.append(f"Not enough memory. Please try to increase {option('mem_fraction_static')}.")
         elif r.drafter_kv_bytes and r.budget_bytes + r.weights.get("drafter", 0) + r.drafter_kv_bytes \
                 > hw.gpu.usable_bytes - r.overhead_bytes:     # SGLang's budget is a share of the pre-load free memory
             out.append(f"The drafter's weights ({r.weights.get('drafter', 0) / GIB:.2f} GiB) and its KV pool "
                        f"({r.drafter_kv_bytes / GIB:.2f} GiB for {r.kv_tokens:,} tokens) do not fit beside the "
-                       f"static pool (stage {r.pp_rank}); lower --mem-fraction-static")
+                       f"static pool (stage {r.pp_rank}); lower {option('mem_fraction_static')}")
         elif r.max_concurrency < 1:
             out.append(f"To serve at least one request with the model's max seq len ({plan.max_model_len}), "
                        f"the KV cache must hold it; it holds {r.kv_tokens} tokens "
@@ -217,42 +218,42 @@ def _largest_fitting_len(spec: ModelSpec, hw: Hardware, cfg: ServeConfig) -> int
 def _suggest(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, plan: Plan) -> list[str]:
     """Single changes that turn a failing plan into a fitting one, least disruptive first."""
     if cfg.world_size > hw.count:
-        return [f"use TP x PP x DP <= {hw.count} (e.g. --tensor-parallel-size "
+        return [f"use TP x PP x DP <= {hw.count} (e.g. {option('tp')} "
                 f"{max(t for t in valid_tensor_parallel_sizes(spec, hw.count) if t <= hw.count)})"]
     candidates: list[tuple[str, ServeConfig, ModelSpec]] = []
     if cfg.backend == "vllm" and cfg.kv_cache_memory_gib is None and cfg.utilization < 0.95:
-        candidates.append(("raise --gpu-memory-utilization to 0.95", cfg.with_(gpu_memory_utilization=0.95), spec))
+        candidates.append((f"raise {option('gpu_memory_utilization')} to 0.95", cfg.with_(gpu_memory_utilization=0.95), spec))
     if cfg.backend == "sglang":
         current = plan.ranks[0].budget_bytes / hw.gpu.memory_bytes
         if current < 0.9:
-            candidates.append((f"raise --mem-fraction-static to {min(0.9, round(current + 0.05, 2))}",
+            candidates.append((f"raise {option('mem_fraction_static')} to {min(0.9, round(current + 0.05, 2))}",
                                cfg.with_(mem_fraction_static=min(0.9, round(current + 0.05, 2))), spec))
     if spec.vision and not cfg.language_model_only and skips_vision_tower(cfg.backend, cfg.backend_version):
-        flag = "--language-model-only" if cfg.backend == "vllm" else "--language-only"
+        flag = option("language_model_only", cfg.backend)
         candidates.append((f"add {flag} (skip the vision tower)", cfg.with_(language_model_only=True), spec))
     if cfg.kv_cache_dtype == "auto" and spec.dtype != "fp8":
-        candidates.append(("--kv-cache-dtype fp8 (halves the KV cache per token)", cfg.with_(kv_cache_dtype="fp8"), spec))
+        candidates.append((f"{option('kv_cache_dtype')} fp8 (halves the KV cache per token)", cfg.with_(kv_cache_dtype="fp8"), spec))
     if spec.quantization.method == "none" and spec.name == "Qwen/Qwen3.5-35B-A3B":
         from doctor.models.registry import get_model
         for variant in ("Qwen/Qwen3.5-35B-A3B-FP8", "Qwen/Qwen3.5-35B-A3B-GPTQ-Int4"):
             candidates.append((f"use the {variant.split('-')[-1]} checkpoint {variant}", cfg, get_model(variant)))
     if spec.moe and not cfg.expert_parallel:
-        candidates.append(("add --enable-expert-parallel", cfg.with_(expert_parallel=True), spec))
+        candidates.append((f"add {option('expert_parallel', 'vllm')}", cfg.with_(expert_parallel=True), spec))
     valid = valid_tensor_parallel_sizes(spec, hw.count)
     for tp in valid:
         if tp > cfg.tp and tp * cfg.pp * cfg.dp <= hw.count:
-            candidates.append((f"raise --tensor-parallel-size to {tp}", cfg.with_(tp=tp), spec))
+            candidates.append((f"raise {option('tp')} to {tp}", cfg.with_(tp=tp), spec))
             break
     lower = [t for t in valid if t < cfg.tp]
     if lower and cfg.tp not in valid:
         tp = lower[-1]
         dp = cfg.dp * cfg.tp // tp
-        candidates.append((f"use --tensor-parallel-size {tp} with --data-parallel-size {dp}",
+        candidates.append((f"use {option('tp')} {tp} with {option('dp')} {dp}",
                            cfg.with_(tp=tp, dp=dp), spec))
     out = [label for label, c, s in candidates if _evaluate(s, hw, c).fits]
     longest = _largest_fitting_len(spec, hw, cfg)
     if longest >= 1024 and longest < plan.max_model_len:
-        out.append(f"lower --max-model-len to {longest}")
+        out.append(f"lower {option('max_model_len')} to {longest}")
     return out
 
 

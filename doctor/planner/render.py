@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from doctor.deployment.table import option
 from doctor.planner.hardware import GIB, MIB
 from doctor.planner.plan import Plan, RankPlan
 
@@ -36,9 +37,9 @@ def band_text(p: Plan) -> str:
         default = p.config.mem_fraction_static is None
         formula = ""
         if default:
-            formula = ("; --mem-fraction-static default of " + version + " as read in its wheel"
+            formula = (f"; {option('mem_fraction_static')} default of " + version + " as read in its wheel"
                        if sglang_rules(version).formula_checked
-                       else f"; SGLang {version} not read: the default --mem-fraction-static of the nearest read "
+                       else f"; SGLang {version} not read: the default {option('mem_fraction_static')} of the nearest read "
                             "version applies")
         rel, why = sglang_band(p.hardware.gpu.usable_bytes, p.config.tp, version, p.model.quantization.method,
                                default_fraction=default, speculative=p.config.speculative_kind)
@@ -95,7 +96,7 @@ def render_text(p: Plan) -> str:
         *(f"  ! {note}" for note in p.notes),
         "",
     ]
-    share = "gpu-memory-utilization" if cfg.backend == "vllm" else "mem-fraction-static"
+    share = option("gpu_memory_utilization" if cfg.backend == "vllm" else "mem_fraction_static")[2:]
     rows: list[tuple[str, list[str]]] = [
         ("layers", [f"{r.layers[0]}-{r.layers[1] - 1} ({r.full_layers} attn, {r.linear_layers} GDN)" for r in p.ranks]),
         ("GPU memory (torch)" if cfg.backend == "vllm" else "GPU memory",
@@ -154,7 +155,7 @@ def unified_memory_note(p: Plan) -> str:
 
     cfg, gpu = p.config, p.hardware.gpu
     sglang = cfg.backend == "sglang"
-    name, flag = ("SGLang", "--mem-fraction-static") if sglang else ("vLLM", "--gpu-memory-utilization")
+    name, flag = ("SGLang", option("mem_fraction_static")) if sglang else ("vLLM", option("gpu_memory_utilization"))
     version = cfg.backend_version or known_versions(cfg.backend)[-1]
     assumed = "" if cfg.backend_version else " (assumed)"
     since = UMA_AVAILABLE_SINCE[cfg.backend][0]

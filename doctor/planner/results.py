@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from doctor.deployment.table import option
 from doctor.planner.plan import Plan
 from doctor.results import Result, Status
 
@@ -33,7 +34,7 @@ def plan_results(p: Plan) -> list[Result]:
         fix = ([f"smallest change that makes it fit: {p.suggestions[0]}"]
                + [f"also fits: {s}" for s in p.suggestions[1:]]) if p.suggestions else \
             ["no single change makes it fit: add GPUs or combine several of: FP8 checkpoint, more TP, "
-             "lower --max-model-len"]
+             f"lower {option('max_model_len')}"]
         fit = Result("QD-PLAN-002", "Weights and KV cache fit the GPUs", CATEGORY, "high", Status.FAIL,
                      f"does not fit on {where}: {p.problems[0]}", details=p.problems[1:], fix=fix,
                      evidence=evidence)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from doctor.deployment.table import option
 from doctor.recipes.candidate import Candidate, Skipped
 from doctor.recipes.catalogue import catalogue_gpu, gpu_known, min_capability
 from doctor.recipes.sources import Origin, RecipeError, refuse_unknown
@@ -98,11 +99,11 @@ def _resolve(origin: Origin, release: str, org: str, llm: dict[str, Any], model:
         return Skipped(entry, f"GPU {hw!r} is not in qwen-doctor's GPU catalogue (doctor/planner/gpus.yaml)")
     precision = _PRECISION.get(str(model.get("quantization", "fp8")).lower(), str(model.get("quantization")))
     tp = int(configuration.get("tp", merged.get("tp", 8)))
-    args = ["--tp-size", str(tp)]
+    args = [option("tp", "sglang"), str(tp)]
     if llm.get("reasoning_parser"):
-        args += ["--reasoning-parser", str(llm["reasoning_parser"])]
+        args += [option("reasoning_parser", "sglang"), str(llm["reasoning_parser"])]
     if llm.get("tool_parser"):
-        args += ["--tool-call-parser", str(llm["tool_parser"])]
+        args += [option("tool_call_parser", "sglang"), str(llm["tool_parser"])]
     extra = _merge_args([str(a) for a in merged.get("extra_args") or []],
                         [str(a) for a in configuration.get("extra_args") or []])
     args += extra

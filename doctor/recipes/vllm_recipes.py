@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from doctor.deployment.table import option
 from doctor.recipes.candidate import Candidate, Skipped, dedupe_last_wins
 from doctor.recipes.catalogue import catalogue_gpu, gpu_known, min_capability
 from doctor.recipes.sources import Origin, RecipeError, Sources, refuse_unknown
@@ -176,7 +177,7 @@ def resolve(sources: Sources, origin: Origin, recipe: dict[str, Any], variant_ke
     if exact:
         cites.append(origin.cite(f"variants.{variant_key}.hardware_overrides.{hw_id}: "
                                  f"{json.dumps(exact, sort_keys=True)}"))
-    args += list(strategy.get("vllm_args") or []) + [str(strategy.get("parallel_flag") or "--tensor-parallel-size"),
+    args += list(strategy.get("vllm_args") or []) + [str(strategy.get("parallel_flag") or option("tp", "vllm")),
                                                      str(tp)]
     cites.append(strategy_origin.cite(f"{strategy_name}: vllm_args {_quoted(strategy.get('vllm_args') or [])}, "
                                       f"parallel_flag {strategy.get('parallel_flag')} = {tp} "

@@ -10,6 +10,7 @@ from typing import Any
 
 from doctor.deploy.spec import LaunchSpec
 from doctor.deployment import Deployment, from_argv
+from doctor.deployment.table import option
 from doctor.results import Result, Status
 
 LOAD_FORMAT = "dummy"
@@ -20,7 +21,7 @@ NO_JSON_WHITESPACE = {"vllm": ("structured_outputs_config",
                                 json.dumps({"backend": "xgrammar", "disable_any_whitespace": True})),
                       "sglang": ("json_disable_any_whitespace", True)}
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-NOTICE = ("REHEARSAL: the weights were random (--load-format dummy): answers are noise; memory, kernels, "
+NOTICE = (f"REHEARSAL: the weights were random ({option('load_format')} {LOAD_FORMAT}): answers are noise; memory, kernels, "
           "CUDA graphs, KV capacity and the API are real")
 
 

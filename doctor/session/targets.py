@@ -145,13 +145,13 @@ class RayFleet:
             session.on_event(f"would run, per node:\n{text}")
             session.outcome("skip", f"dry run: {profile.nodes} node commands printed; nothing was started")
             return Plan(self, [], text)
-        facts, results = self._checks(request, session, python)
+        facts, deployment, results = self._checks(request, session, python)
         data = facts.data["fleet"]
         if data.get("status") != "ok":
             session.outcome("fail", f"the Ray cluster did not answer: {data.get('error')}")
             session.refused = True
             return Plan(self, results, "")
-        head_ip, plans = fleet.plan_nodes(profile, overrides, data, python, data.get("target"))
+        head_ip, plans = fleet.plan_nodes(profile, overrides, data, python, data.get("target"), deployment)
         spec = fleet.head_spec(profile, plans, head_ip)
         results.append(prepare.flag_check(spec, engine_version(profile.backend, facts)))
         report.results.extend(results)
@@ -161,10 +161,12 @@ class RayFleet:
         return Plan(self, results, f", per node (head {head_ip}):\n{text}", checked="fleet checks",
                     launch=(spec, plans, data.get("target"), request), ready=True)
 
-    def _checks(self, request: Request, session: Any, python: str | None) -> tuple[Any, list[Any]]:
-        """This machine's facts plus every Ray node's, and the fleet checks on them."""
-        from doctor.deploy import fleet, prepare
+    def _checks(self, request: Request, session: Any, python: str | None) -> tuple[Any, Any, list[Any]]:
+        """This machine's facts plus every Ray node's, the profile's Deployment (built once, with the head's
+        address), and the fleet checks on them."""
+        from doctor.deploy import fleet
         from doctor.deploy.kv import check_options
+        from doctor.deploy.spec import LaunchSpec
         from doctor.facts.collect import collect
         from doctor.fleet.extend import extend
         from doctor.fleet.table import node_table
@@ -177,10 +179,10 @@ class RayFleet:
         session.report.facts_summary = summarize(facts, "live")
         if (table := node_table(facts)) is not None:
             session.report.sections["fleet"] = table
-        spec = prepare.render(request.profile, request.port, request.host, request.model, request.variables)
-        results = fleet.fleet_checks(facts, request.profile, check_options(spec))
+        deployment = fleet.head_deployment(request.profile, request.overrides, facts.data["fleet"])
+        results = fleet.fleet_checks(facts, request.profile, check_options(LaunchSpec.of(deployment)))
         session.on_event(f"  {verdict_line(results)}")
-        return facts, results
+        return facts, deployment, results
 
     def launch(self, plan: Plan, session: Any, progress: Callable[[str], None],
                watch: Callable[[Any], None] | None) -> None:
