@@ -8,7 +8,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
 from doctor import __version__
-from doctor.facts.model import SCHEMA_NAME, SCHEMA_VERSION, Facts
+from doctor.facts.document import SCHEMA_NAME, SCHEMA_VERSION
+from doctor.facts.model import Facts
 
 Probe = Callable[[], dict[str, Any]]
 DEFAULT_TIMEOUT_S = 10.0

@@ -33,7 +33,7 @@ import re
 from typing import Any
 
 from doctor.errors import BadBundle
-from doctor.facts.probes.packages import DISTRIBUTIONS
+from doctor.installed import DISTRIBUTIONS
 
 VLLM = "vllm-collect-env"
 SGLANG = "sglang-check-env"
@@ -47,7 +47,7 @@ ALWAYS_UNKNOWN = ("gpu.memory", "gpu.processes", "gpu.ecc", "gpu.persistence_mod
                   "topology.p2p", "host")
 
 # Distribution name as the dumps print it (underscores read as dashes) -> the logical name of the package probe
-# (doctor/facts/probes/packages.py DISTRIBUTIONS), plus spellings only the dumps use.
+# (doctor/installed.py DISTRIBUTIONS), plus spellings only the dumps use.
 PACKAGE_NAMES = {**{dist.lower().replace("_", "-"): name for name, dists in DISTRIBUTIONS.items() for dist in dists},
                  "nvidia-nccl-cu11": "nccl"}
 
@@ -109,7 +109,7 @@ def detect(text: str) -> str | None:
 def parse(text: str, source: str = "dump") -> dict[str, Any]:
     """A facts document (schema qwen-doctor.facts) built from a vLLM or SGLang environment dump."""
     from doctor import __version__
-    from doctor.facts.model import SCHEMA_NAME, SCHEMA_VERSION
+    from doctor.facts.document import SCHEMA_NAME, SCHEMA_VERSION
 
     text = _unquote(text)
     fmt = detect(text)

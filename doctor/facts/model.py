@@ -9,9 +9,9 @@ from typing import Any
 
 from doctor.errors import BadBundle
 from doctor.facts import schema
+from doctor.facts.document import SCHEMA_NAME, SCHEMA_VERSION, validated
 
-SCHEMA_NAME = "qwen-doctor.facts"
-SCHEMA_VERSION = 1
+__all__ = ["Facts", "SCHEMA_NAME", "SCHEMA_VERSION"]
 SECTIONS = ("nvml", "packages", "host", "env")
 
 
@@ -140,23 +140,7 @@ class Facts:
     @classmethod
     def from_dict(cls, data: Any, source: str = "bundle", parsed: bool = False) -> "Facts":
         """Validate a facts document; `parsed` when it comes from schema.parse_json (depth and numbers screened)."""
-        if not isinstance(data, dict):
-            raise BadBundle(f"{source} is not a qwen-doctor facts bundle: top level is not an object")
-        if data.get("schema") != SCHEMA_NAME:
-            raise BadBundle(f"{source} is not a qwen-doctor facts bundle: 'schema' is not {SCHEMA_NAME!r}")
-        version = data.get("schema_version")
-        if not isinstance(version, int) or version < 1:
-            raise BadBundle(f"{source}: 'schema_version' must be a positive integer")
-        if version > SCHEMA_VERSION:
-            raise BadBundle(
-                f"{source} has facts schema {version}, newer than this qwen-doctor reads ({SCHEMA_VERSION}): upgrade qwen-doctor"
-            )
-        schema.validate(data, source, parsed=parsed)
-        if "fleet" in data:
-            from doctor.fleet.model import checked
-
-            data = {**data, "fleet": checked(data["fleet"], source, parsed=parsed)}
-        return cls(data)
+        return cls(validated(data, source, parsed=parsed))
 
 
 def _is_text(raw: bytes) -> bool:

@@ -41,8 +41,6 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
     lines.extend(section_lines(report.sections, report.results))
     lines.append("")
     if report.sections.get("fleet"):
-        from doctor.fleet.table import render_table
-
         lines.append(render_table(report.sections["fleet"]))
     lines.append(summary_line(report))
     return "\n".join(lines) + "\n"
@@ -120,3 +118,12 @@ def summary_line(report: Report) -> str:
         parts.append(f"{c['error']} error")
     parts.append(f"{c['skip']} skipped")
     return f"{verdict} ({', '.join(parts)})"
+
+
+def render_table(table: dict[str, Any]) -> str:
+    """Fixed-width text table, nodes as columns."""
+    header = [f"{table['engine']} fleet ({table.get('target') or 'default'})", *table["columns"]]
+    rows = [[r["name"], *r["values"]] for r in table["rows"]]
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
+    return "\n".join(lines) + "\n"

