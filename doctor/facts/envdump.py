@@ -32,6 +32,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from doctor.errors import BadBundle
 from doctor.installed import DISTRIBUTIONS
 
@@ -76,6 +78,7 @@ _FOUND_GPU = re.compile(r"Found GPU(?P<index>\d+) (?P<name>.+?) which is of (?:c
 _DRIVER_TOO_OLD = re.compile(r"The NVIDIA driver on your system is too old \(found version (?P<v>\d+)\)")
 _CUDA_INIT = re.compile(r"CUDA initialization: (?P<msg>.+?)(?: \(Triggered internally|$)", re.M)
 _CU_TAG = re.compile(r"\+cu(?P<major>\d{2})(?P<minor>\d)\b")
+_DIST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _VERSION = re.compile(r"\d+(?:\.\d+)+\S*")
 
 # Keys that start a new field of SGLang's check_env when a paste flattened it onto one line.
@@ -126,6 +129,7 @@ def parse(text: str, source: str = "dump") -> dict[str, Any]:
     data: dict[str, Any] = {
         "schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION, "tool_version": __version__,
         "probes": {}, "nvml": dump.nvml(), "packages": dump.packages, "host": dump.host, "env": dump.env,
+        "inventory": {"source": "dump", "complete": False, "distributions": list(dump.inventory.values())},
         "torch_runtime": dump.torch_runtime,
         "origin": {"format": fmt, "backend": BACKEND_OF[fmt], "source": source, "unknown": dump.unknown()},
     }
@@ -140,6 +144,7 @@ class _Dump:
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
         self.packages: dict[str, Any] = {}
+        self.inventory: dict[str, dict[str, str]] = {}   # every distribution the dump lists, by canonical name
         self.host: dict[str, Any] = {}
         self.env: dict[str, str] = {}
         self.env_known = False
@@ -159,6 +164,9 @@ class _Dump:
                                             "memory": None, "processes": [], "nvlink": []})
 
     def set_package(self, raw_name: str, version: str | None, **extra: Any) -> None:
+        if version is not None and version[:1].isdigit() and _DIST_NAME.fullmatch(raw_name):
+            listed = canonicalize_name(raw_name)
+            self.inventory.setdefault(listed, {"name": listed, "version": version})
         name = logical_name(raw_name)
         if name is None:
             return
@@ -231,6 +239,7 @@ def _torch(dump: _Dump, version: str | None, cuda: str | None = None, cuda_known
     if cuda is None and tag:
         cuda = f"{int(tag['major'])}.{tag['minor']}"
     entry: dict[str, Any] = {"version": version, "distribution": "torch", "build": version}
+    dump.inventory.setdefault("torch", {"name": "torch", "version": version})
     if cuda is not None or cuda_known or "+cpu" in version:
         entry["cuda"] = cuda
     dump.packages["torch"] = {**(dump.packages.get("torch") or {}), **entry}

@@ -55,6 +55,19 @@ class Facts:
         return self._data.get("packages") or {}
 
     @property
+    def inventory(self) -> list[dict[str, Any]]:
+        """Every distribution recorded (name, version, location): all installed ones from a collector, those
+        listed in a pasted dump (`inventory_complete` False), none from a bundle older than the inventory."""
+        section = self._data.get("inventory") or {}
+        return [d for d in section.get("distributions") or [] if isinstance(d, dict)]
+
+    @property
+    def inventory_complete(self) -> bool:
+        """True when the inventory lists everything installed (a collector read every metadata directory)."""
+        section = self._data.get("inventory") or {}
+        return bool(section.get("complete")) and section.get("source") == "metadata"
+
+    @property
     def host(self) -> dict[str, Any]:
         return self._data.get("host") or {}
 
