@@ -53,6 +53,18 @@ class BackendPins:
     kernel_dist: str = "sgl-kernel"      # the distribution SGLang's kernel pin names (sglang-kernel from 0.4.0)
     ray: SpecifierSet | None = None
     source: str = ""
+    latest: Version | None = None        # the newest release the row was read from
+
+    def exact_pins(self) -> list[str]:
+        """The row's `name==version` requirements (what the release's wheel pins exactly)."""
+        out = [f"torch=={self.torch}"]
+        for name, spec in (("transformers", self.transformers[0] if len(self.transformers) == 1 else None),
+                           ("flashinfer-python", self.flashinfer)):
+            if spec is not None and all(s.operator == "==" for s in spec) and len(spec) == 1:
+                out.append(f"{name}{spec}")
+        if self.sgl_kernel is not None:
+            out.append(f"{self.kernel_dist}=={self.sgl_kernel}")
+        return out
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,7 @@ def version_matrix() -> VersionMatrix:
                     kernel_dist=str(row.get("kernel_dist") or "sgl-kernel"),
                     ray=_spec(row["ray"], where) if row.get("ray") else None,
                     source=str(row.get("source") or ""),
+                    latest=Version(str(row["latest"])) if row.get("latest") else None,
                 )
                 for row in rows
             )

@@ -2,7 +2,7 @@
 
 The URL is pip's own setting (PIP_INDEX_URL, else `index-url` in pip's configuration files in pip's order,
 else PyPI); extra indexes (PIP_EXTRA_INDEX_URL / `extra-index-url`, http(s) or file://) are read too, since pip
-resolves across all of them. A project's versions come from the simple repository API in its JSON form
+resolves across all of them, and so are local find-links directories. A project's versions come from the simple repository API in its JSON form
 (PEP 691), or a file:// index's directory listing; every request is bounded by `timeout_s`.
 """
 
@@ -34,6 +34,7 @@ class IndexConfig:
 
     index_url: str
     extra: tuple[str, ...] = ()
+    find_links: tuple[str, ...] = ()   # directories (or file:// URLs) of distribution files pip also picks from
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -56,7 +57,7 @@ def _config_files() -> list[Path]:
 
 def configured() -> IndexConfig:
     """The index URLs pip would use here (environment over configuration files over PyPI)."""
-    index, extra = PYPI, ""
+    index, extra, links = PYPI, "", ""
     for path in _config_files():
         parser = configparser.RawConfigParser()
         try:
@@ -68,9 +69,13 @@ def configured() -> IndexConfig:
                 index = parser.get(section, "index-url").strip()
             if parser.has_option(section, "extra-index-url"):
                 extra = parser.get(section, "extra-index-url")
+            if parser.has_option(section, "find-links"):
+                links = parser.get(section, "find-links")
     index = os.environ.get("PIP_INDEX_URL", index).strip() or PYPI
     extra = os.environ.get("PIP_EXTRA_INDEX_URL", extra)
-    return IndexConfig(index.rstrip("/"), tuple(u.rstrip("/") for u in extra.split() if u))
+    links = os.environ.get("PIP_FIND_LINKS", links)
+    local = tuple(u for u in links.split() if u.startswith("file:") or "://" not in u)
+    return IndexConfig(index.rstrip("/"), tuple(u.rstrip("/") for u in extra.split() if u), local)
 
 
 def _versions_of_files(names: list[str], project: str) -> set[Version]:
@@ -138,6 +143,12 @@ def versions(project: str, config: IndexConfig | None = None, timeout_s: float =
             answered = True
         except IndexUnreachable as exc:
             failures.append(str(exc))
+    for link in config.find_links:
+        directory = Path(unquote(urlparse(link).path) if link.startswith("file:") else link)
+        try:
+            found |= _versions_of_files([p.name for p in directory.iterdir()], project)
+        except OSError:
+            continue
     if failures and not answered:
         raise IndexUnreachable("; ".join(failures))
     return sorted(found)

@@ -19,6 +19,7 @@ BUILTIN_MODULES = (
     "checks.driver",
     "checks.versions",
     "checks.packages",
+    "checks.resolve",
     "checks.gpu",
     "checks.memory",
     "checks.host",

@@ -13,7 +13,9 @@ What it reads, through pip's configured index (doctor/pkgindex.py; pip itself fo
 - the newest flashinfer-python, transformers and Ray the index serves (version_matrix.yaml `index_latest`).
 What the index does not hold is curated below with its citation, and the row says so: the SASS architectures of
 torch's CUDA builds (pytorch .ci/manywheel/build_cuda.sh) and NVIDIA's minimum drivers (CUDA release notes).
-Pip's constraint files are ignored (PIP_CONSTRAINT=/dev/null): a machine's own caps must not hide releases.
+Pip reads the configured index URLs only (PIP_CONFIG_FILE=/dev/null, the URLs passed explicitly): a machine's
+constraint files and local find-links wheels (a torch 2.13.0+cpu in a wheel directory) must not stand in for a
+release's published wheel.
 """
 
 from __future__ import annotations
@@ -86,9 +88,13 @@ def requires_dist(dist: str, version: Version) -> list[str]:
         return json.loads(cached.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        env = {**os.environ, "PIP_CONSTRAINT": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+        config = remote_index()
+        remote = [f"--extra-index-url={url}" for url in config.extra]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") or k == "PIP_CERT"}
+        env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
         done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed",
-                               "--quiet", "--report", str(report), f"{dist}=={version}"],
+                               "--quiet", f"--index-url={config.index_url}", *remote, "--report", str(report),
+                               f"{dist}=={version}"],
                               env=env, capture_output=True, text=True, timeout=600)
         if done.returncode != 0 or not report.is_file():
             tail = [l for l in done.stderr.splitlines() if l.startswith("ERROR")][-1:]
@@ -100,9 +106,16 @@ def requires_dist(dist: str, version: Version) -> list[str]:
     return requires
 
 
-def releases(dist: str, floor: Version) -> list[Version]:
-    """Final releases of `dist` from `floor` on, as the configured index serves them."""
-    return [v for v in pkgindex.versions(dist, timeout_s=60) if v >= floor and not (v.is_prerelease or v.is_devrelease)]
+def remote_index() -> pkgindex.IndexConfig:
+    """The configured index and extra indexes that are served over http(s): no local directories."""
+    config = pkgindex.configured()
+    return pkgindex.IndexConfig(config.index_url, tuple(u for u in config.extra if u.startswith("http")))
+
+
+def releases(dist: str, floor: Version = Version("0")) -> list[Version]:
+    """Final published releases of `dist` from `floor` on (no local builds such as 2.13.0+cpu)."""
+    return [v for v in pkgindex.versions(dist, remote_index(), timeout_s=60)
+            if v >= floor and not (v.is_prerelease or v.is_devrelease) and v.local is None]
 
 
 def _requirements(lines: Iterable[str], extras: tuple[str, ...] = ()) -> dict[str, Requirement]:
@@ -123,7 +136,7 @@ def _requirements(lines: Iterable[str], extras: tuple[str, ...] = ()) -> dict[st
 
 def _pins(backend: str, version: Version, requires: list[str]) -> dict[str, Any]:
     """The row fields of one engine release: torch, transformers, flashinfer, kernel, Ray."""
-    reqs = _requirements(requires, extras=("srt", "ray") if backend == "sglang" else ("ray",))
+    reqs = _requirements(requires, extras=("srt", "runtime-common", "runtime_common", "ray") if backend == "sglang" else ("ray",))
     row: dict[str, Any] = {}
     torch = reqs.get("torch")
     if torch is not None:
@@ -164,7 +177,7 @@ def engine_rows(backend: str, versions: list[Version], requires: dict[Version, l
         else:
             spec = f">={members[0]},<{nxt}" if nxt else f">={members[0]},<={members[-1]}"
         listed = ", ".join(str(v) for v in members)
-        rows.append({"versions": spec, **pins,
+        rows.append({"versions": spec, **pins, "latest": str(members[-1]),
                      "source": f"Requires-Dist of {backend} {listed} ({index}, read {today})"})
     return rows
 
@@ -279,7 +292,7 @@ def report_changes(name: str, old: str, new: str) -> list[str]:
 
 
 def _without_source(row: str) -> str:
-    return row.split(', source: ')[0]
+    return row.split(', source: ')[0].rstrip("}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -298,8 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     builds = torch_builds(wanted["torch"], by_name["torch"], today, index)
     latest = {}
     for name in LATEST:
-        final = [v for v in pkgindex.versions(name, timeout_s=60) if not (v.is_prerelease or v.is_devrelease)]
-        latest[name] = {"version": str(final[-1]), "source": f"{index}/{name}/ (read {today})"}
+        latest[name] = {"version": str(releases(name)[-1]), "source": f"{index}/{name}/ (read {today})"}
     header = (f"# Generated by scripts/refresh_versions.py on {today} from {index}: edit the script's curated tables, "
               "not this file.")
     outputs = {"version_matrix.yaml": render_matrix(engines, latest, header),

@@ -9,6 +9,7 @@ from typing import Any
 
 from doctor.installed import DISTRIBUTIONS, installed
 
+ENGINES = ("vllm", "sglang")
 _VERSION_PY = re.compile(r"^(\w+)\s*(?::\s*[^=]+)?=\s*(.+)$", re.M)
 
 
@@ -20,6 +21,29 @@ def probe() -> dict[str, Any]:
         out[name] = {"version": found[1], "distribution": found[0]} if found else None
     if out["torch"]:
         out["torch"].update(_torch_build())
+    for engine in ENGINES:
+        if out.get(engine):
+            out[engine]["requires"] = exact_pins(out[engine]["distribution"])
+    return out
+
+
+def exact_pins(dist: str) -> list[str]:
+    """The `name==version` requirements of an installed distribution's Requires-Dist that apply here (markers
+    evaluated, extras left out): the releases it was built and tested against."""
+    from importlib import metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    out = []
+    for line in metadata.requires(dist) or []:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        if any(s.operator in ("==", "===") for s in req.specifier):
+            out.append(f"{req.name}{req.specifier}")
     return out
 
 
