@@ -117,23 +117,31 @@ def _public(version: str) -> str:
 
 @check("QD-PKG-003", "One installed copy of each distribution", category="packages", severity="medium")
 def one_copy_each(ctx: CheckContext) -> Outcome:
-    """Two metadata directories of one distribution (an interrupted upgrade, a user-site copy shadowing the
-    environment's) make `pip` and the engines read different versions than the code that is imported."""
+    """Two metadata directories of one distribution in one site-packages (left by an interrupted or concurrent
+    upgrade) make pip and importlib.metadata report either version while the files on disk are a mix of both.
+    A copy in another path entry (a user site under a virtual environment) is shadowing by sys.path order,
+    not a broken install, and is not reported."""
     if not ctx.facts.inventory:
         return skip(NO_INVENTORY)
     if not ctx.facts.inventory_complete:
         return skip("a pasted dump lists each package once: duplicates show only in a collected inventory")
-    copies: dict[str, list[dict[str, str]]] = defaultdict(list)
+    copies: dict[tuple[str, str], list[str]] = defaultdict(list)
     for dist in ctx.facts.inventory:
-        copies[dist["name"]].append(dist)
-    doubled = {name: found for name, found in copies.items() if len(found) > 1}
+        copies[(dist["name"], dist.get("location") or "?")].append(dist["version"])
+    doubled = {key: versions for key, versions in copies.items() if len(versions) > 1}
     if not doubled:
-        return ok(f"{len(copies)} distributions, one copy each")
-    lines = [f"{name}: " + ", ".join(f"{d['version']} in {d.get('location') or '?'}" for d in found)
-             for name, found in sorted(doubled.items())]
-    # importlib.metadata (and pip) take the first copy on sys.path: reinstalling that version rewrites its files
-    # and removes the stale metadata pip knows of.
-    fix = [f"pip install --force-reinstall --no-deps '{name}=={found[0]['version']}'"
-           for name, found in sorted(doubled.items())]
-    return warn(f"{len(doubled)} distribution{'s' if len(doubled) > 1 else ''} installed more than once: "
+        return ok(f"{len({name for name, _ in copies})} distributions, one copy each")
+    lines = [f"{name} {' and '.join(versions)} in {where}" for (name, where), versions in sorted(doubled.items())]
+    # Uninstalling removes one metadata directory per run (the one importlib finds first); the reinstall then
+    # writes one consistent copy.
+    fix = [f"pip uninstall -y {name} && pip uninstall -y {name} && pip install '{name}=={_newest(versions)}'"
+           for (name, _), versions in sorted(doubled.items())]
+    return warn(f"{len(doubled)} distribution{'s' if len(doubled) > 1 else ''} installed twice in one place: "
                 + "; ".join(lines), fix=fix, evidence={"duplicates": lines})
+
+
+def _newest(versions: list[str]) -> str:
+    try:
+        return str(max(Version(v) for v in versions))
+    except InvalidVersion:
+        return versions[0]

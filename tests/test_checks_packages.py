@@ -72,13 +72,19 @@ def test_the_jit_cache_local_cuda_tag_is_not_a_mismatch() -> None:
     assert result.status.value == "fail" and "flashinfer install-jit-cache-wheel" in result.fix[1]
 
 
-def test_two_copies_of_one_distribution_are_found_in_a_collected_inventory() -> None:
-    facts = facts_with(inventory=_inventory(("torch", "2.14.0", "/venv/site"), ("torch", "2.13.0", "/root/.local/site"),
+def test_two_copies_of_one_distribution_in_one_site_packages_are_found() -> None:
+    facts = facts_with(inventory=_inventory(("torch", "2.13.0", "/venv/site"), ("torch", "2.14.0", "/venv/site"),
                                             ("numpy", "2.2.6")))
     result = run(facts, only=("QD-PKG-003",))["QD-PKG-003"][0]
     assert result.status.value == "warn"
-    assert "torch: 2.14.0 in /venv/site, 2.13.0 in /root/.local/site" in result.summary
-    assert result.fix == ["pip install --force-reinstall --no-deps 'torch==2.14.0'"]
+    assert "torch 2.13.0 and 2.14.0 in /venv/site" in result.summary
+    assert result.fix == ["pip uninstall -y torch && pip uninstall -y torch && pip install 'torch==2.14.0'"]
+
+
+def test_a_copy_in_another_path_entry_is_shadowing_not_a_broken_install() -> None:
+    facts = facts_with(inventory=_inventory(("torch", "2.14.0", "/venv/site"), ("torch", "2.13.0", "/root/.local/site")))
+    result = run(facts, only=("QD-PKG-003",))["QD-PKG-003"][0]
+    assert result.status.value == "ok" and "one copy each" in result.summary
 
 
 def test_a_dump_cannot_show_duplicates_so_the_check_skips(tmp_path: Path) -> None:

@@ -83,7 +83,7 @@ def scenarios() -> Iterator[tuple[str, Facts, str | None]]:
         {"name": n, "version": v, "location": loc} for n, v, loc in (
             ("nvidia-cublas-cu12", "12.8.4.1", "/s"), ("nvidia-cublas-cu13", "13.2.1.1", "/s"),
             ("flashinfer-python", "0.7.4", "/s"), ("flashinfer-cubin", "0.7.2.post1", "/s"),
-            ("flashinfer-jit-cache", "0.7.2+cu130", "/s"), ("torch", "2.14.0", "/s"), ("torch", "2.13.0", "/u"))]}
+            ("flashinfer-jit-cache", "0.7.2+cu130", "/s"), ("torch", "2.14.0", "/s"), ("torch", "2.13.0", "/s"))]}
     yield "inventory-problems", facts_with(inventory=inventory, packages={"vllm": "0.16.0"}), None
 
 

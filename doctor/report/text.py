@@ -37,8 +37,10 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
         lines.append("  " + " · ".join(parts))
     for category, group in groupby(report.results, key=lambda r: r.category):
         lines.extend(_category_lines(category, list(group), verbose, color))
+    body = len(lines)
     lines.extend(section_lines(report.sections, report.results))
-    lines.append("")
+    if verbose or len(lines) != body or report.sections.get("fleet"):   # a blank line before sections, table, summary
+        lines.append("")
     if report.sections.get("fleet"):
         lines.append(render_table(report.sections["fleet"]))
     hidden = not verbose and any(r.status not in PROBLEMS for r in report.results)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +21,24 @@ DEADLINE_S = 2.0
 _SUFFIXES = (".dist-info", ".egg-info")
 
 
-def probe(paths: list[str] | None = None, deadline_s: float = DEADLINE_S) -> dict[str, Any]:
-    """{"source": "metadata", "complete", "distributions": [{"name", "version", "location"}], "seconds"}."""
+@dataclass(frozen=True)
+class Found:
+    """One metadata directory: the distribution's canonical name, its version, and where it lies."""
+
+    name: str
+    version: str
+    location: str
+    metadata: Path
+
+
+def scan(paths: list[str] | None = None, deadline_s: float = DEADLINE_S) -> tuple[list[Found], bool]:
+    """Every metadata directory on `paths` (sys.path), in path order, and whether all of them were read in time."""
     started = time.monotonic()
-    found: list[dict[str, Any]] = []
-    complete = True
+    found: list[Found] = []
     seen_dirs: set[str] = set()
     for entry in paths if paths is not None else sys.path:
         if time.monotonic() - started > deadline_s:
-            complete = False
-            break
+            return found, False
         location = Path(entry or ".")
         try:
             key = str(location.resolve())
@@ -39,11 +48,27 @@ def probe(paths: list[str] | None = None, deadline_s: float = DEADLINE_S) -> dic
             continue
         seen_dirs.add(key)
         found.extend(_listed(location))
-    return {"source": "metadata", "complete": complete, "distributions": found,
+    return found, True
+
+
+def first_found(paths: list[str] | None = None) -> dict[str, Found]:
+    """Canonical name -> the copy importlib.metadata would read (the first on sys.path)."""
+    out: dict[str, Found] = {}
+    for dist in scan(paths)[0]:
+        out.setdefault(dist.name, dist)
+    return out
+
+
+def probe(paths: list[str] | None = None, deadline_s: float = DEADLINE_S) -> dict[str, Any]:
+    """{"source": "metadata", "complete", "distributions": [{"name", "version", "location"}], "seconds"}."""
+    started = time.monotonic()
+    found, complete = scan(paths, deadline_s)
+    return {"source": "metadata", "complete": complete,
+            "distributions": [{"name": d.name, "version": d.version, "location": d.location} for d in found],
             "seconds": round(time.monotonic() - started, 4)}
 
 
-def _listed(location: Path) -> list[dict[str, Any]]:
+def _listed(location: Path) -> list[Found]:
     try:
         names = [n for n in (e.name for e in location.iterdir()) if n.endswith(_SUFFIXES)]
     except OSError:
@@ -54,7 +79,7 @@ def _listed(location: Path) -> list[dict[str, Any]]:
         if version is None:
             name, version = _from_pkg_info(location / dirname, name)
         if name and version:
-            out.append({"name": canonicalize_name(name), "version": version, "location": str(location)})
+            out.append(Found(canonicalize_name(name), version, str(location), location / dirname))
     return out
 
 
