@@ -82,7 +82,7 @@ def test_two_copies_of_one_distribution_in_one_site_packages_are_found() -> None
 
 
 def test_a_copy_in_another_path_entry_is_shadowing_not_a_broken_install() -> None:
-    facts = facts_with(inventory=_inventory(("torch", "2.14.0", "/venv/site"), ("torch", "2.13.0", "/root/.local/site")))
+    facts = facts_with(inventory=_inventory(("torch", "2.14.0", "/venv/site"), ("torch", "2.13.0", "/usr/lib/python3/dist-packages")))
     result = run(facts, only=("QD-PKG-003",))["QD-PKG-003"][0]
     assert result.status.value == "ok" and "one copy each" in result.summary
 
