@@ -8,9 +8,8 @@ the version matrix row of the release a dump names or a profile allows; the inde
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -18,6 +17,9 @@ from doctor.context import CheckContext
 from doctor.knowledge import BackendPins, parse_version, version_matrix
 from doctor.registry import check
 from doctor.results import Outcome, fail, ok, skip
+
+if TYPE_CHECKING:
+    from packaging.requirements import Requirement
 
 BACKENDS = ("vllm", "sglang")
 NOT_PROBED = "not probed; run qwen-doctor check --index to ask the package index"
@@ -45,6 +47,8 @@ def engine_release(ctx: CheckContext, backend: str) -> tuple[str, Version, list[
 
 def unresolved(pins: list[str], served: dict[str, list[str]]) -> list[tuple[Requirement, list[Version]]]:
     """The pins no served version satisfies, each with the versions the index does serve."""
+    from packaging.requirements import Requirement   # ~30 ms to import: only where pins are judged
+
     out = []
     for text in pins:
         req = Requirement(text)
@@ -124,6 +128,8 @@ def pins_resolve(ctx: CheckContext) -> list[Outcome]:
 def projects_to_ask(ctx: CheckContext) -> set[str]:
     """The projects whose served versions QD-VER-007 needs: the pins of the engine release judged and of every
     matrix row of its backend (for the nearest resolvable release)."""
+    from packaging.requirements import Requirement
+
     names: set[str] = set()
     backends = [ctx.backend] if ctx.backend else [b for b in BACKENDS if ctx.facts.package(b)]
     for backend in backends:
