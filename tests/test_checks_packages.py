@@ -27,8 +27,7 @@ def _dump(tmp_path: Path, *pip: str) -> Facts:
 
 def _inventory(*dists: tuple[str, str] | tuple[str, str, str], complete: bool = True) -> dict:
     return {"source": "metadata", "complete": complete,
-            "distributions": [{"name": d[0], "version": d[1], "location": d[2] if len(d) > 2 else "/venv/site"}
-                              for d in dists]}
+            "locations": inventory.as_locations([(d[0], d[1], d[2] if len(d) > 2 else "/venv/site") for d in dists])}
 
 
 def test_a_dump_with_cublas_for_cuda_12_and_13_gets_a_finding_that_removes_the_other_major(tmp_path: Path) -> None:
@@ -100,7 +99,7 @@ def test_the_inventory_probe_reads_names_versions_and_duplicates_from_metadata_d
     (first / "legacy.egg-info" / "PKG-INFO").write_text("Metadata-Version: 1.0\nName: Legacy\nVersion: 1.2\n")
     found = inventory.probe([str(first), str(second), str(first)])
     assert found["complete"] and found["source"] == "metadata"
-    assert sorted((d["name"], d["version"]) for d in found["distributions"]) == [
+    assert sorted((d["name"], d["version"]) for d in Facts({"inventory": found}).inventory) == [
         ("flashinfer-python", "0.7.3"), ("legacy", "1.2"), ("torch", "2.13.0"), ("torch", "2.14.0")]
 
 

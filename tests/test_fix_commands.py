@@ -13,6 +13,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from doctor.facts.model import Facts
+from doctor.facts.probes.inventory import as_locations
 from doctor.installed import DISTRIBUTIONS
 from doctor.knowledge import version_matrix
 from tests.conftest import facts_with, run
@@ -79,11 +80,11 @@ def scenarios() -> Iterator[tuple[str, Facts, str | None]]:
                                                                          "transformers": None, "sgl-kernel": None}), backend
     for path in sorted(FIXTURES.glob("*.json")):
         yield path.name, Facts.load(path), None
-    inventory = {"source": "metadata", "complete": True, "distributions": [
-        {"name": n, "version": v, "location": loc} for n, v, loc in (
+    inventory = {"source": "metadata", "complete": True, "locations": as_locations([
+        (n, v, loc) for n, v, loc in (
             ("nvidia-cublas-cu12", "12.8.4.1", "/s"), ("nvidia-cublas-cu13", "13.2.1.1", "/s"),
             ("flashinfer-python", "0.7.4", "/s"), ("flashinfer-cubin", "0.7.2.post1", "/s"),
-            ("flashinfer-jit-cache", "0.7.2+cu130", "/s"), ("torch", "2.14.0", "/s"), ("torch", "2.13.0", "/s"))]}
+            ("flashinfer-jit-cache", "0.7.2+cu130", "/s"), ("torch", "2.14.0", "/s"), ("torch", "2.13.0", "/s"))])}
     yield "inventory-problems", facts_with(inventory=inventory, packages={"vllm": "0.16.0"}), None
 
 

@@ -35,6 +35,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from doctor.errors import BadBundle
+from doctor.facts.probes.inventory import as_locations
 from doctor.installed import DISTRIBUTIONS
 
 VLLM = "vllm-collect-env"
@@ -43,6 +44,7 @@ FORMAT_NAMES = {VLLM: "vLLM collect_env", SGLANG: "SGLang check_env"}
 BACKEND_OF = {VLLM: "vllm", SGLANG: "sglang"}
 NOT_COLLECTED = {"", "could not collect", "n/a", "none", "no cuda", "not available", "module not found"}
 MAX_LINES = 20000
+DUMP_LOCATION = "(listed in the dump)"   # the inventory's location of what a dump lists: it names no path
 
 # Facts no dump holds (a bundle records them through NVML and the host probes).
 ALWAYS_UNKNOWN = ("gpu.memory", "gpu.processes", "gpu.ecc", "gpu.persistence_mode", "gpu.nvlink",
@@ -129,7 +131,8 @@ def parse(text: str, source: str = "dump") -> dict[str, Any]:
     data: dict[str, Any] = {
         "schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION, "tool_version": __version__,
         "probes": {}, "nvml": dump.nvml(), "packages": dump.packages, "host": dump.host, "env": dump.env,
-        "inventory": {"source": "dump", "complete": False, "distributions": list(dump.inventory.values())},
+        "inventory": {"source": "dump", "complete": False, "locations": as_locations(
+            [(d["name"], d["version"], DUMP_LOCATION) for d in dump.inventory.values()])},
         "torch_runtime": dump.torch_runtime,
         "origin": {"format": fmt, "backend": BACKEND_OF[fmt], "source": source, "unknown": dump.unknown()},
     }

@@ -59,7 +59,13 @@ class Facts:
         """Every distribution recorded (name, version, location): all installed ones from a collector, those
         listed in a pasted dump (`inventory_complete` False), none from a bundle older than the inventory."""
         section = self._data.get("inventory") or {}
-        return [d for d in section.get("distributions") or [] if isinstance(d, dict)]
+        out = []
+        for location, lines in (section.get("locations") or {}).items():
+            for line in str(lines).splitlines():
+                name, sep, version = line.partition("==")
+                if sep and name and version:
+                    out.append({"name": name, "version": version, "location": location})
+        return out
 
     @property
     def inventory_complete(self) -> bool:
