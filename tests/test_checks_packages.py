@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from doctor.facts.model import Facts
-from doctor.facts.probes import inventory
+from doctor.facts.probes import inventory, packages
 from tests.conftest import facts_with, run, status_of
 
 COLLECT_ENV = """PyTorch version              : 2.15.0+cu132
@@ -108,5 +108,5 @@ def test_an_inventory_past_its_deadline_says_it_is_incomplete(tmp_path: Path) ->
 
 
 def test_an_egg_info_directory_name_drops_its_python_tag() -> None:
-    assert inventory.split_metadata_dir("foo_bar-1.0-py3.12.egg-info") == ("foo_bar", "1.0")
-    assert inventory.split_metadata_dir("foo.egg-info") == ("foo", None)
+    assert packages.split_metadata_dir("foo_bar-1.0-py3.12.egg-info") == ("foo_bar", "1.0")
+    assert packages.split_metadata_dir("foo.egg-info") == ("foo", None)

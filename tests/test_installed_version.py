@@ -55,3 +55,17 @@ def test_no_other_module_defines_its_own_installed_version() -> None:
     root = Path(installed.__file__).parent
     defining = [p.relative_to(root).as_posix() for p in root.rglob("*.py") if "def installed_version" in p.read_text()]
     assert defining == ["installed.py"]
+
+
+def test_the_package_probe_runs_alone_in_a_bare_interpreter() -> None:
+    """deploy runs the probe file inside the backend's interpreter (doctor/deploy/preflight.py): standard library
+    only, no qwen-doctor, no packaging (-S: no site-packages at all)."""
+    import json
+    import subprocess
+    import sys
+
+    from doctor.deploy.preflight import _PROBE
+
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", _PROBE, packages.__file__], capture_output=True,
+                          text=True, check=True)
+    assert set(json.loads(done.stdout)) == set(packages.DISTRIBUTIONS)
