@@ -1,24 +1,67 @@
-"""Benchmark: `qwen-doctor check` wall time against `python -m torch.utils.collect_env`, and CLI import time.
+"""Benchmark: `qwen-doctor check` wall time against `python -m torch.utils.collect_env`, and CLI import time;
+and `check` on a machine with an engine installed: the same run with a fixture site-packages of vLLM's size on
+PYTHONPATH (metadata directories of ~300 distributions, vLLM's METADATA with its pins, torch's version.py),
+against `check` without it.
 
-Both commands run on the same machine in the same run, alternating, and the medians are compared.
-Usage: python bench/check_speed.py [--repeat 5] [--json]
+All commands run on the same machine in the same run, alternating, and the medians are compared. Sources are
+byte-compiled first, as an installed package is (this machine sets PYTHONDONTWRITEBYTECODE).
+Usage: python bench/check_speed.py [--repeat 5] [--site-packages /path/to/a/vllm/venv/site-packages] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DISTRIBUTIONS = 300      # a vLLM CUDA environment: vllm, torch, the nvidia-* wheels, flashinfer, ray, ...
 
 
-def wall(argv: list[str], repeat: int) -> list[float]:
+def fixture_site_packages(dest: Path, source: Path | None) -> int:
+    """Metadata directories (METADATA only) of every distribution in `source`, or of DISTRIBUTIONS synthetic ones
+    shaped like a vLLM environment's; torch/version.py beside them. Returns how many it made."""
+    made = 0
+    if source is not None:
+        for meta in sorted(source.glob("*.dist-info")):
+            target = dest / meta.name
+            target.mkdir()
+            if (meta / "METADATA").is_file():
+                shutil.copyfile(meta / "METADATA", target / "METADATA")
+            made += 1
+        version_py = source / "torch" / "version.py"
+    else:
+        pins = "".join(f"Requires-Dist: dep{i}=={i}.0\n" for i in range(120))
+        names = ["vllm-0.34.0", "torch-2.14.0", "flashinfer_python-0.7.3", "transformers-5.22.0", "ray-2.60.0",
+                 *(f"nvidia_lib{i}_cu13-13.0.{i}" for i in range(20)), *(f"package{i}-1.{i}.0" for i in range(277))]
+        for name in names[:DISTRIBUTIONS]:
+            target = dest / f"{name}.dist-info"
+            target.mkdir()
+            dist, version = name.rsplit("-", 1)
+            body = pins + "\n" + "description " * 4000 if dist == "vllm" else "\n"
+            (target / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n{body}")
+            made += 1
+        version_py = None
+    torch = dest / "torch"
+    torch.mkdir(exist_ok=True)
+    (torch / "__init__.py").write_text("")
+    (torch / "version.py").write_text(version_py.read_text() if version_py and version_py.is_file() else
+                                      "__version__ = '2.14.0+cu130'\ncuda = '13.0'\nhip = None\n")
+    return made
+
+
+def wall(argv: list[str], repeat: int, env: dict[str, str] | None = None) -> list[float]:
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, env=env)
         times.append(time.perf_counter() - t0)
     return times
 
@@ -52,20 +95,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--import-repeat", type=int, default=30, help="Fresh interpreters for the import time.")
+    parser.add_argument("--site-packages", type=Path, default=None,
+                        help="Copy the metadata of this site-packages (e.g. a vLLM venv's) instead of synthesising it.")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    compile_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *(str(ROOT / d) for d in
+                    ("doctor", "checks", "profiles", "remedies"))], env=compile_env, stdout=subprocess.DEVNULL,
+                   check=False)
 
     doctor = [sys.executable, "-m", "doctor", "check", "--format", "json"]
     baseline = [sys.executable, "-m", "torch.utils.collect_env"]
     has_torch = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True).returncode == 0
     imports = median_interval(import_times("doctor.cli.main", args.import_repeat))
-    d, b = [], []
-    for _ in range(args.repeat):
-        d += wall(doctor, 1)
-        if has_torch:
-            b += wall(baseline, 1)
+    d, b, e = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        made = fixture_site_packages(Path(tmp), args.site_packages)
+        engine_env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [tmp, os.environ.get("PYTHONPATH")]))}
+        for _ in range(args.repeat):
+            d += wall(doctor, 1)
+            e += wall(doctor, 1, env=engine_env)
+            if has_torch:
+                b += wall(baseline, 1)
     result = {
         "check_median_s": round(statistics.median(d), 3),
+        "check_with_engine_median_s": round(statistics.median(e), 3),
+        "ratio_engine_over_plain": round(statistics.median(e) / statistics.median(d), 3),
+        "fixture_distributions": made,
         "collect_env_median_s": round(statistics.median(b), 3) if b else None,
         "ratio_check_over_collect_env": round(statistics.median(d) / statistics.median(b), 3) if b else None,
         "cli_import_s": round(imports[0], 4),
@@ -77,6 +133,8 @@ def main() -> None:
         print(json.dumps(result))
         return
     print(f"qwen-doctor check       median {result['check_median_s']:.3f} s")
+    print(f"  with an engine        median {result['check_with_engine_median_s']:.3f} s "
+          f"({made} distributions on PYTHONPATH; ratio {result['ratio_engine_over_plain']:.3f}; goal < 0.25 s)")
     if b:
         print(f"torch collect_env       median {result['collect_env_median_s']:.3f} s (baseline)")
         print(f"ratio check/collect_env {result['ratio_check_over_collect_env']:.3f}  (goal < 0.2)")

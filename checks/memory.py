@@ -201,11 +201,10 @@ def unified_memory(ctx: CheckContext) -> Outcome:
     SGLang 0.5.3, MemAvailable from vLLM 0.11.1 and SGLang 0.5.4 (doctor/planner/versions.py vllm_rules /
     sglang_rules, read in the wheels; vllm-project/vllm#48140 was retracted for that reason). NVML reports no
     memory at all on GB10 (vllm-project/vllm#55828)."""
-    from doctor.planner.versions import UMA_AVAILABLE_SINCE, uma_reads_available
-
     gpus = _unified(ctx)
     if not gpus:
         return skip("no unified-memory GPU (GB10, Thor, Orin)")
+    from doctor.planner.versions import UMA_AVAILABLE_SINCE, uma_reads_available   # the planner: only where needed
     memory = ctx.facts.host.get("memory") or {}
     if not memory.get("total") or memory.get("free") is None:
         return skip(f"{gpus[0].get('name')}: host memory facts missing (collect with a newer qwen-doctor)")

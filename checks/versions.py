@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from doctor.context import CheckContext
@@ -183,7 +184,11 @@ def _sgl_kernel_verdict(ctx: CheckContext, backend: str, version: Version, pins:
         return skip(f"no verified sgl-kernel pin for sglang {version} in the version matrix", subject=backend)
     kernel = parse_version(ctx.facts.package_version("sgl-kernel"))
     wanted = pins.sgl_kernel
-    install = f"pip install 'sgl-kernel=={wanted}'   # sglang-kernel from 0.5.10; or reinstall sglang"
+    install = f"pip install '{pins.kernel_dist}=={wanted}'"
+    installed_dist = (ctx.facts.package("sgl-kernel") or {}).get("distribution")
+    if installed_dist and canonicalize_name(installed_dist) != pins.kernel_dist:
+        # both ship the sgl_kernel module: the old distribution goes first, or its files shadow the new one's
+        install = f"pip uninstall -y {canonicalize_name(installed_dist)} && {install}"
     if kernel is None and not ctx.facts.knows("packages.sgl-kernel"):
         return skip(f"the sgl-kernel version is not recorded (sglang {version} pins {wanted})", subject=backend)
     if kernel is None:

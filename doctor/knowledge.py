@@ -50,12 +50,28 @@ class BackendPins:
     transformers: tuple[SpecifierSet, ...]
     flashinfer: SpecifierSet | None
     sgl_kernel: Version | None = None
+    kernel_dist: str = "sgl-kernel"      # the distribution SGLang's kernel pin names (sglang-kernel from 0.4.0)
+    ray: SpecifierSet | None = None
+    source: str = ""
+    latest: Version | None = None        # the newest release the row was read from
+
+    def exact_pins(self) -> list[str]:
+        """The row's `name==version` requirements (what the release's wheel pins exactly)."""
+        out = [f"torch=={self.torch}"]
+        for name, spec in (("transformers", self.transformers[0] if len(self.transformers) == 1 else None),
+                           ("flashinfer-python", self.flashinfer)):
+            if spec is not None and all(s.operator == "==" for s in spec) and len(spec) == 1:
+                out.append(f"{name}{spec}")
+        if self.sgl_kernel is not None:
+            out.append(f"{self.kernel_dist}=={self.sgl_kernel}")
+        return out
 
 
 @dataclass(frozen=True)
 class VersionMatrix:
     minimum: dict[str, tuple[Version, str]]
     backends: dict[str, tuple[BackendPins, ...]]
+    index_latest: dict[str, Version]
 
     def pins(self, backend: str, version: Version) -> BackendPins | None:
         """The pins of the release holding `version` (compared without its local tag): a row naming that single
@@ -80,14 +96,19 @@ def version_matrix() -> VersionMatrix:
                     transformers=tuple(_spec(s, where) for s in row["transformers"]),
                     flashinfer=_spec(row["flashinfer"], where) if row.get("flashinfer") else None,
                     sgl_kernel=Version(str(row["sgl_kernel"])) if row.get("sgl_kernel") else None,
+                    kernel_dist=str(row.get("kernel_dist") or "sgl-kernel"),
+                    ray=_spec(row["ray"], where) if row.get("ray") else None,
+                    source=str(row.get("source") or ""),
+                    latest=Version(str(row["latest"])) if row.get("latest") else None,
                 )
                 for row in rows
             )
             for name, rows in raw["backends"].items()
         }
+        latest = {k: Version(str(v["version"])) for k, v in (raw.get("index_latest") or {}).items()}
     except (KeyError, TypeError, InvalidVersion) as exc:
         raise DataError(f"{where}: malformed entry ({type(exc).__name__}: {exc})") from None
-    return VersionMatrix(minimum, backends)
+    return VersionMatrix(minimum, backends, latest)
 
 
 @dataclass(frozen=True, order=True)
@@ -134,7 +155,10 @@ def driver_table() -> DriverTable:
 @lru_cache(maxsize=None)
 def torch_arch_lists() -> dict[str, tuple[str, ...]]:
     raw = load_yaml("doctor.data", "torch_arch.yaml")
-    return {str(k): tuple(v) for k, v in raw["by_cuda"].items()}
+    try:
+        return {str(k): tuple(v["arch"] if isinstance(v, dict) else v) for k, v in raw["by_cuda"].items()}
+    except (KeyError, TypeError) as exc:
+        raise DataError(f"doctor/data/torch_arch.yaml: malformed entry ({exc})") from None
 
 
 @lru_cache(maxsize=None)

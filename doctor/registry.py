@@ -18,6 +18,8 @@ DISABLE_AUTOLOAD_ENV = "QWEN_DOCTOR_DISABLE_PLUGIN_AUTOLOAD"
 BUILTIN_MODULES = (
     "checks.driver",
     "checks.versions",
+    "checks.packages",
+    "checks.resolve",
     "checks.gpu",
     "checks.memory",
     "checks.host",
@@ -31,7 +33,7 @@ BUILTIN_MODULES = (
     "checks.fleet_network",
     "checks.fleet_reach",
 )
-CATEGORY_ORDER = ("plugins", "driver", "versions", "gpu", "memory", "plan", "topology", "host", "network", "hf", "fleet")
+CATEGORY_ORDER = ("plugins", "driver", "versions", "packages", "gpu", "memory", "plan", "topology", "host", "network", "hf", "fleet")
 ID_PATTERN = re.compile(r"^[A-Z][A-Z0-9]*(-[A-Z0-9]+)+$")
 
 CheckFn = Callable[[CheckContext], "Outcome | Iterable[Outcome]"]

@@ -33,7 +33,7 @@ def tiny_args(tmp_path, *more: str) -> list[str]:
 
 
 def test_dry_run_prints_the_real_command_and_starts_nothing(tmp_path) -> None:
-    r = qd(*tiny_args(tmp_path, "--dry-run"))
+    r = qd(*tiny_args(tmp_path, "--dry-run", "-v"))  # -v: passed checks are listed, not only counted
     assert "would run:" in r.stderr and "-m vllm.entrypoints.openai.api_server --model" in r.stderr
     assert "VLLM_CPU_KVCACHE_SPACE=1" in r.stderr and "--structured-outputs-config" in r.stderr
     assert "QD-DEPLOY-FLAGS" in r.stdout and not (tmp_path / "server.log").exists()
@@ -54,7 +54,7 @@ def schema_errors(doc: dict) -> list[str]:
 
 def test_force_deploys_exercises_and_writes_every_report_format_in_one_run(tmp_path) -> None:
     html, xml, js, md = (tmp_path / f"report.{ext}" for ext in ("html", "xml", "json", "md"))
-    r = qd(*tiny_args(tmp_path, "--force", "--report", str(html), "-o", str(xml), "-o", str(js), "-o", str(md)))
+    r = qd(*tiny_args(tmp_path, "--force", "-v", "--report", str(html), "-o", str(xml), "-o", str(js), "-o", str(md)))
     assert "phase: ready" in r.stderr and "stopped: stopped by qwen-doctor: exited on SIGTERM" in r.stderr
     data = json.loads(js.read_text())
     assert schema_errors(data) == []

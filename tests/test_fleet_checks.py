@@ -11,7 +11,8 @@ import pytest
 
 from doctor.errors import BadBundle
 from doctor.facts.model import Facts
-from doctor.fleet.table import node_table, render_table
+from doctor.fleet.table import node_table
+from doctor.report.text import render_table
 from tests.conftest import fixture_data, run, status_of
 
 A100 = fixture_data("a100-8x-nvlink")

@@ -136,5 +136,6 @@ def test_live_collect_on_this_machine_is_a_valid_bundle():
 
     facts = collect_mod.collect()
     again = Facts.from_dict(facts.data)
-    assert set(again.probes) == {"nvml", "packages", "host", "env", "netif"}
+    assert set(again.probes) == {"nvml", "packages", "inventory", "host", "env", "netif"}
+    assert again.inventory_complete and any(d["name"] == "packaging" for d in again.inventory)
     assert facts.host["cpu_count"] >= 1

@@ -42,10 +42,13 @@ GPU_MEMORY_UTILIZATION_HELP = (
 @options.fleet_ray
 @options.fleet_spark
 @options.hf
+@click.option("--index", "ask_index", is_flag=True,
+              help="Ask the configured package index whether the engine release's exact pins are served "
+                   "(QD-VER-007; bounded by --timeout, also with --from).")
 @options.node_timeout
 def check(backend, bundle, profile_name, logs, only, skip_ids, tp, pp, model, quantization, gpu_memory_utilization,
           mem_fraction_static, report_out, fail_on, verbose, list_only, no_plugins, timeout,
-          ray, spark, hf, node_timeout) -> None:
+          ray, spark, hf, ask_index, node_timeout) -> None:
     """Run the checks and print ✓ / ! / ✗ per check with the fix under every problem."""
     from doctor import registry, runner
     from doctor.context import CheckContext
@@ -104,6 +107,11 @@ def check(backend, bundle, profile_name, logs, only, skip_ids, tp, pp, model, qu
             "gpu_memory_utilization": gpu_memory_utilization, "mem_fraction_static": mem_fraction_static}
     ctx = CheckContext(facts=facts, backend=backend, profile=profile,
                        options={k: v for k, v in opts.items() if v is not None})
+    if ask_index:
+        from checks.resolve import projects_to_ask
+        from doctor.facts.probes.index import probe
+
+        facts.data["index"] = probe(projects_to_ask(ctx), timeout_s=timeout)
     results = runner.plugin_errors(reg) + runner.run_checks(specs, ctx, verbose=verbose)
     if logs:
         from remedies import explain_sources

@@ -8,7 +8,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable
 
 from doctor import __version__
-from doctor.facts.model import SCHEMA_NAME, SCHEMA_VERSION, Facts
+from doctor.facts.document import SCHEMA_NAME, SCHEMA_VERSION
+from doctor.facts.model import Facts
 
 Probe = Callable[[], dict[str, Any]]
 DEFAULT_TIMEOUT_S = 10.0
@@ -16,9 +17,10 @@ DEFAULT_TIMEOUT_S = 10.0
 
 def builtin_probes() -> dict[str, Probe]:
     """Section name -> probe function. Imported lazily so `--help` stays fast."""
-    from doctor.facts.probes import env, host, netif, nvml, packages
+    from doctor.facts.probes import env, host, inventory, netif, nvml, packages
 
-    return {"nvml": nvml.probe, "packages": packages.probe, "host": host.probe, "env": env.probe, "netif": netif.probe}
+    return {"nvml": nvml.probe, "packages": packages.probe, "inventory": inventory.probe, "host": host.probe,
+            "env": env.probe, "netif": netif.probe}
 
 
 def collect(probes: dict[str, Probe] | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Facts:

@@ -32,8 +32,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from doctor.errors import BadBundle
-from doctor.facts.probes.packages import DISTRIBUTIONS
+from doctor.facts.probes.inventory import as_locations
+from doctor.installed import DISTRIBUTIONS
 
 VLLM = "vllm-collect-env"
 SGLANG = "sglang-check-env"
@@ -41,13 +44,14 @@ FORMAT_NAMES = {VLLM: "vLLM collect_env", SGLANG: "SGLang check_env"}
 BACKEND_OF = {VLLM: "vllm", SGLANG: "sglang"}
 NOT_COLLECTED = {"", "could not collect", "n/a", "none", "no cuda", "not available", "module not found"}
 MAX_LINES = 20000
+DUMP_LOCATION = "(listed in the dump)"   # the inventory's location of what a dump lists: it names no path
 
 # Facts no dump holds (a bundle records them through NVML and the host probes).
 ALWAYS_UNKNOWN = ("gpu.memory", "gpu.processes", "gpu.ecc", "gpu.persistence_mode", "gpu.nvlink",
                   "topology.p2p", "host")
 
 # Distribution name as the dumps print it (underscores read as dashes) -> the logical name of the package probe
-# (doctor/facts/probes/packages.py DISTRIBUTIONS), plus spellings only the dumps use.
+# (doctor/installed.py DISTRIBUTIONS), plus spellings only the dumps use.
 PACKAGE_NAMES = {**{dist.lower().replace("_", "-"): name for name, dists in DISTRIBUTIONS.items() for dist in dists},
                  "nvidia-nccl-cu11": "nccl"}
 
@@ -76,6 +80,7 @@ _FOUND_GPU = re.compile(r"Found GPU(?P<index>\d+) (?P<name>.+?) which is of (?:c
 _DRIVER_TOO_OLD = re.compile(r"The NVIDIA driver on your system is too old \(found version (?P<v>\d+)\)")
 _CUDA_INIT = re.compile(r"CUDA initialization: (?P<msg>.+?)(?: \(Triggered internally|$)", re.M)
 _CU_TAG = re.compile(r"\+cu(?P<major>\d{2})(?P<minor>\d)\b")
+_DIST_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 _VERSION = re.compile(r"\d+(?:\.\d+)+\S*")
 
 # Keys that start a new field of SGLang's check_env when a paste flattened it onto one line.
@@ -109,7 +114,7 @@ def detect(text: str) -> str | None:
 def parse(text: str, source: str = "dump") -> dict[str, Any]:
     """A facts document (schema qwen-doctor.facts) built from a vLLM or SGLang environment dump."""
     from doctor import __version__
-    from doctor.facts.model import SCHEMA_NAME, SCHEMA_VERSION
+    from doctor.facts.document import SCHEMA_NAME, SCHEMA_VERSION
 
     text = _unquote(text)
     fmt = detect(text)
@@ -126,6 +131,8 @@ def parse(text: str, source: str = "dump") -> dict[str, Any]:
     data: dict[str, Any] = {
         "schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION, "tool_version": __version__,
         "probes": {}, "nvml": dump.nvml(), "packages": dump.packages, "host": dump.host, "env": dump.env,
+        "inventory": {"source": "dump", "complete": False, "locations": as_locations(
+            [(d["name"], d["version"], DUMP_LOCATION) for d in dump.inventory.values()])},
         "torch_runtime": dump.torch_runtime,
         "origin": {"format": fmt, "backend": BACKEND_OF[fmt], "source": source, "unknown": dump.unknown()},
     }
@@ -140,6 +147,7 @@ class _Dump:
     def __init__(self, fmt: str) -> None:
         self.fmt = fmt
         self.packages: dict[str, Any] = {}
+        self.inventory: dict[str, dict[str, str]] = {}   # every distribution the dump lists, by canonical name
         self.host: dict[str, Any] = {}
         self.env: dict[str, str] = {}
         self.env_known = False
@@ -159,6 +167,9 @@ class _Dump:
                                             "memory": None, "processes": [], "nvlink": []})
 
     def set_package(self, raw_name: str, version: str | None, **extra: Any) -> None:
+        if version is not None and version[:1].isdigit() and _DIST_NAME.fullmatch(raw_name):
+            listed = canonicalize_name(raw_name)
+            self.inventory.setdefault(listed, {"name": listed, "version": version})
         name = logical_name(raw_name)
         if name is None:
             return
@@ -231,6 +242,7 @@ def _torch(dump: _Dump, version: str | None, cuda: str | None = None, cuda_known
     if cuda is None and tag:
         cuda = f"{int(tag['major'])}.{tag['minor']}"
     entry: dict[str, Any] = {"version": version, "distribution": "torch", "build": version}
+    dump.inventory.setdefault("torch", {"name": "torch", "version": version})
     if cuda is not None or cuda_known or "+cpu" in version:
         entry["cuda"] = cuda
     dump.packages["torch"] = {**(dump.packages.get("torch") or {}), **entry}

@@ -9,9 +9,9 @@ from typing import Any
 
 from doctor.errors import BadBundle
 from doctor.facts import schema
+from doctor.facts.document import SCHEMA_NAME, SCHEMA_VERSION, validated
 
-SCHEMA_NAME = "qwen-doctor.facts"
-SCHEMA_VERSION = 1
+__all__ = ["Facts", "SCHEMA_NAME", "SCHEMA_VERSION"]
 SECTIONS = ("nvml", "packages", "host", "env")
 
 
@@ -53,6 +53,25 @@ class Facts:
     @property
     def packages(self) -> dict[str, Any]:
         return self._data.get("packages") or {}
+
+    @property
+    def inventory(self) -> list[dict[str, Any]]:
+        """Every distribution recorded (name, version, location): all installed ones from a collector, those
+        listed in a pasted dump (`inventory_complete` False), none from a bundle older than the inventory."""
+        section = self._data.get("inventory") or {}
+        out = []
+        for location, lines in (section.get("locations") or {}).items():
+            for line in str(lines).splitlines():
+                name, sep, version = line.partition("==")
+                if sep and name and version:
+                    out.append({"name": name, "version": version, "location": location})
+        return out
+
+    @property
+    def inventory_complete(self) -> bool:
+        """True when the inventory lists everything installed (a collector read every metadata directory)."""
+        section = self._data.get("inventory") or {}
+        return bool(section.get("complete")) and section.get("source") == "metadata"
 
     @property
     def host(self) -> dict[str, Any]:
@@ -141,23 +160,7 @@ class Facts:
     @classmethod
     def from_dict(cls, data: Any, source: str = "bundle", parsed: bool = False) -> "Facts":
         """Validate a facts document; `parsed` when it comes from schema.parse_json (depth and numbers screened)."""
-        if not isinstance(data, dict):
-            raise BadBundle(f"{source} is not a qwen-doctor facts bundle: top level is not an object")
-        if data.get("schema") != SCHEMA_NAME:
-            raise BadBundle(f"{source} is not a qwen-doctor facts bundle: 'schema' is not {SCHEMA_NAME!r}")
-        version = data.get("schema_version")
-        if not isinstance(version, int) or version < 1:
-            raise BadBundle(f"{source}: 'schema_version' must be a positive integer")
-        if version > SCHEMA_VERSION:
-            raise BadBundle(
-                f"{source} has facts schema {version}, newer than this qwen-doctor reads ({SCHEMA_VERSION}): upgrade qwen-doctor"
-            )
-        schema.validate(data, source, parsed=parsed)
-        if "fleet" in data:
-            from doctor.fleet.model import checked
-
-            data = {**data, "fleet": checked(data["fleet"], source, parsed=parsed)}
-        return cls(data)
+        return cls(validated(data, source, parsed=parsed))
 
 
 # The GPUs of one host whose pairs a bundle may record: the checks judge pairs inside one tensor-parallel group,

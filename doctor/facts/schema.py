@@ -31,14 +31,58 @@ def schema() -> dict[str, Any]:
 @lru_cache(maxsize=2)
 def _validator(part: str | None) -> Callable[[Any], Any]:
     """The schema (or its `$defs/<part>`) compiled to Python by fastjsonschema: a 5,000-GPU bundle takes
-    a fraction of a second (an interpreting validator takes seconds)."""
+    a fraction of a second (an interpreting validator takes seconds). Generating and compiling that code
+    takes ~0.5 s, more than the rest of `check --from`, so its code object is cached on disk like a .pyc
+    (keyed by the schema, fastjsonschema's version and the interpreter's bytecode magic); without a writable
+    cache it is compiled each run."""
+    return _cached_code(part)
+
+
+def _generated(part: str | None) -> str:
+    """fastjsonschema's Python source for the schema (or its `$defs/<part>`), every `$ref` inlined."""
     import fastjsonschema
 
     defs = schema()["$defs"]
     doc = _inline(schema() if part is None else defs[part], defs)
     doc.pop("$defs", None)
     doc["$schema"] = schema()["$schema"]
-    return fastjsonschema.compile(doc)
+    return fastjsonschema.compile_to_code(doc)
+
+
+def _cached_code(part: str | None) -> Callable[[Any], Any]:
+    import hashlib
+    import importlib.util
+    import marshal
+    import os
+    from pathlib import Path
+
+    import fastjsonschema
+
+    text = resources.files("doctor.facts").joinpath("facts.schema.json").read_bytes()
+    key = hashlib.sha256(text + str(part).encode() + fastjsonschema.VERSION.encode()
+                         + importlib.util.MAGIC_NUMBER).hexdigest()[:32]
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qwen-doctor" / "validators"
+    path = root / f"{key}.marshal"
+    code = None
+    try:
+        code = marshal.loads(path.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
+        code = compile(_generated(part), f"<facts schema {key}>", "exec")
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_bytes(marshal.dumps(code))
+            os.replace(partial, path)
+        except OSError:
+            pass
+    namespace: dict[str, Any] = {}
+    exec(code, namespace)  # noqa: S102 - fastjsonschema's own generated validator, as fastjsonschema.compile runs it
+    # the root validator is named after the schema's $id ('validate' without one); everything is inlined, so it
+    # is the only function the code defines
+    validators = [v for k, v in namespace.items() if k.startswith("validate") and callable(v)]
+    if len(validators) != 1:
+        raise RuntimeError(f"fastjsonschema generated {len(validators)} validators for the facts schema, expected 1")
+    return validators[0]
 
 
 def _inline(node: Any, defs: dict[str, Any]) -> Any:

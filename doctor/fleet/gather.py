@@ -74,14 +74,14 @@ def gather(engine: str, target: str | None, node_timeout_s: float, probe_timeout
 def _read(out: Path, engine: str, target: str | None) -> dict[str, Any] | None:
     """The runner's fleet section with every node's facts validated; garbage is a clear fleet error."""
     from doctor.facts import schema
-    from doctor.fleet.model import checked
+    from doctor.facts.document import checked_fleet
 
     try:
         text = out.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
         return None
     try:
-        return checked(schema.parse_json(text, "fleet"), f"{engine} runner output", parsed=True)
+        return checked_fleet(schema.parse_json(text, "fleet"), f"{engine} runner output", parsed=True)
     except BadBundle as exc:
         return _failed(engine, target, "error", f"the {engine} runner returned an unreadable fleet: {exc}"[:300])
 

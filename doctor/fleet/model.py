@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from doctor.errors import BadBundle
 from doctor.facts.model import Facts
 
 ENGINES = ("ray", "spark")
@@ -55,28 +54,3 @@ def nodes(fleet: dict[str, Any]) -> list[Node]:
                         dict(n.get("resources") or {}), Facts(data) if isinstance(data, dict) and data else None, n))
     return out
 
-
-def checked(fleet: Any, source: str, parsed: bool = False) -> dict[str, Any]:
-    """The fleet section with every node's facts validated on its own.
-
-    A section the checks could not read at all is a one-line BadBundle; a node whose facts do not validate (garbage
-    from the node, another qwen-doctor's schema) becomes that node's `error`, so the other nodes are still checked.
-    """
-    from doctor.facts import schema
-
-    schema.validate(fleet, source, part="fleet", root=("fleet",), parsed=parsed)
-    out = dict(fleet)
-    out["nodes"] = [_checked_node(n, parsed) for n in fleet.get("nodes") or []]
-    return out
-
-
-def _checked_node(node: dict[str, Any], parsed: bool) -> dict[str, Any]:
-    data = node.get("facts")
-    if not data:
-        return node
-    try:
-        Facts.from_dict(data, source="facts", parsed=parsed)
-    except BadBundle as exc:
-        return {**node, "status": "error", "facts": None,
-                "error": f"the node returned facts that do not validate: {exc}"[:300]}
-    return node

@@ -1,4 +1,4 @@
-"""Per-node columns for the report: one row per fact, one column per node."""
+"""Per-node columns for the report: one row per fact, one column per node (rendered by doctor/report/text.py)."""
 
 from __future__ import annotations
 
@@ -41,11 +41,3 @@ def node_table(facts: Facts) -> dict[str, Any] | None:
 def _text(value: Any) -> str:
     return "-" if value is None or value == "" else str(value)
 
-
-def render_table(table: dict[str, Any]) -> str:
-    """Fixed-width text table, nodes as columns."""
-    header = [f"{table['engine']} fleet ({table.get('target') or 'default'})", *table["columns"]]
-    rows = [[r["name"], *r["values"]] for r in table["rows"]]
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *rows]]
-    return "\n".join(lines) + "\n"

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import metadata, resources
+from importlib import resources
 
 from packaging.version import InvalidVersion, Version
 
+from doctor.installed import installed_version
 from doctor.planner.errors import PlanInputError
 
 
@@ -22,14 +23,6 @@ def known_versions(backend: str) -> tuple[str, ...]:
     names = [p.name for p in resources.files("doctor.flags").joinpath("schemas").iterdir()
              if p.name.startswith(f"{backend}-") and p.name.endswith(".json")]
     return tuple(sorted((n[len(backend) + 1:-5] for n in names), key=Version))
-
-
-def installed_version(backend: str) -> str | None:
-    """The version of the backend installed next to qwen-doctor, if any."""
-    try:
-        return metadata.version(backend)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def resolve_version(backend: str, requested: str | None) -> str:

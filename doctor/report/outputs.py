@@ -9,9 +9,11 @@ atomic with a unique temp name, permissions kept); a replaced file is said so on
 
 from __future__ import annotations
 
+import dataclasses
+
 import importlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -26,6 +28,7 @@ EXTENSIONS = {".txt": "text", ".log": "text", ".json": "json", ".xml": "junit", 
 STDOUT = "-"
 Terminal = Callable[[Report, bool], str]
 Inputs = Iterable["str | Path | None"]
+FACTS_FORMATS = ("json", "html", "md")   # the formats that embed the raw facts document
 _RENDERERS = {"text": "doctor.report.text:render_text", "json": "doctor.report.jsonout:render_json",
               "junit": "doctor.report.junit:render_junit", "md": "doctor.report.markdown:render_markdown",
               "html": "doctor.report.html:render_html"}
@@ -97,9 +100,11 @@ def write_outputs(report: Report, outputs: list[str] | tuple[str, ...] = (), fmt
     """
     inputs = tuple(inputs)
     targets = check_targets(outputs, fmt, inputs)
-    safe = report.redacted(hosts=redact_hosts)
     if all(t.path != STDOUT for t in targets):
         targets = [Target(STDOUT, "text"), *targets]
+    if report.facts is not None and not any(t.fmt in FACTS_FORMATS for t in targets):
+        report = replace(report, facts=None)   # nothing renders them: spare the redaction pass
+    safe = report.redacted(hosts=redact_hosts)
     paint = use_color(color, sys.stdout)
     rendered = []
     for t in targets:
