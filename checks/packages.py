@@ -15,13 +15,16 @@ from doctor.results import Outcome, ok, skip, warn, fail
 NO_INVENTORY = "no package inventory recorded (a bundle from an older qwen-doctor)"
 
 # NVIDIA's CUDA component wheels: `nvidia-<lib>-cu12` / `-cu13` name their CUDA major; from CUDA 13 the
-# components are also published without the suffix (nvidia-cublas 13.x, the cuda-toolkit meta-package), whose
-# own major is then the CUDA major. Libraries versioned on their own (cuDNN, NCCL, cuSPARSELt, NVSHMEM, cuDSS)
-# only name it in the suffix.
+# components are also published without the suffix, and only those whose own version follows the toolkit's name
+# the CUDA major by their major (nvidia-cublas 13.1, nvidia-cuda-runtime 13.0, the cuda-toolkit meta-package).
+# cuFFT, cuRAND, cuSOLVER, cuSPARSE and cuFile carry library versions of their own: the torch 2.11.0+cu130 set on
+# the H200 rehearsal machine has nvidia-cufft 12.0.0.61, nvidia-curand 10.4.0.35, nvidia-cusolver 12.0.4.66,
+# nvidia-cusparse 12.6.3.3 and nvidia-cufile 1.15.1.6, all CUDA 13 (tests/fixtures/h200-rehearsal/
+# vllm-bf16-exercises.json), so their major says nothing; neither do cuDNN, NCCL, cuSPARSELt, NVSHMEM, cuDSS,
+# which name it only in the suffix.
 _SUFFIXED = re.compile(r"^nvidia-[a-z0-9-]+?-cu(?P<major>1[1-9])$")
-_CUDA_COMPONENTS = {"nvidia-cublas", "nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cuda-cupti", "nvidia-cufft",
-                    "nvidia-curand", "nvidia-cusolver", "nvidia-cusparse", "nvidia-nvjitlink", "nvidia-nvtx",
-                    "nvidia-cufile", "nvidia-cuda-nvcc", "nvidia-npp", "nvidia-nvjpeg", "nvidia-cuda-cccl"}
+_TRACKS_TOOLKIT = {"nvidia-cublas", "nvidia-cuda-runtime", "nvidia-cuda-nvrtc", "nvidia-cuda-cupti",
+                   "nvidia-nvjitlink", "nvidia-nvtx", "nvidia-cuda-nvcc", "nvidia-cuda-cccl", "cuda-toolkit"}
 
 # flashinfer-python's optional companions, each refused at import when its version is not flashinfer's own:
 # "RuntimeError: flashinfer-cubin version (X) does not match flashinfer version (Y)" (flashinfer/jit/env.py
@@ -33,7 +36,7 @@ COMPANIONS = ("flashinfer-cubin", "flashinfer-jit-cache")
 def _cuda_major(name: str, version: str) -> int | None:
     if found := _SUFFIXED.match(name):
         return int(found["major"])
-    if name in _CUDA_COMPONENTS or name == "cuda-toolkit":
+    if name in _TRACKS_TOOLKIT:
         try:
             return Version(version).major
         except InvalidVersion:

@@ -110,3 +110,16 @@ def test_an_inventory_past_its_deadline_says_it_is_incomplete(tmp_path: Path) ->
 def test_an_egg_info_directory_name_drops_its_python_tag() -> None:
     assert packages.split_metadata_dir("foo_bar-1.0-py3.12.egg-info") == ("foo_bar", "1.0")
     assert packages.split_metadata_dir("foo.egg-info") == ("foo", None)
+
+
+def test_the_cuda_13_set_torch_installs_is_one_major_although_its_library_versions_differ() -> None:
+    """torch 2.11.0+cu130 as installed on the H200 rehearsal machine: cuFFT 12, cuRAND 10 and cuFile 1 are CUDA 13
+    libraries with versions of their own (a warning there would tell the user to uninstall torch's own wheels)."""
+    h200 = (("nvidia-cutlass-dsl-libs-cu13", "4.6.0"), ("cuda-toolkit", "13.0.2"), ("nvidia-cublas", "13.1.0.3"),
+            ("nvidia-cuda-cupti", "13.0.85"), ("nvidia-cuda-nvrtc", "13.0.88"), ("nvidia-cuda-runtime", "13.0.96"),
+            ("nvidia-cudnn-cu13", "9.19.0.56"), ("nvidia-cusparselt-cu13", "0.8.0"), ("nvidia-nccl-cu13", "2.28.9"),
+            ("nvidia-nvjitlink", "13.0.88"), ("nvidia-nvshmem-cu13", "3.4.5"), ("nvidia-nvtx", "13.0.85"),
+            ("nvidia-cufft", "12.0.0.61"), ("nvidia-cusolver", "12.0.4.66"), ("nvidia-cusparse", "12.6.3.3"),
+            ("nvidia-cufile", "1.15.1.6"), ("nvidia-curand", "10.4.0.35"))
+    result = run(facts_with(inventory=_inventory(*h200)), only=("QD-PKG-001",))["QD-PKG-001"][0]
+    assert result.status.value == "ok" and "all CUDA 13" in result.summary

@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from doctor.deploy.spec import flag_value, from_argv
+from doctor.deploy.spec import from_argv
+from doctor.deployment import read_options
+
+
+def flag_value(argv: list[str], name: str) -> str | None:
+    """The value the last `name` option of a rendered command line carries."""
+    found = [f.value for f in read_options(argv) if f.option == name and isinstance(f.value, str)]
+    return found[-1] if found else None
 from doctor.rehearse.launch import NOTICE, rehearsal_argv, rehearse_spec
 
 
