@@ -1,6 +1,6 @@
 """Share of the engines' raise templates that `explain` turns into an entry or a source-located finding.
 
-Every mined raise template (scripts/signatures/<package>.json: `raise X("...")` and `assert ..., "..."`) is
+Every mined raise template (remedies/signatures/<package>.json: `raise X("...")` and `assert ..., "..."`) is
 rendered with sample values as the traceback Python prints for it (header, the raising frame, the exception
 line `ValueError: <message>`), run through the real scanner and collector, and counted as
 

@@ -60,7 +60,7 @@ SIGNATURE_PACKAGES = ("vllm", "sglang", "huggingface_hub", "transformers", "ray"
 class Wording:
     """A source template this entry matches and the releases (PEP 440 specifier) that print it.
 
-    Checked against the mined data in scripts/signatures/<package>.json by tests/test_remedies_signatures.py.
+    Checked against the mined data in remedies/signatures/<package>.json by tests/test_remedies_signatures.py.
     """
 
     package: str

@@ -1,7 +1,7 @@
 """The engines' own message templates as ground truth: which raise / log site printed a message.
 
 `scripts/mine_signatures.py` mines every `raise X("...")`, `assert ..., "..."` and `logger.error(...)` of the
-serving modules of each release into `scripts/signatures/<package>.json` (template with `{}` holes, kind,
+serving modules of each release into `remedies/signatures/<package>.json` (template with `{}` holes, kind,
 releases, and each raise site: module, function, the guarding `if` test, the flags / environment variables
 it names). Every `*.json` there is read, so a new component's file joins without code changes.
 
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
 SIGNATURES_DIR = Path(os.environ.get("QWEN_DOCTOR_SIGNATURES",
-                                     Path(__file__).resolve().parent.parent / "scripts" / "signatures"))
+                                     Path(__file__).resolve().parent / "signatures"))
 CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qwen-doctor"
 CACHE_FORMAT = 2  # bump when Template / Site change shape
 MIN_PREFIX = 32  # skeleton characters of fixed text a cut message must cover
@@ -132,6 +132,10 @@ def match(pieces: tuple[str, ...], text: str) -> tuple[int, bool] | None:
     return None
 
 
+# "NotImplementedError: Unknown load_format=42": the exception class a log line names before its message
+_RAISED_AS = re.compile(r"\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt))\s*:")
+
+
 class TemplateIndex:
     """Every mined template of every package, shortlisted by anchors: the start of each of its pieces."""
 
@@ -163,11 +167,27 @@ class TemplateIndex:
                 yield from templates
 
     def lookup(self, message: str, raised_only: bool = False) -> Hit | None:
-        """The template `message` was printed from (best match), or None."""
+        """The template `message` was printed from (best match), or None. A message that starts with the exception
+        class ("NotImplementedError: Unknown load_format=42") is matched without it first: a raise template is the
+        message after the class, and a template such as "Not implemented error: {}" would otherwise read every
+        NotImplementedError; on a tie the template raised as that class wins."""
+        named = _RAISED_AS.match(message)
+        if named:
+            kind = f"raise:{named.group(1).rsplit('.', 1)[-1]}"
+            hit = self._best(message[named.end():], raised_only, kind, short_whole=True)
+            if hit is not None:
+                return hit
+        return self._best(message, raised_only, None)
+
+    def _best(self, message: str, raised_only: bool, kind: str | None, short_whole: bool = False) -> Hit | None:
+        """The best template for `message`; one shorter than MIN_PREFIX / 2 only when `short_whole` (a message
+        after its exception class) and only a template it matches whole ("Invalid image: 42")."""
         text = skeleton(message[:MAX_MESSAGE])
-        if len(text) < MIN_PREFIX // 2:
+        short = len(text) < MIN_PREFIX // 2
+        if short and not short_whole:
             return None
         best: Hit | None = None
+        best_key: tuple[bool, int, bool] | None = None
         seen: set[int] = set()
         for template in self.candidates(text):
             if id(template) in seen or (raised_only and not template.raised):
@@ -177,8 +197,11 @@ class TemplateIndex:
             if found is None:
                 continue
             hit = Hit(template, *found)
-            if best is None or (hit.whole, hit.matched) > (best.whole, best.matched):
-                best = hit
+            if short and not hit.whole:
+                continue
+            key = (hit.whole, hit.matched, template.kind == kind)
+            if best_key is None or key > best_key:
+                best, best_key = hit, key
         return best
 
 
@@ -202,7 +225,7 @@ def _cache_file(paths: list[Path]) -> Path:
 
 @lru_cache(maxsize=4)
 def load_templates(directory: Path | str | None = None) -> TemplateIndex:
-    """Every template of every `*.json` in `directory` (scripts/signatures by default; empty if absent).
+    """Every template of every `*.json` in `directory` (remedies/signatures by default; empty if absent).
 
     Parsing the JSON costs a few tenths of a second, so the parsed templates are kept in the user's cache
     directory, keyed by the files' sizes and times (a cache that cannot be read or written is skipped)."""

@@ -1,6 +1,6 @@
 """Mine the messages of the components below and beside the engines (NCCL, Triton, FlashInfer, torch elastic,
 uvicorn, asyncio, the NVIDIA container toolkit, the engines' prefill/decode disaggregation layers) into
-scripts/signatures/<component>.json.
+remedies/signatures/<component>.json.
 
 Same data shape as scripts/mine_signatures.py (package, extractor, releases, modules, templates: template, kind,
 modules, releases) plus `source`: where each release was read from (git repository and commit, or the PyPI
@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import mine_signatures as ms  # noqa: E402  (templates, merge, dump; the shared extractor)
 from extract_flag_schema import _HttpFile  # noqa: E402
 
-OUT_DIR = ROOT / "scripts" / "signatures"
+OUT_DIR = ROOT / "remedies" / "signatures"
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ them with `ast` and turns the first argument of
 - `logger.error / warning / warn / exception / critical / fatal` (and vLLM's `*_once` variants),
 
 into a template: f-string fields, `%s` / `%d` / `%.2f` arguments and `str.format` fields all become `{}`.
-Templates are merged across releases into `scripts/signatures/<package>.json` (template, kind, modules,
+Templates are merged across releases into `remedies/signatures/<package>.json` (template, kind, modules,
 releases that print it), the data the catalogue is reviewed against and that tests/test_remedies_signatures.py
 checks each entry's `versions:` claims with.
 
@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from extract_flag_schema import _HttpFile  # noqa: E402  (shared range-request reader)
 
-OUT_DIR = ROOT / "scripts" / "signatures"
+OUT_DIR = ROOT / "remedies" / "signatures"
 SCHEMAS = ROOT / "doctor" / "flags" / "schemas"
 DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qwen-doctor" / "signature-sources"
 

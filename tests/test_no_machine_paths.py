@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|root|home/[a-z][\w-]*)/")
 EVIDENCE = ("tests/data/", "tests/fixtures/", "remedies/catalogue/", "remedies/healthy-sample.txt", "docs/remedies.md",
-            "scripts/signatures/", "tests/test_redact", "tests/test_no_machine_paths.py", "profiles/sources/")
+            "remedies/signatures/", "tests/test_redact", "tests/test_no_machine_paths.py", "profiles/sources/")
 
 
 def test_no_tracked_file_outside_the_evidence_names_a_machine_path() -> None:

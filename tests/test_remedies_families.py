@@ -1,6 +1,6 @@
 """The families added from the components' own message templates stay true to the mined source.
 
-Each entry below names the templates it was written from (scripts/signatures/<component>.json, mined by
+Each entry below names the templates it was written from (remedies/signatures/<component>.json, mined by
 scripts/mine_components.py): the template must still be in the mined data, and the entry must match it rendered
 with sample values. The extractors for C (NCCL) and Go (the NVIDIA container toolkit) are checked on small
 sources.
@@ -18,7 +18,7 @@ import pytest
 from remedies import load_catalogue
 
 ROOT = Path(__file__).resolve().parents[1]
-SIGNATURES = ROOT / "scripts" / "signatures"
+SIGNATURES = ROOT / "remedies" / "signatures"
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import mine_components  # noqa: E402

@@ -2,7 +2,7 @@
 
 Each catalogue entry may list, under `versions:`, the source templates it matches with the releases that
 print them. scripts/mine_signatures.py extracts those templates from the published wheels into
-scripts/signatures/<package>.json. The checks here fail when a claimed template is missing from a release
+remedies/signatures/<package>.json. The checks here fail when a claimed template is missing from a release
 in its range (it disappeared or was reworded in a newly mined release) or when the entry's pattern no
 longer matches it.
 """
@@ -22,7 +22,7 @@ from remedies import load_catalogue
 from remedies.model import SIGNATURE_PACKAGES
 
 ROOT = Path(__file__).resolve().parent.parent
-SIGNATURES = ROOT / "scripts" / "signatures"
+SIGNATURES = ROOT / "remedies" / "signatures"
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import mine_signatures  # noqa: E402

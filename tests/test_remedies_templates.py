@@ -179,3 +179,25 @@ def test_an_engine_raise_quoted_inside_a_payload_or_another_error_is_located(tmp
 ])
 def test_a_quoted_exception_that_is_no_engine_raise_or_is_logged_as_info_is_not_a_crash(tmp_path, line):
     assert _explain(tmp_path, line + "\n") == []
+
+
+def test_the_json_report_carries_the_raise_site_of_a_crash_explained_from_its_source(tmp_path):
+    from click.testing import CliRunner
+
+    from doctor.cli.main import cli
+
+    log = tmp_path / "server.log"
+    log.write_text("INFO 12-03 10:00:00 [api_server.py:1] vLLM API server version 0.30.0\n"
+                   "ValueError: --mamba-block-size can only be set with --enable-prefix-caching\n", encoding="utf-8")
+    out = CliRunner().invoke(cli, ["explain", str(log), "--format", "json"])
+    (remedy,) = json.loads(out.output)["sections"]["remedies"]
+    assert remedy["raised_by"]["sites"][0]["function"] == "VllmConfig.validate_mamba_block_size"
+
+
+def test_a_message_is_matched_after_its_exception_class_so_a_template_that_reads_like_the_class_claims_nothing():
+    """sglang_disaggregation prints "Not implemented error: {}", which reads like every `NotImplementedError: ...`
+    line once spaces and case are gone: the message after the class is matched first, short ones only whole."""
+    index = load_templates()
+    assert index.lookup("NotImplementedError: Unknown load_format=42").template.text == "Unknown load_format={}"
+    hit = index.lookup("NotImplementedError: Invalid image: 42")
+    assert (hit.template.package, hit.template.kind) == ("sglang", "raise:NotImplementedError")

@@ -1,6 +1,6 @@
 """Warnings are not failures: every mined `log:warning` template, printed at WARNING level, is a healthy log.
 
-scripts/signatures/*.json hold the warnings each covered release of each component can print (mined from
+remedies/signatures/*.json hold the warnings each covered release of each component can print (mined from
 source). Rendered with sample values and logged at WARNING, they form a log of a server that carried on: it
 must raise no error finding and no unrecognised crash. An error entry that matches a WARNING record is
 context (`remedies.levels`) unless the log then fails, where it may be the cause.
@@ -17,7 +17,7 @@ from remedies import explain_sources
 from remedies.levels import as_context, logged_as_warning
 from remedies import load_catalogue
 
-SIGNATURES = Path(__file__).resolve().parents[1] / "scripts" / "signatures"
+SIGNATURES = Path(__file__).resolve().parents[1] / "remedies" / "signatures"
 PACKAGES = sorted(p.stem for p in SIGNATURES.glob("*.json"))
 
 

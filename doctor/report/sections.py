@@ -146,9 +146,12 @@ def metrics_from_bench(bench: dict[str, Any]) -> dict[str, Any]:
 
 
 def remedy_from_finding(finding: dict[str, Any]) -> dict[str, Any]:
-    """`sections.remedies[]` entry from `remedies.explain.Finding.to_dict()` (the remedy flattened in)."""
+    """`sections.remedies[]` entry from `remedies.explain.Finding.to_dict()` (the remedy flattened in; where the
+    finding has them, the engine source that raised it and the engine bug it names)."""
     remedy = finding.get("remedy") or {}
+    where = {key: finding[key] for key in ("raised_by", "engine_bug") if finding.get(key)}
     return {
+        **where,
         "id": remedy.get("id", ""), "title": remedy.get("title", ""), "severity": remedy.get("severity", ""),
         "component": remedy.get("component", ""), "count": int(finding.get("count") or 1),
         "first_line": finding.get("first"), "last_line": finding.get("last"), "line": finding.get("line", ""),
