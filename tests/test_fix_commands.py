@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 
 from doctor.facts.model import Facts
 from doctor.facts.probes.inventory import as_locations
-from doctor.installed import DISTRIBUTIONS
+from doctor.facts.installed import DISTRIBUTIONS
 from doctor.knowledge import version_matrix
 from tests.conftest import facts_with, run
 

@@ -4,7 +4,7 @@ from importlib import metadata
 
 import pytest
 
-from doctor import installed
+from doctor.facts import installed
 from doctor.facts.probes import packages
 
 

@@ -36,7 +36,7 @@ from packaging.utils import canonicalize_name
 
 from doctor.errors import BadBundle
 from doctor.facts.probes.inventory import as_locations
-from doctor.installed import DISTRIBUTIONS
+from doctor.facts.installed import DISTRIBUTIONS
 
 VLLM = "vllm-collect-env"
 SGLANG = "sglang-check-env"
@@ -51,7 +51,7 @@ ALWAYS_UNKNOWN = ("gpu.memory", "gpu.processes", "gpu.ecc", "gpu.persistence_mod
                   "topology.p2p", "host")
 
 # Distribution name as the dumps print it (underscores read as dashes) -> the logical name of the package probe
-# (doctor/installed.py DISTRIBUTIONS), plus spellings only the dumps use.
+# (doctor/facts/installed.py DISTRIBUTIONS), plus spellings only the dumps use.
 PACKAGE_NAMES = {**{dist.lower().replace("_", "-"): name for name, dists in DISTRIBUTIONS.items() for dist in dists},
                  "nvidia-nccl-cu11": "nccl"}
 

@@ -33,7 +33,7 @@ def validate(args: list[str], backend: str, version: str | None = None, method: 
             from doctor.flags.bridge import python_hint
 
             raise DoctorError(f"{backend} is not installed here ({python_hint(backend)}), or use the schema")
-    from doctor.installed import installed_version
+    from doctor.facts.installed import installed_version
 
     return validate_command(args, backend, version or installed_version(backend))
 

@@ -13,7 +13,7 @@ from importlib import resources
 
 from packaging.version import InvalidVersion, Version
 
-from doctor.installed import installed_version
+from doctor.facts.installed import installed_version
 from doctor.planner.errors import PlanInputError
 
 

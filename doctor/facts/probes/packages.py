@@ -2,7 +2,7 @@
 
 Standard library only, and no import of qwen-doctor: `deploy` runs this file inside the backend's own interpreter
 (doctor/deploy/preflight.py backend_packages, runpy) to see the packages the engine will run with. It is also the
-one table of which distributions provide each package (doctor/installed.py reads it) and the one reader of
+one table of which distributions provide each package (doctor/facts/installed.py reads it) and the one reader of
 metadata directories (doctor/facts/probes/inventory.py builds the whole inventory from it).
 
 A `NAME-VERSION.dist-info` (or `.egg-info`) directory name carries the distribution's name and version
