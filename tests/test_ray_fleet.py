@@ -73,7 +73,7 @@ def test_every_socket_of_the_cluster_listens_and_connects_on_loopback_only(clust
 
 def test_tp_x_pp_beyond_the_clusters_gpus_fails_like_vllms_placement_group(cluster: Cluster):
     done = qd("check", "--ray", cluster.address, "--only", "QD-FLEET-003", "--tp", "2", "--pp", "2",
-              "--node-timeout", "60")
+              "--node-timeout", "60", "-v")   # the details (vLLM's own message) come with -v
     assert done.returncode == 1
     assert "needs 4 GPU(s), the fleet has 3 GPU(s) on 2 node(s)" in done.stdout
     assert "Cannot provide a placement group requiring 4 GPUs" in done.stdout
