@@ -8,14 +8,14 @@ from doctor.results import Outcome, fail, ok, skip, warn
 
 
 def _flags(ctx: CheckContext) -> dict[str, str] | None:
-    """The profile's backend flags as `--flag: value`, with a --pp given on the command line winning."""
-    from doctor.lint.argv import flag_values
-    from doctor.profile_plan import render_args
+    """The profile's engine flags as `--flag: value` (read from its Deployment), with a --pp given on the command
+    line winning."""
+    from doctor.profile_plan import profile_deployment
 
     profile = ctx.profile
     if profile is None or not hasattr(profile, "render"):
         return None
-    flags = dict(flag_values(render_args(profile)))
+    flags = profile_deployment(profile).option_texts()
     if ctx.options.get("pp"):
         flags["--pipeline-parallel-size" if profile.backend == "vllm" else "--pp-size"] = str(ctx.options["pp"])
     return flags

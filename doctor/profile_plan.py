@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from doctor.deployment import Deployment
     from doctor.planner import Hardware, Plan
     from profiles import Profile
 
@@ -41,10 +42,11 @@ def profile_gpus(profile: "Profile", gpu: str | None = None) -> str | None:
     return f"{max(1, profile.hardware.gpu_count) * max(1, profile.nodes)}x{name}"
 
 
-def render_args(profile: "Profile") -> list[str]:
-    """The profile's backend arguments with placeholder values for required variables."""
-    overrides = {key: f"<{key}>" for key, default in profile.variables.items() if default is None}
-    return profile.render(overrides).backend_args
+def profile_deployment(profile: "Profile") -> "Deployment":
+    """The profile's Deployment, with a `<name>` placeholder for each required variable left unset."""
+    from doctor.deployment import from_profile
+
+    return from_profile(profile, {key: f"<{key}>" for key, default in profile.variables.items() if default is None})
 
 
 def plan_profile(profile: "Profile", hardware: "Hardware | None" = None, version: str | None = None) -> "Plan":
@@ -54,7 +56,7 @@ def plan_profile(profile: "Profile", hardware: "Hardware | None" = None, version
     from doctor.models import get_model
     from doctor.planner import ServeConfig, parse_gpus, plan
     from doctor.planner.errors import PlanInputError
-    from doctor.planner.flags import config_kwargs
+    from doctor.planner.flags import deployment_kwargs
 
     if hardware is None:
         gpus = profile_gpus(profile)
@@ -62,7 +64,7 @@ def plan_profile(profile: "Profile", hardware: "Hardware | None" = None, version
             raise PlanInputError(f"profile {profile.name}: no GPU to plan on (a CPU profile, or no catalogue GPU "
                                  f"has {profile.hardware.min_gpu_memory_gib:g} GiB)")
         hardware = parse_gpus(gpus)
-    kwargs = config_kwargs(render_args(profile))
+    kwargs = deployment_kwargs(profile_deployment(profile))
     if version:
         kwargs["backend_version"] = version
     spec = get_model(profile.model)

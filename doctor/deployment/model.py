@@ -113,6 +113,18 @@ class Deployment:
         return tuple(f for f in self.flags
                      if f.option not in SLOTS and _field_of(f, self.backend, self.version) is None)
 
+    def option_texts(self) -> dict[str, str]:
+        """Each engine option (slots excluded) as its command line spells it, `--flag: value` ('' for a bare
+        switch, compact JSON for a mapping); the last occurrence wins."""
+        texts: dict[str, str] = {}
+        for flag in self.flags:
+            if flag.option in SLOTS:
+                continue
+            words = flag.render()
+            name, _, inline = words[0].partition("=")
+            texts[name] = inline or " ".join(words[1:])
+        return texts
+
     @property
     def served_model_name(self) -> str:
         """The name clients ask for: the served-model-name setting, else the model."""
