@@ -21,26 +21,36 @@ from doctor.results import Result, Status
 CPU_ONLY_SKIPS = ("driver", "gpu", "memory", "topology")
 CPU_SKIP_IDS = ("QD-VER-005",)
 LOCAL_MODEL_SKIP_IDS = ("QD-HOST-003",)
-_PROBE = ("import json, runpy, sys; m = runpy.run_path(sys.argv[1]); print(json.dumps(m['probe']()))")
+_PROBE = ("import json, runpy, sys, time; m = runpy.run_path(sys.argv[1]); t = time.monotonic(); "
+          "found, complete = m['scan'](None, m['DEADLINE_S']); "
+          "print(json.dumps({'packages': m['probe'](), 'complete': complete, 'seconds': time.monotonic() - t, "
+          "'found': [[f.name, f.version, f.location] for f in found]}))")
 
 
 def backend_packages(python: str, timeout: float = 60.0) -> dict[str, Any]:
-    """The package facts as the backend's interpreter sees them (the same stdlib-only probe, run there)."""
+    """The package facts and the whole inventory as the backend's interpreter sees them (the same stdlib-only
+    probe, run there): {"packages": ..., "inventory": ...}."""
     import doctor.facts.probes.packages as probe_module
+    from doctor.facts.probes.inventory import as_locations
 
     try:
         out = subprocess.run([python, "-c", _PROBE, probe_module.__file__], capture_output=True, text=True,
                              timeout=timeout, check=True)
-        return json.loads(out.stdout)
+        seen = json.loads(out.stdout)
+        inventory = {"source": "metadata", "complete": bool(seen["complete"]),
+                     "locations": as_locations([tuple(row) for row in seen["found"]]),
+                     "seconds": round(float(seen["seconds"]), 4)}
+        return {"packages": seen["packages"], "inventory": inventory}
     except OSError as exc:
         raise DoctorError(f"cannot run the backend interpreter {python}: {exc.strerror or exc}") from None
-    except (subprocess.SubprocessError, ValueError) as exc:
+    except (subprocess.SubprocessError, ValueError, KeyError, TypeError) as exc:
         raise DoctorError(f"cannot read the packages of the backend interpreter {python}: {exc}") from exc
 
 
-def with_packages(facts: Facts, packages: dict[str, Any]) -> Facts:
-    """A copy of the facts whose package section is `packages`."""
-    return Facts({**facts.data, "packages": packages})
+def with_packages(facts: Facts, seen: dict[str, Any]) -> Facts:
+    """A copy of the facts whose package and inventory sections are the backend interpreter's (`seen` from
+    backend_packages): the package checks judge the environment the engine runs in."""
+    return Facts({**facts.data, **seen})
 
 
 def _skipped(r: Result, why: str) -> Result:
