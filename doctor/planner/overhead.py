@@ -347,6 +347,28 @@ def sampler_held_bytes(spec: ModelSpec, tokens: int, seqs: int) -> int:
     return (tokens + seqs) * spec.hidden_size * dtype_bytes(spec.dtype)
 
 
+def rejection_sampler_bytes(spec: ModelSpec, cfg: ServeConfig, seqs: int) -> int:
+    """What profile_run's dummy rejection-sampler run holds beside the sampler's own run over `seqs` rows, with
+    any speculative decoding (0 without). gpu_model_runner.py _dummy_sampler_run (read in 0.26.0 and 0.32.0):
+    after the plain sampler's run, `if self.speculative_config:` it makes one draft token per request
+    (`draft_token_ids = [[0] for _ in range(num_reqs)]`, whatever num_speculative_tokens is) and new logits
+    `torch.randn(num_tokens + num_reqs, V, dtype=logits.dtype)`: 2 x seqs rows in the model dtype. Then
+    v1/sample/rejection_sampler.py forward runs the sampler over `bonus_logits = logits[bonus_logits_indices]`
+    (seqs rows in the model dtype: the sampler's own input, as in the plain run, so inside the fitted bytes per
+    logit) and keeps, beside the randn rows, the bonus sampler's output with max_num_logprobs=-1 and logprobs
+    mode raw_logits (its float32 copy of the bonus logits, seqs x V x 4), the float32 target logits' `.clone()`
+    for the processors (seqs x V x 4) and rejection_sample's sample_recovered_tokens draw
+    `q = torch.empty((batch_size, vocab_size), float32)` (one row per request). In all: seqs x V x (2 x dtype +
+    12) bytes on top of the sampler's run. vLLM 0.26.0 on one H200, 1,024 sequences, MTP with 1 token logged a
+    7.8 GiB peak against 4.01 GiB without (tests/fixtures/h200-rehearsal/vllm-bf16-exercises.log,
+    vllm-bf16-lm-only.log): 3.79 GiB = 1,024 x 248,320 x 16 bytes. --speculative-config draft_sample_method
+    "probabilistic" (a further seqs x V float32 draft_probs) and use_fp64_gumbel (q in float64) are not
+    modelled."""
+    if not cfg.mtp_tokens:
+        return 0
+    return seqs * spec.vocab_size * (2 * dtype_bytes(spec.dtype) + 12)
+
+
 def logits_gather_bytes(spec: ModelSpec, tp: int, seqs: int) -> int:
     """Peak of LogitsProcessor._gather_logits at TP > 1, over `seqs` rows of the vocabulary (0 at TP 1).
 
@@ -443,6 +465,8 @@ class OverheadInputs:
     sampler_held: int = 0           # held through the sampler's run: forward outputs (sampler_held_bytes) and
                                     # the fused-MoE workspace that outlives the forward (moe_workspace)
     logits_gather: int = 0          # the vocab-parallel logits gather's peak at TP > 1 (logits_gather_bytes)
+    rejection_sampler: int = 0      # speculative decoding: the dummy rejection sampler's tensors beside the
+                                    # sampler's run (rejection_sampler_bytes)
 
 
 def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> OverheadInputs:
@@ -466,12 +490,15 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
                           encoder_outputs=encoder_output_bytes(spec, image_tokens),
                           encoder_inputs=encoder_input_bytes(spec, image_tokens), graph_modes=modes,
                           sampler_held=held,
-                          logits_gather=logits_gather_bytes(spec, cfg.tp, seqs) if last_stage else 0)
+                          logits_gather=logits_gather_bytes(spec, cfg.tp, seqs) if last_stage else 0,
+                          rejection_sampler=rejection_sampler_bytes(spec, cfg, seqs) if last_stage else 0)
 
 
 def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
-    """The sampler phase of profile_run: the forward outputs it holds + max(logits gather, sampler's run)."""
-    return inputs.sampler_held + max(inputs.logits_gather, int(inputs.logits * coef.sampler_bytes_per_logit))
+    """The sampler phase of profile_run: the forward outputs it holds + max(logits gather, sampler's run), the
+    sampler's run with speculative decoding being the rejection sampler's (its own tensors on top)."""
+    run = int(inputs.logits * coef.sampler_bytes_per_logit) + inputs.rejection_sampler
+    return inputs.sampler_held + max(inputs.logits_gather, run)
 
 
 def peak_activation(inputs: OverheadInputs, coef: Coefficients) -> int:
@@ -545,5 +572,6 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
            "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
-           "all2all_buffer_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "sampler_phase",
+           "all2all_buffer_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
+           "rejection_sampler_bytes", "sampler_phase",
            "MIB"]

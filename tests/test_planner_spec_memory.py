@@ -1,0 +1,54 @@
+"""Speculative decoding's share of vLLM's profile-run peak: the dummy rejection sampler's run over max_num_seqs
+rows (gpu_model_runner.py _dummy_sampler_run), checked against the recorded H200 boots with and without MTP."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from doctor.models import get_model
+from doctor.planner import ServeConfig, parse_gpus
+from doctor.planner.bootlog import parse_boot_log
+from doctor.planner.hardware import GIB
+from doctor.planner.overhead import rejection_sampler_bytes, vllm_overhead_terms
+
+QWEN = get_model("Qwen/Qwen3.5-35B-A3B")
+H200 = parse_gpus("1xH200").gpu
+FIXTURES = Path(__file__).parent / "fixtures" / "h200-rehearsal"
+
+
+def _cfg(**kw) -> ServeConfig:
+    return ServeConfig(language_model_only=True, max_model_len=262144, backend_version="0.26.0", **kw)
+
+
+def test_the_rejection_sampler_holds_bf16_draft_and_bonus_rows_and_float32_copies_per_sequence() -> None:
+    # randn logits, 2 BF16 rows per request (the bonus copy is the sampler's own input, inside its fitted
+    # bytes per logit), and 3 float32 rows (bonus raw logits, the target logits' clone, the recovered-token
+    # draw q): 16 bytes per vocabulary entry per sequence
+    assert rejection_sampler_bytes(QWEN, _cfg(mtp_tokens=1, speculative_method="mtp"), 1024) == 1024 * 248320 * 16
+
+
+def test_without_speculative_decoding_there_is_no_rejection_sampler_run() -> None:
+    assert rejection_sampler_bytes(QWEN, _cfg(), 1024) == 0
+
+
+def test_the_dummy_run_drafts_one_token_per_request_whatever_num_speculative_tokens() -> None:
+    one = vllm_overhead_terms(QWEN, _cfg(mtp_tokens=1, speculative_method="mtp"), H200)
+    three = vllm_overhead_terms(QWEN, _cfg(mtp_tokens=3, speculative_method="mtp"), H200)
+    assert one.peak_activation == three.peak_activation
+
+
+def test_the_term_scales_with_max_num_seqs_not_with_batched_tokens() -> None:
+    small = rejection_sampler_bytes(QWEN, _cfg(mtp_tokens=1, max_num_seqs=256), 256)
+    assert small * 4 == rejection_sampler_bytes(QWEN, _cfg(mtp_tokens=1, max_num_seqs=1024), 1024)
+    wide = _cfg(mtp_tokens=1, max_num_batched_tokens=16384)
+    assert rejection_sampler_bytes(QWEN, wide, 1024) == rejection_sampler_bytes(QWEN, _cfg(mtp_tokens=1), 1024)
+
+
+@pytest.mark.parametrize("log, mtp", [("vllm-bf16-lm-only.log", 0), ("vllm-bf16-exercises.log", 1)])
+def test_the_planned_peak_activation_is_the_h200_boot_s_within_3_percent(log: str, mtp: int) -> None:
+    logged = parse_boot_log((FIXTURES / log).read_text(encoding="utf-8")).activation_gib
+    cfg = _cfg(mtp_tokens=mtp, speculative_method="mtp" if mtp else None)
+    planned = vllm_overhead_terms(QWEN, cfg, H200).peak_activation / GIB
+    assert planned == pytest.approx(logged, rel=0.03)
