@@ -52,3 +52,18 @@ def test_the_planned_peak_activation_is_the_h200_boot_s_within_3_percent(log: st
     cfg = _cfg(mtp_tokens=mtp, speculative_method="mtp" if mtp else None)
     planned = vllm_overhead_terms(QWEN, cfg, H200).peak_activation / GIB
     assert planned == pytest.approx(logged, rel=0.03)
+
+
+@pytest.mark.parametrize("version, method, v1", [
+    ("0.26.0", "mtp", True), ("0.28.0", "dflash", True),           # hybrid models stay on V1 up to 0.28
+    ("0.29.0", "qwen3_5_mtp", False), ("0.29.0", "ngram", True),    # 0.29: V2 unless the method is V1-only
+    ("0.30.0", "draft_model", True), ("0.31.0", "draft_model", False),
+    ("0.32.0", "ngram", False), ("0.32.0", "suffix", True),
+    ("0.34.0", "suffix", False),                                     # 0.34: no V1 GPU runner left
+])
+def test_the_model_runner_follows_each_release_s_v2_default(version: str, method: str, v1: bool) -> None:
+    from doctor.planner.overhead import v1_model_runner
+
+    cfg = ServeConfig(backend_version=version, mtp_tokens=2, speculative_method=method)
+    assert v1_model_runner(cfg) is v1
+    assert (rejection_sampler_bytes(QWEN, cfg, 64) > 0) is v1

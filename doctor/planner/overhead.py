@@ -71,11 +71,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from packaging.version import Version
+
 from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import Coefficients, current
 from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
 from doctor.planner.engine_defaults import vllm_batch_defaults_of
 from doctor.planner.hardware import GIB, MIB, GPU
+from doctor.planner.methods import MTP_METHODS
 from doctor.planner.versions import vllm_rules
 
 # Expert parallelism adds all-to-all buffers to the non-torch memory: 0.95 GiB logged by a GB200 TP4 EP rank.
@@ -347,6 +350,36 @@ def sampler_held_bytes(spec: ModelSpec, tokens: int, seqs: int) -> int:
     return (tokens + seqs) * spec.hidden_size * dtype_bytes(spec.dtype)
 
 
+# Speculative methods each release's V2 model runner leaves to the V1 runner (config/vllm.py
+# _get_v2_model_runner_unsupported_features): 0.29.0 supports eagle / eagle3 / mtp / dflash / dspark /
+# extract_hidden_states only; the others are listed. 0.33 not read (taken as 0.32).
+V1_ONLY_METHODS_029 = ("eagle", "eagle3", "mtp", "dflash", "dspark", "extract_hidden_states")   # the V2 ones
+V1_ONLY_METHODS = {"0.30": ("ngram", "ngram_gpu", "draft_model", "suffix", "medusa", "mlp_speculator", "custom_class"),
+                   "0.31": ("ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator", "custom_class"),
+                   "0.32": ("suffix", "medusa", "mlp_speculator", "custom_class")}
+
+
+def v1_model_runner(cfg: ServeConfig) -> bool:
+    """Whether vLLM runs this (hybrid) model with the V1 GPU model runner (v1/worker/gpu_model_runner.py), whose
+    profile_run includes the dummy rejection sampler, rather than V2 (v1/worker/gpu/model_runner.py), whose
+    _dummy_sampler_run only samples (read in 0.29.0, 0.30.0 and 0.34.0). config/vllm.py use_v2_model_runner:
+    up to 0.28.0 `_is_default_v2_model_runner_model` returns False for a hybrid model unless its architecture is
+    in DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (Qwen3.5 / 3.6 are not); from 0.29.0 V2 is the CUDA default unless
+    the configuration has a feature V2 lacks (V1_ONLY_METHODS); 0.34.0 has no V1 GPU runner left.
+    VLLM_USE_V2_MODEL_RUNNER overrides it and is not read here."""
+    v = Version(Version(cfg.backend_version or ASSUMED_VLLM_VERSION).base_version)
+    if v < Version("0.29.0"):
+        return True
+    if v >= Version("0.34.0"):
+        return False
+    method = (cfg.speculative_method or "mtp").lower()
+    method = "mtp" if method in MTP_METHODS else method
+    if v < Version("0.30.0"):
+        return method not in V1_ONLY_METHODS_029
+    release = "0.30" if v < Version("0.31.0") else "0.31" if v < Version("0.32.0") else "0.32"
+    return method in V1_ONLY_METHODS[release]
+
+
 def rejection_sampler_bytes(spec: ModelSpec, cfg: ServeConfig, seqs: int) -> int:
     """What profile_run's dummy rejection-sampler run holds beside the sampler's own run over `seqs` rows, with
     any speculative decoding (0 without). gpu_model_runner.py _dummy_sampler_run (read in 0.26.0 and 0.32.0):
@@ -363,8 +396,8 @@ def rejection_sampler_bytes(spec: ModelSpec, cfg: ServeConfig, seqs: int) -> int
     7.8 GiB peak against 4.01 GiB without (tests/fixtures/h200-rehearsal/vllm-bf16-exercises.log,
     vllm-bf16-lm-only.log): 3.79 GiB = 1,024 x 248,320 x 16 bytes. --speculative-config draft_sample_method
     "probabilistic" (a further seqs x V float32 draft_probs) and use_fp64_gumbel (q in float64) are not
-    modelled."""
-    if not cfg.mtp_tokens:
+    modelled. The V2 model runner (v1_model_runner False) has no such run: 0."""
+    if not cfg.mtp_tokens or not v1_model_runner(cfg):
         return 0
     return seqs * spec.vocab_size * (2 * dtype_bytes(spec.dtype) + 12)
 
@@ -573,5 +606,5 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
            "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
            "all2all_buffer_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
-           "rejection_sampler_bytes", "sampler_phase",
+           "rejection_sampler_bytes", "v1_model_runner", "sampler_phase",
            "MIB"]
