@@ -67,3 +67,25 @@ def test_the_model_runner_follows_each_release_s_v2_default(version: str, method
     cfg = ServeConfig(backend_version=version, mtp_tokens=2, speculative_method=method)
     assert v1_model_runner(cfg) is v1
     assert (rejection_sampler_bytes(QWEN, cfg, 64) > 0) is v1
+
+
+@pytest.mark.parametrize("version, logits_only", [("0.28.0", False), ("0.29.0", True), ("0.32.0", True),
+                                                  ("0.33.0", False), ("0.34.0", False)])
+def test_the_v2_runner_s_dummy_sampler_holds_only_the_logits_from_0_29_until_0_33(version: str,
+                                                                                  logits_only: bool) -> None:
+    from doctor.planner.overhead import overhead_inputs, sampler_logits_only
+
+    cfg = ServeConfig(language_model_only=True, backend_version=version)
+    assert sampler_logits_only(cfg) is logits_only
+    inputs = overhead_inputs(QWEN, cfg, H200)
+    assert inputs.logits_only_bytes == (2.0 if logits_only else 0.0)
+
+
+def test_on_0_30_the_h200_plan_reserves_the_bf16_logits_not_the_v1_sampler_s_run() -> None:
+    v1 = vllm_overhead_terms(QWEN, _cfg(), H200)
+    v2 = vllm_overhead_terms(QWEN, ServeConfig(language_model_only=True, max_model_len=262144,
+                                               backend_version="0.30.0"), H200)
+    # 1,024 x 248,320 logits: ~3.5 GiB through the V1 sampler, 0.47 GiB of BF16 logits; the forward over
+    # the batched tokens is then the peak
+    assert v2.peak_activation < v1.peak_activation - 2 * GIB
+    assert v2.peak_activation >= 1024 * 248320 * 2

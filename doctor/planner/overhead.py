@@ -356,7 +356,8 @@ def sampler_held_bytes(spec: ModelSpec, tokens: int, seqs: int) -> int:
 V1_ONLY_METHODS_029 = ("eagle", "eagle3", "mtp", "dflash", "dspark", "extract_hidden_states")   # the V2 ones
 V1_ONLY_METHODS = {"0.30": ("ngram", "ngram_gpu", "draft_model", "suffix", "medusa", "mlp_speculator", "custom_class"),
                    "0.31": ("ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator", "custom_class"),
-                   "0.32": ("suffix", "medusa", "mlp_speculator", "custom_class")}
+                   "0.32": ("suffix", "medusa", "mlp_speculator", "custom_class"),
+                   "0.33": ("suffix", "custom_class")}
 
 
 def v1_model_runner(cfg: ServeConfig) -> bool:
@@ -365,8 +366,9 @@ def v1_model_runner(cfg: ServeConfig) -> bool:
     _dummy_sampler_run only samples (read in 0.29.0, 0.30.0 and 0.34.0). config/vllm.py use_v2_model_runner:
     up to 0.28.0 `_is_default_v2_model_runner_model` returns False for a hybrid model unless its architecture is
     in DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (Qwen3.5 / 3.6 are not); from 0.29.0 V2 is the CUDA default unless
-    the configuration has a feature V2 lacks (V1_ONLY_METHODS); 0.34.0 has no V1 GPU runner left.
-    VLLM_USE_V2_MODEL_RUNNER overrides it and is not read here."""
+    the configuration has a feature V2 lacks (V1_ONLY_METHODS; its other unsupported features, e.g. stock
+    torch.compile, are not read); 0.34.0 has no V1 GPU runner left. VLLM_USE_V2_MODEL_RUNNER overrides it and is
+    not read here."""
     v = Version(Version(cfg.backend_version or ASSUMED_VLLM_VERSION).base_version)
     if v < Version("0.29.0"):
         return True
@@ -376,8 +378,19 @@ def v1_model_runner(cfg: ServeConfig) -> bool:
     method = "mtp" if method in MTP_METHODS else method
     if v < Version("0.30.0"):
         return method not in V1_ONLY_METHODS_029
-    release = "0.30" if v < Version("0.31.0") else "0.31" if v < Version("0.32.0") else "0.32"
+    release = f"0.{min(max(v.minor, 30), 33)}"
     return method in V1_ONLY_METHODS[release]
+
+
+def sampler_logits_only(cfg: ServeConfig) -> bool:
+    """Whether profile_run's dummy sampler holds nothing but the logits: the V2 runner of 0.29.0-0.32.x
+    (v1/worker/gpu/model_runner.py _dummy_sampler_run: "the sampler may skip top_k, top_p, and logprobs" -- its
+    dummy requests need no logits processing (sample/sampler.py needs_logits_processing all False), so
+    apply_sampling_params returns the model-dtype logits and gumbel_sample keeps only num_tokens x blocks of
+    argmax scratch). 0.33.0 adds a second pass with SamplingParams.for_sampler_warmup (temperature, top-k/p,
+    min-p, penalties, logit bias, logprobs: the float32 pipeline), taken as the V1 sampler's run."""
+    v = Version(Version(cfg.backend_version or ASSUMED_VLLM_VERSION).base_version)
+    return not v1_model_runner(cfg) and v < Version("0.33.0")
 
 
 def rejection_sampler_bytes(spec: ModelSpec, cfg: ServeConfig, seqs: int) -> int:
@@ -500,6 +513,8 @@ class OverheadInputs:
     logits_gather: int = 0          # the vocab-parallel logits gather's peak at TP > 1 (logits_gather_bytes)
     rejection_sampler: int = 0      # speculative decoding: the dummy rejection sampler's tensors beside the
                                     # sampler's run (rejection_sampler_bytes)
+    logits_only_bytes: float = 0.0  # bytes per logit of a sampler run that holds only the logits
+                                    # (sampler_logits_only: the model dtype); 0: the fitted figure
 
 
 def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> OverheadInputs:
@@ -524,13 +539,15 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
                           encoder_inputs=encoder_input_bytes(spec, image_tokens), graph_modes=modes,
                           sampler_held=held,
                           logits_gather=logits_gather_bytes(spec, cfg.tp, seqs) if last_stage else 0,
-                          rejection_sampler=rejection_sampler_bytes(spec, cfg, seqs) if last_stage else 0)
+                          rejection_sampler=rejection_sampler_bytes(spec, cfg, seqs) if last_stage else 0,
+                          logits_only_bytes=float(dtype_bytes(spec.dtype)) if sampler_logits_only(cfg) else 0.0)
 
 
 def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
     """The sampler phase of profile_run: the forward outputs it holds + max(logits gather, sampler's run), the
     sampler's run with speculative decoding being the rejection sampler's (its own tensors on top)."""
-    run = int(inputs.logits * coef.sampler_bytes_per_logit) + inputs.rejection_sampler
+    per_logit = inputs.logits_only_bytes or coef.sampler_bytes_per_logit
+    run = int(inputs.logits * per_logit) + inputs.rejection_sampler
     return inputs.sampler_held + max(inputs.logits_gather, run)
 
 
@@ -606,5 +623,5 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
            "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
            "all2all_buffer_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
-           "rejection_sampler_bytes", "v1_model_runner", "sampler_phase",
+           "rejection_sampler_bytes", "v1_model_runner", "sampler_logits_only", "sampler_phase",
            "MIB"]
