@@ -183,12 +183,17 @@ def test_a_plan_s_band_is_its_hardware_class_s_and_says_where_no_boot_was_measur
                   ServeConfig(tp=2, backend_version="0.26.0"))
     rel, why = plan_band(ampere)
     assert rel is not None and rel > 0 and "Ampere / Ada: not measured" in why and "terms' uncertainty" in why
-    # a measured class without the plan's feature: named, and at least the class's own band
+    # speculative decoding on the H200 is measured (the MTP boot h200-vllm-0.26-bf16-mtp1)
     spec_h200 = plan(get_model("Qwen/Qwen3.5-35B-A3B"), parse_gpus("1xH200"),
                      ServeConfig(language_model_only=True, backend_version="0.26.0", mtp_tokens=2))
     rel, why = plan_band(spec_h200)
+    assert "Hopper" in why and "not measured" not in why
+    # a measured class without the plan's feature: named, and at least the class's own band
+    spec_5090 = plan(get_model("nvidia/Qwen3.6-35B-A3B-NVFP4"), parse_gpus("1xRTX5090"),
+                     ServeConfig(backend_version="0.26.0", max_model_len=65536, kv_cache_dtype="fp8", mtp_tokens=2))
+    rel, why = plan_band(spec_5090)
     assert "not measured with speculative decoding" in why
-    assert rel >= classes["Hopper"]["gap_gib"] * GIB / spec_h200.ranks[0].cache_bytes
+    assert rel >= classes["consumer Blackwell"]["gap_gib"] * GIB / spec_5090.ranks[0].cache_bytes
 
 
 def test_a_class_that_misses_the_kv_target_says_so_with_the_engine_s_run_to_run_spread():

@@ -40,6 +40,18 @@ Read from vLLM 0.26.0 (the files of the published wheel):
   model family with a larger drafter graph pool is held (vllm-project/vllm#50722's TP 4 DFlash boot logged a
   2.22 GiB estimate, but its log is cut before max_num_seqs and its pool). The drafter's own profile-run peak
   (DFlash: its context K/V projection over max_num_batched_tokens after the target's forward) is not added.
+  The V1 runner's dummy rejection sampler, which any speculative method adds to the profile run, is
+  (overhead.rejection_sampler_bytes).
+- The V2 model runner, the default for this hybrid model from vLLM 0.29.0 (overhead.v1_model_runner), works
+  otherwise (read in the 0.30.0 and 0.34.0 wheels): its profile run calls the speculator's propose with
+  dummy_run=True and samples once, without a rejection sampler (v1/worker/gpu/model_runner.py); a DFlash
+  speculator captures its own FULL_DECODE_ONLY graphs (v1/worker/gpu/spec_decode/dflash/cudagraph.py,
+  decode_query_lens {1 + k: max_num_seqs}: sizes rounded up to multiples of 1 + k, at most max_num_seqs
+  requests and max_cudagraph_capture_size tokens), each holding the draft logits of num_reqs x k rows
+  (spec_decode/speculator.py sample_draft: compute_logits inside the graph), and profile_cudagraph_memory
+  (v1/worker/gpu/cudagraph_utils.py) measures "PIECEWISE, encoder and speculator graphs ... in full" instead
+  of extrapolating them. Not planned: no public boot of this family on 0.29-0.33 with a drafter is held to
+  size how far the graphs' pool reuses those logits.
 Drafter configs live in doctor/models/registry.yaml (`drafters:`, each with a cited source); a local
 drafter directory with a config.json is read the same way.
 """

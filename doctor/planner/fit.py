@@ -10,7 +10,12 @@ configuration of the entry gives what the term scales with (overhead.overhead_in
 - sampler bytes per logit: boots whose forward estimate is under half that phase and whose logits
   could hold it (at most twice the bytes per logit the sampler's tensors take): the peak is then the
   sampler's dummy run over max_num_seqs x vocabulary logits (gpu_model_runner.py _dummy_sampler_run) on top of
-  the forward outputs profile_run holds through it (overhead.sampler_held_bytes), which come off first;
+  the forward outputs profile_run holds through it (overhead.sampler_held_bytes) and, with speculative decoding,
+  the rejection sampler's own tensors (overhead.rejection_sampler_bytes), which come off first. Boots with
+  speculative decoding are left out of this figure and of the per-graph one: their sampler phase holds the
+  rejection sampler's run, derived from the source rather than fitted, and their captures the drafter's graphs
+  (overhead.graph_count); they measure those terms out of sample. Boots of the V2 runner of 0.29-0.32, whose
+  dummy sampler holds only the logits (overhead.sampler_logits_only), are left out of it too;
 - forward scale: that phase / forward estimate on the boots whose sampler phase cannot reach the peak;
 - non-torch bytes: mean per TP class (vLLM takes its baseline after NCCL and custom all-reduce are set up, so
   their buffers are in neither class: overhead module docstring; a class with no boot takes the other's);
@@ -105,13 +110,16 @@ def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = (),
     module docstring for the rules)."""
     first = mean(first_captures.values()) if first_captures else 0.0
     act = {b.id: b.boot.activation_gib * GIB - b.inputs.encoder_outputs - b.inputs.encoder_inputs for b in boots}
-    sampled = {b.id: act[b.id] - b.inputs.sampler_held for b in boots}
+    sampled = {b.id: act[b.id] - b.inputs.sampler_held - b.inputs.rejection_sampler for b in boots}
     sampler_fits = [sampled[b.id] / b.inputs.logits for b in boots
-                    if b.inputs.logits and b.inputs.forward_bytes < SAMPLER_BOUND * act[b.id]
+                    if b.inputs.logits and not b.inputs.rejection_sampler and not b.inputs.logits_only_bytes
+                    and b.inputs.forward_bytes < SAMPLER_BOUND * act[b.id]
                     and sampled[b.id] / b.inputs.logits <= SAMPLER_MAX_BYTES]
     per_logit = mean(sampler_fits) if sampler_fits else SAMPLER_BYTES_PER_LOGIT_PHYSICS
     forward_fits = [act[b.id] / b.inputs.forward_bytes for b in boots
-                    if b.inputs.sampler_held + b.inputs.logits * per_logit < FORWARD_BOUND * act[b.id]
+                    if b.inputs.sampler_held + b.inputs.rejection_sampler
+                    + b.inputs.logits * (b.inputs.logits_only_bytes or per_logit)
+                    < FORWARD_BOUND * act[b.id]
                     and b.inputs.forward_bytes]
     non_torch: dict[str, list[float]] = {}
     graphs: dict[str, list[float]] = {}
@@ -119,7 +127,7 @@ def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = (),
         if b.boot.non_torch_gib is not None:
             non_torch.setdefault(tp_key(b.tp), []).append(b.boot.non_torch_gib * GIB)
         further = b.inputs.graphs - b.inputs.graph_modes
-        if b.boot.graph_estimate_gib is not None and further > 0:
+        if b.boot.graph_estimate_gib is not None and further > 0 and not b.inputs.rejection_sampler:
             graphs.setdefault(graph_key(b.quantized, b.tp), []).append(
                 max(0.0, b.boot.graph_estimate_gib * GIB - first) / further)
     ratios = [b.boot.graph_actual_gib / b.boot.graph_estimate_gib for b in boots

@@ -71,11 +71,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from packaging.version import Version
+
 from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import Coefficients, current
 from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
 from doctor.planner.engine_defaults import vllm_batch_defaults_of
 from doctor.planner.hardware import GIB, MIB, GPU
+from doctor.planner.methods import MTP_METHODS
 from doctor.planner.versions import vllm_rules
 
 # Expert parallelism adds all-to-all buffers to the non-torch memory: 0.95 GiB logged by a GB200 TP4 EP rank.
@@ -347,6 +350,71 @@ def sampler_held_bytes(spec: ModelSpec, tokens: int, seqs: int) -> int:
     return (tokens + seqs) * spec.hidden_size * dtype_bytes(spec.dtype)
 
 
+# Speculative methods each release's V2 model runner leaves to the V1 runner (config/vllm.py
+# _get_v2_model_runner_unsupported_features): 0.29.0 supports eagle / eagle3 / mtp / dflash / dspark /
+# extract_hidden_states only; the others are listed. 0.33 not read (taken as 0.32).
+V1_ONLY_METHODS_029 = ("eagle", "eagle3", "mtp", "dflash", "dspark", "extract_hidden_states")   # the V2 ones
+V1_ONLY_METHODS = {"0.30": ("ngram", "ngram_gpu", "draft_model", "suffix", "medusa", "mlp_speculator", "custom_class"),
+                   "0.31": ("ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator", "custom_class"),
+                   "0.32": ("suffix", "medusa", "mlp_speculator", "custom_class"),
+                   "0.33": ("suffix", "custom_class")}
+
+
+def v1_model_runner(cfg: ServeConfig) -> bool:
+    """Whether vLLM runs this (hybrid) model with the V1 GPU model runner (v1/worker/gpu_model_runner.py), whose
+    profile_run includes the dummy rejection sampler, rather than V2 (v1/worker/gpu/model_runner.py), whose
+    _dummy_sampler_run only samples (read in 0.29.0, 0.30.0 and 0.34.0). config/vllm.py use_v2_model_runner:
+    up to 0.28.0 `_is_default_v2_model_runner_model` returns False for a hybrid model unless its architecture is
+    in DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (Qwen3.5 / 3.6 are not); from 0.29.0 V2 is the CUDA default unless
+    the configuration has a feature V2 lacks (V1_ONLY_METHODS; its other unsupported features, e.g. stock
+    torch.compile, are not read); 0.34.0 has no V1 GPU runner left. VLLM_USE_V2_MODEL_RUNNER overrides it and is
+    not read here."""
+    v = Version(Version(cfg.backend_version or ASSUMED_VLLM_VERSION).base_version)
+    if v < Version("0.29.0"):
+        return True
+    if v >= Version("0.34.0"):
+        return False
+    method = (cfg.speculative_method or "mtp").lower()
+    method = "mtp" if method in MTP_METHODS else method
+    if v < Version("0.30.0"):
+        return method not in V1_ONLY_METHODS_029
+    release = f"0.{min(max(v.minor, 30), 33)}"
+    return method in V1_ONLY_METHODS[release]
+
+
+def sampler_logits_only(cfg: ServeConfig) -> bool:
+    """Whether profile_run's dummy sampler holds nothing but the logits: the V2 runner of 0.29.0-0.32.x
+    (v1/worker/gpu/model_runner.py _dummy_sampler_run: "the sampler may skip top_k, top_p, and logprobs" -- its
+    dummy requests need no logits processing (sample/sampler.py needs_logits_processing all False), so
+    apply_sampling_params returns the model-dtype logits and gumbel_sample keeps only num_tokens x blocks of
+    argmax scratch). 0.33.0 adds a second pass with SamplingParams.for_sampler_warmup (temperature, top-k/p,
+    min-p, penalties, logit bias, logprobs: the float32 pipeline), taken as the V1 sampler's run."""
+    v = Version(Version(cfg.backend_version or ASSUMED_VLLM_VERSION).base_version)
+    return not v1_model_runner(cfg) and v < Version("0.33.0")
+
+
+def rejection_sampler_bytes(spec: ModelSpec, cfg: ServeConfig, seqs: int) -> int:
+    """What profile_run's dummy rejection-sampler run holds beside the sampler's own run over `seqs` rows, with
+    any speculative decoding (0 without). gpu_model_runner.py _dummy_sampler_run (read in 0.26.0 and 0.32.0):
+    after the plain sampler's run, `if self.speculative_config:` it makes one draft token per request
+    (`draft_token_ids = [[0] for _ in range(num_reqs)]`, whatever num_speculative_tokens is) and new logits
+    `torch.randn(num_tokens + num_reqs, V, dtype=logits.dtype)`: 2 x seqs rows in the model dtype. Then
+    v1/sample/rejection_sampler.py forward runs the sampler over `bonus_logits = logits[bonus_logits_indices]`
+    (seqs rows in the model dtype: the sampler's own input, as in the plain run, so inside the fitted bytes per
+    logit) and keeps, beside the randn rows, the bonus sampler's output with max_num_logprobs=-1 and logprobs
+    mode raw_logits (its float32 copy of the bonus logits, seqs x V x 4), the float32 target logits' `.clone()`
+    for the processors (seqs x V x 4) and rejection_sample's sample_recovered_tokens draw
+    `q = torch.empty((batch_size, vocab_size), float32)` (one row per request). In all: seqs x V x (2 x dtype +
+    12) bytes on top of the sampler's run. vLLM 0.26.0 on one H200, 1,024 sequences, MTP with 1 token logged a
+    7.8 GiB peak against 4.01 GiB without (tests/fixtures/h200-rehearsal/vllm-bf16-exercises.log,
+    vllm-bf16-lm-only.log): 3.79 GiB = 1,024 x 248,320 x 16 bytes. --speculative-config draft_sample_method
+    "probabilistic" (a further seqs x V float32 draft_probs) and use_fp64_gumbel (q in float64) are not
+    modelled. The V2 model runner (v1_model_runner False) has no such run: 0."""
+    if not cfg.mtp_tokens or not v1_model_runner(cfg):
+        return 0
+    return seqs * spec.vocab_size * (2 * dtype_bytes(spec.dtype) + 12)
+
+
 def logits_gather_bytes(spec: ModelSpec, tp: int, seqs: int) -> int:
     """Peak of LogitsProcessor._gather_logits at TP > 1, over `seqs` rows of the vocabulary (0 at TP 1).
 
@@ -443,6 +511,10 @@ class OverheadInputs:
     sampler_held: int = 0           # held through the sampler's run: forward outputs (sampler_held_bytes) and
                                     # the fused-MoE workspace that outlives the forward (moe_workspace)
     logits_gather: int = 0          # the vocab-parallel logits gather's peak at TP > 1 (logits_gather_bytes)
+    rejection_sampler: int = 0      # speculative decoding: the dummy rejection sampler's tensors beside the
+                                    # sampler's run (rejection_sampler_bytes)
+    logits_only_bytes: float = 0.0  # bytes per logit of a sampler run that holds only the logits
+                                    # (sampler_logits_only: the model dtype); 0: the fitted figure
 
 
 def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> OverheadInputs:
@@ -466,12 +538,17 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
                           encoder_outputs=encoder_output_bytes(spec, image_tokens),
                           encoder_inputs=encoder_input_bytes(spec, image_tokens), graph_modes=modes,
                           sampler_held=held,
-                          logits_gather=logits_gather_bytes(spec, cfg.tp, seqs) if last_stage else 0)
+                          logits_gather=logits_gather_bytes(spec, cfg.tp, seqs) if last_stage else 0,
+                          rejection_sampler=rejection_sampler_bytes(spec, cfg, seqs) if last_stage else 0,
+                          logits_only_bytes=float(dtype_bytes(spec.dtype)) if sampler_logits_only(cfg) else 0.0)
 
 
 def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
-    """The sampler phase of profile_run: the forward outputs it holds + max(logits gather, sampler's run)."""
-    return inputs.sampler_held + max(inputs.logits_gather, int(inputs.logits * coef.sampler_bytes_per_logit))
+    """The sampler phase of profile_run: the forward outputs it holds + max(logits gather, sampler's run), the
+    sampler's run with speculative decoding being the rejection sampler's (its own tensors on top)."""
+    per_logit = inputs.logits_only_bytes or coef.sampler_bytes_per_logit
+    run = int(inputs.logits * per_logit) + inputs.rejection_sampler
+    return inputs.sampler_held + max(inputs.logits_gather, run)
 
 
 def peak_activation(inputs: OverheadInputs, coef: Coefficients) -> int:
@@ -545,5 +622,6 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
            "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
-           "all2all_buffer_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "sampler_phase",
+           "all2all_buffer_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
+           "rejection_sampler_bytes", "v1_model_runner", "sampler_logits_only", "sampler_phase",
            "MIB"]
