@@ -206,7 +206,33 @@ def class_table(entries: list[dict], rows: list[Residual]) -> dict:
                      "features": sorted(c["features"])}
     for line in notes:
         print(line)
+    startup_table(entries, classes)
     return out
+
+
+def startup_table(entries: list[dict], classes: dict[str, dict]) -> None:
+    """Per hardware class, which boots log the free memory of vLLM's first snapshot ("Free memory on device (F/T
+    GiB) on startup", "Initial free memory"): torch's total less it is what other processes and vLLM's own
+    start-up held (doctor/planner/startup.py). By vLLM's source that memory is in the profiler's baseline, so it
+    cannot explain a spread between boots; what other processes allocate or free during start-up can, and no log
+    line states it."""
+    from doctor.planner.bootlog import parse_boot_log
+    from doctor.planner.extensible import STARTUP_USED_BYTES
+    from doctor.planner.hardware import GIB
+
+    by_id = {e["id"]: e for e in entries}
+    print("\nStart-up free memory per class (torch's total - free = vLLM's own "
+          f"{STARTUP_USED_BYTES / GIB:.2f} GiB start-up + what is held besides: other processes, at TP > 1 the NCCL "
+          "buffers set up before the snapshot)")
+    for name, c in sorted(classes.items()):
+        logged = []
+        for r in c["rows"]:
+            boot = parse_boot_log("\n".join(by_id[r.id]["log"]))
+            if boot.startup_free_gib is not None and boot.total_gib is not None:
+                logged.append(f"{r.id} {boot.startup_free_gib:.2f}/{boot.total_gib:.2f} GiB "
+                              f"(held besides {max(0.0, boot.total_gib - boot.startup_free_gib - STARTUP_USED_BYTES / GIB):.2f})")
+        print(f"{name:<34} {len(logged)} of {len(c['rows'])} boots log it" + (": " + "; ".join(logged) if logged else
+              " (vLLM logs it at DEBUG level, or when it refuses to start)"))
 
 
 def target_met(errors: list[float]) -> str:

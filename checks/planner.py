@@ -87,9 +87,12 @@ def fits(ctx: CheckContext) -> Outcome:
         return skip("no GPU memory facts")
     smallest = min(used, key=lambda g: g["memory"]["total"])
     from doctor.models.errors import ModelConfigError
-    from doctor.planner.hardware import gpu_from_facts
+    from doctor.planner.hardware import gpu_from_facts, is_wsl_kernel
+    from doctor.planner.startup import busiest_gpu_bytes
 
-    gpu = gpu_from_facts(smallest.get("name"), int(smallest["memory"]["total"]), smallest.get("compute_capability"))
+    gpu = gpu_from_facts(smallest.get("name"), int(smallest["memory"]["total"]), smallest.get("compute_capability"),
+                         wsl=is_wsl_kernel(ctx.facts.host.get("kernel")))
+    others = busiest_gpu_bytes(used, gpu, (ctx.facts.host.get("memory") or {}).get("available"))
     try:
         spec = _model(ctx)
     except ModelConfigError:
@@ -102,7 +105,7 @@ def fits(ctx: CheckContext) -> Outcome:
     from doctor.planner.errors import PlanInputError
 
     try:
-        result = plan(spec, Hardware(gpu, len(used)), cfg)
+        result = plan(spec, Hardware(gpu, len(used), others), cfg)
     except PlanInputError as exc:   # e.g. a drafter the planner cannot size: say so, do not guess
         return skip(f"the planner cannot size this configuration: {exc}")
     rank = min(result.ranks, key=lambda r: r.kv_tokens)
