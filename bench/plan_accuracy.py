@@ -157,13 +157,14 @@ def run_to_run(entries: list[dict], rows: list[Residual]) -> dict[str, tuple[flo
 def class_table(entries: list[dict], rows: list[Residual]) -> dict:
     """Per hardware class: the residuals of its boots, each planned without being fitted on (leave-one-out,
     out of sample or held out); the band is the largest KV-memory residual (GiB), and it must cover every boot's
-    own KV-token residual once taken relative to that boot's planned cache. Whether the class meets issue 26's
+    own KV-token residual once taken relative to that boot's planned cache (a boot that states only its tokens
+    counts by that residual). Whether the class meets issue 26's
     target (KV-token error mean <= 3%, max <= 6%), and where it does not, its pools against the engine's own
     run-to-run spread. Returns calibration.yaml `classes`."""
     by_id = {e["id"]: e for e in entries}
     classes: dict[str, dict] = {}
     for r in rows:
-        if r.available_gap_gib is None:
+        if r.available_gap_gib is None and r.kv_error is None:
             continue
         name, feats = boot_classes(by_id[r.id])
         c = classes.setdefault(name, {"rows": [], "features": set()})
@@ -177,7 +178,7 @@ def class_table(entries: list[dict], rows: list[Residual]) -> dict:
     for name, c in sorted(classes.items()):
         # the KV-memory residual, or the KV-token one taken over the planned cache where that is larger (block
         # rounding): the band then covers both
-        gap = max(max(abs(r.available_gap_gib),
+        gap = max(max(abs(r.available_gap_gib or 0.0),
                       abs(r.kv_error or 0) * r.planned_available_gib if r.planned_available_gib > 0 else 0)
                   for r in c["rows"])
         kv = [abs(r.kv_error) for r in c["rows"] if r.kv_error is not None]
