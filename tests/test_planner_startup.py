@@ -120,3 +120,32 @@ def test_the_fit_check_reads_the_desktop_from_facts_and_says_vllm_would_refuse()
     results = run(Facts(data), only=("QD-PLAN-002",), model="Qwen/Qwen3.5-35B-A3B-FP8", gpu_memory_utilization=0.9)
     r = results["QD-PLAN-002"][0]
     assert r.status == Status.FAIL and "on startup is less than desired GPU memory utilization (0.9" in r.summary
+
+
+def test_plan_from_a_facts_bundle_plans_its_gpus_with_what_other_processes_held(tmp_path, capsys) -> None:
+    from click.testing import CliRunner
+
+    from doctor.cli.main import cli
+
+    data = facts_with("h200").data
+    data["nvml"]["gpus"][0]["memory"]["free"] = int(100 * GIB)
+    bundle = tmp_path / "facts.json"
+    bundle.write_text(json.dumps(data))
+    args = ["plan", "--facts", str(bundle), "--tp", "1", "--backend-version", "0.26.0"]
+    refused = CliRunner().invoke(cli, args + ["--gpu-memory-utilization", "0.9"])
+    assert refused.exit_code == 1 and "on 1xH200" in refused.output
+    assert "on startup is less than desired GPU memory utilization (0.9, 125.82 GiB)" in refused.output
+    clean = CliRunner().invoke(cli, ["plan", "--facts", str(FIXTURES / "h200.json"), "--tp", "1",
+                                     "--backend-version", "0.26.0"])
+    assert clean.exit_code == 0 and "other processes" not in clean.output
+    from doctor.cli.main import main
+
+    for bad, message in ((["--gpus", "1xH200"], "give --gpus or --facts, not both"),):
+        with pytest.raises(SystemExit) as stop:
+            main(args + bad)
+        assert stop.value.code == 2 and message in capsys.readouterr().err
+    for bundle_path, message in ((tmp_path / "missing.json", "cannot read bundle"),
+                                 (FIXTURES / "no-driver.json", "the bundle records no GPU with its memory")):
+        with pytest.raises(SystemExit) as stop:
+            main(["plan", "--facts", str(bundle_path)])
+        assert stop.value.code == 2 and message in capsys.readouterr().err

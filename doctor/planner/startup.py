@@ -32,6 +32,8 @@ from doctor.planner.extensible import STARTUP_USED_BYTES
 from doctor.planner.hardware import GIB, GPU
 
 if TYPE_CHECKING:
+    from doctor.facts.model import Facts
+    from doctor.planner.hardware import Hardware
     from doctor.planner.plan import Plan
 
 ENGINE_PROCESS = re.compile(r"vllm|sglang|enginecore|python|ray::", re.IGNORECASE)
@@ -92,3 +94,22 @@ def startup_findings(plan: "Plan") -> tuple[list[str], list[str]]:
     return [f"Free memory on device ({free / GIB:.2f}/{gpu.usable_bytes / GIB:.2f} GiB) on startup is less than "
             f"desired GPU memory utilization ({cfg.utilization}, {requested / GIB:.2f} GiB): vLLM refuses to start "
             f"({held}); lower --gpu-memory-utilization to {most:.2f} or free the GPU"], []
+
+
+def facts_hardware(facts: "Facts") -> "Hardware":
+    """The GPUs a facts bundle records as CUDA numbers them (doctor/gpus.py visible_gpus), planned as the smallest
+    of them (the catalogue entry of its NVML name, its WSL2 variant under a WSL2 kernel), with what other
+    processes held on the busiest at collection time; PlanInputError where the bundle records no GPU memory."""
+    from doctor.gpus import visible_gpus
+    from doctor.planner.errors import PlanInputError
+    from doctor.planner.hardware import Hardware, gpu_from_facts, is_wsl_kernel
+
+    gpus = [g for g in visible_gpus(facts)[0] if (g.get("memory") or {}).get("total")]
+    if not gpus:
+        raise PlanInputError("--facts: the bundle records no GPU with its memory (NVML was unavailable where it was "
+                             "collected); pass --gpus")
+    smallest = min(gpus, key=lambda g: g["memory"]["total"])
+    gpu = gpu_from_facts(smallest.get("name"), int(smallest["memory"]["total"]), smallest.get("compute_capability"),
+                         wsl=is_wsl_kernel(facts.host.get("kernel")))
+    others = busiest_gpu_bytes(gpus, gpu, (facts.host.get("memory") or {}).get("available"))
+    return Hardware(gpu, len(gpus), others)
