@@ -281,7 +281,7 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
     config = resolve_config(model, config)
     result = _evaluate(model, hardware, config, measured)
     result.notes = [version_note] if version_note else []
-    refusals, startup_notes = startup_findings(result)
+    refusals, startup_notes = startup_findings(hardware, config)
     result.problems += refusals
     result.notes += startup_notes
     if config.extensible_kv_on and result.ranks[-1].terms is not None:

@@ -33,8 +33,8 @@ from doctor.planner.hardware import GIB, GPU
 
 if TYPE_CHECKING:
     from doctor.facts.model import Facts
+    from doctor.planner.config import ServeConfig
     from doctor.planner.hardware import Hardware
-    from doctor.planner.plan import Plan
 
 ENGINE_PROCESS = re.compile(r"vllm|sglang|enginecore|python|ray::", re.IGNORECASE)
 # a figure this small is NVML rounding and the driver's own bookkeeping, not another process
@@ -70,9 +70,10 @@ def vllm_startup_free(gpu: GPU, others: int) -> int:
     return gpu.usable_bytes - others - STARTUP_USED_BYTES
 
 
-def startup_findings(plan: "Plan") -> tuple[list[str], list[str]]:
-    """(problems, notes) the start-up memory of other processes gives this plan (none when they hold nothing)."""
-    others, gpu, cfg = plan.hardware.other_process_bytes, plan.hardware.gpu, plan.config
+def startup_findings(hardware: "Hardware", cfg: "ServeConfig") -> tuple[list[str], list[str]]:
+    """(problems, notes) the start-up memory of other processes gives a plan of `cfg` (resolved) on `hardware`
+    (none when they hold nothing)."""
+    others, gpu = hardware.other_process_bytes, hardware.gpu
     if others <= 0:
         return [], []
     held = f"other processes hold {others / GIB:.2f} GiB of each {gpu.name} at start-up"
