@@ -57,7 +57,8 @@ def test_vllm_refuses_to_start_where_the_desktop_leaves_less_than_the_utilizatio
     assert not refused.fits
     assert refused.problems[-1].startswith(
         "Free memory on device (30.21/31.84 GiB) on startup is less than desired GPU memory utilization (0.95, 30.25 GiB)")
-    assert "lower --gpu-memory-utilization to 0.94" in refused.problems[-1]
+    assert refused.suggestions == ["lower --gpu-memory-utilization to 0.94 (the most that starts beside them), or "
+                                   "free the GPU"]
     started = plan(spec, wsl(), cfg.with_(gpu_memory_utilization=0.9))
     assert started.fits and not any("on startup" in p for p in started.problems)
 
@@ -149,3 +150,18 @@ def test_plan_from_a_facts_bundle_plans_its_gpus_with_what_other_processes_held(
         with pytest.raises(SystemExit) as stop:
             main(["plan", "--facts", str(bundle_path)])
         assert stop.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_a_gb10_bundle_is_planned_from_the_catalogue_and_the_host_s_available_memory() -> None:
+    from doctor.planner.startup import facts_hardware
+
+    facts = facts_with("gb10-spark")       # NVML gives GB10 no memory figure; the host had 112.0 GiB available
+    hardware = facts_hardware(facts)
+    assert hardware.gpu == get_gpu("GB10") and hardware.count == 1
+    available = facts.host["memory"]["available"]
+    assert hardware.other_process_bytes == get_gpu("GB10").usable_bytes - available
+    # vLLM takes MemAvailable as the free memory there: 0.95 of 121.63 GiB does not start beside 112.0 GiB, as
+    # microscaler/cylon-local-infra's two-Spark note logged ("Free memory on device cuda:0 (111.5/119.61 GiB)")
+    refused = plan(get_model(NVFP4), hardware, ServeConfig(backend_version="0.26.0", gpu_memory_utilization=0.95))
+    assert "vLLM refuses to start (the host holds" in refused.problems[-1]
+    assert plan(get_model(NVFP4), hardware, ServeConfig(backend_version="0.26.0", gpu_memory_utilization=0.9)).fits

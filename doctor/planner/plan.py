@@ -281,12 +281,14 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
     config = resolve_config(model, config)
     result = _evaluate(model, hardware, config, measured)
     result.notes = [version_note] if version_note else []
-    refusals, startup_notes = startup_findings(hardware, config)
-    result.problems += refusals
-    result.notes += startup_notes
+    startup = startup_findings(hardware, config)
+    result.notes += startup.notes
     if config.extensible_kv_on and result.ranks[-1].terms is not None:
         result.notes.append(utilization_note(config.backend_version or "", hardware.gpu, config.gpu_memory_utilization,
                                              result.ranks[-1].terms))
     if not result.fits and measured is None:
         result.suggestions = _suggest(model, hardware, config, result)
+    if startup.problems:   # a refused start comes first: the other fixes assume the engine starts
+        result.problems += startup.problems
+        result.suggestions = startup.fixes
     return result

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from doctor.planner.extensible import STARTUP_USED_BYTES
 from doctor.planner.hardware import GIB, GPU
@@ -70,31 +70,41 @@ def vllm_startup_free(gpu: GPU, others: int) -> int:
     return gpu.usable_bytes - others - STARTUP_USED_BYTES
 
 
-def startup_findings(hardware: "Hardware", cfg: "ServeConfig") -> tuple[list[str], list[str]]:
-    """(problems, notes) the start-up memory of other processes gives a plan of `cfg` (resolved) on `hardware`
-    (none when they hold nothing)."""
+class StartupFindings(NamedTuple):
+    """What other processes' start-up memory gives a plan: problems, notes, and the fixes of the problems."""
+
+    problems: list[str]
+    notes: list[str]
+    fixes: list[str]
+
+
+def startup_findings(hardware: "Hardware", cfg: "ServeConfig") -> StartupFindings:
+    """The findings the start-up memory of other processes gives a plan of `cfg` (resolved) on `hardware` (none
+    when they hold nothing)."""
     others, gpu = hardware.other_process_bytes, hardware.gpu
     if others <= 0:
-        return [], []
-    held = f"other processes hold {others / GIB:.2f} GiB of each {gpu.name} at start-up"
+        return StartupFindings([], [], [])
+    held = (f"the host holds {others / GIB:.2f} GiB of the {gpu.name}'s unified memory at start-up" if gpu.unified
+            else f"other processes hold {others / GIB:.2f} GiB of each {gpu.name} at start-up")
     if cfg.backend == "sglang":
-        return [], [f"{held}: SGLang sizes its pools from the memory free before the load, so they are planned "
-                    "that much smaller"]
-    note = (f"{held}: outside vLLM's KV budget (its profiler starts from that state), but what they allocate or "
-            "free while vLLM starts moves the cache by as much")
+        return StartupFindings([], [f"{held}: SGLang sizes its pools from the memory free before the load, so they "
+                                    "are planned that much smaller"], [])
     if cfg.extensible_kv_on:
-        return [], [f"{held}: vLLM's extensible KV cache is sized from the memory free after warmup, so it is "
-                    "planned that much smaller"]
+        return StartupFindings([], [f"{held}: vLLM's extensible KV cache is sized from the memory free after "
+                                    "warmup, so it is planned that much smaller"], [])
+    note = StartupFindings([], [f"{held}: outside vLLM's KV budget (its profiler starts from that state), but what "
+                                "they allocate or free while vLLM starts moves the cache by as much"], [])
     if cfg.kv_cache_memory_gib is not None:
-        return [], [note]
+        return note
     free = vllm_startup_free(gpu, others)
     requested = math.ceil(gpu.usable_bytes * cfg.utilization)
     if free >= requested:
-        return [], [note]
+        return note
     most = math.floor(free / gpu.usable_bytes * 100) / 100
-    return [f"Free memory on device ({free / GIB:.2f}/{gpu.usable_bytes / GIB:.2f} GiB) on startup is less than "
-            f"desired GPU memory utilization ({cfg.utilization}, {requested / GIB:.2f} GiB): vLLM refuses to start "
-            f"({held}); lower --gpu-memory-utilization to {most:.2f} or free the GPU"], []
+    return StartupFindings(
+        [f"Free memory on device ({free / GIB:.2f}/{gpu.usable_bytes / GIB:.2f} GiB) on startup is less than desired "
+         f"GPU memory utilization ({cfg.utilization}, {requested / GIB:.2f} GiB): vLLM refuses to start ({held})"],
+        [], [f"lower --gpu-memory-utilization to {most:.2f} (the most that starts beside them), or free the GPU"])
 
 
 def facts_hardware(facts: "Facts") -> "Hardware":
@@ -105,12 +115,14 @@ def facts_hardware(facts: "Facts") -> "Hardware":
     from doctor.planner.errors import PlanInputError
     from doctor.planner.hardware import Hardware, gpu_from_facts, is_wsl_kernel
 
-    gpus = [g for g in visible_gpus(facts)[0] if (g.get("memory") or {}).get("total")]
-    if not gpus:
+    wsl = is_wsl_kernel(facts.host.get("kernel"))
+    known = [(g, gpu_from_facts(g.get("name"), int((g.get("memory") or {}).get("total") or 0),
+                                g.get("compute_capability"), wsl=wsl)) for g in visible_gpus(facts)[0]]
+    # a GPU NVML gives no memory for (GB10: unified memory) counts where the catalogue knows its name
+    known = [(g, gpu) for g, gpu in known if gpu.usable_bytes > 0]
+    if not known:
         raise PlanInputError("--facts: the bundle records no GPU with its memory (NVML was unavailable where it was "
                              "collected); pass --gpus")
-    smallest = min(gpus, key=lambda g: g["memory"]["total"])
-    gpu = gpu_from_facts(smallest.get("name"), int(smallest["memory"]["total"]), smallest.get("compute_capability"),
-                         wsl=is_wsl_kernel(facts.host.get("kernel")))
-    others = busiest_gpu_bytes(gpus, gpu, (facts.host.get("memory") or {}).get("available"))
-    return Hardware(gpu, len(gpus), others)
+    gpu = min((gpu for _, gpu in known), key=lambda g: g.usable_bytes)
+    others = busiest_gpu_bytes([g for g, _ in known], gpu, (facts.host.get("memory") or {}).get("available"))
+    return Hardware(gpu, len(known), others)
