@@ -28,6 +28,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from doctor.deployment.table import option
 from doctor.planner.extensible import STARTUP_USED_BYTES
 from doctor.planner.hardware import GIB, GPU
 
@@ -104,7 +105,7 @@ def startup_findings(hardware: "Hardware", cfg: "ServeConfig") -> StartupFinding
     return StartupFindings(
         [f"Free memory on device ({free / GIB:.2f}/{gpu.usable_bytes / GIB:.2f} GiB) on startup is less than desired "
          f"GPU memory utilization ({cfg.utilization}, {requested / GIB:.2f} GiB): vLLM refuses to start ({held})"],
-        [], [f"lower --gpu-memory-utilization to {most:.2f} (the most that starts beside them), or free the GPU"])
+        [], [f"lower {option('gpu_memory_utilization')} to {most:.2f} (the most that starts beside them), or free the GPU"])
 
 
 def facts_hardware(facts: "Facts") -> "Hardware":
