@@ -115,6 +115,11 @@ def fits(ctx: CheckContext) -> Outcome:
                f"{result.kv_tokens:,} KV tokens, {result.max_concurrency:.2f} requests at {result.max_model_len:,} tokens"]
     evidence = {"kv_tokens": result.kv_tokens, "max_model_len": result.max_model_len,
                 "weights_bytes": rank.weights["total"]}
+    if not result.fits and others and plan(spec, Hardware(gpu, len(used)), cfg).fits:
+        # only the start-up check refuses: NVML cannot always tell the deployment's own engine from another process
+        return warn(result.problems[-1], details=details + ["if that memory is this deployment's own running engine, "
+                                                            "this does not apply"],
+                    fix=result.suggestions, evidence=evidence)
     if not result.fits:
         return fail(result.problems[0], details=details + result.problems[1:],
                     fix=result.suggestions or ["add GPUs or combine several of: FP8 checkpoint, more TP, "

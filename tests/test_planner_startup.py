@@ -45,7 +45,8 @@ def test_a_unified_memory_gpu_counts_what_the_host_has_available_as_vllm_does() 
 def test_memory_of_engine_processes_is_the_deployment_itself_not_another_tenant() -> None:
     gpu = get_gpu("H200")
     busy = {"memory": {"free": gpu.usable_bytes - 100 * GIB},
-            "processes": [{"pid": 7, "name": "VLLM::EngineCor", "used_memory": 100 * GIB}]}
+            "processes": [{"pid": 7, "name": "VLLM::EngineCor", "used_memory": 90 * GIB},
+                          {"pid": 8, "name": None, "used_memory": 10 * GIB}]}   # a PID from outside the container
     shared = {"memory": {"free": gpu.usable_bytes - 3 * GIB}, "processes": []}
     assert busiest_gpu_bytes([busy], gpu) == 0
     assert busiest_gpu_bytes([busy, shared], gpu) == 3 * GIB
@@ -113,14 +114,16 @@ def test_a_wsl2_kernel_selects_the_catalogue_entry_of_the_gpu_as_wsl2_reports_it
     assert gpu_from_facts("NVIDIA H200", 143771 << 20, "9.0", wsl=True) == get_gpu("H200")
 
 
-def test_the_fit_check_reads_the_desktop_from_facts_and_says_vllm_would_refuse() -> None:
+def test_the_fit_check_reads_another_tenant_from_facts_and_warns_that_vllm_would_refuse() -> None:
     data = facts_with("h200", packages={"vllm": "0.26.0"}).data
     gpu = data["nvml"]["gpus"][0]
     gpu["memory"] = {**gpu["memory"], "free": int(100 * GIB)}   # another tenant holds ~40 GiB
     gpu["processes"] = [{"pid": 4242, "name": "trainer", "used_memory": int(40 * GIB)}]
     results = run(Facts(data), only=("QD-PLAN-002",), model="Qwen/Qwen3.5-35B-A3B-FP8", gpu_memory_utilization=0.9)
     r = results["QD-PLAN-002"][0]
-    assert r.status == Status.FAIL and "on startup is less than desired GPU memory utilization (0.9" in r.summary
+    # NVML cannot always tell the deployment's own engine from another process: a refused start is a warning
+    assert r.status == Status.WARN and "on startup is less than desired GPU memory utilization (0.9" in r.summary
+    assert any("own running engine" in d for d in r.details)
 
 
 def test_plan_from_a_facts_bundle_plans_its_gpus_with_what_other_processes_held(tmp_path, capsys) -> None:

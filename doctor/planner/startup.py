@@ -54,9 +54,10 @@ def other_process_bytes(gpu: GPU, nvml_free: int | None, host_available: int | N
 
 def engine_process_bytes(processes: list[dict[str, Any]]) -> int:
     """Memory NVML lists for processes that may be the deployment itself (an engine already serving when the facts
-    were taken: vLLM's "VLLM::EngineCore", SGLang's "sglang::scheduler", or a Python process): not another tenant."""
+    were taken: vLLM's "VLLM::EngineCore", SGLang's "sglang::scheduler", a Python process, or one whose name the
+    collector could not read, as from inside a container): not counted as another tenant."""
     return sum(int(p.get("used_memory") or 0) for p in processes
-               if ENGINE_PROCESS.search(str(p.get("name") or "")))
+               if p.get("name") is None or ENGINE_PROCESS.search(str(p.get("name"))))
 
 
 def busiest_gpu_bytes(gpus: list[dict[str, Any]], gpu: GPU, host_available: int | None = None) -> int:
