@@ -157,13 +157,14 @@ def run_to_run(entries: list[dict], rows: list[Residual]) -> dict[str, tuple[flo
 def class_table(entries: list[dict], rows: list[Residual]) -> dict:
     """Per hardware class: the residuals of its boots, each planned without being fitted on (leave-one-out,
     out of sample or held out); the band is the largest KV-memory residual (GiB), and it must cover every boot's
-    own KV-token residual once taken relative to that boot's planned cache. Whether the class meets issue 26's
+    own KV-token residual once taken relative to that boot's planned cache (a boot that states only its tokens
+    counts by that residual). Whether the class meets issue 26's
     target (KV-token error mean <= 3%, max <= 6%), and where it does not, its pools against the engine's own
     run-to-run spread. Returns calibration.yaml `classes`."""
     by_id = {e["id"]: e for e in entries}
     classes: dict[str, dict] = {}
     for r in rows:
-        if r.available_gap_gib is None:
+        if r.available_gap_gib is None and r.kv_error is None:
             continue
         name, feats = boot_classes(by_id[r.id])
         c = classes.setdefault(name, {"rows": [], "features": set()})
@@ -177,7 +178,7 @@ def class_table(entries: list[dict], rows: list[Residual]) -> dict:
     for name, c in sorted(classes.items()):
         # the KV-memory residual, or the KV-token one taken over the planned cache where that is larger (block
         # rounding): the band then covers both
-        gap = max(max(abs(r.available_gap_gib),
+        gap = max(max(abs(r.available_gap_gib or 0.0),
                       abs(r.kv_error or 0) * r.planned_available_gib if r.planned_available_gib > 0 else 0)
                   for r in c["rows"])
         kv = [abs(r.kv_error) for r in c["rows"] if r.kv_error is not None]
@@ -206,7 +207,33 @@ def class_table(entries: list[dict], rows: list[Residual]) -> dict:
                      "features": sorted(c["features"])}
     for line in notes:
         print(line)
+    startup_table(entries, classes)
     return out
+
+
+def startup_table(entries: list[dict], classes: dict[str, dict]) -> None:
+    """Per hardware class, which boots log the free memory of vLLM's first snapshot ("Free memory on device (F/T
+    GiB) on startup", "Initial free memory"): torch's total less it is what other processes and vLLM's own
+    start-up held (doctor/planner/startup.py). By vLLM's source that memory is in the profiler's baseline, so it
+    cannot explain a spread between boots; what other processes allocate or free during start-up can, and no log
+    line states it."""
+    from doctor.planner.bootlog import parse_boot_log
+    from doctor.planner.extensible import STARTUP_USED_BYTES
+    from doctor.planner.hardware import GIB
+
+    by_id = {e["id"]: e for e in entries}
+    print("\nStart-up free memory per class (torch's total - free = vLLM's own "
+          f"{STARTUP_USED_BYTES / GIB:.2f} GiB start-up + what is held besides: other processes, at TP > 1 the NCCL "
+          "buffers set up before the snapshot)")
+    for name, c in sorted(classes.items()):
+        logged = []
+        for r in c["rows"]:
+            boot = parse_boot_log("\n".join(by_id[r.id]["log"]))
+            if boot.startup_free_gib is not None and boot.total_gib is not None:
+                logged.append(f"{r.id} {boot.startup_free_gib:.2f}/{boot.total_gib:.2f} GiB "
+                              f"(held besides {max(0.0, boot.total_gib - boot.startup_free_gib - STARTUP_USED_BYTES / GIB):.2f})")
+        print(f"{name:<34} {len(logged)} of {len(c['rows'])} boots log it" + (": " + "; ".join(logged) if logged else
+              " (vLLM logs it at DEBUG level, or when it refuses to start)"))
 
 
 def target_met(errors: list[float]) -> str:

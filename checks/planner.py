@@ -87,9 +87,12 @@ def fits(ctx: CheckContext) -> Outcome:
         return skip("no GPU memory facts")
     smallest = min(used, key=lambda g: g["memory"]["total"])
     from doctor.models.errors import ModelConfigError
-    from doctor.planner.hardware import gpu_from_facts
+    from doctor.planner.hardware import gpu_from_facts, is_wsl_kernel
+    from doctor.planner.startup import busiest_gpu_bytes
 
-    gpu = gpu_from_facts(smallest.get("name"), int(smallest["memory"]["total"]), smallest.get("compute_capability"))
+    gpu = gpu_from_facts(smallest.get("name"), int(smallest["memory"]["total"]), smallest.get("compute_capability"),
+                         wsl=is_wsl_kernel(ctx.facts.host.get("kernel")))
+    others = busiest_gpu_bytes(used, gpu, (ctx.facts.host.get("memory") or {}).get("available"))
     try:
         spec = _model(ctx)
     except ModelConfigError:
@@ -102,7 +105,7 @@ def fits(ctx: CheckContext) -> Outcome:
     from doctor.planner.errors import PlanInputError
 
     try:
-        result = plan(spec, Hardware(gpu, len(used)), cfg)
+        result = plan(spec, Hardware(gpu, len(used), others), cfg)
     except PlanInputError as exc:   # e.g. a drafter the planner cannot size: say so, do not guess
         return skip(f"the planner cannot size this configuration: {exc}")
     rank = min(result.ranks, key=lambda r: r.kv_tokens)
@@ -112,6 +115,11 @@ def fits(ctx: CheckContext) -> Outcome:
                f"{result.kv_tokens:,} KV tokens, {result.max_concurrency:.2f} requests at {result.max_model_len:,} tokens"]
     evidence = {"kv_tokens": result.kv_tokens, "max_model_len": result.max_model_len,
                 "weights_bytes": rank.weights["total"]}
+    if not result.fits and others and plan(spec, Hardware(gpu, len(used)), cfg).fits:
+        # only the start-up check refuses: NVML cannot always tell the deployment's own engine from another process
+        return warn(result.problems[-1], details=details + ["if that memory is this deployment's own running engine, "
+                                                            "this does not apply"],
+                    fix=result.suggestions, evidence=evidence)
     if not result.fits:
         return fail(result.problems[0], details=details + result.problems[1:],
                     fix=result.suggestions or ["add GPUs or combine several of: FP8 checkpoint, more TP, "

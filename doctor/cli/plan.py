@@ -15,6 +15,9 @@ from doctor.cli import options
 @click.command()
 @click.option("--gpus", default=None, metavar="NxGPU",
               help="GPUs to plan for, e.g. 8xA100-80G, 2xH200, 1xGB10, 1xMYGPU:96:9.0 (GiB as torch reports it).")
+@click.option("--facts", "facts_path", default=None, metavar="BUNDLE",
+              help="Plan for the GPUs a `qwen-doctor collect` bundle records (plain or gzip), with the memory other "
+              "processes held on them when it was collected (instead of --gpus).")
 @click.option("--profile", "profile_name", default=None, metavar="P",
               help="Plan this deployment profile's flags (name or YAML path); options given here override it.")
 @click.option("--from-log", "from_log", default=None, metavar="FILE",
@@ -63,7 +66,7 @@ from doctor.cli import options
 @click.option("--overhead-gib", type=float, default=None,
               help="Override the estimated activations + CUDA graphs + non-torch memory per GPU.")
 @options.report_outputs
-def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, dp, enable_expert_parallel,
+def plan(gpus, facts_path, profile_name, from_log, model, backend, backend_version, tp, pp, dp, enable_expert_parallel,
          kv_cache_dtype, max_model_len, max_num_seqs, gpu_memory_utilization, kv_cache_memory, mem_fraction_static,
          max_num_batched_tokens, language_model_only, mm_encoder_tp_mode, mtp_tokens, speculative_config,
          engine_flags, no_prefix_caching, enable_prefix_caching, enforce_eager, block_size, overhead_gib,
@@ -107,10 +110,15 @@ def plan(gpus, profile_name, from_log, model, backend, backend_version, tp, pp, 
         backend = profile.backend
         model = model or profile.model
         base = deployment_kwargs(profile.deployment())
-        if gpus is None and profile.hardware.gpu_count:
+        if gpus is None and facts_path is None and profile.hardware.gpu_count:
             raise PlanInputError(f"plan --profile {profile.name} needs --gpus (the profile wants "
                                  f"{profile.hardware.gpu_count} GPUs of at least {profile.hardware.min_gpu_memory_gib} GiB)")
-    _run(gpus, model or "Qwen/Qwen3.5-35B-A3B", backend or "vllm", {**base, **given}, from_log, report_out)
+    if facts_path is not None:
+        if gpus is not None:
+            raise PlanInputError("give --gpus or --facts, not both (--facts plans the GPUs its bundle records)")
+        report_out = report_out.reading(facts_path)
+    _run(gpus or facts_path, model or "Qwen/Qwen3.5-35B-A3B", backend or "vllm", {**base, **given}, from_log,
+         report_out, facts=facts_path is not None)
 
 
 def _split_flags(text: str) -> list[str]:
@@ -125,7 +133,8 @@ def _split_flags(text: str) -> list[str]:
 
 
 def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], from_log: str | None,
-         report_out: Any) -> None:
+         report_out: Any, facts: bool = False) -> None:
+    """Plan and print; `gpus` is a facts bundle's path where `facts` is set."""
     from doctor.models import get_model
     from doctor.planner import ServeConfig, parse_gpus
     from doctor.planner.errors import PlanInputError
@@ -149,7 +158,7 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
             logged = sglang_logged_config(sg_boot, ServeConfig(backend_version=kwargs.get("backend_version")))
             wanted = logged.with_(**kwargs)
             backend = "sglang"
-            result, layouts = sglang_replan(spec, sg_boot, logged, wanted, parse_gpus(gpus) if gpus else None), []
+            result, layouts = sglang_replan(spec, sg_boot, logged, wanted, _hardware(gpus, facts) if gpus else None), []
         else:
             from doctor.planner.bootlog import boot_log_from_text
             from doctor.planner.replan import logged_config, logged_gpu, replan
@@ -160,13 +169,13 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
             boot = boot_log_from_text(log_text, from_log)
             logged = logged_config(boot, ServeConfig())
             wanted = logged.with_(**kwargs)
-            hardware = parse_gpus(gpus) if gpus else parse_gpus(f"{wanted.world_size}x{logged_gpu(boot).name}:"
-                                                                f"{boot.total_gib}")
+            hardware = _hardware(gpus, facts) if gpus else parse_gpus(f"{wanted.world_size}x{logged_gpu(boot).name}:"
+                                                                         f"{boot.total_gib}")
             result, layouts = replan(spec, boot, logged, wanted, hardware), []
     else:
         if gpus is None:
             raise PlanInputError("plan needs --gpus (e.g. --gpus 2xH200), or --from-log with a vLLM boot log")
-        hardware = parse_gpus(gpus)
+        hardware = _hardware(gpus, facts)
         cfg = ServeConfig(backend=backend, **kwargs)
         cfg.validate()
         if "tp" in kwargs:
@@ -187,6 +196,18 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
                     finished_at=now())
     report_out.write(report, terminal=lambda _redacted, _color: text + "\n")
     sys.exit(0 if result.fits else 1)
+
+
+def _hardware(gpus: str, facts: bool) -> Any:
+    """The GPUs of `--gpus`, or of the facts bundle at `gpus` (with what other processes held on them)."""
+    from doctor.planner import parse_gpus
+
+    if not facts:
+        return parse_gpus(gpus)
+    from doctor.facts.model import Facts
+    from doctor.planner.startup import facts_hardware
+
+    return facts_hardware(Facts.load(gpus))
 
 
 def _config_file(model: str) -> Path | None:

@@ -46,7 +46,8 @@ def partial_residuals(entries: list[dict[str, Any]],
                       per_entry: Mapping[str, Coefficients] | None = None) -> list[Residual]:
     """Out-of-sample residuals of the partly described boots (no `predict`) that name `plan_as`: the registry
     checkpoint they ran, or one of the same quantization kind as their own unregistered one. Each is planned
-    with its logged weights ("overhead" mode) where the log names them, else end to end, with the coefficients in
+    with its logged weights ("overhead" mode) where the log names them (or the entry's `weights_gib` states
+    them from the checkpoint's index), else end to end, with the coefficients in
     force, or `per_entry[id]` where given (the WSL2 boots fit.py fits its WSL2 term on: planned leave-one-out)."""
     out = []
     for e in entries:
@@ -55,7 +56,8 @@ def partial_residuals(entries: list[dict[str, Any]],
         held = per_entry.get(e["id"]) if per_entry else None
         with using(held) if held is not None else nullcontext():
             out.append(residual({**e, "model": e["plan_as"],
-                                 "predict": "overhead" if first_match(WEIGHTS, e["log"]) else True}))
+                                 "predict": "overhead" if first_match(WEIGHTS, e["log"]) or "weights_gib" in e
+                                 else True}))
     return out
 
 

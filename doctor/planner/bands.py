@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from doctor.planner.config import ServeConfig
     from doctor.planner.plan import Plan
 
+# a class's largest residual is its band once it has this many boots; fewer say little about the spread, so the
+# terms' own uncertainty (term_bound) is the floor
+MIN_CLASS_BOOTS = 3
 FAMILIES = {8: "Ampere / Ada", 9: "Hopper", 10: "Blackwell data centre", 12: "consumer Blackwell"}
 
 
@@ -85,6 +88,10 @@ def plan_band(plan: "Plan") -> tuple[float | None, str]:
         gap = max(cls["gap_gib"] * GIB, bound)
         why = (f"{name}: not measured with {', '.join(missing)}; at least the largest residual of its "
                f"{cls['boots']} boots, and the bound from the terms' uncertainty")
+    elif cls["boots"] < MIN_CLASS_BOOTS:
+        gap = max(cls["gap_gib"] * GIB, bound)
+        why = (f"{name}: measured on {cls['boots']} logged boot{'s' if cls['boots'] > 1 else ''} only; the larger "
+               "of its residual and the bound from the terms' uncertainty (bench/plan_accuracy.py)")
     else:
         gap = cls["gap_gib"] * GIB
         why = (f"largest residual of the {cls['boots']} logged boots of {name}, each planned without being fitted "

@@ -10,7 +10,7 @@ Lines read (vllm 0.24-0.33, v1/worker/gpu_worker.py, gpu_model_runner.py, v1/cor
   "GPU KV cache size: 3,052,105 tokens" / "Maximum concurrency for 262,144 tokens per request: 11.64x"
   "Free memory on device (139.29/139.8 GiB) on startup. Desired GPU memory utilization is (0.92, 128.62 GiB).
    Actual usage is 64.61 GiB for weight, 4.01 GiB for peak activation, 0.24 GiB for non-torch memory,
-   and 1.04 GiB for CUDAGraph memory"
+   and 1.04 GiB for CUDAGraph memory" (its free figure: what other processes and vLLM's own start-up left)
 """
 
 from __future__ import annotations
@@ -36,7 +36,12 @@ _PATTERNS = {
     "graph_estimate": re.compile(r"Estimated CUDA graph memory: (-?[\d.]+) GiB"
                                 r"|CUDA graph pool memory: [\d.]+ GiB \(actual\), (-?[\d.]+) GiB \(estimated\)"),
     "graph_actual": re.compile(r"([\d.]+) GiB for CUDAGraph memory"),
-    "total": re.compile(r"Free memory on device \([\d.]+/([\d.]+) GiB\)"),
+    "total": re.compile(r"Free memory on device(?: cuda:\d+)? \([\d.]+/([\d.]+) GiB\)"),
+    # the free memory of the worker's first snapshot (other processes and its own start-up already in use):
+    # gpu_worker.py's DEBUG / INFO summary, its refusal "... on startup is less than desired GPU memory utilization",
+    # 0.32's DEBUG "Initial free memory: F GiB"
+    "startup_free": re.compile(r"Free memory on device(?: cuda:\d+)? \((-?[\d.]+)/[\d.]+ GiB\) on startup"
+                               r"|Initial free memory:? ([\d.]+) GiB"),
     "utilization": re.compile(r"Desired GPU memory utilization is \(([\d.]+), [\d.]+ GiB\)"),
     "available": re.compile(r"(?:Available KV cache memory:|Current kv cache memory in use is) (-?[\d.]+) GiB"),
     # vLLM 0.34's extensible KV cache commits its size after warmup (doctor/planner/extensible.py): that line wins
@@ -71,6 +76,7 @@ class BootLog:
     max_num_batched_tokens: int | None
     language_model_only: bool | None = None
     graph_actual_gib: float | None = None
+    startup_free_gib: float | None = None
 
 
 def _first(name: str, text: str) -> str | None:
@@ -95,7 +101,7 @@ def parse_boot_log(text: str) -> BootLog:
         tokens=num("tokens", int), max_num_seqs=num("max_num_seqs", int),
         max_num_batched_tokens=num("max_num_batched_tokens", int),
         language_model_only=(lmo := _first("language_model_only", text)) and lmo == "True",
-        graph_actual_gib=num("graph_actual"))
+        graph_actual_gib=num("graph_actual"), startup_free_gib=num("startup_free"))
 
 
 def read_log_text(source: str) -> str:

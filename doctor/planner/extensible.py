@@ -38,12 +38,13 @@ def margin_bytes(terms: VllmOverhead) -> int:
     return max(MARGIN_FLOOR_BYTES, int(terms.peak_activation * MARGIN_FRACTION))
 
 
-def extensible_cache_bytes(gpu: GPU, utilization: float, weights: int, terms: VllmOverhead) -> int:
-    """KV cache bytes measure_kv_cache_bytes commits (terms.cudagraph_estimate holding the actual graph pool)."""
+def extensible_cache_bytes(gpu: GPU, utilization: float, weights: int, terms: VllmOverhead, others: int = 0) -> int:
+    """KV cache bytes measure_kv_cache_bytes commits (terms.cudagraph_estimate holding the actual graph pool);
+    `others`: what other processes hold, which the headroom (free memory after warmup) does not have."""
     total = gpu.usable_bytes
     requested = math.ceil(total * utilization)
     non_kv = weights + terms.non_torch + terms.cudagraph_estimate
-    return min(requested, total - STARTUP_USED_BYTES - margin_bytes(terms)) - non_kv - terms.peak_activation
+    return min(requested, total - STARTUP_USED_BYTES - others - margin_bytes(terms)) - non_kv - terms.peak_activation
 
 
 def withheld_bytes(gpu: GPU, utilization: float, terms: VllmOverhead) -> int:

@@ -52,10 +52,12 @@ class GPU:
 
 @dataclass(frozen=True)
 class Hardware:
-    """`count` identical GPUs (on one node or spread over several)."""
+    """`count` identical GPUs (on one node or spread over several); `other_process_bytes`: what other processes
+    hold on each at start-up, where facts or a log say (doctor/planner/startup.py)."""
 
     gpu: GPU
     count: int
+    other_process_bytes: int = 0
 
     def __str__(self) -> str:
         return f"{self.count}x{self.gpu.name}"
@@ -132,10 +134,18 @@ def parse_gpus(text: str) -> Hardware:
     return Hardware(get_gpu(m.group(2)), count)
 
 
-def gpu_from_facts(name: str | None, nvml_total: int, compute_capability: str | None) -> GPU:
+def gpu_from_facts(name: str | None, nvml_total: int, compute_capability: str | None, wsl: bool = False) -> GPU:
     """The planner's GPU for one GPU of a facts bundle: the catalogue entry when NVML's name is known (it carries
-    the total torch reports, which vLLM sizes from), else NVML's figures."""
+    the total torch reports, which vLLM sizes from; under WSL2 the entry's WSL2 variant where the catalogue has
+    one, since the driver reports another total there), else NVML's figures."""
     for candidate in (name or "", (name or "").removeprefix("NVIDIA ")):
+        if wsl and candidate and _norm(candidate + " WSL") in catalogue():
+            return catalogue()[_norm(candidate + " WSL")]
         if candidate and _norm(candidate) in catalogue():
             return catalogue()[_norm(candidate)]
     return GPU(name or "GPU", int(nvml_total), str(compute_capability or "0.0"))
+
+
+def is_wsl_kernel(kernel_release: str | None) -> bool:
+    """Whether a Linux kernel release is WSL2's ("5.15.167.4-microsoft-standard-WSL2")."""
+    return "microsoft" in (kernel_release or "").lower()

@@ -15,6 +15,7 @@ from doctor.planner.extensible import extensible_cache_bytes, utilization_note
 from doctor.planner.overhead import VllmOverhead, vllm_overhead_terms
 from doctor.planner.sglang_kv import LOAD_BUFFER_BYTES, rules_of, sglang_capacity, sglang_pools
 from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
+from doctor.planner.startup import startup_findings
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
 from doctor.planner.versions import nearest_covered, resolve_version, vllm_rules
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
@@ -104,7 +105,8 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
         budget = int(total * cfg.utilization)
         cache = budget - weights["total"] - overhead
         if cfg.extensible_kv_on and overhead == terms.total:
-            cache = extensible_cache_bytes(hw.gpu, cfg.utilization, weights["total"], terms)
+            cache = extensible_cache_bytes(hw.gpu, cfg.utilization, weights["total"], terms,
+                                           hw.other_process_bytes)
         if cfg.kv_cache_memory_gib is not None:
             # --kv-cache-memory: vLLM takes the figure as given and skips the utilisation budget
             # (gpu_worker.py determine_available_memory); it must still fit beside weights and activations.
@@ -125,7 +127,8 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
         return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cache, tokens,
                         concurrency, block_size=layout.block_size,
                         max_running_requests=cfg.max_num_seqs or terms.max_num_seqs, terms=terms)
-    overhead = sglang_context_bytes(cfg)
+    # SGLang sizes its pools from the memory free before the load: other processes' memory comes off (startup.py)
+    overhead = sglang_context_bytes(cfg) + hw.other_process_bytes
     if measured is not None and measured.overhead_bytes is not None:
         overhead = measured.overhead_bytes     # plan --from-log: the GPU is what was free before the load
     if measured is None or measured.weights_bytes is None:
@@ -278,9 +281,14 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
     config = resolve_config(model, config)
     result = _evaluate(model, hardware, config, measured)
     result.notes = [version_note] if version_note else []
+    startup = startup_findings(hardware, config)
+    result.notes += startup.notes
     if config.extensible_kv_on and result.ranks[-1].terms is not None:
         result.notes.append(utilization_note(config.backend_version or "", hardware.gpu, config.gpu_memory_utilization,
                                              result.ranks[-1].terms))
     if not result.fits and measured is None:
         result.suggestions = _suggest(model, hardware, config, result)
+    if startup.problems:   # a refused start comes first: the other fixes assume the engine starts
+        result.problems += startup.problems
+        result.suggestions = startup.fixes
     return result

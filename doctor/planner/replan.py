@@ -7,6 +7,8 @@ difference its model predicts between the two flag sets (e.g. --max-num-seqs mov
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from doctor.models.spec import ModelSpec
 from doctor.planner.bootlog import BootLog
 from doctor.planner.config import ServeConfig
@@ -15,6 +17,7 @@ from doctor.planner.hardware import GIB, GPU, Hardware
 from doctor.planner.overhead import vllm_overhead_terms
 from doctor.planner.plan import Measured, Plan, plan, resolve_config
 from doctor.planner.sglang_bootlog import SglangBootLog
+from doctor.planner.startup import NOISE_BYTES, STARTUP_USED_BYTES
 from doctor.planner.weights import rank_weights
 
 
@@ -54,6 +57,11 @@ def replan(spec: ModelSpec, boot: BootLog, logged: ServeConfig, wanted: ServeCon
     weights_delta = rank_weights(spec, wanted)["total"] - rank_weights(spec, logged)["total"]
     measured = Measured(weights_bytes=int(boot.weights_gib * GIB + weights_delta),
                         overhead_bytes=int(logged_overhead + model_delta))
+    if (boot.startup_free_gib is not None and boot.total_gib is not None and not hardware.other_process_bytes
+            and abs(hardware.gpu.usable_bytes / GIB - boot.total_gib) < 0.01):
+        # what the logged GPU held besides vLLM at start-up (startup.py): re-planned on that GPU, it holds it again
+        held = int((boot.total_gib - boot.startup_free_gib) * GIB) - STARTUP_USED_BYTES
+        hardware = replace(hardware, other_process_bytes=held if held > NOISE_BYTES else 0)
     return plan(spec, hardware, wanted, measured)
 
 

@@ -79,7 +79,9 @@ def residual(entry: dict[str, Any]) -> Residual:
     from doctor.planner.hardware import parse_gpus
     from doctor.planner.plan import Measured, plan
 
-    weights = first_match(WEIGHTS, entry["log"])
+    # a boot whose log does not quote its weights or pool may state them beside it (`weights_gib`: one rank's
+    # share of the checkpoint's indexed bytes; `kv_tokens`: a pool the source transcribes outside engine lines)
+    weights = first_match(WEIGHTS, entry["log"]) or (str(entry["weights_gib"]) if "weights_gib" in entry else None)
     mode = entry["predict"] if entry["predict"] in ("overhead", "weights") else "plan"
     if mode == "overhead" and weights is None:
         raise ValueError(f"entry {entry['id']}: predict: overhead needs a 'Model loading took' line")
@@ -90,7 +92,8 @@ def residual(entry: dict[str, Any]) -> Residual:
     transcribed = next((m for line in entry["log"] if (m := _TRANSCRIBED.search(line))), None)
     available = (first_match(_COMMITTED, entry["log"]) or first_match(_AVAILABLE, entry["log"])
                  or (transcribed.group(1) if transcribed else None))
-    tokens = first_match(_TOKENS, entry["log"]) or (transcribed.group(2) if transcribed else None)
+    tokens = (first_match(_TOKENS, entry["log"]) or (transcribed.group(2) if transcribed else None)
+              or (str(entry["kv_tokens"]) if "kv_tokens" in entry else None))
     return Residual(entry["id"], mode, int(tokens.replace(",", "")) if tokens else None, p.kv_tokens,
                     float(weights) if weights else None, rank.weights["total"] / GIB,
                     float(available) if available else None, rank.cache_bytes / GIB)
