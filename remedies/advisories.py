@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -199,29 +199,16 @@ def _advisory(path: Path, raw: Any) -> Advisory:
         return CatalogueError(f"{path}: advisory {name}: {message}")
 
     if not isinstance(raw, dict) or not FIELDS <= set(raw) <= FIELDS | OPTIONAL_FIELDS:
-        raise bad(f"fields must be {', '.join(sorted(FIELDS))} (and optionally {', '.join(sorted(OPTIONAL_FIELDS))})")
+        raise bad(f"fields must be {', '.join(sorted(FIELDS))} "
+                  f"(and optionally {', '.join(sorted(OPTIONAL_FIELDS))})")
     if raw["engine"] not in ENGINES:
         raise bad(f"engine must be one of {', '.join(ENGINES)}")
     try:
         releases = SpecifierSet(str(raw["releases"]))
     except InvalidSpecifier:
         raise bad(f"releases is not a version range: {raw['releases']!r}") from None
-    fixed = raw["fixed_in"]
-    if fixed is not None:
-        try:
-            Version(str(fixed))
-        except InvalidVersion:
-            raise bad(f"fixed_in is not a release: {fixed!r}") from None
-        if _in(str(fixed), releases):
-            raise bad(f"fixed_in {fixed} is inside the affected releases {releases}")
-    last_good = raw.get("last_good")
-    if last_good is not None:
-        try:
-            Version(str(last_good))
-        except InvalidVersion:
-            raise bad(f"last_good is not a release: {last_good!r}") from None
-        if _in(str(last_good), releases):
-            raise bad(f"last_good {last_good} is inside the affected releases {releases}")
+    fixed = _outside(raw["fixed_in"], "fixed_in", releases, bad)
+    last_good = _outside(raw.get("last_good"), "last_good", releases, bad)
     site = raw.get("site")
     if site is not None and (not isinstance(site, str) or not SITE.fullmatch(site)):
         raise bad(f"site must be 'package/module.py' or 'package/module.py:Class.function', got {site!r}")
@@ -234,8 +221,20 @@ def _advisory(path: Path, raw: Any) -> Advisory:
     except re.error as exc:
         raise bad(f"symptom does not compile: {exc}") from None
     return Advisory(str(raw["id"]), raw["engine"], releases, str(raw["title"]), str(raw["affects"]), symptom,
-                    None if fixed is None else str(fixed), tuple(sources), site,
-                    None if last_good is None else str(last_good))
+                    fixed, tuple(sources), site, last_good)
+
+
+def _outside(value: Any, field: str, releases: SpecifierSet, bad: Callable[[str], CatalogueError]) -> str | None:
+    """A release named by `field` (fixed_in, last_good) as text, checked to be a release outside `releases`."""
+    if value is None:
+        return None
+    try:
+        Version(str(value))
+    except InvalidVersion:
+        raise bad(f"{field} is not a release: {value!r}") from None
+    if _in(str(value), releases):
+        raise bad(f"{field} {value} is inside the affected releases {releases}")
+    return str(value)
 
 
 def engine_release(lines: Iterable[str], engine: str) -> str | None:
