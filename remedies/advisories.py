@@ -33,11 +33,13 @@ ADVISORIES_PATH = Path(__file__).parent / "advisories.yaml"
 ENGINES = ("vllm", "sglang")
 FIELDS = {"id", "engine", "releases", "title", "affects", "symptom", "fixed_in", "sources"}
 OPTIONAL_FIELDS = {"site", "last_good"}
-# Where each engine prints its own release (vLLM's API server and engine-config lines; SGLang's image tag or
-# the version its check_env / pip lines show), bounded so a huge line costs nothing.
+# Where each engine prints its own release (vLLM's API server and engine-config lines, V0 and V1, its image tag,
+# pip pin or collect_env line; SGLang's image tag or the version its check_env / pip lines show), bounded so a
+# huge line costs nothing.
 RELEASE_LINES = {
     "vllm": re.compile(r"vLLM API server version (?P<v>\d{1,3}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})"
-                       r"|Initializing an? (?:V1 )?LLM engine \(v(?P<w>\d{1,3}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})\)"),
+                       r"|Initializing an? (?:V[01] )?LLM engine \(v(?P<w>\d{1,3}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})\)"
+                       r"|(?:vllm/vllm-openai:v|\bvllm==|vLLM Version\s{0,30}: )(?P<x>\d{1,3}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})"),
     "sglang": re.compile(r"(?:lmsysorg/sglang:v|sglang==|sglang version:? ?|SGLang v)"
                          r"(?P<v>\d{1,3}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})"),
 }

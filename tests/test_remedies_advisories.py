@@ -37,6 +37,10 @@ def test_the_release_a_log_prints_is_read_for_each_engine():
     assert engine_release(["(EngineCore pid=1) INFO 01-01 [core.py:75] Initializing a V1 LLM engine (v0.32.0) with "
                            "config: model='Qwen/Qwen3.5-35B-A3B'"], "vllm") == "0.32.0"
     assert engine_release(["image: lmsysorg/sglang:v0.5.13.post1-cu129"], "sglang") == "0.5.13.post1"
+    assert engine_release(["INFO 02-26 11:14:53 llm_engine.py:234] Initializing a V0 LLM engine (v0.7.3) with "
+                           "config: model='google/gemma-2-27b-it'"], "vllm") == "0.7.3"
+    assert engine_release(["docker run --gpus all vllm/vllm-openai:v0.26.0 --model Qwen/Qwen3.5-35B-A3B"], "vllm") == "0.26.0"
+    assert engine_release(["vLLM Version                 : 0.11.2"], "vllm") == "0.11.2"
     assert engine_release(["no release here"], "vllm") is None
 
 
