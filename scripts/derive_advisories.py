@@ -15,8 +15,8 @@ it. What the threads do not say reliably comes from the templates mined out of e
   removed or rewritten there.
 
     python scripts/derive_advisories.py            # print the derived facts that differ from the file
-    python scripts/derive_advisories.py --write    # write them into remedies/advisories.yaml
-    python scripts/derive_advisories.py --check    # exit 1 if the file is not up to date (a test runs this)
+    python scripts/derive_advisories.py --write    # write them into remedies/advisories.yaml and docs/advisories.md
+    python scripts/derive_advisories.py --check    # exit 1 if either is not up to date (a test runs this)
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from packaging.version import Version
 
 ROOT = Path(__file__).resolve().parent.parent
 ADVISORIES = ROOT / "remedies" / "advisories.yaml"
+DOC = ROOT / "docs" / "advisories.md"
 SIGNATURES = ROOT / "remedies" / "signatures"
 ORDER = ("id", "engine", "releases", "title", "affects", "symptom", "site", "fixed_in", "last_good", "sources")
 HOLE = "x"
@@ -107,6 +108,25 @@ def dump(advisories: list[dict[str, Any]]) -> str:
     return HEADER + body
 
 
+def render_doc(advisories: list[dict[str, Any]]) -> str:
+    """docs/advisories.md: one row per advisory, what explain says when a crash matches it."""
+    lines = ["# Engine advisories", "",
+             "Generated from `remedies/advisories.yaml` by `python scripts/derive_advisories.py --write`; do not edit",
+             "by hand. `qwen-doctor explain` names these when a log's crash was raised inside vLLM / SGLang code that",
+             "no catalogue entry ties to a setting: the advisories of the release the log prints whose symptom matches",
+             "the crash or whose raise site is where it was raised (or in the same module), and the nearest release",
+             "without them (the first fixed release; with none yet, the newest release before those reported broken).",
+             "", f"{len(advisories)} advisories.", "",
+             "| id | releases | raise site | fixed in | last good | what breaks | sources |",
+             "|---|---|---|---|---|---|---|"]
+    for a in advisories:
+        sources = "<br>".join(str(s).split(" ", 1)[0] for s in a["sources"])
+        cells = [a["id"], f"{a['engine']} `{a['releases']}`", f"`{a['site']}`" if a["site"] else "",
+                 a["fixed_in"] or "", a["last_good"] or "", str(a["title"]).replace("|", "/"), sources]
+        lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
@@ -120,13 +140,17 @@ def main(argv: list[str] | None = None) -> int:
     for before, after in changed:
         diff = {k: (before[k], after[k]) for k in ORDER if before[k] != after[k]}
         print(f"{after['id']}: {diff}")
+    doc_stale = not DOC.is_file() or DOC.read_text(encoding="utf-8") != render_doc(derived)
+    if doc_stale:
+        print(f"{DOC.relative_to(ROOT)} is not up to date")
     if args.write:
         ADVISORIES.write_text(dump(derived), encoding="utf-8")
+        DOC.write_text(render_doc(derived), encoding="utf-8")
     sites = sum(1 for a in derived if a["site"])
     print(f"{len(derived)} advisories, {sites} with a mined raise site, "
           f"{sum(1 for a in derived if a['last_good'])} with a last good release; {len(changed)} to update",
           file=sys.stderr)
-    return 1 if args.check and changed else 0
+    return 1 if args.check and (changed or doc_stale) else 0
 
 
 if __name__ == "__main__":
