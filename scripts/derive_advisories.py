@@ -17,6 +17,7 @@ it. What the threads do not say reliably comes from the templates mined out of e
     python scripts/derive_advisories.py            # print the derived facts that differ from the file
     python scripts/derive_advisories.py --write    # write them into remedies/advisories.yaml and docs/advisories.md
     python scripts/derive_advisories.py --check    # exit 1 if either is not up to date (a test runs this)
+    python scripts/derive_advisories.py --candidates vllm   # where to harvest next (see `candidates`)
 """
 
 from __future__ import annotations
@@ -127,12 +128,48 @@ def render_doc(advisories: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+INTERNAL = ("raise:AssertionError", "raise:RuntimeError")
+
+
+def candidates(engine: str) -> list[tuple[str, str, str, str]]:
+    """Where to look for the next advisories: engine-internal raises (assertions, RuntimeErrors - no user
+    setting in them) whose wording is gone in the next mined release while their module still raises there
+    (the module was not removed or renamed): the check that fired was removed or rewritten, often by a fix. (last release with it, first without,
+    site, template), oldest first; a thread about that raise in those releases is an advisory to harvest."""
+    releases, templates = mined(engine)
+    found = []
+    for template in templates:
+        if template["kind"] not in INTERNAL or not template.get("sites"):
+            continue
+        present = [r for r in releases if r in template["releases"]]
+        last = present[-1]
+        later = releases[releases.index(last) + 1:]
+        if not later:
+            continue
+        functions = {(s["module"], s.get("function", "")) for s in template["sites"]}
+        modules = {m for m, _ in functions}
+        still = any(s["module"] in modules and later[0] in t["releases"]
+                    for t in templates for s in t.get("sites", []))
+        if still:
+            site = ", ".join(f"{m}:{f}" if f else m for m, f in sorted(functions))
+            found.append((last, later[0], site, str(template["template"])))
+    return sorted(found, key=lambda c: (Version(c[0]), c[2]))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="write the derived facts into remedies/advisories.yaml")
     mode.add_argument("--check", action="store_true", help="exit 1 when remedies/advisories.yaml is not up to date")
+    mode.add_argument("--candidates", choices=("vllm", "sglang"),
+                      help="list engine-internal raises reworded or removed between mined releases")
     args = parser.parse_args(argv)
+    if args.candidates:
+        found = candidates(args.candidates)
+        for last, first_without, site, template in found:
+            print(f"{last} -> {first_without}  {site}  {template[:100]}")
+        print(f"{len(found)} candidate raise sites", file=sys.stderr)
+        return 0
     doc = yaml.safe_load(ADVISORIES.read_text(encoding="utf-8"))
     current = [{key: a.get(key) for key in ORDER} for a in doc["advisories"]]
     derived = [derive(a) for a in current]

@@ -91,6 +91,15 @@ def test_an_advisory_site_is_the_mined_raise_of_its_symptom_and_its_fix_the_firs
     assert advisory.fixed_in == "0.23.0" and advisory.last_good == "0.21.0"
 
 
+def test_candidates_are_engine_internal_raises_gone_in_the_next_release_while_their_module_stays():
+    found = derive_advisories.candidates("vllm")
+    kv = [c for c in found if c[3] == "External KV connector is not verified yet"]
+    assert kv == [("0.22.1", "0.23.0", "vllm/v1/core/sched/scheduler.py:Scheduler._mamba_block_aligned_split",
+                   "External KV connector is not verified yet")]
+    releases, _ = derive_advisories.mined("vllm")
+    assert all(releases.index(after) == releases.index(last) + 1 for last, after, _, _ in found)
+
+
 def test_a_crash_raised_at_an_advisory_site_names_it_even_when_its_message_is_not_the_symptom():
     at_site = Crash(7, "AssertionError", "AssertionError", Frame(SCHEDULER, 1321, "_mamba_block_aligned_split"),
                     "vllm", "traceback")
