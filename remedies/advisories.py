@@ -4,7 +4,12 @@ A crash no catalogue entry names (`remedies.crash`) whose root exception was rai
 file has no user remedy to look up: no flag of the user's is in the message, and sizing or configuration advice
 would not help. `engine_bug` says so, names the raise site, reads the engine release the log prints
 (`engine_release`) and lists the known regressions of that release (remedies/advisories.yaml, with sources),
-with the nearest release the sources say is free of them.
+with the nearest release the sources say is free of them: the first release that fixed them all, else the last
+release before the oldest of them.
+
+An advisory is about one crash when its `symptom` matches the root exception, or when the crash was raised at
+its `site` (the module and function of the raise, from the mined templates: scripts/derive_advisories.py) or
+in the same module ("near" it); an advisory with neither is about every crash of its releases.
 """
 
 from __future__ import annotations
@@ -13,13 +18,13 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from remedies.crash import Crash
+from remedies.crash import Crash, Frame
 from remedies.errors import CatalogueError, LogReadError
 from remedies.model import FixStep
 from remedies.reader import STDIN, open_log
@@ -27,11 +32,14 @@ from remedies.reader import STDIN, open_log
 ADVISORIES_PATH = Path(__file__).parent / "advisories.yaml"
 ENGINES = ("vllm", "sglang")
 FIELDS = {"id", "engine", "releases", "title", "affects", "symptom", "fixed_in", "sources"}
-# Where each engine prints its own release (vLLM's API server and engine-config lines; SGLang's image tag or
-# the version its check_env / pip lines show), bounded so a huge line costs nothing.
+OPTIONAL_FIELDS = {"site", "last_good"}
+# Where each engine prints its own release (vLLM's API server and engine-config lines, V0 and V1, its image tag,
+# pip pin or collect_env line; SGLang's image tag or the version its check_env / pip lines show), bounded so a
+# huge line costs nothing.
 RELEASE_LINES = {
     "vllm": re.compile(r"vLLM API server version (?P<v>\d{1,3}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})"
-                       r"|Initializing an? (?:V1 )?LLM engine \(v(?P<w>\d{1,3}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})\)"),
+                       r"|Initializing an? (?:V[01] )?LLM engine \(v(?P<w>\d{1,3}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})\)"
+                       r"|(?:vllm/vllm-openai:v|\bvllm==|vLLM Version\s{0,30}: )(?P<x>\d{1,3}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})"),
     "sglang": re.compile(r"(?:lmsysorg/sglang:v|sglang==|sglang version:? ?|SGLang v)"
                          r"(?P<v>\d{1,3}\.\d{1,3}\.\d{1,3}[\w.+]{0,30})"),
 }
@@ -42,6 +50,8 @@ USER_FACING = re.compile(r"^(?:[\w.]{0,200}\.)?(?:ValueError|TypeError|NotImplem
                          r"|FileNotFoundError|PermissionError|OSError|ConnectionError|TimeoutError|\w{0,40}OutOfMemoryError)\b"
                          r"|\s--[a-z][a-z-]{1,60}")
 HEAD_BYTES = 4 << 20
+# A raise site as the mined templates name it: the module path, then the (Class.)function it is raised in.
+SITE = re.compile(r"(?:vllm|sglang)/[\w/]{1,200}\.py(?::[\w.]{1,120})?")
 
 
 @dataclass(frozen=True)
@@ -56,16 +66,41 @@ class Advisory:
     symptom: re.Pattern[str] | None
     fixed_in: str | None
     sources: tuple[str, ...]
+    site: str | None = None
+    last_good: str | None = None
 
-    def covers(self, engine: str, release: str, crash_text: str) -> bool:
-        """Whether this advisory is about that engine release (and, with a symptom, about this crash)."""
+    @property
+    def module(self) -> str | None:
+        """The module of the raise site (`vllm/v1/core/sched/scheduler.py`), if the advisory names one."""
+        return self.site.split(":", 1)[0] if self.site else None
+
+    @property
+    def function(self) -> str:
+        """The function of the raise site (last dotted part: `_mamba_block_aligned_split`), or ''."""
+        return self.site.split(":", 1)[1].rsplit(".", 1)[-1] if self.site and ":" in self.site else ""
+
+    def placement(self, frame: Frame | None) -> str | None:
+        """'at' the advisory's raise site, 'near' it (same module), or None, for a crash's raise frame."""
+        if self.module is None or frame is None:
+            return None
+        path = frame.path.replace("\\", "/")
+        if not path.endswith(self.module):
+            return None
+        return "at" if self.function and frame.function == self.function else "near"
+
+    def covers(self, engine: str, release: str, crash_text: str, frame: Frame | None = None) -> bool:
+        """Whether this advisory is about that engine release and this crash: its symptom matches the crash, or the
+        crash was raised at or near its site; one with neither is about every crash of its releases."""
         if engine != self.engine or not _in(release, self.releases):
             return False
-        return self.symptom is None or bool(self.symptom.search(crash_text))
+        if self.symptom is None and self.site is None:
+            return True
+        return bool(self.symptom and self.symptom.search(crash_text)) or self.placement(frame) is not None
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "engine": self.engine, "releases": str(self.releases), "title": self.title,
-                "affects": self.affects, "fixed_in": self.fixed_in, "sources": list(self.sources)}
+                "affects": self.affects, "site": self.site, "fixed_in": self.fixed_in, "last_good": self.last_good,
+                "sources": list(self.sources)}
 
 
 @dataclass(frozen=True)
@@ -77,6 +112,7 @@ class EngineBug:
     release: str | None
     advisories: tuple[Advisory, ...]
     nearest_clean: str | None
+    frame: Frame | None = None
 
     @property
     def why(self) -> str:
@@ -87,13 +123,28 @@ class EngineBug:
             return text + f" The log does not print the {self.engine} release, so no known regression is matched."
         if not self.advisories:
             return text + f" No known regression of {self.engine} {self.release} is recorded for it."
-        named = "; ".join(f"{a.title} ({a.sources[0].split(' ')[0]})" for a in self.advisories)
+        named = "; ".join(self._named(a) for a in self.advisories)
         return text + f" Known regressions of {self.engine} {self.release}: {named}."
+
+    def _named(self, advisory: Advisory) -> str:
+        where = advisory.placement(self.frame)
+        site = f", raised {where} {advisory.site}" if where else ""
+        return f"{advisory.title} ({advisory.sources[0].split(' ')[0]}{site})"
+
+    @property
+    def going_back(self) -> bool:
+        """Whether the nearest clean release is older than the log's (no release has fixed them all yet)."""
+        return bool(self.nearest_clean and self.release and _older(self.nearest_clean, self.release))
 
     def steps(self) -> tuple[FixStep, ...]:
         """What to do instead of generic advice: change release, then report with the raise site."""
         first: list[FixStep] = []
-        if self.nearest_clean:
+        if self.nearest_clean and self.going_back:
+            first.append(FixStep(f"Go back to {self.engine} {self.nearest_clean}, the newest release before those "
+                                 f"the sources report broken (no release fixes them yet; pin it: pip install "
+                                 f"'{self.engine}=={self.nearest_clean}' or the matching image tag), and follow "
+                                 "the linked issues for the fix."))
+        elif self.nearest_clean:
             first.append(FixStep(f"Move to {self.engine} {self.nearest_clean}, the nearest release the sources "
                                  f"say is free of the regressions above (pin it: pip install "
                                  f"'{self.engine}=={self.nearest_clean}' or the matching image tag)."))
@@ -120,6 +171,13 @@ def _in(release: str, spec: SpecifierSet) -> bool:
         return False
 
 
+def _older(left: str, right: str) -> bool:
+    try:
+        return Version(left) < Version(right)
+    except InvalidVersion:
+        return False
+
+
 def load_advisories(path: Path | str | None = None) -> tuple[Advisory, ...]:
     """The validated advisories (remedies/advisories.yaml by default), cached per process."""
     return _load(Path(path or ADVISORIES_PATH).resolve())
@@ -142,22 +200,20 @@ def _advisory(path: Path, raw: Any) -> Advisory:
     def bad(message: str) -> CatalogueError:
         return CatalogueError(f"{path}: advisory {name}: {message}")
 
-    if not isinstance(raw, dict) or set(raw) != FIELDS:
-        raise bad(f"fields must be exactly {', '.join(sorted(FIELDS))}")
+    if not isinstance(raw, dict) or not FIELDS <= set(raw) <= FIELDS | OPTIONAL_FIELDS:
+        raise bad(f"fields must be {', '.join(sorted(FIELDS))} "
+                  f"(and optionally {', '.join(sorted(OPTIONAL_FIELDS))})")
     if raw["engine"] not in ENGINES:
         raise bad(f"engine must be one of {', '.join(ENGINES)}")
     try:
         releases = SpecifierSet(str(raw["releases"]))
     except InvalidSpecifier:
         raise bad(f"releases is not a version range: {raw['releases']!r}") from None
-    fixed = raw["fixed_in"]
-    if fixed is not None:
-        try:
-            Version(str(fixed))
-        except InvalidVersion:
-            raise bad(f"fixed_in is not a release: {fixed!r}") from None
-        if _in(str(fixed), releases):
-            raise bad(f"fixed_in {fixed} is inside the affected releases {releases}")
+    fixed = _outside(raw["fixed_in"], "fixed_in", releases, bad)
+    last_good = _outside(raw.get("last_good"), "last_good", releases, bad)
+    site = raw.get("site")
+    if site is not None and (not isinstance(site, str) or not SITE.fullmatch(site)):
+        raise bad(f"site must be 'package/module.py' or 'package/module.py:Class.function', got {site!r}")
     sources = raw["sources"]
     if not isinstance(sources, list) or not sources or not all(
             isinstance(s, str) and s.startswith("https://github.com/") for s in sources):
@@ -167,7 +223,20 @@ def _advisory(path: Path, raw: Any) -> Advisory:
     except re.error as exc:
         raise bad(f"symptom does not compile: {exc}") from None
     return Advisory(str(raw["id"]), raw["engine"], releases, str(raw["title"]), str(raw["affects"]), symptom,
-                    None if fixed is None else str(fixed), tuple(sources))
+                    fixed, tuple(sources), site, last_good)
+
+
+def _outside(value: Any, field: str, releases: SpecifierSet, bad: Callable[[str], CatalogueError]) -> str | None:
+    """A release named by `field` (fixed_in, last_good) as text, checked to be a release outside `releases`."""
+    if value is None:
+        return None
+    try:
+        Version(str(value))
+    except InvalidVersion:
+        raise bad(f"{field} is not a release: {value!r}") from None
+    if _in(str(value), releases):
+        raise bad(f"{field} {value} is inside the affected releases {releases}")
+    return str(value)
 
 
 def engine_release(lines: Iterable[str], engine: str) -> str | None:
@@ -193,11 +262,16 @@ def read_head(path: Path | str) -> list[str]:
 
 
 def nearest_clean(engine: str, release: str, advisories: Iterable[Advisory]) -> str | None:
-    """The lowest release past `release` that every matched advisory's fix reaches (None if one has no fix)."""
-    fixes = [a.fixed_in for a in advisories if a.engine == engine]
-    if not fixes or any(f is None for f in fixes):
+    """The nearest release free of every matched advisory: the lowest release past `release` that every fix
+    reaches; when one has no fix yet, the newest release before all of them (their `last_good`); else None."""
+    matched = [a for a in advisories if a.engine == engine]
+    if not matched:
         return None
-    return str(max(Version(f) for f in fixes if f is not None))
+    if all(a.fixed_in is not None for a in matched):
+        return str(max(Version(a.fixed_in) for a in matched if a.fixed_in is not None))
+    if all(a.last_good is not None for a in matched):
+        return str(min(Version(a.last_good) for a in matched if a.last_good is not None))
+    return None
 
 
 def engine_bug(crash: Crash, log_lines: Iterable[str],
@@ -215,6 +289,6 @@ def engine_bug(crash: Crash, log_lines: Iterable[str],
     if release is not None:
         text = f"{crash.exception}\n{crash.frame}"
         matched = tuple(a for a in (load_advisories() if advisories is None else advisories)
-                        if a.covers(engine, release, text))
+                        if a.covers(engine, release, text, crash.frame))
     clean = nearest_clean(engine, release, matched) if release and matched else None
-    return EngineBug(engine, str(crash.frame), release, matched, clean)
+    return EngineBug(engine, str(crash.frame), release, matched, clean, crash.frame)

@@ -60,7 +60,7 @@ class Component:
 COMPONENTS: dict[str, Component] = {
     "nccl": Component(
         "nccl", "git:NVIDIA/nccl", re.compile(r"^src/.*\.(cc|h|cu)$"),
-        ("v2.14.3-1", "v2.18.6-1", "v2.21.5-1", "v2.23.4-1", "v2.26.6-1", "v2.27.7-1", "v2.30.7-1"), "c"),
+        ("v2.7.8-1", "v2.10.3-1", "v2.12.12-1", "v2.14.3-1", "v2.16.5-1", "v2.17.1-1", "v2.18.6-1", "v2.21.5-1", "v2.23.4-1", "v2.26.6-1", "v2.27.7-1", "v2.30.7-1"), "c"),
     "nvidia_container_toolkit": Component(
         "nvidia_container_toolkit", "git:NVIDIA/nvidia-container-toolkit",
         re.compile(r"^(cmd|internal|pkg)/.*(?<!_test)\.go$"), ("v1.14.6", "v1.17.8", "v1.20.0"), "go"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,9 @@ from remedies import explain_sources
 from remedies.advisories import engine_bug, engine_release, load_advisories, nearest_clean
 from remedies.crash import Crash, Frame
 from remedies.errors import CatalogueError
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import derive_advisories  # noqa: E402
 
 
 def crash(exception: str, path: str) -> Crash:
@@ -33,6 +37,10 @@ def test_the_release_a_log_prints_is_read_for_each_engine():
     assert engine_release(["(EngineCore pid=1) INFO 01-01 [core.py:75] Initializing a V1 LLM engine (v0.32.0) with "
                            "config: model='Qwen/Qwen3.5-35B-A3B'"], "vllm") == "0.32.0"
     assert engine_release(["image: lmsysorg/sglang:v0.5.13.post1-cu129"], "sglang") == "0.5.13.post1"
+    assert engine_release(["INFO 02-26 11:14:53 llm_engine.py:234] Initializing a V0 LLM engine (v0.7.3) with "
+                           "config: model='google/gemma-2-27b-it'"], "vllm") == "0.7.3"
+    assert engine_release(["docker run --gpus all vllm/vllm-openai:v0.26.0 --model Qwen/Qwen3.5-35B-A3B"], "vllm") == "0.26.0"
+    assert engine_release(["vLLM Version                 : 0.11.2"], "vllm") == "0.11.2"
     assert engine_release(["no release here"], "vllm") is None
 
 
@@ -60,10 +68,78 @@ def test_a_crash_outside_engine_code_is_not_an_engine_bug():
     assert engine_bug(crash("RuntimeError: CUDA driver initialization failed", frame), VLLM_0250) is None
 
 
-def test_nearest_clean_release_needs_every_matched_fix():
-    fixed, unfixed = load_advisories()[0], load_advisories()[1]
+def test_nearest_clean_release_needs_every_matched_fix_else_goes_back_before_them():
+    by_id = {a.id: a for a in load_advisories()}
+    fixed, unfixed = by_id["VLLM-0.25.0-TORCHCODEC-IMPORT"], by_id["VLLM-0.26.0-PY310-MINIMAX-TRITON-IMPORT"]
     assert nearest_clean("vllm", "0.25.0", [fixed]) == "0.25.1"
+    assert unfixed.fixed_in is None and unfixed.last_good == "0.25.1"
+    assert nearest_clean("vllm", "0.26.0", [unfixed]) == "0.25.1"
     assert nearest_clean("vllm", "0.25.0", [fixed, unfixed]) is None
+
+
+SCHEDULER = "/usr/local/lib/python3.12/dist-packages/vllm/v1/core/sched/scheduler.py"
+VLLM_0221 = ["(APIServer pid=1) INFO 06-12 10:00:00 [api_server.py:1880] vLLM API server version 0.22.1"]
+
+
+def test_the_derived_facts_of_every_advisory_are_up_to_date_with_the_mined_templates():
+    assert derive_advisories.main(["--check"]) == 0
+
+
+def test_an_advisory_site_is_the_mined_raise_of_its_symptom_and_its_fix_the_first_release_without_it():
+    (advisory,) = [a for a in load_advisories() if a.id == "VLLM-0.22.1-HYBRID-EXTERNAL-KV-ASSERT"]
+    assert advisory.site == "vllm/v1/core/sched/scheduler.py:Scheduler._mamba_block_aligned_split"
+    assert advisory.fixed_in == "0.23.0" and advisory.last_good == "0.21.0"
+
+
+def test_candidates_are_engine_internal_raises_gone_in_the_next_release_while_their_module_stays():
+    found = derive_advisories.candidates("vllm")
+    kv = [c for c in found if c[3] == "External KV connector is not verified yet"]
+    assert kv == [("0.22.1", "0.23.0", "vllm/v1/core/sched/scheduler.py:Scheduler._mamba_block_aligned_split",
+                   "External KV connector is not verified yet")]
+    releases, _ = derive_advisories.mined("vllm")
+    assert all(releases.index(after) == releases.index(last) + 1 for last, after, _, _ in found)
+
+
+def test_a_crash_raised_at_an_advisory_site_names_it_even_when_its_message_is_not_the_symptom():
+    at_site = Crash(7, "AssertionError", "AssertionError", Frame(SCHEDULER, 1321, "_mamba_block_aligned_split"),
+                    "vllm", "traceback")
+    bug = engine_bug(at_site, VLLM_0221)
+    assert bug is not None and [a.id for a in bug.advisories] == ["VLLM-0.22.1-HYBRID-EXTERNAL-KV-ASSERT"]
+    assert "raised at vllm/v1/core/sched/scheduler.py:Scheduler._mamba_block_aligned_split" in bug.why
+    assert bug.nearest_clean == "0.23.0" and bug.steps()[0].text.startswith("Move to vllm 0.23.0")
+
+
+def test_a_crash_elsewhere_in_the_advisory_module_is_named_near_its_site():
+    near = Crash(7, "AssertionError", "AssertionError", Frame(SCHEDULER, 640, "schedule"), "vllm", "traceback")
+    bug = engine_bug(near, VLLM_0221)
+    assert bug is not None and "raised near vllm/v1/core/sched/scheduler.py" in bug.why
+
+
+def test_a_crash_in_another_module_of_that_release_is_not_tied_to_a_sited_advisory():
+    bug = engine_bug(crash("AssertionError", VLLM_FRAME), VLLM_0221)
+    assert bug is not None and bug.advisories == ()
+
+
+def test_with_no_fixed_release_the_step_goes_back_to_the_newest_release_before_the_broken_ones():
+    log = ["image: lmsysorg/sglang:v0.5.13-cu129"]
+    frame = "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py"
+    bug = engine_bug(crash("RuntimeError: mamba slot double free", frame), log)
+    assert bug is not None and bug.release == "0.5.13" and len(bug.advisories) >= 2
+    assert bug.nearest_clean == "0.5.9" and bug.going_back
+    assert bug.steps()[0].text.startswith("Go back to sglang 0.5.9")
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("site", "'not/a/site'", "site must be"),
+    ("last_good", "0.25.0", "last_good 0.25.0 is inside the affected releases"),
+])
+def test_a_malformed_site_or_last_good_is_a_one_line_error(tmp_path: Path, field: str, value: str, message: str):
+    bad = tmp_path / "advisories.yaml"
+    bad.write_text("advisories:\n- {id: X, engine: vllm, releases: '==0.25.0', title: t, affects: generic, "
+                   f"symptom: null, fixed_in: null, {field}: {value}, "
+                   "sources: ['https://github.com/a/b/issues/1']}\n", encoding="utf-8")
+    with pytest.raises(CatalogueError, match=message):
+        load_advisories(bad)
 
 
 def test_a_malformed_advisory_file_is_a_one_line_error(tmp_path: Path):
