@@ -4,7 +4,8 @@
 was the direct cause..." / "During handling of the above exception...") from normalised lines and returns
 one `Crash` whose root is the innermost cause (the first exception printed) and whose final line is the
 outermost one (the last printed). `death(line)` recognises a fatal line outside a traceback: a process that
-exited non-zero, was killed or crashed natively, or an exception line printed at error level.
+exited non-zero, was killed or crashed natively, or an exception line printed at error level (a bare
+`AssertionError` too, when the level is printed: the end of a traceback whose header an excerpt cut off).
 
 A traceback or exception line logged at WARNING / INFO / DEBUG level is not fatal (a handled error); so is
 a traceback without a level of its own right after a WARNING record (`logger.warning(..., exc_info=True)`).
@@ -39,8 +40,13 @@ CHAINS = ("The above exception was the direct cause of the following exception",
 LITERALS = (
     HEADER, "Error: ", "Exception: ", "Segmentation fault", "core dumped", "Killed", "exited with",
     "exit code", "exitcode", "Fatal Python error", "terminate called after throwing", "died with",
+    "AssertionError",
 )
 HARMLESS_LEVELS = ("WARNING", "INFO", "DEBUG", "TRACE")
+FATAL_LEVELS = ("ERROR", "CRITICAL", "FATAL")
+# An exception printed without a message (a bare `assert`): the last line of a traceback whose header an
+# excerpt cut off, logged at error level (vLLM's `EngineCore failed to start` records every traceback line).
+_BARE = re.compile(r"^(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception)$")
 PROGRESS_LEVELS = (None, "INFO", "DEBUG", "TRACE")
 CARRIED_ON = 3
 LOOKAHEAD_LINES = 400
@@ -167,6 +173,8 @@ def death(line: Line) -> str | None:
     if _DEATH.search(text):
         return text
     if exception_line(text) and ":" in text and line.level in (None, "ERROR", "CRITICAL", "FATAL"):
+        return text
+    if line.level in FATAL_LEVELS and _BARE.match(text):
         return text
     return None
 

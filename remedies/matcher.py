@@ -458,6 +458,8 @@ class Matcher:
         if not crash_rules.starts_traceback(head.text):
             text = join([p.text for p in pieces]).strip()
             fatal = crash_rules.death(Line(text, head.level, True))
+            if fatal is None and len(pieces) > 1:  # a bare `AssertionError` the next line seemed to continue
+                fatal = crash_rules.death(head)
             if fatal is None:
                 fatal = next(filter(None, map(self._quoted_raise, [Line(text, head.level, True), *pieces[1:]])), None)
             if fatal is None:

@@ -107,15 +107,16 @@ class Located:
                 "sites": [site.to_dict() for site in self.sites], "entries": list(self.entries)}
 
 
-def locate(messages: Iterable[str], index: TemplateIndex | None = None, links: Links | None = None
-           ) -> Located | None:
-    """The first message (in order) that matches a mined template, with the entries covering it."""
+def locate(messages: Iterable[str], index: TemplateIndex | None = None, links: Links | None = None,
+           package: str | None = None) -> Located | None:
+    """The first message (in order) that matches a mined template, with the entries covering it; `package` is
+    the package the crash's frames name, if any (`TemplateIndex.lookup`)."""
     index = index if index is not None else load_templates()
     links = links if links is not None else load_links()
     for message in messages:
         if not message:
             continue
-        hit = index.lookup(message)
+        hit = index.lookup(message, package=package if package != "unknown" else None)
         if hit is not None:
             return Located(hit, links.entries(hit.template))
     return None

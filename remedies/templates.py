@@ -13,7 +13,11 @@ it names). Every `*.json` there is read, so a new component's file joins without
 - the message may sit anywhere in the text (after an exception name, inside a JSON payload or another
   exception's repr);
 - a message cut short (a terminal, an excerpt's end) matches when what is left covers at least
-  MIN_PREFIX characters of the template's fixed text and ends inside it or inside a hole.
+  MIN_PREFIX characters of the template's fixed text and ends inside it or inside a hole;
+- a short template is ambiguous: one whose fixed text is under MIN_PREFIX characters must cover half the
+  message, one in the words CPython prints for any object ("'X' object has no attribute 'y'") is claimed only
+  for a crash of its own package, and a message read with its exception class must match more than the
+  class's words ("NotImplementedError:" reads as "Not implemented error: {}").
 
 Among matching templates the one with most fixed text matched wins (a whole match before a cut one).
 """
@@ -134,6 +138,15 @@ def match(pieces: tuple[str, ...], text: str) -> tuple[int, bool] | None:
 
 # "NotImplementedError: Unknown load_format=42": the exception class a log line names before its message
 _RAISED_AS = re.compile(r"\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt))\s*:")
+# Messages CPython itself prints for any object (Objects/object.c `'%.100s' object has no attribute '%U'`,
+# Python/ceval.c and Python/getargs.c `%U() got an unexpected keyword argument '%S'`, `%U() takes %d
+# positional arguments but %d were given`, `name '%.200s' is not defined`, Objects/listobject.c `list index
+# out of range`). A package that raises the same words (SGLang's MultimodalDataItem.__getattr__) cannot be
+# told from the runtime by the message: such a template is claimed only for a crash of that package.
+_RUNTIME_WORDS = (
+    "objecthasnoattribute", "gotanunexpectedkeywordargument", "positionalargument", "isnotdefined",
+    "indexoutofrange", "objectisnotsubscriptable", "objectisnotcallable", "notsupportedbetweeninstancesof",
+)
 
 
 class TemplateIndex:
@@ -166,22 +179,30 @@ class TemplateIndex:
             if head in tail_starts:
                 yield from templates
 
-    def lookup(self, message: str, raised_only: bool = False) -> Hit | None:
+    def lookup(self, message: str, raised_only: bool = False, package: str | None = None) -> Hit | None:
         """The template `message` was printed from (best match), or None. A message that starts with the exception
         class ("NotImplementedError: Unknown load_format=42") is matched without it first: a raise template is the
         message after the class, and a template such as "Not implemented error: {}" would otherwise read every
-        NotImplementedError; on a tie the template raised as that class wins."""
+        NotImplementedError; on a tie the template raised as that class wins. Matched with the class, a template
+        must match more than the class's own words (the skeleton of "NotImplementedError:" is that of
+        "Not implemented error:"). `package` is the package the crash came from, when its frames tell: a
+        template in words the Python runtime prints for any object is only claimed for that package."""
         named = _RAISED_AS.match(message)
         if named:
             kind = f"raise:{named.group(1).rsplit('.', 1)[-1]}"
-            hit = self._best(message[named.end():], raised_only, kind, short_whole=True)
+            hit = self._best(message[named.end():], raised_only, kind, package, short_whole=True)
             if hit is not None:
                 return hit
-        return self._best(message, raised_only, None)
+            hit = self._best(message, raised_only, None, package)
+            beyond = hit.matched - len(skeleton(named.group(0))) if hit is not None else 0
+            return hit if beyond >= MIN_PREFIX // 2 else None
+        return self._best(message, raised_only, None, package)
 
-    def _best(self, message: str, raised_only: bool, kind: str | None, short_whole: bool = False) -> Hit | None:
+    def _best(self, message: str, raised_only: bool, kind: str | None, package: str | None = None,
+              short_whole: bool = False) -> Hit | None:
         """The best template for `message`; one shorter than MIN_PREFIX / 2 only when `short_whole` (a message
-        after its exception class) and only a template it matches whole ("Invalid image: 42")."""
+        after its exception class) and only a template it matches whole ("Invalid image: 42"); a template in
+        the runtime's own words only for a crash of its package (`lookup`)."""
         text = skeleton(message[:MAX_MESSAGE])
         short = len(text) < MIN_PREFIX // 2
         if short and not short_whole:
@@ -193,16 +214,37 @@ class TemplateIndex:
             if id(template) in seen or (raised_only and not template.raised):
                 continue
             seen.add(id(template))
+            if _runtime_words(template) and not _same_package(template.package, package):
+                continue
             found = match(template.pieces, text)
             if found is None:
                 continue
             hit = Hit(template, *found)
-            if short and not hit.whole:
+            if (short and not hit.whole) or (_incidental(hit, text) and not _same_package(template.package, package)):
                 continue
             key = (hit.whole, hit.matched, template.kind == kind)
             if best_key is None or key > best_key:
                 best, best_key = hit, key
         return best
+
+
+def _incidental(hit: Hit, text: str) -> bool:
+    """A template whose few fixed words ("not supported", "{} for {} request {}") occur inside a much longer
+    message: the words are common, the match says nothing. A template must match MIN_PREFIX fixed characters
+    or half the message, unless the crash's frames name its package."""
+    return hit.matched < MIN_PREFIX and hit.matched * 2 < len(text)
+
+
+def _runtime_words(template: Template) -> bool:
+    """Whether the template's fixed text is mostly words the Python runtime prints for any object."""
+    fixed = "".join(template.pieces)
+    return any(word in fixed for word in _RUNTIME_WORDS) and template.fixed < MIN_PREFIX + len(max(
+        (w for w in _RUNTIME_WORDS if w in fixed), key=len))
+
+
+def _same_package(package: str, crashed_in: str | None) -> bool:
+    """Whether a template's package (`sglang_disaggregation` counts as sglang) is the one a crash came from."""
+    return crashed_in is not None and (package == crashed_in or package.startswith(f"{crashed_in}_"))
 
 
 def _read(path: Path) -> Iterator[Template]:
