@@ -197,7 +197,18 @@ def embedded(line: Line) -> str | None:
     found = _EMBEDDED.search(line.text)
     if found is None:
         return None
+    if flattened(line.text):  # the exception a flattened traceback ends with, not one it quotes on the way
+        found = list(_EMBEDDED.finditer(line.text))[-1]
     return f"{found.group('exception')}: {found.group('message')}"[:MAX_EMBEDDED]
+
+
+_FLATTENED = re.compile(r'Traceback \(most recent call last\):?.{0,4000}?\bFile "[^"\n]{1,400}", line \d{1,9}')
+
+
+def flattened(text: str) -> bool:
+    """Whether a line holds a whole traceback run together (a page or a tool joined its lines): the header
+    and a frame after it, the exception at the end."""
+    return "Traceback (most recent call last)" in text and bool(_FLATTENED.search(text))
 
 
 def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None = None) -> tuple[Crash | None, int]:

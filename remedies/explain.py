@@ -11,12 +11,12 @@ from remedies.crash import Crash, component_of, final_group
 from remedies.figures import log_model, uses_log_figures
 from remedies.levels import as_context
 from remedies.loader import load_catalogue
-from remedies.matcher import Match, Matcher
+from remedies.matcher import WRAP_SCAN_BYTES, Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.reader import STDIN, open_log
 from remedies.rootcause import Root, cited_sites, root_near
-from remedies.source import Located, locate
+from remedies.source import Located, locate, sampled_entry
 
 
 @dataclass(frozen=True)
@@ -189,7 +189,7 @@ class Collector:
         if final is not None and final is not crash:
             crash = Crash(crash.lineno, crash.exception, final.final, crash.frame, crash.component, crash.kind)
         located = locate((*crash.readings, crash.final), package=crash.component)
-        entry = self._covering(located)
+        entry = self._covering(located) or self._sampled(crash)
         if entry is not None:
             hit = entry.regex.search(crash.exception)
             values = {k: v for k, v in hit.groupdict().items() if v is not None} if hit else {}
@@ -203,6 +203,13 @@ class Collector:
                                    "explained from its source")
         return Finding(remedy, len(ending), here, last, match.line, match.before,
                        match.after, len(self._findings), crash=crash, precursor=precursor, located=located)
+
+    @staticmethod
+    def _sampled(crash: Crash) -> Remedy | None:
+        """The entry whose samples' words the crash's message carries, cut or under another exception class
+        (`remedies.source.sampled_entry`), if any."""
+        found = sampled_entry((*crash.readings, crash.final))
+        return load_catalogue().get(found) if found else None
 
     @staticmethod
     def _covering(located: Located | None) -> Remedy | None:
@@ -276,6 +283,12 @@ def explain_sources(
             files.append(source)
     if collector.wants_crashes():
         for source in files:
+            if _excerpt(source):
+                with open_log(source) as stream:
+                    for match in matcher.scan_retyped(stream):
+                        collector.add(match, str(source))
+    if collector.wants_crashes():
+        for source in files:
             _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=True, catalogue=False)
     heads: dict[str, list[str]] = {}
 
@@ -308,6 +321,14 @@ def _with_root(finding: Finding) -> Finding:
     crash = replace(finding.crash, frame=root.frame, component=component)
     remedy = finding.remedy if finding.located is not None else replace(finding.remedy, component=component)
     return replace(finding, crash=crash, root=root, remedy=remedy)
+
+
+def _excerpt(source: str | Path) -> bool:
+    """Whether a source is a regular file small enough to be a pasted excerpt (see `Matcher.scan_retyped`)."""
+    try:
+        return Path(source).is_file() and Path(source).stat().st_size <= WRAP_SCAN_BYTES
+    except OSError:
+        return False
 
 
 def _fit_to_log(finding: Finding, head: Callable[[str], list[str]]) -> Finding:

@@ -22,7 +22,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Iterable
 
-from remedies.crash import _BARE, _FRAME, CHAINS, HEADER, Frame, component_of, embedded, exception_line
+from remedies.crash import _BARE, _FRAME, CHAINS, HEADER, Frame, component_of, embedded, exception_line, flattened
 from remedies.links import load_links
 from remedies.normalise import Line, normalise
 from remedies.reader import GZIP_MAGIC, STDIN
@@ -139,7 +139,7 @@ def root_of(lines: list[str], at: int) -> Root | None:
     text = read[exc].text.strip()
     quoted = embedded(Line(text, read[exc].level, True)) if not exception_line(text) else None
     exception = (quoted or text)[:MAX_EXCEPTION]
-    frames = _frames_above(read, exc)
+    frames = _frames_above(read, exc) or _frames_within(text, exception)
     frame, statement = _engine_frame(frames)
     component = component_of([f for f, _ in frames], exception)
     return Root(exception, frame, statement, locate([exception], package=component))
@@ -188,6 +188,18 @@ def _frames_above(read: list[Line], exc: int) -> list[tuple[Frame, str]]:
             break
     frames.reverse()
     return frames
+
+
+_RUN_FRAME = re.compile(r'File "(?P<path>[^"\n]{1,400})", line (?P<line>\d{1,9}), in (?P<func>[\w.<>]{1,200})')
+
+
+def _frames_within(text: str, exception: str) -> list[tuple[Frame, str]]:
+    """The frames of a traceback flattened into one line (`remedies.crash.flattened`), before its exception."""
+    if not flattened(text):
+        return []
+    end = text.rfind(exception.split(":", 1)[0])
+    return [(Frame(m.group("path"), int(m.group("line")), m.group("func")), "")
+            for m in _RUN_FRAME.finditer(text, 0, end if end > 0 else len(text))]
 
 
 def _engine_frame(frames: list[tuple[Frame, str]]) -> tuple[Frame | None, str]:

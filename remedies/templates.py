@@ -14,6 +14,8 @@ it names). Every `*.json` there is read, so a new component's file joins without
   exception's repr);
 - a message cut short (a terminal, an excerpt's end) matches when what is left covers at least
   MIN_PREFIX characters of the template's fixed text and ends inside it or inside a hole;
+- a message cut before MIN_PREFIX characters (or with part of it elided, "...") is read only with its
+  exception class, and only when every template of that class it starts comes from one raise site;
 - a short template is ambiguous: one whose fixed text is under MIN_PREFIX characters must cover half the
   message, one in the words CPython prints for any object ("'X' object has no attribute 'y'") is claimed only
   for a crash of its own package, and a message read with its exception class must match more than the
@@ -41,6 +43,7 @@ CACHE_FORMAT = 2  # bump when Template / Site change shape
 MIN_PREFIX = 32  # skeleton characters of fixed text a cut message must cover
 MAX_MESSAGE = 4000  # characters of a message looked at
 _DROP = re.compile(r"\x1b\[[0-9;]{0,16}[A-Za-z]|\\[nrt]|\\(?=['\"])|[\s'\"`\u2018\u2019\u201c\u201d]+")
+MAX_HOLE = 24  # skeleton characters a short cut message may hold of the hole it ends in
 MAX_CUT = 400  # skeleton characters of a cut message's first piece looked for at the text's end
 _ANCHOR = 12  # skeleton characters of a template's longest piece used to shortlist it
 
@@ -101,38 +104,68 @@ def _pieces(text: str) -> tuple[str, ...]:
     return tuple(skeleton(part) for part in text.split("{}"))
 
 
-def match(pieces: tuple[str, ...], text: str) -> tuple[int, bool] | None:
+def match(pieces: tuple[str, ...], text: str, least: int = MIN_PREFIX, hole: int | None = None
+          ) -> tuple[int, bool] | None:
     """(fixed characters matched, whole) when `text` (a skeleton) holds the template's pieces in order, or
-    ends (cut) inside a piece or hole after at least MIN_PREFIX fixed characters; otherwise None."""
+    ends (cut) inside a piece or hole after at least `least` fixed characters; otherwise None. Where the text
+    marks an elision ("..." or "…": a person shortened the message), the pieces it left out are skipped up to
+    the next one found after the mark (a match that is then not whole). With `hole`, a message cut inside a
+    hole may hold at most that many characters of it (a figure, a name), not the rest of another message."""
     first = next((i for i, p in enumerate(pieces) if p), None)
     if first is None:
         return None
     head = pieces[first]
     start = text.find(head)
-    cut_from = -1
     if start < 0:
         # the message may be cut inside its first piece: the text's tail is a prefix of that piece
-        for size in range(min(len(head), len(text)), MIN_PREFIX - 1, -1):
+        for size in range(min(len(head), len(text)), least - 1, -1):
             if head.startswith(text[-size:]):
                 return size, False
         return None
-    pos, matched = start + len(head), len(head)
-    for piece in pieces[first + 1:]:
+    pos, matched, whole = start + len(head), len(head), True
+    index = first + 1
+    while index < len(pieces):
+        piece = pieces[index]
+        index += 1
         if not piece:
             continue
         found = text.find(piece, pos)
         if found >= 0:
             pos, matched = found + len(piece), matched + len(piece)
             continue
-        cut_from = pos
-        break
-    else:
-        return matched, True
-    rest = text[cut_from:]
-    for begin in range(len(rest) + 1):
-        tail = rest[begin:]
-        if piece.startswith(tail):
-            return (matched + len(tail), False) if matched + len(tail) >= MIN_PREFIX else None
+        resumed = _after_elision(pieces, index, text, pos)
+        if resumed is not None:
+            index, pos, extra = resumed
+            matched, whole = matched + extra, False
+            continue
+        rest = text[pos:]
+        for begin in range(len(rest) + 1):
+            tail = rest[begin:]
+            if hole is not None and begin > hole:
+                return None
+            if piece.startswith(tail):
+                return (matched + len(tail), False) if matched + len(tail) >= least else None
+        return None
+    return (matched, whole) if whole or matched >= least else None
+
+
+_ELISION = ("...", "\u2026")
+
+
+def _after_elision(pieces: tuple[str, ...], index: int, text: str, pos: int) -> tuple[int, int, int] | None:
+    """Where matching resumes after an elision mark at or after `pos`: the index after the first later piece
+    (from `index` on) found after the mark, the text position after it and its length; None without a mark."""
+    marks = [m for m in (text.find(e, pos) for e in _ELISION) if m >= 0]
+    if not marks:
+        return None
+    mark = min(marks)
+    for later in range(index, len(pieces)):
+        piece = pieces[later]
+        if len(piece) < 4:
+            continue
+        found = text.find(piece, mark)
+        if found >= 0:
+            return later + 1, found + len(piece), len(piece)
     return None
 
 
@@ -191,12 +224,34 @@ class TemplateIndex:
         if named:
             kind = f"raise:{named.group(1).rsplit('.', 1)[-1]}"
             hit = self._best(message[named.end():], raised_only, kind, package, short_whole=True)
+            if hit is None:
+                hit = self._unique_cut(message[named.end():], kind)
             if hit is not None:
                 return hit
             hit = self._best(message, raised_only, None, package)
             beyond = hit.matched - len(skeleton(named.group(0))) if hit is not None else 0
             return hit if beyond >= MIN_PREFIX // 2 else None
         return self._best(message, raised_only, None, package)
+
+    def _unique_cut(self, message: str, kind: str) -> Hit | None:
+        """A message cut (or elided) before MIN_PREFIX fixed characters, read after its exception class: it is
+        ambiguous unless the templates raised as that class that it starts (with at least MIN_PREFIX / 2
+        fixed characters) all come from one raise site (one wording per release), then it is that one."""
+        text = skeleton(message[:MAX_MESSAGE])
+        if len(text) < MIN_PREFIX // 2:
+            return None
+        hits: dict[tuple[str, str, str], Hit] = {}
+        for template in set(self.candidates(text)):
+            if template.kind != kind or _runtime_words(template):
+                continue
+            found = match(template.pieces, text, MIN_PREFIX // 2, hole=MAX_HOLE)
+            if found is None:
+                continue
+            hit = Hit(template, *found)
+            key = _site_key(template)
+            if key not in hits or hit.matched > hits[key].matched:
+                hits[key] = hit
+        return next(iter(hits.values())) if len(hits) == 1 else None
 
     def _best(self, message: str, raised_only: bool, kind: str | None, package: str | None = None,
               short_whole: bool = False) -> Hit | None:
@@ -245,6 +300,11 @@ def _runtime_words(template: Template) -> bool:
 def _same_package(package: str, crashed_in: str | None) -> bool:
     """Whether a template's package (`sglang_disaggregation` counts as sglang) is the one a crash came from."""
     return crashed_in is not None and (package == crashed_in or package.startswith(f"{crashed_in}_"))
+
+
+def _site_key(template: Template) -> tuple[str, str, str]:
+    site = template.sites[0] if template.sites else Site(template.package, "", "")
+    return template.package, site.module, site.function
 
 
 def _read(path: Path) -> Iterator[Template]:

@@ -132,3 +132,45 @@ def test_a_short_template_is_not_claimed_for_a_message_it_only_brushes():
     # a few common words inside a long message say nothing
     assert index.lookup('ValueError("type fp8e4nv not supported in this architecture. The supported fp8 '
                         "dtypes are ('fp8e4b15', 'fp8e5')\")") is None
+
+
+def test_a_message_retyped_in_lower_case_still_names_its_entry(tmp_path):
+    (finding,) = explain(tmp_path, "valueerror: bfloat16 is only supported on gpus with compute capability of at "
+                                   "least 8.0. your tesla t4 gpu has compute capability 7.5.\n")
+    assert finding.remedy.id == "QD-R-VLLM-BF16-CAPABILITY"
+
+
+def test_a_message_with_an_elided_middle_finds_its_template():
+    hit = load_templates().lookup("ValueError: No valid attention backend found for cuda... Reasons: "
+                                  "{FLASH_ATTN: [compute capability not supported]}")
+    assert hit is not None and hit.template.text.startswith("No valid attention backend found for {} with")
+    assert not hit.whole
+
+
+def test_a_short_cut_is_read_only_with_its_class_and_one_raise_site():
+    index = load_templates()
+    hit = index.lookup("ValueError: No valid attention backend found for cu")  # 31 fixed characters, cut
+    assert hit is not None and hit.template.kind == "raise:ValueError"
+    assert index.lookup("No valid attention backend found for cu") is None  # no class: too short to tell
+    # a short head followed by another message's words is not a cut
+    chunked = ("ValueError: Chunked MM input disabled but max_tokens_per_mm_item (2496) is larger than "
+               "max_num_batched_tokens (2048). Please increase max_num_batched_tokens.")
+    found = index.lookup(chunked)
+    assert found is None or not found.template.text.startswith("max_num_batched_tokens ({}) must be")
+
+def test_an_exception_under_a_new_class_and_cut_short_finds_its_entry_by_the_entrys_samples(tmp_path):
+    (finding,) = explain(tmp_path, "request error:\nvllm.entrypoints.chat_utils.ChatTemplateResolutionError: As of "
+                                   "transformers v4.44, default chat template is no longer all\n")
+    assert finding.remedy.id == "QD-R-VLLM-NO-CHAT-TEMPLATE"
+
+
+def test_a_traceback_flattened_into_one_line_names_its_last_exception_and_frame(tmp_path):
+    line = ('(EngineCore_DP0) ERROR [core.py:1104] EngineCore failed to start. (EngineCore_DP0) ERROR [core.py:1104] '
+            'Traceback (most recent call last): (EngineCore_DP0) ERROR [core.py:1104] File ".../vllm/v1/engine/core.py",'
+            ' line 1094, in run_engine_core (EngineCore_DP0) ERROR [core.py:1104] File '
+            '".../vllm/model_executor/models/glm4_moe.py", line 512, in load_weights (EngineCore_DP0) ERROR '
+            '[core.py:1104] ZeroDivisionError: float division by zero\n')
+    first = explain(tmp_path, line)[0]
+    assert first.remedy.id == "QD-R-UNKNOWN"
+    assert first.crash.exception == "ZeroDivisionError: float division by zero"
+    assert first.crash.frame.function == "load_weights" and first.remedy.component == "vllm"

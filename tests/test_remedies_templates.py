@@ -60,8 +60,15 @@ def test_a_message_cut_short_matches_when_enough_of_it_is_left():
     cut = "ValueError: The model's max seq len (4096) is larger than the maximum number of tokens that can be st"
     hit = INDEX.lookup(cut)
     assert hit is not None and hit.template.text == KV and not hit.whole
-    assert INDEX.lookup("ValueError: The model's max seq len (4096) is lar") is None  # too little of it
+    assert INDEX.lookup("The model's max seq len (4096) is lar") is None  # too little of it to tell alone
     assert len(skeleton("The model's max seq len ( ) is lar")) < MIN_PREFIX
+    assert INDEX.lookup("ValueError: The model's max") is None  # under MIN_PREFIX / 2 even with its class
+
+
+def test_a_short_cut_is_read_with_its_exception_class_when_one_raise_site_starts_so():
+    hit = INDEX.lookup("ValueError: The model's max seq len (4096) is lar")
+    assert hit is not None and hit.template.text == KV and not hit.whole
+    assert INDEX.lookup("RuntimeError: The model's max seq len (4096) is lar") is None  # raised as ValueError
 
 
 def test_unrelated_text_matches_nothing():
