@@ -302,7 +302,7 @@ def explain_sources(
     return [_fit_to_log(_name_engine_bug(finding, head), head) for finding in found]
 
 
-MAX_ROOTS = 3  # error findings (root cause first) given their root exception and raise site
+MAX_ROOTS = 1  # error findings (root cause first) given their root exception and raise site: the root cause
 
 
 def _with_root(finding: Finding) -> Finding:

@@ -49,11 +49,14 @@ class Root:
     statement: str
     located: Located | None
     cited: tuple[str, ...] = ()
+    below: bool = False
 
     def site(self) -> str:
         """Where it was raised, as the log's traceback says it."""
         if self.frame is None:
             return ""
+        if self.below:  # its traceback was printed after it, and may have been cut before the raise
+            return f"raised below {self.frame}, the deepest frame of the traceback printed after it"
         return f"raised at {self.frame}" + (f" (`{self.statement}`)" if self.statement else "")
 
     def why(self) -> str:
@@ -101,17 +104,18 @@ def window(source: str, lineno: int) -> tuple[list[str], int] | None:
 def _plain_lines(raw, first: int, last: int) -> list[bytes]:
     """Lines first..last (1-based) of an uncompressed file, found by counting newlines a block at a time."""
     seen, offset = 0, 0
+    buffer = bytearray(BLOCK)
     while seen < first - 1:
-        block = raw.read(BLOCK)
-        if not block:
+        size = raw.readinto(buffer)
+        if not size:
             return []
-        count = block.count(b"\n")
+        count = buffer.count(b"\n", 0, size)
         if seen + count < first - 1:
-            seen, offset = seen + count, offset + len(block)
+            seen, offset = seen + count, offset + size
             continue
         pos = -1
         for _ in range(first - 1 - seen):
-            pos = block.index(b"\n", pos + 1)
+            pos = buffer.index(b"\n", pos + 1, size)
         offset += pos + 1
         seen = first - 1
     raw.seek(offset)
@@ -140,9 +144,12 @@ def root_of(lines: list[str], at: int) -> Root | None:
     quoted = embedded(Line(text, read[exc].level, True)) if not exception_line(text) else None
     exception = (quoted or text)[:MAX_EXCEPTION]
     frames = _frames_above(read, exc) or _frames_within(text, exception)
+    below = not frames
+    if below:
+        frames = _frames_below(read, exc)
     frame, statement = _engine_frame(frames)
     component = component_of([f for f, _ in frames], exception)
-    return Root(exception, frame, statement, locate([exception], package=component))
+    return Root(exception, frame, statement, locate([exception], package=component), below=below and bool(frames))
 
 
 def _exception_index(read: list[Line], at: int) -> int | None:
@@ -200,6 +207,16 @@ def _frames_within(text: str, exception: str) -> list[tuple[Frame, str]]:
     end = text.rfind(exception.split(":", 1)[0])
     return [(Frame(m.group("path"), int(m.group("line")), m.group("func")), "")
             for m in _RUN_FRAME.finditer(text, 0, end if end > 0 else len(text))]
+
+
+def _frames_below(read: list[Line], exc: int) -> list[tuple[Frame, str]]:
+    """The frames of a traceback that starts within FORWARD lines after the exception (a record that prints
+    its message first, or a paste that put the exception above its traceback), outermost first."""
+    for index in range(exc + 1, min(len(read), exc + FORWARD)):
+        if read[index].text.strip().startswith(HEADER):
+            end = next((i for i in range(index + 1, len(read)) if _is_exception(read, i)), len(read))
+            return _frames_above(read, end)
+    return []
 
 
 def _engine_frame(frames: list[tuple[Frame, str]]) -> tuple[Frame | None, str]:

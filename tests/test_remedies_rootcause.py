@@ -174,3 +174,15 @@ def test_a_traceback_flattened_into_one_line_names_its_last_exception_and_frame(
     assert first.remedy.id == "QD-R-UNKNOWN"
     assert first.crash.exception == "ZeroDivisionError: float division by zero"
     assert first.crash.frame.function == "load_weights" and first.remedy.component == "vllm"
+
+
+def test_an_exception_pasted_above_its_traceback_names_the_deepest_engine_frame_below_it(tmp_path):
+    text = ("ZeroDivisionError: float division by zero\n"
+            "Traceback (most recent call last):\n"
+            '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/engine/core.py", line 999, in step\n'
+            "    outputs = self.step_fn()\n"
+            '  File "/opt/venv/lib/python3.12/site-packages/vllm/v1/spec_decode/eagle.py", line 412, in propose\n'
+            "    ratio = hits / total\n")
+    first = explain(tmp_path, text)[0]
+    assert first.crash.frame.function == "propose"
+    assert "raised below /opt/venv/lib/python3.12/site-packages/vllm/v1/spec_decode/eagle.py, line 412" in first.why
