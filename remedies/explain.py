@@ -290,6 +290,11 @@ def explain_sources(
     if collector.wants_crashes():
         for source in files:
             _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=True, catalogue=False)
+    if collector.wants_crashes() and collector.unknown() is None:
+        for source in filter(_excerpt, files):
+            with open_log(source) as stream:
+                for match in matcher.scan_unclassed(stream):
+                    collector.add(match, str(source))
     heads: dict[str, list[str]] = {}
 
     def head(source: str) -> list[str]:

@@ -32,7 +32,7 @@ from remedies.loader import Catalogue, load_catalogue
 from remedies.model import CONTEXT_LINES, UNKNOWN, FixStep, Remedy
 from remedies.normalise import Line, join, normalise
 from remedies.prefilter import cached_prefilter
-from remedies.templates import load_templates
+from remedies.templates import MIN_PREFIX, load_templates
 
 CHUNK = 8 << 20
 MAX_LINE = 1 << 20
@@ -43,6 +43,7 @@ JOIN_LINES = 12
 MIN_WRAP = 40
 WRAP_SCAN_BYTES = 1 << 20
 CRASH = -1
+MIN_UNCLASSED = 24  # characters of a line read as an engine message pasted without its exception class
 # An exception line typed in lower case: `valueerror: ...`, `torch.outofmemoryerror: ...`
 _RETYPED = re.compile(r"^[a-z_][a-z0-9_.]{0,80}(?:error|exception):\s")
 
@@ -256,6 +257,28 @@ class Matcher:
                     seen.add(form.id)
                     values = tuple((k, v) for k, v in hit.groupdict().items() if v is not None)
                     yield Match(self._entry[form.id], lineno, _shorten(text), (), (), values)
+
+    def scan_unclassed(self, stream: BinaryIO) -> Iterator[Match]:
+        """Engine error messages pasted without their exception class or any log prefix (a quoted message in an
+        issue's prose: `"The input (70000 tokens) is longer than the model's context length (40960)."`), as
+        crashes: a line whose best mined template (`remedies.templates`) is a raise, matched whole or by at
+        least MIN_PREFIX fixed characters. Template lookups cost about a millisecond a line, so explain runs
+        this only on a pasted excerpt in which nothing else was found."""
+        index = load_templates()
+        data = stream.read(WRAP_SCAN_BYTES + 1)[:WRAP_SCAN_BYTES]
+        for lineno, raw in enumerate(data.split(b"\n"), 1):
+            shown = _decode(raw[:MAX_LINE]).strip()
+            line = normalise(shown)
+            text = line.text.strip().strip("\"'")
+            if (line.level is not None or line.text.strip() != shown or len(text) < MIN_UNCLASSED
+                    or crash_rules.exception_line(text) or self.match_line(shown)):
+                continue  # a record, a short line, an exception line (the crash scan's) or an entry's line
+            hit = index.lookup(text)
+            if hit is None or not hit.template.raised or (not hit.whole and hit.matched < MIN_PREFIX):
+                continue
+            yield Match(UNKNOWN, lineno, _shorten(text),
+                        crash=Crash(lineno, text, text, None, crash_rules.component_of((), hit.template.package),
+                                    "exception"))
 
     def feed(self, line: str | bytes, lineno: int) -> list[Match]:
         """Match one line of a live stream; the lines fed before it become its context.

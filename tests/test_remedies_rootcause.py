@@ -186,3 +186,10 @@ def test_an_exception_pasted_above_its_traceback_names_the_deepest_engine_frame_
     first = explain(tmp_path, text)[0]
     assert first.crash.frame.function == "propose"
     assert "raised below /opt/venv/lib/python3.12/site-packages/vllm/v1/spec_decode/eagle.py, line 412" in first.why
+
+
+def test_an_engine_message_quoted_in_prose_without_its_class_is_read_from_the_mined_templates(tmp_path):
+    (finding,) = explain(tmp_path, "Feeding a long prompt reports an error:\n"
+                                   "\"The input (70000 tokens) is longer than the model's context length (40960).\"\n")
+    assert finding.remedy.id == "QD-R-SGLANG-INPUT-TOO-LONG"
+
