@@ -139,7 +139,8 @@ def root_of(lines: list[str], at: int) -> Root | None:
         message = read[at].text.strip() if 0 <= at < len(read) else ""
         if not message:
             return None
-        return Root(message[:MAX_EXCEPTION], None, "", locate([message]))
+        frame, statement = _engine_frame(_frames_below(read, at))
+        return Root(message[:MAX_EXCEPTION], frame, statement, locate([message]), below=frame is not None)
     text = read[exc].text.strip()
     quoted = embedded(Line(text, read[exc].level, True)) if not exception_line(text) else None
     exception = (quoted or text)[:MAX_EXCEPTION]

@@ -193,3 +193,14 @@ def test_an_engine_message_quoted_in_prose_without_its_class_is_read_from_the_mi
                                    "\"The input (70000 tokens) is longer than the model's context length (40960).\"\n")
     assert finding.remedy.id == "QD-R-SGLANG-INPUT-TOO-LONG"
 
+
+
+def test_a_message_logged_before_its_cut_traceback_names_the_deepest_engine_frame_below(tmp_path):
+    text = ("(Worker_TP0 pid=77) ERROR 10-08 09:19:30 [multiproc_executor.py:671] ValueError(\"type fp8e4nv not "
+            "supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')\")\n"
+            "(Worker_TP0 pid=77) ERROR 10-08 09:19:30 [multiproc_executor.py:671] Traceback (most recent call last):\n"
+            '(Worker_TP0 pid=77) ERROR 10-08 09:19:30 [multiproc_executor.py:671]   File "/usr/lib/python3.12/'
+            'site-packages/vllm/v1/worker/gpu_worker.py", line 344, in compile_or_warm_up_model\n')
+    first = explain(tmp_path, text)[0]
+    assert first.remedy.id == "QD-R-TORCH-TRITON-FP8-ARCH"
+    assert first.root.below and first.root.frame.function == "compile_or_warm_up_model"
