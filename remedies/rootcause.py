@@ -10,13 +10,16 @@ test); and the mined template of the message (`remedies.source`): module, functi
 test that raised it.
 
 A plain file is read by counting newlines in blocks up to the line (no scan of its text); a gzip file is
-read through; standard input, which cannot be read again, gives the finding's own context lines.
+read through; standard input, a pipe or a FIFO, which cannot be read again, gives the finding's own context
+lines.
 """
 
 from __future__ import annotations
 
 import gzip
+import os
 import re
+import stat
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -86,6 +89,8 @@ def window(source: str, lineno: int) -> tuple[list[str], int] | None:
         return None
     first = max(1, lineno - WINDOW_BEFORE)
     try:
+        if not stat.S_ISREG(os.stat(source).st_mode):
+            return None  # a pipe, a FIFO, /dev/stdin: read once already, it cannot be read again
         with open(source, "rb") as raw:
             gzipped = raw.read(2) == GZIP_MAGIC
             raw.seek(0)
