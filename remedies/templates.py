@@ -26,6 +26,7 @@ Among matching templates the one with most fixed text matched wins (a whole matc
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import os
@@ -226,6 +227,8 @@ class TemplateIndex:
             hit = self._best(message[named.end():], raised_only, kind, package, short_whole=True)
             if hit is None:
                 hit = self._unique_cut(message[named.end():], kind)
+            if hit is None and not _builtin(named.group(1)):
+                hit = self._unique_cut(message[named.end():], None)  # a class of the engine's own, renamed
             if hit is not None:
                 return hit
             hit = self._best(message, raised_only, None, package)
@@ -233,16 +236,18 @@ class TemplateIndex:
             return hit if beyond >= MIN_PREFIX // 2 else None
         return self._best(message, raised_only, None, package)
 
-    def _unique_cut(self, message: str, kind: str) -> Hit | None:
+    def _unique_cut(self, message: str, kind: str | None) -> Hit | None:
         """A message cut (or elided) before MIN_PREFIX fixed characters, read after its exception class: it is
         ambiguous unless the templates raised as that class that it starts (with at least MIN_PREFIX / 2
-        fixed characters) all come from one raise site (one wording per release), then it is that one."""
+        fixed characters) all come from one raise site (one wording per release), then it is that one. With
+        no `kind` (a class of the engine's own that no mined release raises the message as: releases rename
+        and subclass their exceptions, `ChatTemplateResolutionError` for `ValueError`), any raise counts."""
         text = skeleton(message[:MAX_MESSAGE])
         if len(text) < MIN_PREFIX // 2:
             return None
         hits: dict[tuple[str, str, str], Hit] = {}
         for template in set(self.candidates(text)):
-            if template.kind != kind or _runtime_words(template):
+            if (template.kind != kind if kind else not template.raised) or _runtime_words(template):
                 continue
             found = match(template.pieces, text, MIN_PREFIX // 2, hole=MAX_HOLE)
             if found is None:
@@ -300,6 +305,11 @@ def _runtime_words(template: Template) -> bool:
 def _same_package(package: str, crashed_in: str | None) -> bool:
     """Whether a template's package (`sglang_disaggregation` counts as sglang) is the one a crash came from."""
     return crashed_in is not None and (package == crashed_in or package.startswith(f"{crashed_in}_"))
+
+
+def _builtin(name: str) -> bool:
+    """Whether an exception class name is one of Python's own (`ValueError`), not an engine's."""
+    return "." not in name and isinstance(getattr(builtins, name, None), type)
 
 
 def _site_key(template: Template) -> tuple[str, str, str]:
