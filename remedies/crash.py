@@ -4,7 +4,8 @@
 was the direct cause..." / "During handling of the above exception...") from normalised lines and returns
 one `Crash` whose root is the innermost cause (the first exception printed) and whose final line is the
 outermost one (the last printed). `death(line)` recognises a fatal line outside a traceback: a process that
-exited non-zero, was killed or crashed natively, or an exception line printed at error level.
+exited non-zero, was killed or crashed natively, or an exception line printed at error level (a bare
+`AssertionError` too, when the level is printed: the end of a traceback whose header an excerpt cut off).
 
 A traceback or exception line logged at WARNING / INFO / DEBUG level is not fatal (a handled error); so is
 a traceback without a level of its own right after a WARNING record (`logger.warning(..., exc_info=True)`).
@@ -39,8 +40,13 @@ CHAINS = ("The above exception was the direct cause of the following exception",
 LITERALS = (
     HEADER, "Error: ", "Exception: ", "Segmentation fault", "core dumped", "Killed", "exited with",
     "exit code", "exitcode", "Fatal Python error", "terminate called after throwing", "died with",
+    "AssertionError",
 )
 HARMLESS_LEVELS = ("WARNING", "INFO", "DEBUG", "TRACE")
+FATAL_LEVELS = ("ERROR", "CRITICAL", "FATAL")
+# An exception printed without a message (a bare `assert`): the last line of a traceback whose header an
+# excerpt cut off, logged at error level (vLLM's `EngineCore failed to start` records every traceback line).
+_BARE = re.compile(r"^(?:[A-Za-z_]\w{0,60}\.){0,6}[A-Z]\w{0,60}(?:Error|Exception)$")
 PROGRESS_LEVELS = (None, "INFO", "DEBUG", "TRACE")
 CARRIED_ON = 3
 LOOKAHEAD_LINES = 400
@@ -168,6 +174,8 @@ def death(line: Line) -> str | None:
         return text
     if exception_line(text) and ":" in text and line.level in (None, "ERROR", "CRITICAL", "FATAL"):
         return text
+    if line.level in FATAL_LEVELS and _BARE.match(text):
+        return text
     return None
 
 
@@ -189,7 +197,18 @@ def embedded(line: Line) -> str | None:
     found = _EMBEDDED.search(line.text)
     if found is None:
         return None
+    if flattened(line.text):  # the exception a flattened traceback ends with, not one it quotes on the way
+        found = list(_EMBEDDED.finditer(line.text))[-1]
     return f"{found.group('exception')}: {found.group('message')}"[:MAX_EMBEDDED]
+
+
+_FLATTENED = re.compile(r'Traceback \(most recent call last\):?.{0,4000}?\bFile "[^"\n]{1,400}", line \d{1,9}')
+
+
+def flattened(text: str) -> bool:
+    """Whether a line holds a whole traceback run together (a page or a tool joined its lines): the header
+    and a frame after it, the exception at the end."""
+    return "Traceback (most recent call last)" in text and bool(_FLATTENED.search(text))
 
 
 def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None = None) -> tuple[Crash | None, int]:

@@ -7,15 +7,16 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
 from remedies.advisories import EngineBug, engine_bug, read_head
-from remedies.crash import Crash, final_group
+from remedies.crash import Crash, component_of, final_group
 from remedies.figures import log_model, uses_log_figures
 from remedies.levels import as_context
 from remedies.loader import load_catalogue
-from remedies.matcher import Match, Matcher
+from remedies.matcher import WRAP_SCAN_BYTES, Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.reader import STDIN, open_log
-from remedies.source import Located, locate
+from remedies.rootcause import Root, cited_sites, root_near
+from remedies.source import Located, locate, sampled_entry
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Finding:
     engine_bug: EngineBug | None = None
     values: tuple[tuple[str, str], ...] = ()
     located: Located | None = None
+    root: Root | None = None
 
     @property
     def steps(self) -> tuple[FixStep, ...]:
@@ -57,7 +59,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         remedy = {**self.remedy.to_dict(), "fix": [step.to_dict() for step in self.steps]}
-        if self.crash is not None:
+        if self.crash is not None or self.root is not None:
             remedy["why"] = self.why
         found: dict[str, Any] = {
             "remedy": remedy,
@@ -73,17 +75,21 @@ class Finding:
             found["engine_bug"] = self.engine_bug.to_dict()
         if self.located is not None:
             found["raised_by"] = self.located.to_dict()
+        if self.root is not None:
+            found["root"] = self.root.to_dict()
         return found
 
     @property
     def why(self) -> str:
-        """The entry's explanation; for an unrecognised crash, what was found and where."""
+        """The entry's explanation, then the root exception and its raise site (`remedies.rootcause`); for an
+        unrecognised crash, what was found and where."""
         if self.crash is None:
-            return self.remedy.why
+            return self.remedy.why if self.root is None else f"{self.remedy.why.rstrip()} {self.root.why()}"
         crash = self.crash
         parts = [f"Root exception: {crash.exception}"]
         if crash.frame is not None:
-            parts.append(f"raised at {crash.frame}")
+            own = self.root is not None and self.root.frame == crash.frame
+            parts.append(self.root.site() if own and self.root is not None else f"raised at {crash.frame}")
         parts.append(f"component: {crash.component}")
         if crash.final != crash.exception:
             parts.append(f"final exception: {crash.final}")
@@ -182,8 +188,8 @@ class Collector:
         final = last_match.crash
         if final is not None and final is not crash:
             crash = Crash(crash.lineno, crash.exception, final.final, crash.frame, crash.component, crash.kind)
-        located = locate((*crash.readings, crash.final))
-        entry = self._covering(located)
+        located = locate((*crash.readings, crash.final), package=crash.component)
+        entry = self._covering(located) or self._sampled(crash)
         if entry is not None:
             hit = entry.regex.search(crash.exception)
             values = {k: v for k, v in hit.groupdict().items() if v is not None} if hit else {}
@@ -197,6 +203,13 @@ class Collector:
                                    "explained from its source")
         return Finding(remedy, len(ending), here, last, match.line, match.before,
                        match.after, len(self._findings), crash=crash, precursor=precursor, located=located)
+
+    @staticmethod
+    def _sampled(crash: Crash) -> Remedy | None:
+        """The entry whose samples' words the crash's message carries, cut or under another exception class
+        (`remedies.source.sampled_entry`), if any."""
+        found = sampled_entry((*crash.readings, crash.final))
+        return load_catalogue().get(found) if found else None
 
     @staticmethod
     def _covering(located: Located | None) -> Remedy | None:
@@ -270,7 +283,18 @@ def explain_sources(
             files.append(source)
     if collector.wants_crashes():
         for source in files:
+            if _excerpt(source):
+                with open_log(source) as stream:
+                    for match in matcher.scan_retyped(stream):
+                        collector.add(match, str(source))
+    if collector.wants_crashes():
+        for source in files:
             _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=True, catalogue=False)
+    if collector.wants_crashes() and collector.unknown() is None:
+        for source in filter(_excerpt, files):
+            with open_log(source) as stream:
+                for match in matcher.scan_unclassed(stream):
+                    collector.add(match, str(source))
     heads: dict[str, list[str]] = {}
 
     def head(source: str) -> list[str]:
@@ -278,7 +302,38 @@ def explain_sources(
             heads[source] = read_head(source)
         return heads[source]
 
-    return [_fit_to_log(_name_engine_bug(finding, head), head) for finding in collector.findings()]
+    found = collector.findings()
+    found = [_with_root(f) if f.remedy.severity == "error" and i < MAX_ROOTS else f for i, f in enumerate(found)]
+    return [_fit_to_log(_name_engine_bug(finding, head), head) for finding in found]
+
+
+MAX_ROOTS = 1  # error findings (root cause first) given their root exception and raise site: the root cause
+
+
+def _with_root(finding: Finding) -> Finding:
+    """The finding with the root exception and raise site read around its first line (`remedies.rootcause`):
+    for an entry, what the engine raised; for a crash printed without its frames, the frames above it."""
+    if finding.crash is not None and finding.crash.frame is not None:
+        return finding
+    root = root_near(finding.first.source, finding.first.line, (*finding.before, finding.line, *finding.after))
+    if root is None or (finding.crash is not None and root.frame is None):
+        return finding
+    if finding.crash is None:
+        if root.frame is None and root.located is None:
+            root = replace(root, cited=cited_sites(finding.remedy.id, finding.remedy.source))
+        return replace(finding, root=root)
+    component = component_of([root.frame], finding.crash.exception) if root.frame else finding.crash.component
+    crash = replace(finding.crash, frame=root.frame, component=component)
+    remedy = finding.remedy if finding.located is not None else replace(finding.remedy, component=component)
+    return replace(finding, crash=crash, root=root, remedy=remedy)
+
+
+def _excerpt(source: str | Path) -> bool:
+    """Whether a source is a regular file small enough to be a pasted excerpt (see `Matcher.scan_retyped`)."""
+    try:
+        return Path(source).is_file() and Path(source).stat().st_size <= WRAP_SCAN_BYTES
+    except OSError:
+        return False
 
 
 def _fit_to_log(finding: Finding, head: Callable[[str], list[str]]) -> Finding:

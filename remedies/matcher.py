@@ -21,6 +21,7 @@ is matched on its own first (numbered as itself), then the joined record for wha
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from dataclasses import dataclass, replace
 from typing import BinaryIO, Generator, Iterable, Iterator
@@ -31,7 +32,7 @@ from remedies.loader import Catalogue, load_catalogue
 from remedies.model import CONTEXT_LINES, UNKNOWN, FixStep, Remedy
 from remedies.normalise import Line, join, normalise
 from remedies.prefilter import cached_prefilter
-from remedies.templates import load_templates
+from remedies.templates import MIN_PREFIX, load_templates
 
 CHUNK = 8 << 20
 MAX_LINE = 1 << 20
@@ -42,6 +43,9 @@ JOIN_LINES = 12
 MIN_WRAP = 40
 WRAP_SCAN_BYTES = 1 << 20
 CRASH = -1
+MIN_UNCLASSED = 24  # characters of a line read as an engine message pasted without its exception class
+# An exception line typed in lower case: `valueerror: ...`, `torch.outofmemoryerror: ...`
+_RETYPED = re.compile(r"^[a-z_][a-z0-9_.]{0,80}(?:error|exception):\s")
 
 
 @dataclass(frozen=True)
@@ -191,6 +195,7 @@ class Matcher:
         self._pieces: list[Line] = []
         self._last_len = 0
         self._record_hits: set[str] = set()
+        self._folded: list[tuple[Remedy, re.Pattern[str]]] | None = None
 
     def _plan_for(self, needles: list[bytes]) -> list[tuple[bytes, frozenset[int]]]:
         """Each needle with the anchors whose literals contain it."""
@@ -231,6 +236,49 @@ class Matcher:
                     seen.add(remedy.id)
                     found.append((remedy, best))
         return found
+
+    def scan_retyped(self, stream: BinaryIO) -> Iterator[Match]:
+        """Exception lines a person retyped in lower case (`valueerror: bfloat16 is only supported on gpus ...`),
+        read by the entries' patterns without case. The file scan's needles are case-sensitive, so explain runs
+        this only on a pasted excerpt (a file of at most WRAP_SCAN_BYTES) in which nothing else named an error."""
+        if self._folded is None:
+            self._folded = [(form, re.compile(form.regex.pattern, form.regex.flags | re.IGNORECASE))
+                            for remedy in self.catalogue if remedy.context_regex is None and not remedy.stop
+                            for form in remedy.forms()]
+        data = stream.read(WRAP_SCAN_BYTES + 1)[:WRAP_SCAN_BYTES]
+        for lineno, raw in enumerate(data.split(b"\n"), 1):
+            text = normalise(_decode(raw[:MAX_LINE])).text.strip()
+            if not _RETYPED.match(text) or text != text.lower():
+                continue
+            seen: set[str] = set()
+            for form, regex in self._folded:
+                hit = regex.search(text) if form.id not in seen else None
+                if hit:
+                    seen.add(form.id)
+                    values = tuple((k, v) for k, v in hit.groupdict().items() if v is not None)
+                    yield Match(self._entry[form.id], lineno, _shorten(text), (), (), values)
+
+    def scan_unclassed(self, stream: BinaryIO) -> Iterator[Match]:
+        """Engine error messages pasted without their exception class or any log prefix (a quoted message in an
+        issue's prose: `"The input (70000 tokens) is longer than the model's context length (40960)."`), as
+        crashes: a line whose best mined template (`remedies.templates`) is a raise, matched whole or by at
+        least MIN_PREFIX fixed characters. Template lookups cost about a millisecond a line, so explain runs
+        this only on a pasted excerpt in which nothing else was found."""
+        index = load_templates()
+        data = stream.read(WRAP_SCAN_BYTES + 1)[:WRAP_SCAN_BYTES]
+        for lineno, raw in enumerate(data.split(b"\n"), 1):
+            shown = _decode(raw[:MAX_LINE]).strip()
+            line = normalise(shown)
+            text = line.text.strip().strip("\"'")
+            if (line.level is not None or line.text.strip() != shown or len(text) < MIN_UNCLASSED
+                    or crash_rules.exception_line(text) or self.match_line(shown)):
+                continue  # a record, a short line, an exception line (the crash scan's) or an entry's line
+            hit = index.lookup(text)
+            if hit is None or not hit.template.raised or (not hit.whole and hit.matched < MIN_PREFIX):
+                continue
+            yield Match(UNKNOWN, lineno, _shorten(text),
+                        crash=Crash(lineno, text, text, None, crash_rules.component_of((), hit.template.package),
+                                    "exception"))
 
     def feed(self, line: str | bytes, lineno: int) -> list[Match]:
         """Match one line of a live stream; the lines fed before it become its context.
@@ -458,6 +506,8 @@ class Matcher:
         if not crash_rules.starts_traceback(head.text):
             text = join([p.text for p in pieces]).strip()
             fatal = crash_rules.death(Line(text, head.level, True))
+            if fatal is None and len(pieces) > 1:  # a bare `AssertionError` the next line seemed to continue
+                fatal = crash_rules.death(head)
             if fatal is None:
                 fatal = next(filter(None, map(self._quoted_raise, [Line(text, head.level, True), *pieces[1:]])), None)
             if fatal is None:
@@ -491,11 +541,14 @@ class Matcher:
     def _quoted_raise(line: Line) -> str | None:
         """An exception quoted inside the line (a JSON payload, a client's repr) whose message a mined raise
         template of the engines prints (`remedies.templates`), or None: only the engines' own errors count, so
-        a healthy record that merely mentions an exception name raises no alarm."""
+        a healthy record that merely mentions an exception name raises no alarm. A whole traceback a web page
+        flattened into one line (`crash.flattened`) counts whatever raised it."""
         quoted = crash_rules.embedded(line)
-        if quoted is None or load_templates().lookup(quoted, raised_only=True) is None:
+        if quoted is None:
             return None
-        return quoted
+        if crash_rules.flattened(line.text) or load_templates().lookup(quoted, raised_only=True) is not None:
+            return quoted
+        return None
 
     def _carried_on(self, chunk: bytearray, end: int, limit: int) -> int:
         """Records of progress after the line ending at byte `end`, up to the next fatal-looking line (at most

@@ -6,8 +6,9 @@ of a message, and returns the message with the record's log level when one was p
     vllm-1  | 2026-12-03T10:00:00.123Z (EngineCore_DP0 pid=7) [rank3]: ERROR 12-03 10:00:00 [core.py:12] msg
 
 becomes ``Line(text="msg", level="ERROR", record=True)``. ANSI escapes, NUL bytes, CR / CRLF, Markdown quote markers
-(``> ``), Windows path separators and quotes escaped in a JSON or repr'd string (``model\\'s``) are
-normalised too. `record` says the line starts a new log record
+(``> ``), Markdown fences (a ```` ``` ```` line ends the record before it) and code / bold markers
+around a pasted record or exception, Windows path separators and quotes escaped in a JSON or repr'd string
+(``model\\'s``) are normalised too. `record` says the line starts a new log record
 (it carried a logger/timestamp prefix, or it is a traceback line, indented by two spaces or a tab, or an
 exception line); a line that does
 not is a continuation of the record before it (a message wrapped by a terminal or a web page, or the
@@ -69,6 +70,11 @@ _STARTS_RECORD = re.compile(
     r")"
 )
 MAX_TEXT = 1 << 20
+# Markdown a person pasting a log adds: a fence line (```text) around it, `code` or **bold** around a line.
+_FENCE = re.compile(r"^[ \t]{0,3}(?:`{3,}|~{3,})[\w+-]{0,20}[ \t]*$")
+_MARKUP_HEAD = re.compile(r"^(?:`{1,3}|\*\*|__)(?=[A-Za-z(\[])")
+_MARKUP_TAIL = re.compile(r"(?<=\S)[ \t]*(?:`{1,3}|\*\*|__)[ \t]*$")
+_EXCEPTION_START = re.compile(r"^(?:[A-Za-z_][\w.]{0,128})?(?:Error|Exception|Exit|Interrupt)\b")
 
 
 @dataclass(frozen=True)
@@ -114,6 +120,12 @@ def normalise(line: str) -> Line:
     quoted = _QUOTE.match(text)
     if quoted:
         text = text[quoted.end():]
+    if "`" in text or "~~~" in text or "**" in text or "__" in text:
+        if _FENCE.match(text):
+            return Line("", None, True)
+        text, marked = _unmark_head(text)
+    else:
+        marked = False
     prefixed = logged = False
     level: str | None = None
     for _ in range(8):
@@ -136,8 +148,24 @@ def normalise(line: str) -> Line:
         text = _WINDOWS_PATH.sub(lambda m: m.group(0).replace("\\", "/"), text)
     if "\\'" in text or '\\"' in text:
         text = text.replace("\\'", "'").replace('\\"', '"')
+    if marked and ("`" in text or "**" in text or "__" in text):
+        text = _MARKUP_TAIL.sub("", text)
+    elif text.endswith("`") and text.count("`") % 2 and _EXCEPTION_START.match(text):
+        text = _MARKUP_TAIL.sub("", text)  # the closing quote of a pasted `...` block, its opening lines above
     record = logged or bool(_STARTS_RECORD.match(text)) or (prefixed and not text.strip())
     return Line(text, level, record)
+
+
+def _unmark_head(text: str) -> tuple[str, bool]:
+    """The line without a Markdown code / bold marker in front of a log record or an exception (a person
+    pasted `ValueError: ...` in backticks), and whether one was removed."""
+    found = _MARKUP_HEAD.match(text)
+    if found is None:
+        return text, False
+    rest = text[found.end():]
+    if _RECORD.match(rest) or _EXCEPTION_START.match(rest) or rest.startswith("Traceback ("):
+        return rest, True
+    return text, False
 
 
 def starts_record(line: str) -> bool:

@@ -9,14 +9,18 @@ with the fix they imply.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable
 
 from packaging.version import InvalidVersion, Version
 
 from remedies.links import Links, load_links
 from remedies.model import FixStep
-from remedies.templates import Hit, Site, TemplateIndex, load_templates
+from remedies.loader import load_catalogue
+from remedies.normalise import normalise
+from remedies.templates import Hit, Site, Template, TemplateIndex, _pieces, load_templates
 
 MAX_SITES = 3
 COMPONENT = {"vllm": "vllm", "sglang": "sglang", "ray": "ray", "torch": "torch", "transformers": "hf",
@@ -107,15 +111,48 @@ class Located:
                 "sites": [site.to_dict() for site in self.sites], "entries": list(self.entries)}
 
 
-def locate(messages: Iterable[str], index: TemplateIndex | None = None, links: Links | None = None
-           ) -> Located | None:
-    """The first message (in order) that matches a mined template, with the entries covering it."""
+def locate(messages: Iterable[str], index: TemplateIndex | None = None, links: Links | None = None,
+           package: str | None = None) -> Located | None:
+    """The first message (in order) that matches a mined template, with the entries covering it; `package` is
+    the package the crash's frames name, if any (`TemplateIndex.lookup`)."""
     index = index if index is not None else load_templates()
     links = links if links is not None else load_links()
     for message in messages:
         if not message:
             continue
-        hit = index.lookup(message)
+        hit = index.lookup(message, package=package if package != "unknown" else None)
         if hit is not None:
             return Located(hit, links.entries(hit.template))
+    return None
+
+
+_FIGURE = re.compile(r"\d+(?:\.\d+)*")
+SAMPLED = "catalogue"
+
+
+@lru_cache(maxsize=1)
+def sample_index() -> TemplateIndex:
+    """Each catalogue entry's samples (the messages its sources print) as templates, figures made holes: where
+    no mined release prints a wording (an engine module the miner does not read, a release before the mined
+    ones), an exception cut short or raised under another class still finds its entry by its words."""
+    templates = []
+    for remedy in load_catalogue():
+        if remedy.stop or remedy.context_regex is not None:
+            continue
+        for sample in remedy.samples:
+            text = _FIGURE.sub("{}", normalise(sample).text.strip())
+            named = re.match(r"\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)\s*:\s*", text)
+            text = text[named.end():] if named else text
+            if len(text.replace("{}", "")) >= 16:
+                templates.append(Template(SAMPLED, text, f"entry:{remedy.id}", (), (), _pieces(text)))
+    return TemplateIndex(templates)
+
+
+def sampled_entry(messages: Iterable[str]) -> str | None:
+    """The id of the entry one of whose samples the first message that matches one was printed from, or None."""
+    index = sample_index()
+    for message in messages:
+        hit = index.lookup(message) if message else None
+        if hit is not None:
+            return hit.template.kind.split(":", 1)[1]
     return None

@@ -13,13 +13,20 @@ it names). Every `*.json` there is read, so a new component's file joins without
 - the message may sit anywhere in the text (after an exception name, inside a JSON payload or another
   exception's repr);
 - a message cut short (a terminal, an excerpt's end) matches when what is left covers at least
-  MIN_PREFIX characters of the template's fixed text and ends inside it or inside a hole.
+  MIN_PREFIX characters of the template's fixed text and ends inside it or inside a hole;
+- a message cut before MIN_PREFIX characters (or with part of it elided, "...") is read only with its
+  exception class, and only when every template of that class it starts comes from one raise site;
+- a short template is ambiguous: one whose fixed text is under MIN_PREFIX characters must cover half the
+  message, one in the words CPython prints for any object ("'X' object has no attribute 'y'") is claimed only
+  for a crash of its own package, and a message read with its exception class must match more than the
+  class's words ("NotImplementedError:" reads as "Not implemented error: {}").
 
 Among matching templates the one with most fixed text matched wins (a whole match before a cut one).
 """
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import os
@@ -37,6 +44,7 @@ CACHE_FORMAT = 2  # bump when Template / Site change shape
 MIN_PREFIX = 32  # skeleton characters of fixed text a cut message must cover
 MAX_MESSAGE = 4000  # characters of a message looked at
 _DROP = re.compile(r"\x1b\[[0-9;]{0,16}[A-Za-z]|\\[nrt]|\\(?=['\"])|[\s'\"`\u2018\u2019\u201c\u201d]+")
+MAX_HOLE = 24  # skeleton characters a short cut message may hold of the hole it ends in
 MAX_CUT = 400  # skeleton characters of a cut message's first piece looked for at the text's end
 _ANCHOR = 12  # skeleton characters of a template's longest piece used to shortlist it
 
@@ -97,43 +105,82 @@ def _pieces(text: str) -> tuple[str, ...]:
     return tuple(skeleton(part) for part in text.split("{}"))
 
 
-def match(pieces: tuple[str, ...], text: str) -> tuple[int, bool] | None:
+def match(pieces: tuple[str, ...], text: str, least: int = MIN_PREFIX, hole: int | None = None
+          ) -> tuple[int, bool] | None:
     """(fixed characters matched, whole) when `text` (a skeleton) holds the template's pieces in order, or
-    ends (cut) inside a piece or hole after at least MIN_PREFIX fixed characters; otherwise None."""
+    ends (cut) inside a piece or hole after at least `least` fixed characters; otherwise None. Where the text
+    marks an elision ("..." or "…": a person shortened the message), the pieces it left out are skipped up to
+    the next one found after the mark (a match that is then not whole). With `hole`, a message cut inside a
+    hole may hold at most that many characters of it (a figure, a name), not the rest of another message."""
     first = next((i for i, p in enumerate(pieces) if p), None)
     if first is None:
         return None
     head = pieces[first]
     start = text.find(head)
-    cut_from = -1
     if start < 0:
         # the message may be cut inside its first piece: the text's tail is a prefix of that piece
-        for size in range(min(len(head), len(text)), MIN_PREFIX - 1, -1):
+        for size in range(min(len(head), len(text)), least - 1, -1):
             if head.startswith(text[-size:]):
                 return size, False
         return None
-    pos, matched = start + len(head), len(head)
-    for piece in pieces[first + 1:]:
+    pos, matched, whole = start + len(head), len(head), True
+    index = first + 1
+    while index < len(pieces):
+        piece = pieces[index]
+        index += 1
         if not piece:
             continue
         found = text.find(piece, pos)
         if found >= 0:
             pos, matched = found + len(piece), matched + len(piece)
             continue
-        cut_from = pos
-        break
-    else:
-        return matched, True
-    rest = text[cut_from:]
-    for begin in range(len(rest) + 1):
-        tail = rest[begin:]
-        if piece.startswith(tail):
-            return (matched + len(tail), False) if matched + len(tail) >= MIN_PREFIX else None
+        resumed = _after_elision(pieces, index, text, pos)
+        if resumed is not None:
+            index, pos, extra = resumed
+            matched, whole = matched + extra, False
+            continue
+        rest = text[pos:]
+        for begin in range(len(rest) + 1):
+            tail = rest[begin:]
+            if hole is not None and begin > hole:
+                return None
+            if piece.startswith(tail):
+                return (matched + len(tail), False) if matched + len(tail) >= least else None
+        return None
+    return (matched, whole) if whole or matched >= least else None
+
+
+_ELISION = ("...", "\u2026")
+
+
+def _after_elision(pieces: tuple[str, ...], index: int, text: str, pos: int) -> tuple[int, int, int] | None:
+    """Where matching resumes after an elision mark at or after `pos`: the index after the first later piece
+    (from `index` on) found after the mark, the text position after it and its length; None without a mark."""
+    marks = [m for m in (text.find(e, pos) for e in _ELISION) if m >= 0]
+    if not marks:
+        return None
+    mark = min(marks)
+    for later in range(index, len(pieces)):
+        piece = pieces[later]
+        if len(piece) < 4:
+            continue
+        found = text.find(piece, mark)
+        if found >= 0:
+            return later + 1, found + len(piece), len(piece)
     return None
 
 
 # "NotImplementedError: Unknown load_format=42": the exception class a log line names before its message
 _RAISED_AS = re.compile(r"\s*((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt))\s*:")
+# Messages CPython itself prints for any object (Objects/object.c `'%.100s' object has no attribute '%U'`,
+# Python/ceval.c and Python/getargs.c `%U() got an unexpected keyword argument '%S'`, `%U() takes %d
+# positional arguments but %d were given`, `name '%.200s' is not defined`, Objects/listobject.c `list index
+# out of range`). A package that raises the same words (SGLang's MultimodalDataItem.__getattr__) cannot be
+# told from the runtime by the message: such a template is claimed only for a crash of that package.
+_RUNTIME_WORDS = (
+    "objecthasnoattribute", "gotanunexpectedkeywordargument", "positionalargument", "isnotdefined",
+    "indexoutofrange", "objectisnotsubscriptable", "objectisnotcallable", "notsupportedbetweeninstancesof",
+)
 
 
 class TemplateIndex:
@@ -166,22 +213,56 @@ class TemplateIndex:
             if head in tail_starts:
                 yield from templates
 
-    def lookup(self, message: str, raised_only: bool = False) -> Hit | None:
+    def lookup(self, message: str, raised_only: bool = False, package: str | None = None) -> Hit | None:
         """The template `message` was printed from (best match), or None. A message that starts with the exception
         class ("NotImplementedError: Unknown load_format=42") is matched without it first: a raise template is the
         message after the class, and a template such as "Not implemented error: {}" would otherwise read every
-        NotImplementedError; on a tie the template raised as that class wins."""
+        NotImplementedError; on a tie the template raised as that class wins. Matched with the class, a template
+        must match more than the class's own words (the skeleton of "NotImplementedError:" is that of
+        "Not implemented error:"). `package` is the package the crash came from, when its frames tell: a
+        template in words the Python runtime prints for any object is only claimed for that package."""
         named = _RAISED_AS.match(message)
         if named:
             kind = f"raise:{named.group(1).rsplit('.', 1)[-1]}"
-            hit = self._best(message[named.end():], raised_only, kind, short_whole=True)
+            hit = self._best(message[named.end():], raised_only, kind, package, short_whole=True)
+            if hit is None:
+                hit = self._unique_cut(message[named.end():], kind)
+            if hit is None and not _builtin(named.group(1)):
+                hit = self._unique_cut(message[named.end():], None)  # a class of the engine's own, renamed
             if hit is not None:
                 return hit
-        return self._best(message, raised_only, None)
+            hit = self._best(message, raised_only, None, package)
+            beyond = hit.matched - len(skeleton(named.group(0))) if hit is not None else 0
+            return hit if beyond >= MIN_PREFIX // 2 else None
+        return self._best(message, raised_only, None, package)
 
-    def _best(self, message: str, raised_only: bool, kind: str | None, short_whole: bool = False) -> Hit | None:
+    def _unique_cut(self, message: str, kind: str | None) -> Hit | None:
+        """A message cut (or elided) before MIN_PREFIX fixed characters, read after its exception class: it is
+        ambiguous unless the templates raised as that class that it starts (with at least MIN_PREFIX / 2
+        fixed characters) all come from one raise site (one wording per release), then it is that one. With
+        no `kind` (a class of the engine's own that no mined release raises the message as: releases rename
+        and subclass their exceptions, `ChatTemplateResolutionError` for `ValueError`), any raise counts."""
+        text = skeleton(message[:MAX_MESSAGE])
+        if len(text) < MIN_PREFIX // 2:
+            return None
+        hits: dict[tuple[str, str, str], Hit] = {}
+        for template in set(self.candidates(text)):
+            if (template.kind != kind if kind else not template.raised) or _runtime_words(template):
+                continue
+            found = match(template.pieces, text, MIN_PREFIX // 2, hole=MAX_HOLE)
+            if found is None:
+                continue
+            hit = Hit(template, *found)
+            key = _site_key(template)
+            if key not in hits or hit.matched > hits[key].matched:
+                hits[key] = hit
+        return next(iter(hits.values())) if len(hits) == 1 else None
+
+    def _best(self, message: str, raised_only: bool, kind: str | None, package: str | None = None,
+              short_whole: bool = False) -> Hit | None:
         """The best template for `message`; one shorter than MIN_PREFIX / 2 only when `short_whole` (a message
-        after its exception class) and only a template it matches whole ("Invalid image: 42")."""
+        after its exception class) and only a template it matches whole ("Invalid image: 42"); a template in
+        the runtime's own words only for a crash of its package (`lookup`)."""
         text = skeleton(message[:MAX_MESSAGE])
         short = len(text) < MIN_PREFIX // 2
         if short and not short_whole:
@@ -193,16 +274,47 @@ class TemplateIndex:
             if id(template) in seen or (raised_only and not template.raised):
                 continue
             seen.add(id(template))
+            if _runtime_words(template) and not _same_package(template.package, package):
+                continue
             found = match(template.pieces, text)
             if found is None:
                 continue
             hit = Hit(template, *found)
-            if short and not hit.whole:
+            if (short and not hit.whole) or (_incidental(hit, text) and not _same_package(template.package, package)):
                 continue
             key = (hit.whole, hit.matched, template.kind == kind)
             if best_key is None or key > best_key:
                 best, best_key = hit, key
         return best
+
+
+def _incidental(hit: Hit, text: str) -> bool:
+    """A template whose few fixed words ("not supported", "{} for {} request {}") occur inside a much longer
+    message: the words are common, the match says nothing. A template must match MIN_PREFIX fixed characters
+    or half the message, unless the crash's frames name its package."""
+    return hit.matched < MIN_PREFIX and hit.matched * 2 < len(text)
+
+
+def _runtime_words(template: Template) -> bool:
+    """Whether the template's fixed text is mostly words the Python runtime prints for any object."""
+    fixed = "".join(template.pieces)
+    return any(word in fixed for word in _RUNTIME_WORDS) and template.fixed < MIN_PREFIX + len(max(
+        (w for w in _RUNTIME_WORDS if w in fixed), key=len))
+
+
+def _same_package(package: str, crashed_in: str | None) -> bool:
+    """Whether a template's package (`sglang_disaggregation` counts as sglang) is the one a crash came from."""
+    return crashed_in is not None and (package == crashed_in or package.startswith(f"{crashed_in}_"))
+
+
+def _builtin(name: str) -> bool:
+    """Whether an exception class name is one of Python's own (`ValueError`), not an engine's."""
+    return "." not in name and isinstance(getattr(builtins, name, None), type)
+
+
+def _site_key(template: Template) -> tuple[str, str, str]:
+    site = template.sites[0] if template.sites else Site(template.package, "", "")
+    return template.package, site.module, site.function
 
 
 def _read(path: Path) -> Iterator[Template]:

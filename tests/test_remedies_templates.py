@@ -60,8 +60,15 @@ def test_a_message_cut_short_matches_when_enough_of_it_is_left():
     cut = "ValueError: The model's max seq len (4096) is larger than the maximum number of tokens that can be st"
     hit = INDEX.lookup(cut)
     assert hit is not None and hit.template.text == KV and not hit.whole
-    assert INDEX.lookup("ValueError: The model's max seq len (4096) is lar") is None  # too little of it
+    assert INDEX.lookup("The model's max seq len (4096) is lar") is None  # too little of it to tell alone
     assert len(skeleton("The model's max seq len ( ) is lar")) < MIN_PREFIX
+    assert INDEX.lookup("ValueError: The model's max") is None  # under MIN_PREFIX / 2 even with its class
+
+
+def test_a_short_cut_is_read_with_its_exception_class_when_one_raise_site_starts_so():
+    hit = INDEX.lookup("ValueError: The model's max seq len (4096) is lar")
+    assert hit is not None and hit.template.text == KV and not hit.whole
+    assert INDEX.lookup("RuntimeError: The model's max seq len (4096) is lar") is None  # raised as ValueError
 
 
 def test_unrelated_text_matches_nothing():
@@ -201,3 +208,10 @@ def test_a_message_is_matched_after_its_exception_class_so_a_template_that_reads
     assert index.lookup("NotImplementedError: Unknown load_format=42").template.text == "Unknown load_format={}"
     hit = index.lookup("NotImplementedError: Invalid image: 42")
     assert (hit.template.package, hit.template.kind) == ("sglang", "raise:NotImplementedError")
+
+
+def test_a_short_cut_under_an_engine_class_of_its_own_is_read_when_one_raise_site_starts_so():
+    # releases rename and subclass their exceptions; a builtin class the template is not raised as stays a miss
+    hit = INDEX.lookup("EngineValidationError: The model's max seq len (4096) is lar")
+    assert hit is not None and hit.template.text == KV
+    assert INDEX.lookup("RuntimeError: The model's max seq len (4096) is lar") is None

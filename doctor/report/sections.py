@@ -23,7 +23,8 @@ sections.server      : the server's own /metrics between two scrapes (`doctor.de
 sections.probe       : {url, model, metrics ("read" or why not)} of `qwen-doctor probe`.
 sections.remedies[]  : {id, title, severity, component, count (default 1), first_line {source, line},
                        last_line {source, line}, line, context {before [str], after [str]}, why,
-                       fix [str | {text, applies}], source [url], wrapper (bool)}:
+                       fix [str | {text, applies}], source [url], wrapper (bool), raised_by, engine_bug,
+                       root {exception, raised_at, statement, raised_by, cited} (where the finding has them)}:
                        `remedy_from_finding(finding.to_dict())`.
 sections.logs[]      : {source, lines [str]}: raw log excerpts shown collapsed.
 
@@ -147,9 +148,9 @@ def metrics_from_bench(bench: dict[str, Any]) -> dict[str, Any]:
 
 def remedy_from_finding(finding: dict[str, Any]) -> dict[str, Any]:
     """`sections.remedies[]` entry from `remedies.explain.Finding.to_dict()` (the remedy flattened in; where the
-    finding has them, the engine source that raised it and the engine bug it names)."""
+    finding has them, the engine source that raised it, the engine bug it names and its root exception)."""
     remedy = finding.get("remedy") or {}
-    where = {key: finding[key] for key in ("raised_by", "engine_bug") if finding.get(key)}
+    where = {key: finding[key] for key in ("raised_by", "engine_bug", "root") if finding.get(key)}
     return {
         **where,
         "id": remedy.get("id", ""), "title": remedy.get("title", ""), "severity": remedy.get("severity", ""),
