@@ -65,7 +65,7 @@ class Located:
     def why(self) -> str:
         """Where it was raised and under which condition."""
         template = self.hit.template
-        kind = template.kind.split(":", 1)[1]
+        kind = template.kind.rpartition(":")[2]   # "raise:ValueError", "log:error"; NCCL's "error-string"
         where = "; ".join(
             f"{site.where}" + (f" when `{site.condition}`" if site.condition else "")
             for site in self.sites[:MAX_SITES])
@@ -154,5 +154,5 @@ def sampled_entry(messages: Iterable[str]) -> str | None:
     for message in messages:
         hit = index.lookup(message) if message else None
         if hit is not None:
-            return hit.template.kind.split(":", 1)[1]
+            return hit.template.kind.rpartition(":")[2]
     return None

@@ -204,3 +204,17 @@ def test_a_message_logged_before_its_cut_traceback_names_the_deepest_engine_fram
     first = explain(tmp_path, text)[0]
     assert first.remedy.id == "QD-R-TORCH-TRITON-FP8-ARCH"
     assert first.root.below and first.root.frame.function == "compile_or_warm_up_model"
+
+
+def test_every_kind_of_mined_template_explains_where_it_was_raised():
+    """NCCL's `error-string` templates have no `raise:` / `log:` prefix: a finding located on one is told like
+    any other (it was an internal IndexError on real NCCL logs)."""
+    from remedies.source import Located
+    from remedies.templates import Hit, load_templates
+
+    one_per_kind = {t.kind: t for t in load_templates().templates}
+    assert "error-string" in one_per_kind
+    for template in one_per_kind.values():
+        located = Located(Hit(template, len(template.text), True), ())
+        assert template.package in located.why()
+        assert located.steps()
