@@ -40,7 +40,7 @@ CHAINS = ("The above exception was the direct cause of the following exception",
 LITERALS = (
     HEADER, "Error: ", "Exception: ", "Segmentation fault", "core dumped", "Killed", "exited with",
     "exit code", "exitcode", "Fatal Python error", "terminate called after throwing", "died with",
-    "AssertionError",
+    "AssertionError", "LLVM ERROR: ", "Check failed: ", "You have likely discovered a bug in Ray",
 )
 HARMLESS_LEVELS = ("WARNING", "INFO", "DEBUG", "TRACE")
 FATAL_LEVELS = ("ERROR", "CRITICAL", "FATAL")
@@ -56,8 +56,13 @@ MAX_MESSAGE_LINES = 20
 _FRAME = re.compile(r'^[ \t]*File "(?P<path>[^"\n]{1,2048})", line (?P<line>\d{1,9})(?:, in (?P<func>[^\s,]{1,256}))?')
 _EXCEPTION = re.compile(r"^(?P<name>[A-Za-z_][\w.]{0,200}(?:\([\w.]{0,200}\))?)(?::[ \t]?(?P<message>.*)|:?)$")
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Failure|Fault|Timeout|Abort)\b|^(?:[\w.]+\.)?[A-Z]\w{0,100}$")
+# Native aborts: LLVM's report_fatal_error prints `LLVM ERROR: ` and aborts (llvm lib/Support/ErrorHandling.cpp;
+# Triton's and MLIR's passes fail this way); glog / RAY_CHECK print `Check failed: ` before aborting; Ray's
+# fatal records say "An unexpected system state has occurred. You have likely discovered a bug in Ray" (ray
+# src/ray/util/logging.cc).
 _DEATH = re.compile(
     r"Segmentation fault|core dumped|Fatal Python error|terminate called after throwing"
+    r"|^LLVM ERROR: |\bCheck failed: |You have likely discovered a bug in Ray"
     r"|(?:^|[\s:])Killed(?:[\s:]|$)|exited with (?:exit )?code[ =:]{0,3}-?[1-9]|exit ?code[ =:]{1,3}-?[1-9]"
     r"|died with <Signals\.SIG"
 )
@@ -121,7 +126,7 @@ def component_of(frames: Iterable[Frame], text: str) -> str:
     for word, component in _COMPONENTS:
         if word in lowered:
             return component
-    if "cuda" in lowered:
+    if "cuda" in lowered or text.startswith("LLVM ERROR"):  # in a serving process LLVM is Triton's compiler
         return "torch"
     return "unknown"
 

@@ -47,6 +47,10 @@ _RECORD = re.compile(
     # SGLang and most Python apps: `[2026-12-03 10:00:00 TP0] `, `[2026-12-03 10:00:00,123 E 12 34] `
     r"|\[\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:[ \t](?P<bracket>[A-Z]\b)?[^\]\n]{0,60})?\][ \t]?"
     r"(?:[\w.-]{1,64}\.(?:cc|cpp|h|py):\d{1,7}:[ \t]?)?"
+    # loguru (its default LOGURU_FORMAT, loguru/_defaults.py; Xinference, many wrappers):
+    # `2026-12-03 10:00:00.123 | ERROR    | module:function:12 - `, and the bare `2026-12-03 10:00:00.123 | `
+    rf"|\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?[ \t]{{1,4}}\|[ \t]?"
+    rf"(?:(?P<loguru>{_LEVELS}|SUCCESS)[ \t]{{0,8}}\|[ \t]?(?:[\w.<>-]{{1,128}}:[\w.<>-]{{1,128}}:\d{{1,7}}[ \t]-[ \t])?)?"
     # ISO / logging.basicConfig / Ray: `2026-12-03 10:00:00,123\tINFO worker.py:1841 -- `
     rf"|\d{{4}}-\d{{2}}-\d{{2}}[ T]\d{{2}}:\d{{2}}:\d{{2}}(?:[.,]\d{{1,9}})?(?:Z|[+-]\d{{2}}:?\d{{2}})?[ \t]{{1,4}}"
     rf"(?:(?:-[ \t])?(?P<iso>{_LEVELS})\b[ \t]{{0,4}}(?:[-:][ \t]?)?(?:[\w.-]{{1,64}}:\d{{1,7}}[ \t]--[ \t]|[\w.$-]{{1,128}}:[ \t])?)?"
@@ -61,12 +65,17 @@ _RECORD = re.compile(
     r")"
 )
 _GLOG_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL"}
+# Ray's C++ records `[2025-12-12 15:10:48,697 C 42791 42791]`: spdlog's short level letters (%L: T D I W E C;
+# ray src/ray/util/logging.cc), where RAY_LOG(FATAL) / a failed RAY_CHECK is written at C(ritical) and aborts.
+_BRACKET_LEVEL = {**_GLOG_LEVEL, "T": "TRACE", "D": "DEBUG", "C": "CRITICAL"}
 # A line that starts a record although it has no logger prefix: traceback structure, an exception line.
 _STARTS_RECORD = re.compile(
     r"^(?:[ \t]{2}|\t|$|Traceback \(most recent call last\)|During handling of the above exception"
     r"|The above exception was the direct cause"
     r"|(?:[A-Za-z_][\w.]{0,128})?(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fault)\b"
     r"|\[[\w./ -]{1,64}\]"
+    # a native abort printed straight to stderr between a server's records (remedies/crash.py _DEATH)
+    r"|LLVM ERROR: |Fatal Python error|terminate called after throwing|Segmentation fault|Aborted \(core dumped\)"
     r")"
 )
 MAX_TEXT = 1 << 20
@@ -103,14 +112,14 @@ def _visible(line: str) -> str:
 
 def _level(match: re.Match[str]) -> str | None:
     groups = match.groupdict()
-    for key in ("vllm", "iso", "log4j", "plain", "square", "bare"):
+    for key in ("vllm", "iso", "loguru", "log4j", "plain", "square", "bare"):
         if groups.get(key):
             level = groups[key]
-            return "WARNING" if level == "WARN" else level
+            return {"WARN": "WARNING", "SUCCESS": "INFO"}.get(level, level)
     if groups.get("glog"):
         return _GLOG_LEVEL[groups["glog"]]
     if groups.get("bracket"):
-        return _GLOG_LEVEL.get(groups["bracket"])
+        return _BRACKET_LEVEL.get(groups["bracket"])
     return None
 
 

@@ -6,6 +6,8 @@ import gzip
 import io
 import sys
 
+import pytest
+
 from remedies import explain_sources
 from remedies.templates import load_templates
 
@@ -218,3 +220,29 @@ def test_every_kind_of_mined_template_explains_where_it_was_raised():
         located = Located(Hit(template, len(template.text), True), ())
         assert template.package in located.why()
         assert located.steps()
+
+
+@pytest.mark.parametrize("lines, root, component", [
+    # an LLVM abort (Triton's compiler) printed between a server's INFO records, then its death notices
+    (["INFO 05-31 09:09:41 [engine.py:310] Added request cmpl-1.",
+      "LLVM ERROR: Failed to compute parent layout for slice layout.",
+      "ERROR 05-31 09:09:48 [client.py:305] RuntimeError('Engine process (pid 65262) died.')",
+      "INFO:     Shutting down", "INFO:     Finished server process [64954]"],
+     "LLVM ERROR: Failed to compute parent layout", "torch"),
+    # Ray's C++ fatal record (spdlog level C) after a failed check
+    (["(raylet, ip=10.0.0.2) [2025-12-12 15:10:48,697 C 42791 42791] (raylet) object_provider.cc:153:  An "
+      "unexpected system state has occurred. You have likely discovered a bug in Ray. Please report this issue."],
+     "You have likely discovered a bug in Ray", "ray"),
+    # a traceback tail under loguru's bare `date | ` prefix, its header cut off
+    (['2026-04-16 14:23:34.047 |   File "/usr/lib/python3/dist-packages/vllm/transformers_utils/configs/x.py", '
+      'line 101, in __init__', "2026-04-16 14:23:34.047 |     validate(self.layer_types, 2)",
+      "2026-04-16 14:23:34.047 | TypeError: validate() takes 1 positional argument but 2 were given"],
+     "TypeError: validate() takes 1 positional argument", "vllm"),
+])
+def test_a_native_abort_or_a_prefixed_traceback_tail_is_never_silent(tmp_path, lines, root, component):
+    log = tmp_path / "x.log"
+    log.write_text("\n".join(lines) + "\n")
+    findings = explain_sources([log])
+    assert findings, "a failing log must name its root exception"
+    first = findings[0]
+    assert root in first.why and first.remedy.component == component
