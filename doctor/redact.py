@@ -14,6 +14,7 @@ values are measured by code, not by backtracking (bench/redact_speed.py, tests/t
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Callable, Optional, Protocol
 
 from doctor import textviews
@@ -56,6 +57,7 @@ def _secret_normal(norm: str) -> bool:
     return not (last == "TOKEN" and head.rpartition("_")[2] in _TOKEN_ROLES)
 
 
+@lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """Whether an env var or key name says its value is a secret (HF_TOKEN, *_KEY, *SECRET*, apiKey...)."""
     return _secret_normal(_normal(name))
@@ -404,6 +406,7 @@ class Redactor:
         self.late = SecretBook()
         self.hider = HostHider() if hosts else None
         self.visible = visible
+        self._done: dict[tuple[str, bool], str] = {}
 
     @property
     def hosts(self) -> bool:
@@ -483,8 +486,17 @@ class Redactor:
         if value not in self.book.values:
             self.book.add(value)
             self.late.add(value)
+            self._done.clear()
 
     def _string(self, text: str, hosts: bool = True) -> str:
+        """A string redacted once per document: a report of 186k findings repeats the same keys, details and
+        fixes, and each repeat is answered from `_done` (cleared whenever a new secret is learned)."""
+        done = self._done.get((text, hosts))
+        if done is None:
+            done = self._done[(text, hosts)] = self._redact_string(text, hosts)
+        return done
+
+    def _redact_string(self, text: str, hosts: bool) -> str:
         if not text.isascii():
             text = text.encode("utf-8", "replace").decode("utf-8")
         if self.visible:
