@@ -6,7 +6,7 @@ is a different string (nothing can be answered from one cached line). The baseli
 issue 23's lint work) is exported with `git archive` and run the same way (`python -m doctor` from its
 folder). Prints the CPU seconds of each (user + system of the child), the ratio baseline / current and the
 growth of the current code from the smallest to the largest size (linear: the size ratio).
-Usage: python bench/lint_speed.py [--sizes 262144,1048576,4194304] [--baseline-sizes 262144,1048576]
+Usage: python bench/lint_speed.py [--sizes 262144,1048576,4190000] [--baseline-sizes 262144,1048576]
                                   [--baseline a048b25] [--json]
 """
 
@@ -56,7 +56,7 @@ def export(commit: str, into: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="262144,1048576,4194304")
+    parser.add_argument("--sizes", default="262144,1048576,4190000")
     parser.add_argument("--baseline-sizes", default="262144,1048576")
     parser.add_argument("--baseline", default="a048b25")
     parser.add_argument("--json", action="store_true")
