@@ -74,7 +74,7 @@ def resolve(requested: str | Path, what: str = "output") -> Destination:
         raise OutputError(f"cannot write {what} {name!r}: not a file name")
     path, via_link = name, False
     for _ in range(MAX_LINKS):
-        parent = os.path.realpath(os.path.dirname(path) or ".")
+        parent = _physical_dir(os.path.dirname(path) or ".", name, what)
         path = os.path.join(parent, os.path.basename(path))
         if path == _PROC or path.startswith(_PROC + os.sep):
             raise OutputError(f"cannot write {what} {name}: {_proc_kind(name)}; {_ONLY}")
@@ -100,6 +100,37 @@ def resolve(requested: str | Path, what: str = "output") -> Destination:
         _check_protected(name, what, parent, st, "a file")
         return Destination(name, path, st)
     raise OutputError(f"cannot write {what} {name}: too many levels of symbolic links")
+
+
+def _physical_dir(folder: str, name: str, what: str) -> str:
+    """`os.path.realpath(folder)`, but every symlink met on the way (a parent component such as /tmp/evil ->
+    /etc) passes `_check_protected` first, as the kernel's path walk does: realpath reads links with
+    readlink(), which protected_symlinks does not guard."""
+    todo = [part for part in os.path.join(os.getcwd(), folder).split(os.sep) if part not in ("", ".")][::-1]
+    resolved, links = os.sep, 0
+    while todo:
+        part = todo.pop()
+        if part == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        candidate = os.path.join(resolved, part)
+        try:
+            st = os.lstat(candidate)
+        except OSError:
+            resolved = candidate  # missing or unreadable: the caller names it
+            continue
+        if not stat.S_ISLNK(st.st_mode):
+            resolved = candidate
+            continue
+        links += 1
+        if links > MAX_LINKS:
+            raise OutputError(f"cannot write {what} {name}: too many levels of symbolic links")
+        _check_protected(name, what, resolved, st, "a symlink")
+        target = os.readlink(candidate)
+        if target.startswith(os.sep):
+            resolved = os.sep
+        todo.extend(part for part in target.split(os.sep)[::-1] if part not in ("", "."))
+    return resolved
 
 
 def _check_protected(name: str, what: str, parent: str, st: os.stat_result, kind: str) -> None:

@@ -318,6 +318,42 @@ def test_the_cli_refuses_it_with_one_line_and_exit_2(tmp_path):
     assert victim.read_text() == "theirs\n"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a symlink to another uid")
+@pytest.mark.parametrize("tail", ["victim.conf", "sub/../victim.conf", "hop/victim.conf"])
+def test_another_users_symlink_as_a_parent_component_is_not_followed(tmp_path, tail):
+    """/tmp/evil -> /etc, then `-o /tmp/evil/passwd`: the kernel's path walk would refuse the link, and so do we
+    (realpath's readlink is not guarded by protected_symlinks); a link of ours further on changes nothing."""
+    from doctor.outfile import OutputError, write_file
+
+    private = tmp_path / "private"
+    (private / "sub").mkdir(parents=True)
+    (private / "hop").symlink_to(private)
+    victim = private / "victim.conf"
+    victim.write_text("root's\n")
+    evil = _sticky(tmp_path) / "evil"
+    evil.symlink_to(private, target_is_directory=True)
+    os.lchown(evil, OTHER_UID, OTHER_UID)
+    with pytest.raises(OutputError, match="owned by uid 54321"):
+        write_file(f"{evil}/{tail}", "ours\n")
+    assert victim.read_text() == "root's\n"
+    proc = subprocess.run([sys.executable, "-m", "doctor", "check", "--from", str(FIXTURES / "h200.json"),
+                           "-o", f"{evil}/{tail}"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert victim.read_text() == "root's\n"
+
+
+def test_parent_components_resolve_as_realpath_does(tmp_path):
+    from doctor.outfile import _physical_dir
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "l").symlink_to(tmp_path / "a" / "b")
+    (tmp_path / "a" / "b" / "up").symlink_to("../../a")
+    (tmp_path / "a" / "rel").symlink_to("b/up/b")
+    for folder in ["l", "l/..", "a/b/up/b", "a/rel", "nope/x", "l/up/../b", "."]:
+        path = str(tmp_path / folder)
+        assert _physical_dir(path, path, "output") == os.path.realpath(path), folder
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own a file as another uid")
 def test_another_users_file_in_a_sticky_directory_is_not_replaced(tmp_path):
     from doctor.outfile import OutputError, write_file
