@@ -36,7 +36,7 @@ SECRETS = {
     "slack_app": "xapp-1-A0123456789-1234567890123-0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a6978",
     "stripe": "rk_live_51HqZx8Kd2Lm4Np6Rt8Vb0Xc2Ze4Gh",
     "sendgrid": "SG.aBcDeFgHiJkLmNoPqRsTuV.wXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ012",
-    "npm": "npm_Zq8xWv3Lm9Np2Rt5Yb7Kc4Hd6Fj1Gs0Ae3B",
+    "npm": "npm_Zq8xWv3Lm9Np2Rt5Yb7Kc4Hd6Fj1Gs0Ae3Bq",
     "pypi": "pypi-AgEIcHlwaS5vcmcCJGQ4ZDU2ZjE3LWE5YjQtNGE5Yi05YjQ2LTk2ZmRjYTU4ZTk3ZAACKlszLCJm",
     "anthropic": "sk-ant-api03-Zq8xWv3Lm9Np2Rt5Yb7Kc4Hd6Fj1Gs0Ae3BZq8xWv3Lm9Np2Rt5Yb7Kc4Hd6Fj1Gs0Ae3BZq8xWv3Lm9Np2-AA",
     "databricks": "dapi0f1e2d3c4b5a69788796a5b4c3d2e1f0",
@@ -55,7 +55,7 @@ def secret_lines() -> dict[str, str]:
     """One log / text form per variant: provider tokens in context, Unicode separators, wraps, continuations."""
     s = SECRETS
     return {
-        "providers": "\n".join(f"INFO config {name}: {value}" for name, value in s.items() if name != "password"),
+        "providers": "\n".join(f"INFO config {name}: {value}" for name, value in s.items() if name not in ("password", "basic")),
         "slack_webhook_bare": f"posting to {s['slack_webhook']} failed",
         "fullwidth_equals": f"HF_TOKEN\uff1d{s['hf']}",
         "fullwidth_colon": f"api_key\uff1a {s['npm']}",
@@ -114,8 +114,18 @@ def build_cases(tmp: Path) -> list[Case]:
     cases: list[Case] = []
     tails = tuple(TAILS.values())
     # Secrets: every form through explain (every format) and lint; deploy --dry-run with secrets in env / flags.
+    base = json.loads((ROOT / "tests/fixtures/h200.json").read_text())
     for form, text in secret_lines().items():
-        log = _write(tmp / "secrets" / f"{form}.log", text + "\n")
+        # On an error line and in the context after one: explain shows both.
+        log = _write(tmp / "secrets" / f"{form}.log", f"RuntimeError: CUDA error: out of memory {text}\n"
+                     f"RuntimeError: CUDA error: out of memory\n{text}\n")
+        bundle_doc = {**base, "env": {**base["env"], "EXTRA_OPTS": text, "NOTE": f"see {text}"}}
+        leaky_bundle = _write(tmp / "secrets" / f"{form}.bundle.json", json.dumps(bundle_doc))
+        for fmt in ("json", "html", "text"):
+            out = tmp / "secrets" / f"{form}.check.{fmt}"
+            cases.append(Case(f"secret {form} check --from {fmt}", "secrets",
+                              ["check", "--from", str(leaky_bundle), "-v", "--format", fmt, "-o", str(out)],
+                              secrets=tails, outputs=(str(out),)))
         for fmt in ("text", "json", "md", "html", "junit"):
             out = tmp / "secrets" / f"{form}.{fmt}.out"
             cases.append(Case(f"secret {form} explain {fmt}", "secrets",

@@ -327,9 +327,9 @@ def _in_views(text: str, scan: _Scan) -> str:
     return _replace_spans(text, spans, scan) if spans else text
 
 
-# A YAML block scalar (`password: >` / `key: |-` then indented lines); each line must end in a newline (or the
-# text), so the lines parse one way only.
-_BLOCK_SCALAR = re.compile(r"(?m)^([ \t]{0,40})([\w.-]{1,80})[ \t]{0,8}:[ \t]{0,8}[>|][+-]?[0-9]?[ \t]{0,8}\n"
+# A YAML block scalar (`password: >` / `key: |-` then indented lines), also after other words on its line (a log
+# line that quotes YAML); each line must end in a newline (or the text), so the lines parse one way only.
+_BLOCK_SCALAR = re.compile(r"(?m)^([ \t]{0,40})(?:[^\n]{0,400}?[ \t])?([\w.-]{1,80})[ \t]{0,8}:[ \t]{0,8}[>|][+-]?[0-9]?[ \t]{0,8}\n"
                            r"((?:\1[ \t]{1,40}[^\n]*(?:\n|\Z))+)")
 
 
@@ -372,6 +372,26 @@ def redact_text(text: str) -> str:
     `?access_token=V`), Authorization / Cookie headers, URL passwords (`redis://:PW@host`), PEM private keys,
     token-shaped words (hf_, sk-, ghp_, github_pat_, AKIA, JWT...) and a token's prefix cut by a length limit."""
     return scan_text(text)
+
+
+def redact_lines(lines: list[str]) -> list[str]:
+    """Consecutive lines of one excerpt (a log line with its context) redacted as one text, so that a secret
+    whose head is on one line and tail on the next (a wrapped token, `password: >` then its folded lines, a
+    JSON key and its value) goes whole (line by line when a replacement joined lines); the body of a PEM
+    private key is hidden from its BEGIN line on, whether or not its END is in the excerpt."""
+    joined = redact_text("\n".join(lines)).split("\n")
+    each = joined if len(joined) == len(lines) else [redact_text(line) for line in lines]
+    out: list[str] = []
+    in_key = False
+    for line, done in zip(lines, each):
+        if in_key:
+            end = line.find("-----END")
+            out.append(REDACTED if end < 0 else REDACTED + line[end:])
+            in_key = end < 0
+            continue
+        in_key = opens_private_key(line)
+        out.append(done)
+    return out
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
