@@ -202,10 +202,7 @@ def write_file(target: str | Path | Destination, data: bytes | str, inputs: Iter
     dest = check_outputs([requested], inputs, what)[0]
     payload = data.encode("utf-8") if isinstance(data, str) else data
     directory, base = os.path.split(dest.path)
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        raise OutputError(f"cannot write {what} {requested}: {exc.strerror or exc}") from None
+    dir_fd = _open_dir_nofollow(directory, requested, what)
     try:
         _write_in(dir_fd, base, payload, dest, requested, what)
         try:
@@ -215,6 +212,28 @@ def write_file(target: str | Path | Destination, data: bytes | str, inputs: Iter
     finally:
         os.close(dir_fd)
     return dest.existing is not None
+
+
+def _open_dir_nofollow(directory: str, requested: str, what: str) -> int:
+    """A descriptor of the resolved (symlink-free) `directory`, opened one component at a time from / with
+    O_NOFOLLOW: a component swapped for a symlink since it was resolved (a race in a shared directory) is
+    refused (ELOOP / ENOTDIR) instead of followed, whatever fs.protected_symlinks says."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(os.sep, flags)
+    try:
+        for part in (p for p in directory.split(os.sep) if p):
+            try:
+                nxt = os.open(part, flags, dir_fd=fd)
+            except OSError as exc:
+                swapped = exc.errno in (errno.ELOOP, errno.ENOTDIR)
+                reason = "a component changed into a symlink while writing" if swapped else exc.strerror or exc
+                raise OutputError(f"cannot write {what} {requested}: {reason}") from None
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _write_in(dir_fd: int, base: str, payload: bytes, dest: Destination, requested: str, what: str) -> None:

@@ -401,3 +401,26 @@ def test_a_path_that_appears_while_writing_is_not_replaced(tmp_path, monkeypatch
         outfile.write_file(dest, "x")
     assert dest.is_symlink() and not (tmp_path / "elsewhere").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["new.json"]
+
+
+def test_a_parent_directory_swapped_for_a_symlink_after_resolving_is_refused(tmp_path, monkeypatch):
+    """The race: -o shared/mine/r.json resolved while mine is a directory, then mine becomes a symlink to
+    somewhere else before the write: the directory is opened component by component without following."""
+    from doctor import outfile
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    real = outfile.check_outputs
+
+    def resolve_then_swap(*args, **kwargs):
+        found = real(*args, **kwargs)
+        mine.rename(tmp_path / "was-mine")
+        mine.symlink_to(elsewhere, target_is_directory=True)
+        return found
+
+    monkeypatch.setattr(outfile, "check_outputs", resolve_then_swap)
+    with pytest.raises(outfile.OutputError, match="changed into a symlink"):
+        outfile.write_file(mine / "r.json", "data\n")
+    assert list(elsewhere.iterdir()) == []
