@@ -28,7 +28,8 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 90
-ESC = "\x1b"
+# C0 controls but tab and newline, DEL and C1 (U+0080-U+009F: U+009B is a CSI on many terminals).
+CONTROLS = {chr(c) for c in [*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0)]}
 
 # Planted secrets: each must be absent from every output (whole or as its distinctive tail).
 SECRETS = {
@@ -221,15 +222,23 @@ def build_cases(tmp: Path) -> list[Case]:
                     ["explain", str(_write(tmp / "locale" / "u.log", "RuntimeError: CUDA error: out of memory ☃ é\n"))]):
             cases.append(Case(f"locale {label}: {cmd[0]}", "locales", cmd, env=env))
     # Escape sequences in user-supplied strings.
-    evil = "ev\x1b[8mil\x1b]0;t\x07"
+    for evil in ("ev\x1b[8mil\x1b]0;t\x07", "c1\u009b8mcsi\u009d0;t\u009c", "cr\rFAKE\bback\x7f"):
+        cases += _escape_cases(tmp, evil)
+    return cases
+
+
+def _escape_cases(tmp: Path, evil: str) -> list[Case]:
+    """Every user-supplied string an output may echo, carrying `evil` (ESC / C1 sequences, CR, BS, DEL)."""
+    cases: list[Case] = []
+    tag = "".join(ch for ch in evil if ch.isalnum())[:6]
     evil_file = _write(tmp / "esc" / f"{evil}.log", "RuntimeError: CUDA error: out of memory\n")
-    evil_profile = _write(tmp / "esc" / "p.yaml", f"name: {json.dumps(evil)}\nbackend: vllm\nmodel: {json.dumps(evil)}\n")
+    evil_profile = _write(tmp / "esc" / f"{tag}.yaml", f"name: {json.dumps(evil)}\nbackend: vllm\nmodel: {json.dumps(evil)}\n")
     for cmd in (["explain", str(evil_file)], ["lint", str(evil_file)], ["check", "--from", str(evil_file)],
                 ["deploy", "--profile", evil, "--dry-run"], ["deploy", "--profile", str(evil_profile), "--dry-run"],
                 ["plan", "--gpus", evil], ["plan", "--gpus", "1xH200", "--model", evil],
                 ["probe", f"http://{evil}:1/"], ["plan", "--gpus", "1xH200", "--max-model-len", evil],
                 ["profiles", "show", evil], ["check", "--from", str(ROOT / "tests/fixtures/h200.json"), "--format", evil]):
-        cases.append(Case(f"escape in {cmd[0]} {cmd[1]}", "escapes", cmd))
+        cases.append(Case(f"escape {tag} in {cmd[0]} {cmd[1]!r}", "escapes", cmd))
     return cases
 
 
@@ -278,8 +287,9 @@ def run_case(case: Case, tmp: Path) -> Outcome:
     for secret in case.secrets:
         if secret.encode() in text or secret.encode("utf-16-le") in text:
             why.append(f"leak {secret}")
-    if not case.escapes_ok and ESC.encode() in (stdout + stderr):
-        why.append("raw ESC")
+    shown = (stdout + stderr).decode("utf-8", "replace")
+    if not case.escapes_ok and any(ch in shown for ch in CONTROLS):
+        why.append("raw control character " + ", ".join(repr(ch) for ch in sorted(set(shown) & CONTROLS)))
     if case.watch and _files_state(case.watch) != before:
         why.append("a watched file changed")
     return Outcome(case.name, case.klass, not why, "; ".join(why), seconds)
