@@ -9,7 +9,7 @@ parent component, a directory, a FIFO, a device); deep or huge inputs (YAML alia
 huge single lines, binary, /dev/zero and FIFOs as inputs); streams (closed stdout / stderr / stdin, EPIPE);
 locales and PYTHONIOENCODING; escape sequences in profile names, model paths, hosts, flag values and file
 names. Prints one row per case and the failures; exits 1 when any case fails.
-Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--json]
+Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json]
 """
 
 from __future__ import annotations
@@ -250,7 +250,7 @@ def _files_state(paths: tuple[str, ...]) -> dict[str, tuple[int, bytes]]:
     return out
 
 
-def run_case(case: Case, tmp: Path) -> Outcome:
+def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
     env = {**os.environ, "NO_COLOR": "1", **case.env}
     env.pop("QWEN_DOCTOR_DEBUG", None)
     before = _files_state(case.watch)
@@ -261,12 +261,12 @@ def run_case(case: Case, tmp: Path) -> Outcome:
     try:
         if case.shell:
             cmd = " ".join(_quote(a) for a in argv) + f" 2>{_quote(str(out_dir / 'err'))} {case.shell}"
-            proc = subprocess.run(["sh", "-c", cmd], capture_output=True, timeout=TIMEOUT_S, env=env, cwd=ROOT)
+            proc = subprocess.run(["sh", "-c", cmd], capture_output=True, timeout=TIMEOUT_S, env=env, cwd=tree)
             proc.stderr = (out_dir / "err").read_bytes()
         else:
             closed = case.closed
             proc = subprocess.run(argv, capture_output=not closed, stdin=subprocess.DEVNULL if not closed else None,
-                                  timeout=TIMEOUT_S, env=env, cwd=ROOT,
+                                  timeout=TIMEOUT_S, env=env, cwd=tree,
                                   preexec_fn=(lambda: [os.close(fd) for fd in closed]) if closed else None)
     except subprocess.TimeoutExpired:
         return Outcome(case.name, case.klass, False, "hang", time.monotonic() - started)
@@ -303,13 +303,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", default="")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--tree", type=Path, default=ROOT,
+                        help="run the CLI of this source tree (an export of an older commit, for a before/after)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         cases = [c for c in build_cases(tmp) if args.k in c.name]
         with ThreadPoolExecutor(max_workers=args.workers) as pool:
-            outcomes = list(pool.map(lambda c: run_case(c, tmp), cases))
+            outcomes = list(pool.map(lambda c: run_case(c, tmp, args.tree.resolve()), cases))
     failed = [o for o in outcomes if not o.ok]
     if args.json:
         print(json.dumps([o.__dict__ for o in outcomes], indent=1))
