@@ -4,9 +4,10 @@ Shared by bench/sigint_startup.py and tests/test_sigint_startup.py. The windows,
 
 - default action: before CPython's `_PySignal_Init` installs its handler no Python code has run; the kernel
   ends the process (returncode -2; a shell shows 130) without a word;
-- interpreter: CPython's handler raises KeyboardInterrupt in code that runs before any of ours: the site
-  module and the .pth files (then "Fatal Python error: init_import_site", exit 1), or pip's console-script
-  wrapper's `import re` and the import machinery locating our first module;
+- interpreter: CPython's handler raises KeyboardInterrupt in code that runs before any of ours: the io module
+  for sys.stdin/stdout/stderr ("Fatal Python error: init_sys_streams", exit 1), the site module and the .pth
+  files ("Fatal Python error: init_import_site", exit 1), or pip's console-script wrapper's `import re` and the
+  import machinery locating our first module (a KeyboardInterrupt traceback);
 - ours: from the first statement of `qwen_doctor_start` on, exit 130 and one line, always.
 """
 
@@ -46,8 +47,11 @@ def window(returncode: int, stderr: str) -> str:
         return "default action (before CPython's handler)"
     if "Traceback" in stderr or "Fatal Python error" in stderr:
         frames = [path for path, _ in _FRAME.findall(stderr)]
-        if "init_import_site" in stderr:
-            return "traceback: site import (fatal error)"
+        fatal = re.search(r"Fatal Python error: (init_\w+)", stderr)
+        if fatal:
+            return {"init_import_site": "traceback: site import (fatal error)",
+                    "init_sys_streams": "traceback: io / sys streams (fatal error)"}.get(
+                        fatal.group(1), f"traceback: {fatal.group(1)} (fatal error)")
         if any(FIRST_MODULE in path or "/doctor/" in path for path in frames):
             return "traceback: our code"
         if frames and frames[0].endswith("qwen-doctor"):
