@@ -166,14 +166,17 @@ def build_cases(tmp: Path) -> list[Case]:
         for path in (theirs, shared / "hard.json"):
             os.chown(path, other_uid, other_uid)
     bundle = str(ROOT / "tests/fixtures/h200.json")
-    watched = (str(victim), str(theirs))
-    for label, target in [("their symlink, last component", shared / "last.json"),
-                          ("their symlink, parent component", shared / "evil" / "victim.txt"),
-                          ("their symlink, parent then ..", shared / "evil" / ".." / "private" / "victim.txt"),
-                          ("their file in a sticky dir", theirs), ("directory", shared / "adir.json"),
-                          ("fifo", shared / "fifo.json"), ("hardlink to their file", shared / "hard.json"),
-                          ("device", Path("/dev/full")), ("missing parent", tmp / "nope" / "r.json")]:
-        cases.append(Case(f"-o {label}", "outfiles", ["check", "--from", bundle, "-o", str(target)], watch=watched))
+    for label, target, watched in [
+            ("their symlink, last component", shared / "last.json", victim),
+            ("their symlink, parent component", shared / "evil" / "victim.txt", victim),
+            ("their symlink, parent then ..", shared / "evil" / ".." / "private" / "victim.txt", victim),
+            ("their file in a sticky dir", theirs, theirs), ("directory", shared / "adir.json", theirs),
+            ("fifo", shared / "fifo.json", theirs), ("hardlink to their file", shared / "hard.json", victim),
+            ("device", Path("/dev/full"), theirs), ("missing parent", tmp / "nope" / "r.json", theirs)]:
+        # Each case watches only the file it aims at: cases run in parallel, and one that replaced its own
+        # target must not be counted against another.
+        cases.append(Case(f"-o {label}", "outfiles", ["check", "--from", bundle, "-o", str(target)],
+                          watch=(str(watched),)))
     # Deep or huge inputs.
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
@@ -287,7 +290,8 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
     for secret in case.secrets:
         if secret.encode() in text or secret.encode("utf-16-le") in text:
             why.append(f"leak {secret}")
-    shown = (stdout + stderr).decode("utf-8", "replace")
+    charset = (case.env.get("PYTHONIOENCODING") or "utf-8").split(":")[0]
+    shown = stdout.decode(charset, "replace") + stderr.decode(charset, "replace")
     if not case.escapes_ok and any(ch in shown for ch in CONTROLS):
         why.append("raw control character " + ", ".join(repr(ch) for ch in sorted(set(shown) & CONTROLS)))
     if case.watch and _files_state(case.watch) != before:
