@@ -8,18 +8,21 @@ values over lines, URL userinfo, env files, headers) in every format; -o targets
 parent component, a directory, a FIFO, a device); deep or huge inputs (YAML alias bombs, deep YAML / JSON,
 huge single lines, binary, /dev/zero and FIFOs as inputs); streams (closed stdout / stderr / stdin, EPIPE);
 locales and PYTHONIOENCODING; escape sequences in profile names, model paths, hosts, flag values and file
-names. Prints one row per case and the failures; exits 1 when any case fails.
+names; a hostile server's replies (deep JSON, huge integers, NaN, escapes) read by probe and its exercises.
+Prints one row per case and the failures; exits 1 when any case fails.
 Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import http.server
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -227,7 +230,52 @@ def build_cases(tmp: Path) -> list[Case]:
     # Escape sequences in user-supplied strings.
     for evil in ("ev\x1b[8mil\x1b]0;t\x07", "c1\u009b8mcsi\u009d0;t\u009c", "cr\rFAKE\bback\x7f"):
         cases += _escape_cases(tmp, evil)
+    # A hostile server read by probe (and the exercises it runs).
+    for mode in SERVER_MODES:
+        url = hostile_server(mode)
+        cases.append(Case(f"server {mode}: probe", "servers", ["probe", url]))
+        cases.append(Case(f"server {mode}: probe --model m", "servers", ["probe", url, "--model", "m"]))
     return cases
+
+
+DEEP = "[" * 200_000 + "]" * 200_000
+# A hostile server's replies, by path: /v1/models, then everything else (chat, completions, metrics).
+SERVER_MODES = {
+    "deep models": (DEEP, DEEP),
+    "deep data": ('{"data": ' + DEEP + "}", "{}"),
+    "huge integer": ('{"data": [{"id": "m", "max_model_len": ' + "9" * 100_000 + "}]}", "{}"),
+    "NaN": ('{"data": [{"id": "m", "max_model_len": NaN}]}', '{"usage": {"completion_tokens": NaN}}'),
+    "deep chat": ('{"data": [{"id": "m", "max_model_len": 4096}]}', DEEP),
+    "escapes": ('{"data": [{"id": "m\\u001b[8mX\\u009b2J", "max_model_len": 4096}]}',
+                '{"choices": [{"message": {"content": "\\u001b]0;owned\\u0007"}}], "usage": {"completion_tokens": 2}}'),
+}
+
+
+def hostile_server(mode: str) -> str:
+    """A local server answering every request with SERVER_MODES[mode]; its base URL."""
+    models, other = SERVER_MODES[mode]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            body = (models if self.path.endswith("/models") else other).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._answer()
+
+        do_GET = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
 
 
 def _escape_cases(tmp: Path, evil: str) -> list[Case]:
