@@ -426,7 +426,7 @@ class Redactor:
         self.late = SecretBook()
         self.hider = HostHider() if hosts else None
         self.visible = visible
-        self._done: dict[tuple[str, bool], str] = {}
+        self._done: dict[tuple[str, bool | str], str] = {}
 
     @property
     def hosts(self) -> bool:
@@ -473,6 +473,8 @@ class Redactor:
         return node
 
     def _walk_list(self, node: list[Any], key: str | None) -> list[Any]:
+        if len(node) > 1 and all(isinstance(item, str) for item in node):
+            node = self._as_lines(node)
         out: list[Any] = []
         in_key_block = False
         for i, item in enumerate(node):
@@ -491,6 +493,18 @@ class Redactor:
                 in_key_block = True
             out.append(self._walk(item, key))
         return out
+
+    def _as_lines(self, items: list[str]) -> list[str]:
+        """A list of strings is often consecutive lines (a log excerpt, a command's output): a secret wrapped
+        from one item onto the next is hidden whole first (`redact_lines`), then each item is walked."""
+        if any("\n" in item for item in items):
+            return items  # items with their own line breaks are redacted one by one
+        joined = "\n".join(items)
+        done = self._done.get((joined, "lines"))
+        if done is None:
+            done = self._done[(joined, "lines")] = "\n".join(redact_lines(items))
+        lines = done.split("\n")
+        return lines if len(lines) == len(items) else items
 
     def _replace_known(self, node: Any) -> Any:
         if isinstance(node, dict):

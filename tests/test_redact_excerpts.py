@@ -52,3 +52,13 @@ def test_explain_reports_hide_a_wrapped_token_in_the_context_lines(tmp_path: Pat
     data = json.loads(subprocess.run([sys.executable, "-m", "doctor", "explain", str(log), "--format", "json"],
                                      capture_output=True, text=True, timeout=120).stdout)
     assert "explain" in json.dumps(data["command"]) or data["results"]
+
+
+def test_a_report_list_of_lines_hides_a_token_wrapped_from_one_item_onto_the_next() -> None:
+    """deploy's `log_excerpt` (and any list of strings in a report) is read as consecutive lines."""
+    from doctor.redact import redact_document
+
+    doc = redact_document({"deployment": {"log_excerpt": ["INFO Authorization: Bearer " + TOKEN[:40], TOKEN[40:]],
+                                          "argv": ["vllm", "serve", "Qwen/Qwen3.5-35B-A3B", "--port", "8000"]}})
+    assert TOKEN[40:] not in str(doc) and TOKEN[:40] not in str(doc)
+    assert doc["deployment"]["argv"] == ["vllm", "serve", "Qwen/Qwen3.5-35B-A3B", "--port", "8000"]
