@@ -74,7 +74,7 @@ def resolve(requested: str | Path, what: str = "output") -> Destination:
         raise OutputError(f"cannot write {what} {name!r}: not a file name")
     path, via_link = name, False
     for _ in range(MAX_LINKS):
-        parent = os.path.realpath(os.path.dirname(path) or ".")
+        parent = _physical_dir(os.path.dirname(path) or ".", name, what)
         path = os.path.join(parent, os.path.basename(path))
         if path == _PROC or path.startswith(_PROC + os.sep):
             raise OutputError(f"cannot write {what} {name}: {_proc_kind(name)}; {_ONLY}")
@@ -100,6 +100,37 @@ def resolve(requested: str | Path, what: str = "output") -> Destination:
         _check_protected(name, what, parent, st, "a file")
         return Destination(name, path, st)
     raise OutputError(f"cannot write {what} {name}: too many levels of symbolic links")
+
+
+def _physical_dir(folder: str, name: str, what: str) -> str:
+    """`os.path.realpath(folder)`, but every symlink met on the way (a parent component such as /tmp/evil ->
+    /etc) passes `_check_protected` first, as the kernel's path walk does: realpath reads links with
+    readlink(), which protected_symlinks does not guard."""
+    todo = [part for part in os.path.join(os.getcwd(), folder).split(os.sep) if part not in ("", ".")][::-1]
+    resolved, links = os.sep, 0
+    while todo:
+        part = todo.pop()
+        if part == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        candidate = os.path.join(resolved, part)
+        try:
+            st = os.lstat(candidate)
+        except OSError:
+            resolved = candidate  # missing or unreadable: the caller names it
+            continue
+        if not stat.S_ISLNK(st.st_mode):
+            resolved = candidate
+            continue
+        links += 1
+        if links > MAX_LINKS:
+            raise OutputError(f"cannot write {what} {name}: too many levels of symbolic links")
+        _check_protected(name, what, resolved, st, "a symlink")
+        target = os.readlink(candidate)
+        if target.startswith(os.sep):
+            resolved = os.sep
+        todo.extend(part for part in target.split(os.sep)[::-1] if part not in ("", "."))
+    return resolved
 
 
 def _check_protected(name: str, what: str, parent: str, st: os.stat_result, kind: str) -> None:
@@ -171,10 +202,7 @@ def write_file(target: str | Path | Destination, data: bytes | str, inputs: Iter
     dest = check_outputs([requested], inputs, what)[0]
     payload = data.encode("utf-8") if isinstance(data, str) else data
     directory, base = os.path.split(dest.path)
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        raise OutputError(f"cannot write {what} {requested}: {exc.strerror or exc}") from None
+    dir_fd = _open_dir_nofollow(directory, requested, what)
     try:
         _write_in(dir_fd, base, payload, dest, requested, what)
         try:
@@ -184,6 +212,28 @@ def write_file(target: str | Path | Destination, data: bytes | str, inputs: Iter
     finally:
         os.close(dir_fd)
     return dest.existing is not None
+
+
+def _open_dir_nofollow(directory: str, requested: str, what: str) -> int:
+    """A descriptor of the resolved (symlink-free) `directory`, opened one component at a time from / with
+    O_NOFOLLOW: a component swapped for a symlink since it was resolved (a race in a shared directory) is
+    refused (ELOOP / ENOTDIR) instead of followed, whatever fs.protected_symlinks says."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(os.sep, flags)
+    try:
+        for part in (p for p in directory.split(os.sep) if p):
+            try:
+                nxt = os.open(part, flags, dir_fd=fd)
+            except OSError as exc:
+                swapped = exc.errno in (errno.ELOOP, errno.ENOTDIR)
+                reason = "a component changed into a symlink while writing" if swapped else exc.strerror or exc
+                raise OutputError(f"cannot write {what} {requested}: {reason}") from None
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _write_in(dir_fd: int, base: str, payload: bytes, dest: Destination, requested: str, what: str) -> None:

@@ -14,6 +14,7 @@ values are measured by code, not by backtracking (bench/redact_speed.py, tests/t
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Callable, Optional, Protocol
 
 from doctor import textviews
@@ -56,6 +57,7 @@ def _secret_normal(norm: str) -> bool:
     return not (last == "TOKEN" and head.rpartition("_")[2] in _TOKEN_ROLES)
 
 
+@lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """Whether an env var or key name says its value is a secret (HF_TOKEN, *_KEY, *SECRET*, apiKey...)."""
     return _secret_normal(_normal(name))
@@ -325,9 +327,9 @@ def _in_views(text: str, scan: _Scan) -> str:
     return _replace_spans(text, spans, scan) if spans else text
 
 
-# A YAML block scalar (`password: >` / `key: |-` then indented lines); each line must end in a newline (or the
-# text), so the lines parse one way only.
-_BLOCK_SCALAR = re.compile(r"(?m)^([ \t]{0,40})([\w.-]{1,80})[ \t]{0,8}:[ \t]{0,8}[>|][+-]?[0-9]?[ \t]{0,8}\n"
+# A YAML block scalar (`password: >` / `key: |-` then indented lines), also after other words on its line (a log
+# line that quotes YAML); each line must end in a newline (or the text), so the lines parse one way only.
+_BLOCK_SCALAR = re.compile(r"(?m)^([ \t]{0,40})(?:[^\n]{0,400}?[ \t])?([\w.-]{1,80})[ \t]{0,8}:[ \t]{0,8}[>|][+-]?[0-9]?[ \t]{0,8}\n"
                            r"((?:\1[ \t]{1,40}[^\n]*(?:\n|\Z))+)")
 
 
@@ -372,6 +374,26 @@ def redact_text(text: str) -> str:
     return scan_text(text)
 
 
+def redact_lines(lines: list[str]) -> list[str]:
+    """Consecutive lines of one excerpt (a log line with its context) redacted as one text, so that a secret
+    whose head is on one line and tail on the next (a wrapped token, `password: >` then its folded lines, a
+    JSON key and its value) goes whole (line by line when a replacement joined lines); the body of a PEM
+    private key is hidden from its BEGIN line on, whether or not its END is in the excerpt."""
+    joined = redact_text("\n".join(lines)).split("\n")
+    each = joined if len(joined) == len(lines) else [redact_text(line) for line in lines]
+    out: list[str] = []
+    in_key = False
+    for line, done in zip(lines, each):
+        if in_key:
+            end = line.find("-----END")
+            out.append(REDACTED if end < 0 else REDACTED + line[end:])
+            in_key = end < 0
+            continue
+        in_key = opens_private_key(line)
+        out.append(done)
+    return out
+
+
 def redact_env(env: dict[str, str]) -> dict[str, str]:
     """Env values with secret names replaced, others scrubbed of secrets in their text."""
     return {k: (REDACTED if is_secret_name(k) and v else redact_text(v)) for k, v in env.items()}
@@ -404,6 +426,7 @@ class Redactor:
         self.late = SecretBook()
         self.hider = HostHider() if hosts else None
         self.visible = visible
+        self._done: dict[tuple[str, bool | str], str] = {}
 
     @property
     def hosts(self) -> bool:
@@ -450,6 +473,8 @@ class Redactor:
         return node
 
     def _walk_list(self, node: list[Any], key: str | None) -> list[Any]:
+        if len(node) > 1 and all(isinstance(item, str) for item in node):
+            node = self._as_lines(node)
         out: list[Any] = []
         in_key_block = False
         for i, item in enumerate(node):
@@ -469,6 +494,18 @@ class Redactor:
             out.append(self._walk(item, key))
         return out
 
+    def _as_lines(self, items: list[str]) -> list[str]:
+        """A list of strings is often consecutive lines (a log excerpt, a command's output): a secret wrapped
+        from one item onto the next is hidden whole first (`redact_lines`), then each item is walked."""
+        if any("\n" in item for item in items):
+            return items  # items with their own line breaks are redacted one by one
+        joined = "\n".join(items)
+        done = self._done.get((joined, "lines"))
+        if done is None:
+            done = self._done[(joined, "lines")] = "\n".join(redact_lines(items))
+        lines = done.split("\n")
+        return lines if len(lines) == len(items) else items
+
     def _replace_known(self, node: Any) -> Any:
         if isinstance(node, dict):
             return {self.late.replace(str(k), REDACTED): self._replace_known(v) for k, v in node.items()}
@@ -483,8 +520,17 @@ class Redactor:
         if value not in self.book.values:
             self.book.add(value)
             self.late.add(value)
+            self._done.clear()
 
     def _string(self, text: str, hosts: bool = True) -> str:
+        """A string redacted once per document: a report of 186k findings repeats the same keys, details and
+        fixes, and each repeat is answered from `_done` (cleared whenever a new secret is learned)."""
+        done = self._done.get((text, hosts))
+        if done is None:
+            done = self._done[(text, hosts)] = self._redact_string(text, hosts)
+        return done
+
+    def _redact_string(self, text: str, hosts: bool) -> str:
         if not text.isascii():
             text = text.encode("utf-8", "replace").decode("utf-8")
         if self.visible:

@@ -122,23 +122,38 @@ def read_json(path: str | Path, what: str, limit: int) -> Any:
 def load_json(raw: bytes | str, what: str, name: str) -> Any:
     """Decode a JSON document read with `read_bytes`: at most JSON_MAX_DEPTH levels, integers of at most
     JSON_MAX_INT_DIGITS digits, finite numbers only (no NaN / Infinity / 1e999); InputError names the problem."""
+    label = f"{what} {name}".rstrip()
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
         if nested_deeper(text):
-            raise InputError(f"{what} {name}: nested deeper than {JSON_MAX_DEPTH} levels")
+            raise InputError(f"{label}: nested deeper than {JSON_MAX_DEPTH} levels")
         data = json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_no_constant)
     except UnicodeDecodeError as exc:
         detail = f"not UTF-8 text at byte {exc.start}"
-        raise BadJSON(f"{what} {name}: {detail}", detail) from None
+        raise BadJSON(f"{label}: {detail}", detail) from None
     except json.JSONDecodeError as exc:
-        raise BadJSON(f"{what} {name}: invalid JSON ({exc})", str(exc)) from None
+        raise BadJSON(f"{label}: invalid JSON ({exc})", str(exc)) from None
     except _NumberError as exc:
-        raise InputError(f"{what} {name}: {exc}") from None
+        raise InputError(f"{label}: {exc}") from None
     except RecursionError:
-        raise InputError(f"{what} {name}: nested deeper than {JSON_MAX_DEPTH} levels") from None
+        raise InputError(f"{label}: nested deeper than {JSON_MAX_DEPTH} levels") from None
     if _depth(data) > JSON_MAX_DEPTH:
-        raise InputError(f"{what} {name}: nested deeper than {JSON_MAX_DEPTH} levels")
+        raise InputError(f"{label}: nested deeper than {JSON_MAX_DEPTH} levels")
     return data
+
+
+class BadReply(ValueError):
+    """A server's reply that is not bounded JSON: a ValueError, so that an exercise or probe that reads it
+    fails with this one line as it does on any reply that is not JSON."""
+
+
+def reply_json(raw: bytes | str, what: str = "server reply") -> Any:
+    """A JSON body from a server we do not trust (an engine, a hostile or broken proxy): the same bounds as a
+    user's file (`load_json`: depth, integer digits, finite numbers), raised as `BadReply`."""
+    try:
+        return load_json(raw, what, "")
+    except InputError as exc:
+        raise BadReply(str(exc)) from None
 
 
 class _NumberError(ValueError):

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
+from doctor.redact import redact_lines
 from remedies.advisories import EngineBug, engine_bug, read_head
 from remedies.crash import Crash, component_of, final_group
 from remedies.figures import log_model, uses_log_figures
@@ -59,6 +60,8 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         remedy = {**self.remedy.to_dict(), "fix": [step.to_dict() for step in self.steps]}
+        excerpt = redact_lines([*self.before, self.line, *self.after])  # a secret wrapped over lines goes whole
+        before, line, after = excerpt[:len(self.before)], excerpt[len(self.before)], excerpt[len(self.before) + 1:]
         if self.crash is not None or self.root is not None:
             remedy["why"] = self.why
         found: dict[str, Any] = {
@@ -66,8 +69,8 @@ class Finding:
             "count": self.count,
             "first": {"source": self.first.source, "line": self.first.line},
             "last": {"source": self.last.source, "line": self.last.line},
-            "line": self.line,
-            "context": {"before": list(self.before), "after": list(self.after)},
+            "line": line,
+            "context": {"before": before, "after": after},
         }
         if self.crash is not None:
             found["crash"] = {**self.crash.to_dict(), "precursor": self.precursor}

@@ -131,3 +131,35 @@ def test_every_command_runs_in_any_output_charset(argv: list[str], encoding: str
                           timeout=120, env={**os.environ, "PYTHONIOENCODING": encoding})
     assert done.returncode in (0, 1, 2)
     assert b"UnicodeEncodeError" not in done.stderr and b"internal error" not in done.stderr
+
+
+@fuzz_settings(150)
+@given(case=disguised_secret(), before=st.integers(min_value=0, max_value=3))
+def test_a_secret_split_over_the_lines_of_an_excerpt_never_survives(case: tuple[str, str], before: int) -> None:
+    """Explain's excerpt is a list of lines (context, the matched line, context): the same disguised and split
+    secrets as above, cut into those lines, are hidden as in one text."""
+    from doctor.redact import redact_lines
+
+    text, secret = case
+    lines = ["INFO context"] * before + text.split("\n") + ["INFO after"]
+    flat = "".join(redact_lines(lines)).replace("\\", "")
+    for ch in INVISIBLE:
+        flat = flat.replace(ch, "")
+    assert not any(part in flat for part in _visible_parts(secret)), (lines, flat)
+
+
+@fuzz_settings(60)
+@given(depth=st.integers(min_value=65, max_value=100_000), kind=st.sampled_from("[{"),
+       wrap=st.sampled_from(['{"data": %s}', '{"choices": [{"message": {"content": %s}}]}', "%s"]))
+def test_a_servers_deep_reply_is_a_value_error_never_a_recursion_error(depth: int, kind: str, wrap: str) -> None:
+    """What probe and every exercise read from a server: deep JSON is a ValueError naming the bound (an
+    exercise fails with it), never RecursionError (an internal error)."""
+    from doctor.safeio import BadReply, reply_json
+
+    with pytest.raises(BadReply, match="nested deeper"):
+        reply_json(wrap % _nested(kind, depth))
+
+
+def _nested(kind: str, depth: int) -> str:
+    opener, closer = ('{"k": ', "}") if kind == "{" else ("[", "]")
+    return opener * depth + "1" + closer * depth

@@ -318,6 +318,42 @@ def test_the_cli_refuses_it_with_one_line_and_exit_2(tmp_path):
     assert victim.read_text() == "theirs\n"
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give a symlink to another uid")
+@pytest.mark.parametrize("tail", ["victim.conf", "sub/../victim.conf", "hop/victim.conf"])
+def test_another_users_symlink_as_a_parent_component_is_not_followed(tmp_path, tail):
+    """/tmp/evil -> /etc, then `-o /tmp/evil/passwd`: the kernel's path walk would refuse the link, and so do we
+    (realpath's readlink is not guarded by protected_symlinks); a link of ours further on changes nothing."""
+    from doctor.outfile import OutputError, write_file
+
+    private = tmp_path / "private"
+    (private / "sub").mkdir(parents=True)
+    (private / "hop").symlink_to(private)
+    victim = private / "victim.conf"
+    victim.write_text("root's\n")
+    evil = _sticky(tmp_path) / "evil"
+    evil.symlink_to(private, target_is_directory=True)
+    os.lchown(evil, OTHER_UID, OTHER_UID)
+    with pytest.raises(OutputError, match="owned by uid 54321"):
+        write_file(f"{evil}/{tail}", "ours\n")
+    assert victim.read_text() == "root's\n"
+    proc = subprocess.run([sys.executable, "-m", "doctor", "check", "--from", str(FIXTURES / "h200.json"),
+                           "-o", f"{evil}/{tail}"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert victim.read_text() == "root's\n"
+
+
+def test_parent_components_resolve_as_realpath_does(tmp_path):
+    from doctor.outfile import _physical_dir
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "l").symlink_to(tmp_path / "a" / "b")
+    (tmp_path / "a" / "b" / "up").symlink_to("../../a")
+    (tmp_path / "a" / "rel").symlink_to("b/up/b")
+    for folder in ["l", "l/..", "a/b/up/b", "a/rel", "nope/x", "l/up/../b", "."]:
+        path = str(tmp_path / folder)
+        assert _physical_dir(path, path, "output") == os.path.realpath(path), folder
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to own a file as another uid")
 def test_another_users_file_in_a_sticky_directory_is_not_replaced(tmp_path):
     from doctor.outfile import OutputError, write_file
@@ -365,3 +401,26 @@ def test_a_path_that_appears_while_writing_is_not_replaced(tmp_path, monkeypatch
         outfile.write_file(dest, "x")
     assert dest.is_symlink() and not (tmp_path / "elsewhere").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["new.json"]
+
+
+def test_a_parent_directory_swapped_for_a_symlink_after_resolving_is_refused(tmp_path, monkeypatch):
+    """The race: -o shared/mine/r.json resolved while mine is a directory, then mine becomes a symlink to
+    somewhere else before the write: the directory is opened component by component without following."""
+    from doctor import outfile
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    real = outfile.check_outputs
+
+    def resolve_then_swap(*args, **kwargs):
+        found = real(*args, **kwargs)
+        mine.rename(tmp_path / "was-mine")
+        mine.symlink_to(elsewhere, target_is_directory=True)
+        return found
+
+    monkeypatch.setattr(outfile, "check_outputs", resolve_then_swap)
+    with pytest.raises(outfile.OutputError, match="changed into a symlink"):
+        outfile.write_file(mine / "r.json", "data\n")
+    assert list(elsewhere.iterdir()) == []

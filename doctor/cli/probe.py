@@ -11,6 +11,7 @@ import click
 
 from doctor.cli import options
 from doctor.errors import DoctorError
+from doctor.safeio import BadReply, reply_json
 
 
 def _base_url(url: str) -> str:
@@ -42,7 +43,9 @@ def _served_model(base: str, headers: dict[str, str], wanted: str | None) -> tup
         raise DoctorError(f"{base}/v1/models answers HTTP {r.status_code}" +
                           (" (pass --api-key)" if r.status_code == 401 else ""))
     try:
-        listed = [m for m in r.json().get("data", []) if isinstance(m, dict) and m.get("id")]
+        listed = [m for m in reply_json(r.content).get("data", []) if isinstance(m, dict) and m.get("id")]
+    except BadReply as exc:
+        raise DoctorError(f"{base}/v1/models: {exc}") from None
     except (ValueError, AttributeError):
         listed = []
     if not listed and not wanted:

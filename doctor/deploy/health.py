@@ -11,6 +11,7 @@ import httpx
 
 from doctor.deploy.follower import LogFollower
 from doctor.deploy.process import ServerProcess
+from doctor.safeio import reply_json
 
 FATAL_GRACE_S = 10.0
 
@@ -57,7 +58,7 @@ def probe(client: httpx.Client, base_url: str) -> list[str] | None:
         r = client.get(f"{base_url}/v1/models")
         if r.status_code != 200:
             return None
-        ids = [m.get("id") for m in r.json().get("data", []) if isinstance(m, dict)]
+        ids = [m.get("id") for m in reply_json(r.content).get("data", []) if isinstance(m, dict)]
         return [i for i in ids if i] or None
     except (httpx.HTTPError, ValueError, AttributeError):
         return None

@@ -188,10 +188,9 @@ def _abbreviated(prefix: str, backend: str, version: str | None) -> str | None:
     from doctor.flags.schema import SchemaError, load_schema
 
     try:
-        options = load_schema(backend, version).option_strings()
+        matches = load_schema(backend, version).starting_with(prefix)
     except SchemaError:
         return None
-    matches = [o for o in options if o.startswith(prefix)]
     return matches[0] if len(matches) == 1 else None
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from bisect import bisect_left
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -133,9 +134,22 @@ class FlagSchema:
 
     def option_strings(self) -> list[str]:
         """Every spelling the parser accepts, including aliases and --no- forms."""
+        return list(self._spellings)
+
+    @cached_property
+    def _spellings(self) -> tuple[str, ...]:
         names = list(self.flags) + list(self.aliases)
         names += ["--no-" + n[2:] for n, s in self.flags.items() if s.action == "bool_optional"]
-        return sorted(names)
+        return tuple(sorted(names))
+
+    def starting_with(self, prefix: str) -> list[str]:
+        """The spellings that `prefix` abbreviates (argparse's allow_abbrev candidates), by bisection of the
+        sorted spellings: a file full of unknown flags costs O(log n) each, not a scan of ~600."""
+        names = self._spellings
+        start = end = bisect_left(names, prefix)
+        while end < len(names) and names[end].startswith(prefix):
+            end += 1
+        return list(names[start:end])
 
     def to_json(self) -> dict[str, Any]:
         """The on-disk form."""
@@ -164,14 +178,19 @@ class FlagSchema:
 
 
 def available_versions(backend: str) -> list[Version]:
-    """Covered versions of a backend, ascending."""
+    """Covered versions of a backend, ascending (the schema folder is read once per backend)."""
+    return list(_covered(backend))
+
+
+@lru_cache(maxsize=None)
+def _covered(backend: str) -> tuple[Version, ...]:
     versions = []
     for path in SCHEMA_DIR.glob(f"{backend}-*.json"):
         try:
             versions.append(Version(path.stem[len(backend) + 1:]))
         except InvalidVersion:
             continue
-    return sorted(versions)
+    return tuple(sorted(versions))
 
 
 def pick_version(backend: str, version: str | None) -> Version:

@@ -102,7 +102,7 @@ def _resolve(name: str, schema: FlagSchema) -> tuple[FlagSpec | None, str]:
     if spec is not None:
         return spec, schema.aliases.get(name, name)
     if name.startswith("--"):
-        matches = [o for o in schema.option_strings() if o.startswith(name) and o.startswith("--")]
+        matches = schema.starting_with(name)
         if len(matches) == 1:
             return schema.lookup(matches[0]), matches[0]
     return None, name

@@ -26,14 +26,27 @@ def to_result(finding: Finding, origin: str) -> Result:
     )
 
 
-def render_terminal(results: list[Result], color: bool = False) -> str:
-    """`file:line: ✗ ID found`, then what is wrong and the fix, one finding after another (editor-clickable)."""
+SHOWN_PER_RULE = 100
+
+
+def render_terminal(results: list[Result], color: bool = False, per_rule: int = SHOWN_PER_RULE) -> str:
+    """`file:line: ✗ ID found`, then what is wrong and the fix, one finding after another (editor-clickable).
+
+    At most `per_rule` findings of one rule are shown; the rest are counted in one line per rule at the end
+    (a file with 186k unknown flags is a screen of them, not 700k lines). JSON, SARIF and every -o file keep
+    them all; the count on stderr and the exit code are the same either way."""
     lines = []
+    seen: dict[str, int] = {}
     for r in results:
+        seen[r.check_id] = seen.get(r.check_id, 0) + 1
+        if seen[r.check_id] > per_rule:
+            continue
         mark = click_style(r.status.symbol, r.status, color)
         lines.append(f"{r.summary.split(': ', 1)[0]}: {mark} {r.check_id} {r.evidence.get('found', '')}")
         lines += [f"    {d}" for d in r.details]
         lines += [f"    → {f}" for f in r.fix]
+    lines += [f"… {count - per_rule} more {rule} finding(s) not shown ({count} in all; every one is in "
+              f"--format json or an -o file)" for rule, count in seen.items() if count > per_rule]
     return "".join(line + "\n" for line in lines)
 
 

@@ -1,0 +1,383 @@
+"""Fault campaign: variants of issue 23's classes run through the real CLI (`python -m doctor`), each judged by
+the CLI's contract: exit 0/1, or 2 with one line on stderr (130 for Ctrl-C); never a traceback, an internal
+error or a hang; no planted secret in stdout, stderr or any -o file; no raw escape sequence from user input on
+stdout or stderr; no file outside the case's own folder changed.
+
+Classes: secret forms (providers, Unicode separators, zero-width characters, wraps, continuations, JSON / YAML
+values over lines, URL userinfo, env files, headers) in every format; -o targets (symlinks in the last or a
+parent component, a directory, a FIFO, a device); deep or huge inputs (YAML alias bombs, deep YAML / JSON,
+huge single lines, binary, /dev/zero and FIFOs as inputs); streams (closed stdout / stderr / stdin, EPIPE);
+locales and PYTHONIOENCODING; escape sequences in profile names, model paths, hosts, flag values and file
+names; a hostile server's replies (deep JSON, huge integers, NaN, escapes) read by probe and its exercises.
+Prints one row per case and the failures; exits 1 when any case fails.
+Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT_S = 90
+# C0 controls but tab and newline, DEL and C1 (U+0080-U+009F: U+009B is a CSI on many terminals).
+CONTROLS = {chr(c) for c in [*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0)]}
+
+# Planted secrets: each must be absent from every output (whole or as its distinctive tail).
+SECRETS = {
+    "slack_webhook": "https://hooks.slack.com/services/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",
+    "slack_app": "xapp-1-A0123456789-1234567890123-0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a6978",
+    "stripe": "rk_live_51HqZx8Kd2Lm4Np6Rt8Vb0Xc2Ze4Gh",
+    "sendgrid": "SG.aBcDeFgHiJkLmNoPqRsTuV.wXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ012",
+    "npm": "npm_Zq8xWv3Lm9Np2Rt5Yb7Kc4Hd6Fj1Gs0Ae3Bq",
+    "pypi": "pypi-AgEIcHlwaS5vcmcCJGQ4ZDU2ZjE3LWE5YjQtNGE5Yi05YjQ2LTk2ZmRjYTU4ZTk3ZAACKlszLCJm",
+    "anthropic": "sk-ant-api03-Zq8xWv3Lm9Np2Rt5Yb7Kc4Hd6Fj1Gs0Ae3BZq8xWv3Lm9Np2Rt5Yb7Kc4Hd6Fj1Gs0Ae3BZq8xWv3Lm9Np2-AA",
+    "databricks": "dapi0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+    "digitalocean": "dop_v1_0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0",
+    "nvidia": "nvapi-Zq8xWv3Lm9Np2Rt5Yb7Kc4Hd6Fj1Gs0Ae3BZq8xWv3Lm9Np2Rt5Yb7Kc4H",
+    "hf": "hf_Zq8xWv3Lm9Np2Rt5Yb7Kc4Hd6Fj1Gs0Ae",
+    "password": "Tr0ub4dor-and-3-horses",
+    "basic": "dXNlcjpwYXNzd29yZDEyMzQ1Njc4OTA=",
+}
+# The part of each secret whose presence proves a leak (a redactor may keep a provider prefix).
+TAILS = {name: value[-14:] for name, value in SECRETS.items()}
+TAILS["password"] = "3-horses"
+
+
+def secret_lines() -> dict[str, str]:
+    """One log / text form per variant: provider tokens in context, Unicode separators, wraps, continuations."""
+    s = SECRETS
+    return {
+        "providers": "\n".join(f"INFO config {name}: {value}" for name, value in s.items() if name not in ("password", "basic")),
+        "slack_webhook_bare": f"posting to {s['slack_webhook']} failed",
+        "fullwidth_equals": f"HF_TOKEN\uff1d{s['hf']}",
+        "fullwidth_colon": f"api_key\uff1a {s['npm']}",
+        "nbsp_before": f"--api-key\u00a0{s['sendgrid']}",
+        "zero_width_inside": f"token={s['hf'][:10]}\u200b{s['hf'][10:]}",
+        "zero_width_name": f"pass\u200bword={s['password']}",
+        "wrapped_token": f"Authorization: Bearer {s['anthropic'][:40]}\n{s['anthropic'][40:]}",
+        "bearer_next_line": f"Authorization:\n  Bearer {s['digitalocean']}",
+        "backslash_continuation": f"curl -H 'X-Api-Key: \\\n{s['databricks']}' http://x",
+        "json_two_lines": f'{{"api_key":\n  "{s["stripe"]}"}}',
+        "yaml_folded": f"password: >\n  {s['password'][:10]}\n  {s['password'][10:]}\n",
+        "yaml_literal": f"secret: |\n  {s['password']}\n",
+        "url_userinfo": f"pip install --index-url https://user:{s['password']}@pypi.example.com/simple x",
+        "url_userinfo_encoded": f"git clone https://oauth2:{s['password'].replace('-', '%2D')}@gitlab.example.com/a.git",
+        "env_file": f"export NVIDIA_API_KEY='{s['nvidia']}'\nPYPI_TOKEN=\"{s['pypi']}\"",
+        "docker_auth_json": f'{{"auths": {{"ghcr.io": {{"auth": "{s["basic"]}"}}}}}}',
+        "proxy_basic": f"Proxy-Authorization: Basic {s['basic']}",
+        "curl_u": f"curl -u admin:{s['password']} https://example.com",
+        "docker_login": f"docker login -u me -p {s['password']} ghcr.io",
+        "aws_cli_value": f"aws configure set aws_secret_access_key {s['slack_app'][-40:]}",
+    }
+
+
+@dataclass
+class Case:
+    name: str
+    klass: str
+    args: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    stdin: bytes | None = None
+    codes: tuple[int, ...] = (0, 1, 2)
+    secrets: tuple[str, ...] = ()
+    closed: tuple[int, ...] = ()
+    shell: str | None = None   # run through sh -c with this pipeline suffix (`| head -1`)
+    watch: tuple[str, ...] = ()  # files that must not change
+    escapes_ok: bool = False
+    outputs: tuple[str, ...] = ()  # -o files whose content is judged with stdout and stderr
+
+
+@dataclass
+class Outcome:
+    case: str
+    klass: str
+    ok: bool
+    why: str
+    seconds: float
+
+
+def _write(path: Path, text: str | bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
+    return path
+
+
+def build_cases(tmp: Path) -> list[Case]:
+    cases: list[Case] = []
+    tails = tuple(TAILS.values())
+    # Secrets: every form through explain (every format) and lint; deploy --dry-run with secrets in env / flags.
+    base = json.loads((ROOT / "tests/fixtures/h200.json").read_text())
+    for form, text in secret_lines().items():
+        # On an error line and in the context after one: explain shows both.
+        log = _write(tmp / "secrets" / f"{form}.log", f"RuntimeError: CUDA error: out of memory {text}\n"
+                     f"RuntimeError: CUDA error: out of memory\n{text}\n")
+        bundle_doc = {**base, "env": {**base["env"], "EXTRA_OPTS": text, "NOTE": f"see {text}"}}
+        leaky_bundle = _write(tmp / "secrets" / f"{form}.bundle.json", json.dumps(bundle_doc))
+        for fmt in ("json", "html", "text"):
+            out = tmp / "secrets" / f"{form}.check.{fmt}"
+            cases.append(Case(f"secret {form} check --from {fmt}", "secrets",
+                              ["check", "--from", str(leaky_bundle), "-v", "--format", fmt, "-o", str(out)],
+                              secrets=tails, outputs=(str(out),)))
+        for fmt in ("text", "json", "md", "html", "junit"):
+            out = tmp / "secrets" / f"{form}.{fmt}.out"
+            cases.append(Case(f"secret {form} explain {fmt}", "secrets",
+                              ["explain", str(log), "--format", fmt, "-o", f"{out}.{fmt}"], secrets=tails,
+                              outputs=(f"{out}.{fmt}",)))
+        cases.append(Case(f"secret {form} lint", "secrets", ["lint", str(_write(tmp / "secrets" / f"{form}.md",
+                                                                                   f"```\n{text}\n```\n"))],
+                          secrets=tails))
+    env_profile = _write(tmp / "profiles" / "env.yaml", "\n".join([
+        "name: leaky", "backend: vllm", "model: Qwen/Qwen3.5-35B-A3B", "flags:", "  tensor-parallel-size: 1",
+        "env:", f"  NVIDIA_API_KEY: {SECRETS['nvidia']}", f"  SLACK_WEBHOOK: {SECRETS['slack_webhook']}",
+        f"  PIP_INDEX_URL: https://u:{SECRETS['password']}@pypi.example.com/simple",
+        f"  EXTRA: \"token\uff1d{SECRETS['npm']}\"", ""]))
+    for fmt in ("text", "json", "html"):
+        cases.append(Case(f"secret deploy --dry-run env {fmt}", "secrets",
+                          ["deploy", "--profile", str(env_profile), "--dry-run", "--format", fmt], secrets=tails))
+    cases.append(Case("secret deploy --dry-run --api-key", "secrets",
+                      ["deploy", "--profile", "vllm-stable", "--dry-run", "--api-key", SECRETS["sendgrid"]],
+                      secrets=tails))
+    # -o targets: another user's files (as root: links and files given to uid 54321 in a sticky directory).
+    other_uid = 54321
+    private = tmp / "private"
+    private.mkdir()
+    victim = _write(private / "victim.txt", "precious\n")
+    shared = tmp / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "last.json").symlink_to(victim)
+    (shared / "evil").symlink_to(private, target_is_directory=True)
+    theirs = _write(shared / "theirs.json", "theirs\n")
+    (shared / "adir.json").mkdir()
+    os.mkfifo(shared / "fifo.json")
+    os.link(victim, shared / "hard.json")
+    if os.geteuid() == 0:
+        for link in (shared / "last.json", shared / "evil"):
+            os.lchown(link, other_uid, other_uid)
+        for path in (theirs, shared / "hard.json"):
+            os.chown(path, other_uid, other_uid)
+    bundle = str(ROOT / "tests/fixtures/h200.json")
+    for label, target, watched in [
+            ("their symlink, last component", shared / "last.json", victim),
+            ("their symlink, parent component", shared / "evil" / "victim.txt", victim),
+            ("their symlink, parent then ..", shared / "evil" / ".." / "private" / "victim.txt", victim),
+            ("their file in a sticky dir", theirs, theirs), ("directory", shared / "adir.json", theirs),
+            ("fifo", shared / "fifo.json", theirs), ("hardlink to their file", shared / "hard.json", victim),
+            ("device", Path("/dev/full"), theirs), ("missing parent", tmp / "nope" / "r.json", theirs)]:
+        # Each case watches only the file it aims at: cases run in parallel, and one that replaced its own
+        # target must not be counted against another.
+        cases.append(Case(f"-o {label}", "outfiles", ["check", "--from", bundle, "-o", str(target)],
+                          watch=(str(watched),)))
+    # Deep or huge inputs.
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+        f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(9))
+    deep_yaml = "name: deep\nflags:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(2000)) + "  " * 2001 + "v: 1\n"
+    flow_yaml = "name: deep\nflags: " + "[" * 50000 + "]" * 50000 + "\n"
+    deep_json = "[" * 100000 + "]" * 100000
+    inputs = {
+        "yaml alias bomb": _write(tmp / "in" / "bomb.yaml", "name: bomb\nbackend: vllm\n" + bomb),
+        "deep block yaml": _write(tmp / "in" / "deep.yaml", deep_yaml),
+        "deep flow yaml": _write(tmp / "in" / "flow.yaml", flow_yaml),
+        "deep json": _write(tmp / "in" / "deep.json", deep_json),
+        "huge single line": _write(tmp / "in" / "line.log", "x" * (3 << 20) + "\n"),
+        "binary": _write(tmp / "in" / "bin.log", bytes(range(256)) * 4096),
+        "dev zero": Path("/dev/zero"),
+        "directory": tmp / "in",
+    }
+    fifo = tmp / "in" / "fifo.log"
+    os.mkfifo(fifo)
+    inputs["fifo without writer"] = fifo
+    for label, path in inputs.items():
+        for cmd in (["explain", str(path)], ["lint", str(path)], ["check", "--from", str(path)],
+                    ["plan", "--gpus", "1xH200", "--profile", str(path)], ["deploy", "--profile", str(path), "--dry-run"],
+                    ["deploy", "--status", str(path)], ["plan", "--from-log", str(path)],
+                    ["profiles", "show", str(path)]):
+            cases.append(Case(f"input {label}: {cmd[0]} {cmd[1]}", "inputs", cmd))
+    cases.append(Case("deep --speculative-config", "inputs", ["plan", "--gpus", "1xH200", "--speculative-config",
+                                                             "[" * 30000 + "]" * 30000]))
+    # Streams.
+    for label, fds in [("stdout", (1,)), ("stderr", (2,)), ("stdin", (0,)), ("all", (0, 1, 2))]:
+        report = tmp / "streams" / f"closed-{label}.json"
+        report.parent.mkdir(exist_ok=True)
+        cases.append(Case(f"closed {label}: check -o", "streams", ["check", "--from", bundle, "-o", str(report)],
+                          closed=fds))
+    for cmd in (["check", "--from", bundle], ["profiles", "list"], ["plan", "--gpus", "1xH200"],
+                ["explain", str(ROOT / "tests/data/logs/nccl-525-shm.log")], ["remedies", "list"]):
+        cases.append(Case(f"EPIPE {' '.join(cmd[:2])} | head -1", "streams", cmd, shell="| head -1"))
+        cases.append(Case(f"full stdout {' '.join(cmd[:2])} > /dev/full", "streams", cmd, shell="> /dev/full"))
+    # Locales.
+    for env in ({"LANG": "C", "LC_ALL": "C"}, {"LC_ALL": "POSIX"}, {"PYTHONIOENCODING": "ascii"},
+                {"PYTHONIOENCODING": "latin-1"}, {"PYTHONIOENCODING": "utf-16"}, {"PYTHONUTF8": "0", "LC_ALL": "C"},
+                {"PYTHONIOENCODING": "ascii:strict"}):
+        label = " ".join(f"{k}={v}" for k, v in env.items())
+        for cmd in (["check", "--from", bundle], ["lint", str(ROOT / "tests/data/lint/serve.sh")],
+                    ["plan", "--gpus", "1xH200"], ["profiles", "list"],
+                    ["explain", str(_write(tmp / "locale" / "u.log", "RuntimeError: CUDA error: out of memory ☃ é\n"))]):
+            cases.append(Case(f"locale {label}: {cmd[0]}", "locales", cmd, env=env))
+    # Escape sequences in user-supplied strings.
+    for evil in ("ev\x1b[8mil\x1b]0;t\x07", "c1\u009b8mcsi\u009d0;t\u009c", "cr\rFAKE\bback\x7f"):
+        cases += _escape_cases(tmp, evil)
+    # A hostile server read by probe (and the exercises it runs).
+    for mode in SERVER_MODES:
+        url = hostile_server(mode)
+        cases.append(Case(f"server {mode}: probe", "servers", ["probe", url]))
+        cases.append(Case(f"server {mode}: probe --model m", "servers", ["probe", url, "--model", "m"]))
+    return cases
+
+
+DEEP = "[" * 200_000 + "]" * 200_000
+# A hostile server's replies, by path: /v1/models, then everything else (chat, completions, metrics).
+SERVER_MODES = {
+    "deep models": (DEEP, DEEP),
+    "deep data": ('{"data": ' + DEEP + "}", "{}"),
+    "huge integer": ('{"data": [{"id": "m", "max_model_len": ' + "9" * 100_000 + "}]}", "{}"),
+    "NaN": ('{"data": [{"id": "m", "max_model_len": NaN}]}', '{"usage": {"completion_tokens": NaN}}'),
+    "deep chat": ('{"data": [{"id": "m", "max_model_len": 4096}]}', DEEP),
+    "escapes": ('{"data": [{"id": "m\\u001b[8mX\\u009b2J", "max_model_len": 4096}]}',
+                '{"choices": [{"message": {"content": "\\u001b]0;owned\\u0007"}}], "usage": {"completion_tokens": 2}}'),
+}
+
+
+def hostile_server(mode: str) -> str:
+    """A local server answering every request with SERVER_MODES[mode]; its base URL."""
+    models, other = SERVER_MODES[mode]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            body = (models if self.path.endswith("/models") else other).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self._answer()
+
+        do_GET = _answer
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def _escape_cases(tmp: Path, evil: str) -> list[Case]:
+    """Every user-supplied string an output may echo, carrying `evil` (ESC / C1 sequences, CR, BS, DEL)."""
+    cases: list[Case] = []
+    tag = "".join(ch for ch in evil if ch.isalnum())[:6]
+    evil_file = _write(tmp / "esc" / f"{evil}.log", "RuntimeError: CUDA error: out of memory\n")
+    evil_profile = _write(tmp / "esc" / f"{tag}.yaml", f"name: {json.dumps(evil)}\nbackend: vllm\nmodel: {json.dumps(evil)}\n")
+    for cmd in (["explain", str(evil_file)], ["lint", str(evil_file)], ["check", "--from", str(evil_file)],
+                ["deploy", "--profile", evil, "--dry-run"], ["deploy", "--profile", str(evil_profile), "--dry-run"],
+                ["plan", "--gpus", evil], ["plan", "--gpus", "1xH200", "--model", evil],
+                ["probe", f"http://{evil}:1/"], ["plan", "--gpus", "1xH200", "--max-model-len", evil],
+                ["profiles", "show", evil], ["check", "--from", str(ROOT / "tests/fixtures/h200.json"), "--format", evil]):
+        cases.append(Case(f"escape {tag} in {cmd[0]} {cmd[1]!r}", "escapes", cmd))
+    return cases
+
+
+def _files_state(paths: tuple[str, ...]) -> dict[str, tuple[int, bytes]]:
+    out = {}
+    for p in paths:
+        st = os.stat(p)
+        out[p] = (st.st_ino, Path(p).read_bytes())
+    return out
+
+
+def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
+    env = {**os.environ, "NO_COLOR": "1", **case.env}
+    env.pop("QWEN_DOCTOR_DEBUG", None)
+    before = _files_state(case.watch)
+    started = time.monotonic()
+    argv = [sys.executable, "-m", "doctor", *case.args]
+    out_dir = tmp / "outputs" / str(abs(hash(case.name)))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        if case.shell:
+            cmd = " ".join(_quote(a) for a in argv) + f" 2>{_quote(str(out_dir / 'err'))} {case.shell}"
+            proc = subprocess.run(["sh", "-c", cmd], capture_output=True, timeout=TIMEOUT_S, env=env, cwd=tree)
+            proc.stderr = (out_dir / "err").read_bytes()
+        else:
+            closed = case.closed
+            proc = subprocess.run(argv, capture_output=not closed, stdin=subprocess.DEVNULL if not closed else None,
+                                  timeout=TIMEOUT_S, env=env, cwd=tree,
+                                  preexec_fn=(lambda: [os.close(fd) for fd in closed]) if closed else None)
+    except subprocess.TimeoutExpired:
+        return Outcome(case.name, case.klass, False, "hang", time.monotonic() - started)
+    seconds = time.monotonic() - started
+    stdout = proc.stdout or b""
+    stderr = proc.stderr or b""
+    text = stdout + stderr
+    for path in case.outputs:
+        if os.path.exists(path):
+            text += Path(path).read_bytes()
+    why = []
+    if b"Traceback" in text or b"internal error" in text:
+        why.append("traceback/internal error: " + stderr.decode("utf-8", "replace").strip().splitlines()[-1][:160])
+    if proc.returncode not in case.codes and not (case.shell and proc.returncode in case.codes):
+        why.append(f"exit {proc.returncode}")
+    if proc.returncode == 2 and not case.closed and len(stderr.decode("utf-8", "replace").strip().splitlines()) != 1:
+        why.append(f"exit 2 with {len(stderr.splitlines())} stderr lines")
+    for secret in case.secrets:
+        if secret.encode() in text or secret.encode("utf-16-le") in text:
+            why.append(f"leak {secret}")
+    charset = (case.env.get("PYTHONIOENCODING") or "utf-8").split(":")[0]
+    shown = stdout.decode(charset, "replace") + stderr.decode(charset, "replace")
+    if not case.escapes_ok and any(ch in shown for ch in CONTROLS):
+        why.append("raw control character " + ", ".join(repr(ch) for ch in sorted(set(shown) & CONTROLS)))
+    if case.watch and _files_state(case.watch) != before:
+        why.append("a watched file changed")
+    return Outcome(case.name, case.klass, not why, "; ".join(why), seconds)
+
+
+def _quote(arg: str) -> str:
+    return "'" + arg.replace("'", "'\\''") + "'"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", default="")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--tree", type=Path, default=ROOT,
+                        help="run the CLI of this source tree (an export of an older commit, for a before/after)")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        cases = [c for c in build_cases(tmp) if args.k in c.name]
+        with ThreadPoolExecutor(max_workers=args.workers) as pool:
+            outcomes = list(pool.map(lambda c: run_case(c, tmp, args.tree.resolve()), cases))
+    failed = [o for o in outcomes if not o.ok]
+    if args.json:
+        print(json.dumps([o.__dict__ for o in outcomes], indent=1))
+    else:
+        by_class: dict[str, list[Outcome]] = {}
+        for o in outcomes:
+            by_class.setdefault(o.klass, []).append(o)
+        for klass, rows in by_class.items():
+            print(f"{klass:<10}{len(rows):>5} cases{sum(not r.ok for r in rows):>5} failed")
+        for o in failed:
+            print(f"FAIL [{o.klass}] {o.case}: {o.why}")
+        print(f"{len(outcomes)} cases, {len(failed)} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

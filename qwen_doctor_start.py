@@ -1,0 +1,28 @@
+"""The `qwen-doctor` console script's first module: from its first statement on, Ctrl-C ends the program with
+exit 130 and one line on stderr.
+
+pip's console-script wrapper imports this module before anything of doctor, so the handler is in place as
+soon as the interpreter's own start-up (site, .pth files) and the wrapper's `import re` are done. It uses the
+built-in `_signal` (the `signal` module would import enum first) and `os`, which site has already imported.
+`doctor.cli.main.main` takes the handler over (`doctor.cli.interrupt`) once it is imported.
+"""
+
+import _signal
+import os
+
+
+def _exit_now(signum: int, frame: object) -> None:
+    try:
+        os.write(2, b"qwen-doctor: interrupted\n")
+    finally:
+        os._exit(130)
+
+
+_signal.signal(_signal.SIGINT, _exit_now)
+
+
+def main() -> object:
+    """Run the CLI (imported here, under the handler above)."""
+    from doctor.cli.main import main as run
+
+    return run()
