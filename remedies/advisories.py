@@ -239,6 +239,28 @@ def _outside(value: Any, field: str, releases: SpecifierSet, bad: Callable[[str]
     return str(value)
 
 
+# Components that say themselves that a line is their own bug, not a user's setting:
+# - Ray's fatal records (RAY_LOG(FATAL), a failed RAY_CHECK) end "An unexpected system state has occurred. You
+#   have likely discovered a bug in Ray" (ray src/ray/util/logging.cc), naming the C++ file and line before it;
+# - LLVM's report_fatal_error prints `LLVM ERROR: ` and aborts (llvm lib/Support/ErrorHandling.cpp): in a
+#   serving process that is Triton's compiler failing on a kernel (triton-lang/triton issues name them so).
+_NATIVE_BUGS = (
+    (re.compile(r"You have likely discovered a bug in Ray"), "ray"),
+    (re.compile(r"^LLVM ERROR: "), "triton"),
+)
+_CPP_SITE = re.compile(r"\b[\w.-]{1,128}\.(?:cc|cpp|cu|h|hpp):\d{1,7}\b")
+
+
+def native_bug(exception: str) -> tuple[str, str] | None:
+    """(component, raise site) of a native abort its component calls its own bug, or None."""
+    for pattern, component in _NATIVE_BUGS:
+        if pattern.search(exception):
+            site = _CPP_SITE.search(exception)
+            where = site.group(0) if site else ("Triton's LLVM back end" if component == "triton" else component)
+            return component, where
+    return None
+
+
 def engine_release(lines: Iterable[str], engine: str) -> str | None:
     """The engine release a log prints (the last one printed: a restarted server prints its new release)."""
     found = None
@@ -278,6 +300,11 @@ def engine_bug(crash: Crash, log_lines: Iterable[str],
                advisories: Iterable[Advisory] | None = None) -> EngineBug | None:
     """An EngineBug when the crash's root exception was raised in vLLM or SGLang source and is not one that
     refuses an input or a setting (USER_FACING), else None."""
+    native = native_bug(crash.exception)
+    if native is not None:
+        engine, raised_at = native
+        release = engine_release(log_lines, engine) if engine in RELEASE_LINES else None
+        return EngineBug(engine, raised_at, release, (), None, None)
     if crash.frame is None or USER_FACING.search(crash.exception):
         return None
     found = ENGINE_FRAME.findall(crash.frame.path.replace("\\", "/"))

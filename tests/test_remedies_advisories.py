@@ -162,3 +162,28 @@ def test_explain_names_the_engine_bug_instead_of_generic_steps(tmp_path: Path):
     assert out["remedy"]["id"] == "QD-R-UNKNOWN" and "engine bug" in out["remedy"]["why"]
     assert out["engine_bug"]["advisories"][0]["id"] == "VLLM-0.25.0-TORCHCODEC-IMPORT"
     assert out["remedy"]["fix"][0]["text"].startswith("Move to vllm 0.25.1")
+
+
+def test_a_native_abort_its_component_calls_its_own_bug_is_named_an_engine_bug():
+    """Ray's fatal records and LLVM's fatal errors say themselves that no setting of the user's caused them:
+    explain names the component and the C++ site instead of generic advice."""
+    from remedies.advisories import native_bug
+
+    assert native_bug("object_provider.cc:153:  An unexpected system state has occurred. You have likely "
+                      "discovered a bug in Ray. Check failed: ok") == ("ray", "object_provider.cc:153")
+    assert native_bug("LLVM ERROR: Failed to compute parent layout for slice layout.") == (
+        "triton", "Triton's LLVM back end")
+    assert native_bug("RuntimeError: CUDA error: out of memory") is None
+
+
+def test_explain_names_a_ray_fatal_record_as_a_ray_bug(tmp_path):
+    from remedies import explain_sources
+
+    log = tmp_path / "ray.log"
+    log.write_text("(raylet, ip=10.0.0.2) [2025-12-12 15:10:48,697 C 42791 42791] (raylet) provider.cc:153:  An "
+                   "unexpected system state has occurred. You have likely discovered a bug in Ray. Please report "
+                   "this issue at https://github.com/ray-project/ray/issues.\n")
+    (finding,) = explain_sources([log])
+    assert finding.engine_bug is not None and finding.engine_bug.engine == "ray"
+    assert finding.engine_bug.raised_at == "provider.cc:153"
+    assert "ray" in finding.steps[0].text
