@@ -1,8 +1,8 @@
 """The `qwen-doctor` console script's first module: from its first statement on, Ctrl-C ends the program with
 exit 130 and one line on stderr.
 
-pip's console-script wrapper imports this module before anything of doctor, so the handler is in place as
-soon as the interpreter's own start-up (site, .pth files) and the wrapper's `import re` are done. It uses the
+The `qwen-doctor` script (bin/qwen-doctor) imports this module as its first statement, so the handler is in
+place as soon as the interpreter's own start-up (io, site, .pth files) is done. It uses the
 built-in `_signal` (the `signal` module would import enum first) and `os`, which site has already imported.
 `doctor.cli.main.main` takes the handler over (`doctor.cli.interrupt`) once it is imported.
 """
