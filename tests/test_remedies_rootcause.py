@@ -160,6 +160,7 @@ def test_a_short_cut_is_read_only_with_its_class_and_one_raise_site():
     found = index.lookup(chunked)
     assert found is None or not found.template.text.startswith("max_num_batched_tokens ({}) must be")
 
+
 def test_an_exception_under_a_new_class_and_cut_short_finds_its_entry_by_the_entrys_samples(tmp_path):
     (finding,) = explain(tmp_path, "request error:\nvllm.entrypoints.chat_utils.ChatTemplateResolutionError: As of "
                                    "transformers v4.44, default chat template is no longer all\n")
@@ -194,7 +195,6 @@ def test_an_engine_message_quoted_in_prose_without_its_class_is_read_from_the_mi
     (finding,) = explain(tmp_path, "Feeding a long prompt reports an error:\n"
                                    "\"The input (70000 tokens) is longer than the model's context length (40960).\"\n")
     assert finding.remedy.id == "QD-R-SGLANG-INPUT-TOO-LONG"
-
 
 
 def test_a_message_logged_before_its_cut_traceback_names_the_deepest_engine_frame_below(tmp_path):
