@@ -68,4 +68,6 @@ def test_the_package_probe_runs_alone_in_a_bare_interpreter() -> None:
 
     done = subprocess.run([sys.executable, "-I", "-S", "-c", _PROBE, packages.__file__], capture_output=True,
                           text=True, check=True)
-    assert set(json.loads(done.stdout)) == set(packages.DISTRIBUTIONS)
+    seen = json.loads(done.stdout)
+    assert set(seen["packages"]) == set(packages.DISTRIBUTIONS)
+    assert seen["complete"] is True and isinstance(seen["found"], list)   # the whole inventory comes along
