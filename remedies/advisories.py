@@ -261,6 +261,17 @@ def native_bug(exception: str) -> tuple[str, str] | None:
     return None
 
 
+def native_engine_bug(text: str, log_lines: Iterable[str]) -> EngineBug | None:
+    """An EngineBug for a line its own component calls a bug (`native_bug`), with the log's release of it where
+    the log prints one, else None."""
+    native = native_bug(text)
+    if native is None:
+        return None
+    engine, raised_at = native
+    release = engine_release(log_lines, engine) if engine in RELEASE_LINES else None
+    return EngineBug(engine, raised_at, release, (), None, None)
+
+
 def engine_release(lines: Iterable[str], engine: str) -> str | None:
     """The engine release a log prints (the last one printed: a restarted server prints its new release)."""
     found = None
@@ -300,11 +311,9 @@ def engine_bug(crash: Crash, log_lines: Iterable[str],
                advisories: Iterable[Advisory] | None = None) -> EngineBug | None:
     """An EngineBug when the crash's root exception was raised in vLLM or SGLang source and is not one that
     refuses an input or a setting (USER_FACING), else None."""
-    native = native_bug(crash.exception)
+    native = native_engine_bug(crash.exception, log_lines)
     if native is not None:
-        engine, raised_at = native
-        release = engine_release(log_lines, engine) if engine in RELEASE_LINES else None
-        return EngineBug(engine, raised_at, release, (), None, None)
+        return native
     if crash.frame is None or USER_FACING.search(crash.exception):
         return None
     found = ENGINE_FRAME.findall(crash.frame.path.replace("\\", "/"))

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
 from doctor.redact import redact_lines
-from remedies.advisories import EngineBug, engine_bug, read_head
+from remedies.advisories import EngineBug, engine_bug, native_engine_bug, read_head
 from remedies.crash import Crash, component_of, final_group
 from remedies.figures import log_model, uses_log_figures
 from remedies.levels import as_context
@@ -87,7 +87,8 @@ class Finding:
         """The entry's explanation, then the root exception and its raise site (`remedies.rootcause`); for an
         unrecognised crash, what was found and where."""
         if self.crash is None:
-            return self.remedy.why if self.root is None else f"{self.remedy.why.rstrip()} {self.root.why()}"
+            text = self.remedy.why if self.root is None else f"{self.remedy.why.rstrip()} {self.root.why()}"
+            return text if self.engine_bug is None else f"{text.rstrip()} {self.engine_bug.why}"
         crash = self.crash
         parts = [f"Root exception: {crash.exception}"]
         if crash.frame is not None:
@@ -352,8 +353,9 @@ def _fit_to_log(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
 def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
     """An unrecognised crash raised inside engine code names itself an engine bug, with the known regressions
     of the release its log prints and a release to move to instead of the generic steps (`remedies.advisories`)."""
-    if finding.crash is None:
-        return finding
+    if finding.crash is None:   # an entry's line that its own component calls a bug keeps the entry's steps
+        native = native_engine_bug(finding.line, head(finding.first.source))
+        return finding if native is None else replace(finding, engine_bug=native)
     bug = engine_bug(finding.crash, head(finding.first.source))
     if bug is None:
         return finding

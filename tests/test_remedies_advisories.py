@@ -187,3 +187,14 @@ def test_explain_names_a_ray_fatal_record_as_a_ray_bug(tmp_path):
     assert finding.engine_bug is not None and finding.engine_bug.engine == "ray"
     assert finding.engine_bug.raised_at == "provider.cc:153"
     assert "ray" in finding.steps[0].text
+
+
+def test_an_entry_for_a_native_abort_keeps_its_steps_and_is_named_its_component_s_bug(tmp_path):
+    from remedies import explain_sources
+
+    log = tmp_path / "llvm.log"
+    log.write_text("INFO 05-31 09:09:41 [engine.py:310] Added request cmpl-1.\n"
+                   "LLVM ERROR: Failed to compute parent layout for slice layout.\n")
+    first = explain_sources([log])[0]
+    assert first.crash is None and first.engine_bug is not None and first.engine_bug.engine == "triton"
+    assert first.steps == first.fix and "looks like an engine bug" in first.why
