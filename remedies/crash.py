@@ -40,7 +40,7 @@ CHAINS = ("The above exception was the direct cause of the following exception",
 LITERALS = (
     HEADER, "Error: ", "Exception: ", "Segmentation fault", "core dumped", "Killed", "exited with",
     "exit code", "exitcode", "Fatal Python error", "terminate called after throwing", "died with",
-    "AssertionError", "LLVM ERROR: ", "Check failed: ", "You have likely discovered a bug in Ray",
+    "AssertionError", "LLVM ERROR: ", "Check failed: ", "You have likely discovered a bug in Ray", " exception=",
 )
 HARMLESS_LEVELS = ("WARNING", "INFO", "DEBUG", "TRACE")
 FATAL_LEVELS = ("ERROR", "CRITICAL", "FATAL")
@@ -170,6 +170,25 @@ def final_group(events: Iterable[Crash]) -> list[Crash]:
     return group
 
 
+# asyncio's report of an exception nobody awaited ("Future exception was never retrieved" / "Task exception was
+# never retrieved", then `future: <Future finished exception=AssertionError('msg')>`: cpython Lib/asyncio/
+# futures.py __del__ and base_futures._format_callbacks / repr): the exception is named inside the repr, and
+# the traceback printed after it is often cut before its own last line.
+_UNRETRIEVED = re.compile(r"<(?:Future|Task) finished\b[^\n]{0,400}? exception=(?P<name>[A-Za-z_][\w.]{0,200}?(?:Error|"
+                          r"Exception|Exit|Interrupt|Failure|Fault|Timeout))\((?P<message>[^\n]{0,2000})\)>")
+
+
+def unretrieved(text: str) -> str | None:
+    """`Name: message` of the exception an asyncio "never retrieved" record names, or None."""
+    found = _UNRETRIEVED.search(text)
+    if found is None:
+        return None
+    message = found.group("message").strip()
+    if len(message) >= 2 and message[0] == message[-1] and message[0] in "'\"":
+        message = message[1:-1]
+    return f"{found.group('name')}: {message}" if message else found.group("name")
+
+
 def death(line: Line) -> str | None:
     """The fatal part of a line outside a traceback (a process died, an error-level exception), or None."""
     if line.level in HARMLESS_LEVELS:
@@ -177,6 +196,9 @@ def death(line: Line) -> str | None:
     text = line.text.strip()
     if _DEATH.search(text):
         return text
+    named = unretrieved(text)
+    if named is not None:
+        return named
     if exception_line(text) and ":" in text and line.level in (None, "ERROR", "CRITICAL", "FATAL"):
         return text
     if line.level in FATAL_LEVELS and _BARE.match(text):

@@ -211,3 +211,29 @@ def test_a_root_cause_printed_right_before_its_wrapper_stays_the_root(tmp_path):
     unknown = explain(tmp_path, TRACEBACK + "ERROR 12-03 10:00:01 [core.py:7] EngineCore failed to start.\n" + wrapper)[0]
     assert unknown.crash.exception == "KeyError: 'Qwen3_5MoeMTP'"
     assert unknown.crash.final == "RuntimeError: Worker failed with error 'frob'"
+
+
+def test_an_exception_asyncio_never_retrieved_is_the_root_of_the_cut_traceback_after_it(tmp_path):
+    """asyncio names an unawaited exception inside a repr (`<Future finished exception=X('msg')>`); the traceback
+    printed after it is often cut before its last line. The exception is the root, raised inside the engine."""
+    from remedies import explain_sources
+
+    log = tmp_path / "rpc.log"
+    log.write_text(
+        "INFO 08-29 19:33:37 server.py:222] vLLM ZMQ RPC Server was interrupted.\n"
+        "Future exception was never retrieved\n"
+        "future: <Future finished exception=AssertionError('expected running sequences')>\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3/dist-packages/vllm/engine/async_llm_engine.py", line 113, in generator\n'
+        "    raise result\n")
+    (finding,) = explain_sources([log])
+    assert finding.crash.exception == "AssertionError: expected running sequences"
+    assert finding.engine_bug is not None and finding.engine_bug.engine == "vllm"
+
+
+def test_a_task_that_finished_cleanly_is_not_a_crash():
+    from remedies.crash import unretrieved
+
+    assert unretrieved("<Task finished name='Task-1' coro=<main() done> result=None>") is None
+    assert unretrieved("future: <Task finished name='Task-3' coro=<serve() done, defined at x.py:1> "
+                       "exception=RuntimeError(\"Engine loop has died\")>") == "RuntimeError: Engine loop has died"
