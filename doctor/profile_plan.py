@@ -44,9 +44,7 @@ def profile_gpus(profile: "Profile", gpu: str | None = None) -> str | None:
 
 def profile_deployment(profile: "Profile") -> "Deployment":
     """The profile's Deployment, with a `<name>` placeholder for each required variable left unset."""
-    from doctor.deployment import from_profile
-
-    return from_profile(profile, {key: f"<{key}>" for key, default in profile.variables.items() if default is None})
+    return profile.deployment({key: f"<{key}>" for key, default in profile.variables.items() if default is None})
 
 
 def plan_profile(profile: "Profile", hardware: "Hardware | None" = None, version: str | None = None) -> "Plan":

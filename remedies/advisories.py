@@ -24,7 +24,7 @@ import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from remedies.crash import Crash, Frame
+from remedies.crash import LLVM_FATAL, RAY_FATAL, Crash, Frame
 from remedies.errors import CatalogueError, LogReadError
 from remedies.model import FixStep
 from remedies.reader import STDIN, open_log
@@ -239,14 +239,11 @@ def _outside(value: Any, field: str, releases: SpecifierSet, bad: Callable[[str]
     return str(value)
 
 
-# Components that say themselves that a line is their own bug, not a user's setting:
-# - Ray's fatal records (RAY_LOG(FATAL), a failed RAY_CHECK) end "An unexpected system state has occurred. You
-#   have likely discovered a bug in Ray" (ray src/ray/util/logging.cc), naming the C++ file and line before it;
-# - LLVM's report_fatal_error prints `LLVM ERROR: ` and aborts (llvm lib/Support/ErrorHandling.cpp): in a
-#   serving process that is Triton's compiler failing on a kernel (triton-lang/triton issues name them so).
+# Native aborts whose component says they are its own bug (remedies.crash RAY_FATAL / LLVM_FATAL): Ray names
+# the C++ file and line before its marker; LLVM's fatal error in a serving process is Triton's compiler's.
 _NATIVE_BUGS = (
-    (re.compile(r"You have likely discovered a bug in Ray"), "ray"),
-    (re.compile(r"^LLVM ERROR: "), "triton"),
+    (re.compile(re.escape(RAY_FATAL)), "ray"),
+    (re.compile(f"^{re.escape(LLVM_FATAL)}"), "triton"),
 )
 _CPP_SITE = re.compile(r"\b[\w.-]{1,128}\.(?:cc|cpp|cu|h|hpp):\d{1,7}\b")
 
@@ -261,14 +258,14 @@ def native_bug(exception: str) -> tuple[str, str] | None:
     return None
 
 
-def native_engine_bug(text: str, log_lines: Iterable[str]) -> EngineBug | None:
+def native_engine_bug(text: str, log_lines: Callable[[], Iterable[str]]) -> EngineBug | None:
     """An EngineBug for a line its own component calls a bug (`native_bug`), with the log's release of it where
-    the log prints one, else None."""
+    the log prints one (`log_lines` is read only then), else None."""
     native = native_bug(text)
     if native is None:
         return None
     engine, raised_at = native
-    release = engine_release(log_lines, engine) if engine in RELEASE_LINES else None
+    release = engine_release(log_lines(), engine) if engine in RELEASE_LINES else None
     return EngineBug(engine, raised_at, release, (), None, None)
 
 
@@ -311,7 +308,7 @@ def engine_bug(crash: Crash, log_lines: Iterable[str],
                advisories: Iterable[Advisory] | None = None) -> EngineBug | None:
     """An EngineBug when the crash's root exception was raised in vLLM or SGLang source and is not one that
     refuses an input or a setting (USER_FACING), else None."""
-    native = native_engine_bug(crash.exception, log_lines)
+    native = native_engine_bug(crash.exception, lambda: log_lines)
     if native is not None:
         return native
     if crash.frame is None or USER_FACING.search(crash.exception):

@@ -33,6 +33,11 @@ from typing import Iterable, Iterator
 from remedies.normalise import Line
 
 HEADER = "Traceback (most recent call last)"
+# Native aborts that say themselves they are their component's bug, not a user's setting: Ray's fatal records
+# (RAY_LOG(FATAL), a failed RAY_CHECK; ray src/ray/util/logging.cc) and LLVM's report_fatal_error, which prints
+# `LLVM ERROR: ` and aborts (llvm lib/Support/ErrorHandling.cpp; in a serving process, Triton's compiler).
+RAY_FATAL = "You have likely discovered a bug in Ray"
+LLVM_FATAL = "LLVM ERROR: "
 CHAINS = ("The above exception was the direct cause of the following exception",
           "During handling of the above exception, another exception occurred")
 # Substrings of every line `death` or `parse_traceback` can start from: the file scan's prefilter needles
@@ -40,7 +45,7 @@ CHAINS = ("The above exception was the direct cause of the following exception",
 LITERALS = (
     HEADER, "Error: ", "Exception: ", "Segmentation fault", "core dumped", "Killed", "exited with",
     "exit code", "exitcode", "Fatal Python error", "terminate called after throwing", "died with",
-    "AssertionError", "LLVM ERROR: ", "Check failed: ", "You have likely discovered a bug in Ray", " exception=",
+    "AssertionError", LLVM_FATAL, "Check failed: ", RAY_FATAL, " exception=",
 )
 HARMLESS_LEVELS = ("WARNING", "INFO", "DEBUG", "TRACE")
 FATAL_LEVELS = ("ERROR", "CRITICAL", "FATAL")
@@ -56,13 +61,10 @@ MAX_MESSAGE_LINES = 20
 _FRAME = re.compile(r'^[ \t]*File "(?P<path>[^"\n]{1,2048})", line (?P<line>\d{1,9})(?:, in (?P<func>[^\s,]{1,256}))?')
 _EXCEPTION = re.compile(r"^(?P<name>[A-Za-z_][\w.]{0,200}(?:\([\w.]{0,200}\))?)(?::[ \t]?(?P<message>.*)|:?)$")
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Exit|Interrupt|Failure|Fault|Timeout|Abort)\b|^(?:[\w.]+\.)?[A-Z]\w{0,100}$")
-# Native aborts: LLVM's report_fatal_error prints `LLVM ERROR: ` and aborts (llvm lib/Support/ErrorHandling.cpp;
-# Triton's and MLIR's passes fail this way); glog / RAY_CHECK print `Check failed: ` before aborting; Ray's
-# fatal records say "An unexpected system state has occurred. You have likely discovered a bug in Ray" (ray
-# src/ray/util/logging.cc).
+# Native aborts besides: glog / RAY_CHECK print `Check failed: ` before aborting.
 _DEATH = re.compile(
     r"Segmentation fault|core dumped|Fatal Python error|terminate called after throwing"
-    r"|^LLVM ERROR: |\bCheck failed: |You have likely discovered a bug in Ray"
+    rf"|^{re.escape(LLVM_FATAL)}|\bCheck failed: |{re.escape(RAY_FATAL)}"
     r"|(?:^|[\s:])Killed(?:[\s:]|$)|exited with (?:exit )?code[ =:]{0,3}-?[1-9]|exit ?code[ =:]{1,3}-?[1-9]"
     r"|died with <Signals\.SIG"
 )
@@ -126,7 +128,7 @@ def component_of(frames: Iterable[Frame], text: str) -> str:
     for word, component in _COMPONENTS:
         if word in lowered:
             return component
-    if "cuda" in lowered or text.startswith("LLVM ERROR"):  # in a serving process LLVM is Triton's compiler
+    if "cuda" in lowered or text.startswith(LLVM_FATAL):  # in a serving process LLVM is Triton's compiler
         return "torch"
     return "unknown"
 

@@ -354,7 +354,7 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
     """An unrecognised crash raised inside engine code names itself an engine bug, with the known regressions
     of the release its log prints and a release to move to instead of the generic steps (`remedies.advisories`)."""
     if finding.crash is None:   # an entry's line that its own component calls a bug keeps the entry's steps
-        native = native_engine_bug(finding.line, head(finding.first.source))
+        native = native_engine_bug(finding.line, lambda: head(finding.first.source))
         return finding if native is None else replace(finding, engine_bug=native)
     bug = engine_bug(finding.crash, head(finding.first.source))
     if bug is None:

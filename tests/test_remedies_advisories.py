@@ -198,3 +198,16 @@ def test_an_entry_for_a_native_abort_keeps_its_steps_and_is_named_its_component_
     first = explain_sources([log])[0]
     assert first.crash is None and first.engine_bug is not None and first.engine_bug.engine == "triton"
     assert first.steps == first.fix and "looks like an engine bug" in first.why
+
+
+def test_an_ordinary_entry_finding_does_not_read_the_log_head_for_a_native_bug(tmp_path, monkeypatch):
+    """The engine release is read from the log's head only for a line that names itself a component's bug."""
+    import remedies.explain as explain
+
+    reads: list[str] = []
+    monkeypatch.setattr(explain, "read_head", lambda source: reads.append(str(source)) or [])
+    log = tmp_path / "oom.log"
+    log.write_text("ERROR 05-31 09:09:48 [core.py:305] RuntimeError: NCCL error: unhandled system error "
+                   "(run with NCCL_DEBUG=INFO for details)\n")
+    (finding,) = explain.explain_sources([log])
+    assert finding.engine_bug is None and reads == []
