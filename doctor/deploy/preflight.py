@@ -23,7 +23,8 @@ CPU_SKIP_IDS = ("QD-VER-005",)
 LOCAL_MODEL_SKIP_IDS = ("QD-HOST-003",)
 _PROBE = ("import json, runpy, sys, time; m = runpy.run_path(sys.argv[1]); t = time.monotonic(); "
           "found, complete = m['scan'](None, m['DEADLINE_S']); "
-          "print(json.dumps({'packages': m['probe'](), 'complete': complete, 'seconds': time.monotonic() - t, "
+          "print(json.dumps({'packages': m['probe'](m['first_of'](found)), 'complete': complete, "
+          "'seconds': time.monotonic() - t, "
           "'found': [[f.name, f.version, f.location] for f in found]}))")
 
 

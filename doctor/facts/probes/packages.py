@@ -84,8 +84,13 @@ def scan(paths: list[str] | None = None, deadline_s: float = DEADLINE_S) -> tupl
 
 def first_found(paths: list[str] | None = None) -> dict[str, Found]:
     """Canonical name -> the copy importlib.metadata would read (the first on sys.path)."""
+    return first_of(scan(paths)[0])
+
+
+def first_of(found: list[Found]) -> dict[str, Found]:
+    """Canonical name -> the first copy of each distribution in a listing (in path order)."""
     out: dict[str, Found] = {}
-    for dist in scan(paths)[0]:
+    for dist in found:
         out.setdefault(dist.name, dist)
     return out
 
@@ -95,10 +100,11 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def probe() -> dict[str, Any]:
+def probe(listed: dict[str, Found] | None = None) -> dict[str, Any]:
     """Every known package: `{"version", "distribution", ...}` or None when not installed. One listing of the
-    metadata directories on sys.path answers them all (first_found: the copy importlib.metadata reads)."""
-    listed = first_found()
+    metadata directories on sys.path answers them all (first_found: the copy importlib.metadata reads), or the
+    `listed` one a caller already made (first_of)."""
+    listed = first_found() if listed is None else listed
     out: dict[str, Any] = {}
     for name, dists in DISTRIBUTIONS.items():
         found = next(((dist, listed[canonical(dist)]) for dist in dists if canonical(dist) in listed), None)
