@@ -18,6 +18,7 @@ from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
 from doctor.planner.startup import startup_findings
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
 from doctor.planner.versions import nearest_covered, resolve_version, vllm_rules
+from doctor.planner.wsl import wsl_note
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.weights import pp_partition, rank_weights
 from doctor.recipe_rules import skips_vision_tower
@@ -283,6 +284,9 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
     result.notes = [version_note] if version_note else []
     startup = startup_findings(hardware, config)
     result.notes += startup.notes
+    shared = wsl_note(hardware.gpu, config) if measured is None else None   # a re-plan already read the log
+    if shared:
+        result.notes.append(shared)
     if config.extensible_kv_on and result.ranks[-1].terms is not None:
         result.notes.append(utilization_note(config.backend_version or "", hardware.gpu, config.gpu_memory_utilization,
                                              result.ranks[-1].terms))
