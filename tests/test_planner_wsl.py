@@ -82,3 +82,42 @@ def test_the_shipped_run_to_run_spread_is_the_widest_of_every_repeated_wsl2_conf
     assert len(repeats) >= 3 and all(len(logged) >= 2 and None not in logged for _, _, logged in repeats)
     widest = max(max(logged) - min(logged) for _, _, logged in repeats)
     assert calibration()["classes"]["consumer Blackwell under WSL2"]["run_to_run_gib"] == pytest.approx(widest, abs=0.005)
+
+
+def _non_torch_gib(gpus: str, version: str, **flags) -> float:
+    p = _plan(gpus, backend_version=version, **flags)
+    return p.ranks[-1].terms.non_torch / GIB
+
+
+def test_vllm_0_30_s_v2_runner_keeps_its_token_ids_on_a_wsl2_gpu_without_pinned_memory():
+    # buffer_utils.py StagedWriteTensor (0.30.0-0.34.0): a UVA tensor lives on the device where pinned memory is off;
+    # RequestState.all_token_ids is max_num_seqs x max_model_len int32
+    extra = _non_torch_gib("1xRTX5090-WSL", "0.30.0", max_num_seqs=64) - _non_torch_gib("1xRTX5090-WSL", "0.28.0",
+                                                                                           max_num_seqs=64)
+    assert extra == pytest.approx(64 * 65536 * 4 / GIB, abs=1e-6)
+    # native Linux keeps it in pinned host memory: the same plan on the same card carries none of it
+    assert _non_torch_gib("1xRTX5090", "0.30.0", max_num_seqs=64) == pytest.approx(
+        _non_torch_gib("1xRTX5090", "0.28.0", max_num_seqs=64))
+
+
+def test_from_0_32_the_m_rope_prefill_positions_join_the_token_ids_and_scale_with_sequences_and_length():
+    base = _non_torch_gib("1xRTX5090", "0.32.0", max_num_seqs=64)
+    at_64 = _non_torch_gib("1xRTX5090-WSL", "0.32.0", max_num_seqs=64)
+    at_128 = _non_torch_gib("1xRTX5090-WSL", "0.32.0", max_num_seqs=128)
+    assert at_128 - at_64 == pytest.approx(64 * 65536 * (1 + 3) * 4 / GIB, abs=1e-6)
+    assert at_64 > base
+    [note] = [n for n in _plan("1xRTX5090-WSL", backend_version="0.32.0", max_num_seqs=64).notes if "V2 model runner" in n]
+    assert f"{64 * 65536 * 16 / GIB:.2f} GiB" in note and "VLLM_WSL2_ENABLE_PIN_MEMORY=1" in note and "VLLM_USE_V2_MODEL_RUNNER=0" in note
+    # 0.34 has no V1 runner to fall back to: only pinned memory keeps the state off the GPU
+    [note] = [n for n in _plan("1xRTX5090-WSL", backend_version="0.34.0", max_num_seqs=64).notes if "V2 model runner" in n]
+    assert "VLLM_USE_V2_MODEL_RUNNER" not in note
+
+
+def test_vllm_0_29_s_v2_runner_does_not_start_under_wsl2_and_the_plan_names_both_ways_out():
+    p = _plan("1xRTX5090-WSL", backend_version="0.29.0")
+    assert not p.fits
+    assert any("UVA is not available" in problem for problem in p.problems)
+    assert "VLLM_WSL2_ENABLE_PIN_MEMORY=1" in p.suggestions[0] and "VLLM_USE_V2_MODEL_RUNNER=0" in p.suggestions[0]
+    # the V1 runner (0.28) and native Linux start
+    assert _plan("1xRTX5090-WSL", backend_version="0.28.0").fits
+    assert _plan("1xRTX5090", backend_version="0.29.0").fits

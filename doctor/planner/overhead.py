@@ -80,6 +80,7 @@ from doctor.planner.engine_defaults import vllm_batch_defaults_of
 from doctor.planner.hardware import GIB, MIB, GPU
 from doctor.planner.methods import MTP_METHODS
 from doctor.planner.versions import vllm_rules
+from doctor.planner.wsl import device_state_bytes
 
 # Expert parallelism adds all-to-all buffers to the non-torch memory: 0.95 GiB logged by a GB200 TP4 EP rank.
 NON_TORCH_EP_BYTES = int(0.95 * GIB)
@@ -599,7 +600,8 @@ def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage:
     if gpu.unified:
         non_torch += uma_host_bytes(coef)
     if gpu.virtualised:
-        non_torch += wsl_host_bytes(coef)
+        non_torch += wsl_host_bytes(coef) + device_state_bytes(
+            spec, cfg, gpu, v1_model_runner(cfg), inputs.max_num_seqs, cfg.max_model_len or spec.max_position_embeddings)
     graph = cudagraph_estimate(inputs, coef, spec.quantization.method != "none", cfg.tp)
     estimate = graph if rules.cudagraph_estimate_subtracted else 0
     if rules.extensible_kv_cache:

@@ -12,13 +12,13 @@ from doctor.planner.divisibility import RuleResult, check_divisibility, valid_te
 from doctor.planner.hardware import GIB, Hardware
 from doctor.planner.errors import PlanInputError
 from doctor.planner.extensible import extensible_cache_bytes, utilization_note
-from doctor.planner.overhead import VllmOverhead, vllm_overhead_terms
+from doctor.planner.overhead import VllmOverhead, v1_model_runner, vllm_overhead_terms
 from doctor.planner.sglang_kv import LOAD_BUFFER_BYTES, rules_of, sglang_capacity, sglang_pools
 from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
 from doctor.planner.startup import startup_findings
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
 from doctor.planner.versions import nearest_covered, resolve_version, vllm_rules
-from doctor.planner.wsl import wsl_note
+from doctor.planner.wsl import device_state_note, uva_startup_problem, wsl_note
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.weights import pp_partition, rank_weights
 from doctor.recipe_rules import skips_vision_tower
@@ -285,8 +285,11 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
     startup = startup_findings(hardware, config)
     result.notes += startup.notes
     shared = wsl_note(hardware.gpu, config) if measured is None else None   # a re-plan already read the log
-    if shared:
-        result.notes.append(shared)
+    v1_runner = v1_model_runner(config)
+    state = device_state_note(model, config, hardware.gpu, v1_runner, result.ranks[-1].terms.max_num_seqs,
+                              result.max_model_len) if result.ranks[-1].terms is not None else None
+    result.notes += [line for line in (shared, state) if line]
+    refused = uva_startup_problem(model, config, hardware.gpu, v1_runner)
     if config.extensible_kv_on and result.ranks[-1].terms is not None:
         result.notes.append(utilization_note(config.backend_version or "", hardware.gpu, config.gpu_memory_utilization,
                                              result.ranks[-1].terms))
@@ -295,4 +298,7 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
     if startup.problems:   # a refused start comes first: the other fixes assume the engine starts
         result.problems += startup.problems
         result.suggestions = startup.fixes
+    if refused:
+        result.problems.append(refused[0])
+        result.suggestions = [refused[1], *result.suggestions]
     return result
