@@ -121,3 +121,35 @@ def test_vllm_0_29_s_v2_runner_does_not_start_under_wsl2_and_the_plan_names_both
     # the V1 runner (0.28) and native Linux start
     assert _plan("1xRTX5090-WSL", backend_version="0.28.0").fits
     assert _plan("1xRTX5090", backend_version="0.29.0").fits
+
+
+def test_a_wsl2_bundle_that_enables_pinned_memory_keeps_the_v2_runner_s_state_off_the_gpu():
+    from dataclasses import replace
+
+    from doctor.planner.wsl import wsl_pins_memory
+
+    assert wsl_pins_memory({"VLLM_WSL2_ENABLE_PIN_MEMORY": "1"}) and not wsl_pins_memory({})
+    assert not wsl_pins_memory({"VLLM_WSL2_ENABLE_PIN_MEMORY": "yes"})   # vLLM's int() would refuse it
+    cfg = ServeConfig(max_model_len=65536, kv_cache_dtype="fp8", backend_version="0.29.0")
+    wsl = parse_gpus("1xRTX5090-WSL")
+    assert plan(get_model(NVFP4), replace(wsl, pinned_memory=True), cfg).fits
+    pinned = plan(get_model(NVFP4), replace(wsl, pinned_memory=True), cfg.with_(backend_version="0.32.0"))
+    default = plan(get_model(NVFP4), wsl, cfg.with_(backend_version="0.32.0"))
+    assert pinned.ranks[-1].cache_bytes > default.ranks[-1].cache_bytes
+    assert not [n for n in pinned.notes if "V2 model runner" in n]
+
+
+@pytest.mark.parametrize("env, pins", [({"VLLM_WSL2_ENABLE_PIN_MEMORY": "1"}, True), ({}, False)])
+def test_a_wsl2_facts_bundle_carries_whether_vllm_gets_pinned_memory(env, pins):
+    from tests.conftest import facts_with
+
+    from doctor.facts.model import Facts
+    from doctor.planner.startup import facts_hardware
+
+    data = facts_with("h200", env=env).data
+    data["host"]["kernel"] = "6.6.87.2-microsoft-standard-WSL2"
+    gpu = data["nvml"]["gpus"][0]
+    gpu.update(name="NVIDIA GeForce RTX 5090", compute_capability="12.0",
+               memory={"total": 32607 << 20, "free": 30 << 30, "used": 2 << 30})
+    hardware = facts_hardware(Facts(data))
+    assert hardware.gpu.virtualised and hardware.pins_memory is pins

@@ -58,9 +58,22 @@ class Hardware:
     gpu: GPU
     count: int
     other_process_bytes: int = 0
+    pinned_memory: bool | None = None   # pinned host memory for the engine; None: the platform's default (not
+                                        # under WSL2 unless VLLM_WSL2_ENABLE_PIN_MEMORY=1: doctor/planner/wsl.py)
+
+    @property
+    def pins_memory(self) -> bool:
+        """Whether vLLM gets pinned host memory here (UVA for its V2 model runner)."""
+        return pins_memory(self.gpu, self.pinned_memory)
 
     def __str__(self) -> str:
         return f"{self.count}x{self.gpu.name}"
+
+
+def pins_memory(gpu: GPU, pinned_memory: bool | None = None) -> bool:
+    """Whether the engine gets pinned host memory beside this GPU: as stated, else the platform's default (not
+    under WSL2, doctor/planner/wsl.py)."""
+    return not gpu.virtualised if pinned_memory is None else pinned_memory
 
 
 def _norm(name: str) -> str:

@@ -77,7 +77,7 @@ from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import Coefficients, current
 from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
 from doctor.planner.engine_defaults import vllm_batch_defaults_of
-from doctor.planner.hardware import GIB, MIB, GPU
+from doctor.planner.hardware import GIB, MIB, GPU, pins_memory
 from doctor.planner.methods import MTP_METHODS
 from doctor.planner.versions import vllm_rules
 from doctor.planner.wsl import device_state_bytes
@@ -589,9 +589,11 @@ def wsl_host_bytes(coef: Coefficients) -> int:
     return coef.wsl_non_torch_bytes or 0
 
 
-def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> VllmOverhead:
+def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True,
+                        pinned_memory: bool | None = None) -> VllmOverhead:
     """Each overhead term for one rank of this configuration on this GPU (of the last pipeline stage, else of
-    an earlier one), under cfg.backend_version's rules and the coefficients in force (coefficients.current())."""
+    an earlier one), under cfg.backend_version's rules and the coefficients in force (coefficients.current());
+    pinned_memory: whether the engine gets pinned host memory (None: the platform's default, hardware.pins_memory)."""
     rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
     coef = current()
     inputs = overhead_inputs(spec, cfg, gpu, last_stage)
@@ -600,8 +602,9 @@ def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage:
     if gpu.unified:
         non_torch += uma_host_bytes(coef)
     if gpu.virtualised:
-        non_torch += wsl_host_bytes(coef) + device_state_bytes(
-            spec, cfg, gpu, v1_model_runner(cfg), inputs.max_num_seqs, cfg.max_model_len or spec.max_position_embeddings)
+        non_torch += wsl_host_bytes(coef)
+    non_torch += device_state_bytes(spec, cfg, pins_memory(gpu, pinned_memory), v1_model_runner(cfg),
+                                    inputs.max_num_seqs, cfg.max_model_len or spec.max_position_embeddings)
     graph = cudagraph_estimate(inputs, coef, spec.quantization.method != "none", cfg.tp)
     estimate = graph if rules.cudagraph_estimate_subtracted else 0
     if rules.extensible_kv_cache:

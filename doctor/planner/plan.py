@@ -99,7 +99,7 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
         weights = {"measured": measured.weights_bytes, "total": measured.weights_bytes}
     if cfg.backend == "vllm":
         total = hw.gpu.usable_bytes
-        terms = vllm_overhead_terms(spec, cfg, hw.gpu, last_stage=pp_rank == cfg.pp - 1)
+        terms = vllm_overhead_terms(spec, cfg, hw.gpu, last_stage=pp_rank == cfg.pp - 1, pinned_memory=hw.pinned_memory)
         overhead = int(cfg.overhead_gib * GIB) if cfg.overhead_gib is not None else terms.total
         if measured is not None and measured.overhead_bytes is not None:
             overhead = measured.overhead_bytes
@@ -286,10 +286,10 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
     result.notes += startup.notes
     shared = wsl_note(hardware.gpu, config) if measured is None else None   # a re-plan already read the log
     v1_runner = v1_model_runner(config)
-    state = device_state_note(model, config, hardware.gpu, v1_runner, result.ranks[-1].terms.max_num_seqs,
+    state = device_state_note(model, config, hardware, v1_runner, result.ranks[-1].terms.max_num_seqs,
                               result.max_model_len) if result.ranks[-1].terms is not None else None
     result.notes += [line for line in (shared, state) if line]
-    refused = uva_startup_problem(model, config, hardware.gpu, v1_runner)
+    refused = uva_startup_problem(model, config, hardware, v1_runner)
     if config.extensible_kv_on and result.ranks[-1].terms is not None:
         result.notes.append(utilization_note(config.backend_version or "", hardware.gpu, config.gpu_memory_utilization,
                                              result.ranks[-1].terms))

@@ -116,6 +116,7 @@ def facts_hardware(facts: "Facts") -> "Hardware":
     from doctor.gpus import visible_gpus
     from doctor.planner.errors import PlanInputError
     from doctor.planner.hardware import Hardware, gpu_from_facts, is_wsl_kernel
+    from doctor.planner.wsl import wsl_pins_memory
 
     wsl = is_wsl_kernel(facts.host.get("kernel"))
     known = [(g, gpu_from_facts(g.get("name"), int((g.get("memory") or {}).get("total") or 0),
@@ -127,4 +128,4 @@ def facts_hardware(facts: "Facts") -> "Hardware":
                              "collected); pass --gpus")
     gpu = min((gpu for _, gpu in known), key=lambda g: g.usable_bytes)
     others = busiest_gpu_bytes([g for g, _ in known], gpu, (facts.host.get("memory") or {}).get("available"))
-    return Hardware(gpu, len(known), others)
+    return Hardware(gpu, len(known), others, pinned_memory=wsl_pins_memory(facts.env) if gpu.virtualised else None)

@@ -41,7 +41,7 @@ from doctor.planner.config import ASSUMED_VLLM_VERSION
 if TYPE_CHECKING:
     from doctor.models.spec import ModelSpec
     from doctor.planner.config import ServeConfig
-    from doctor.planner.hardware import GPU
+    from doctor.planner.hardware import GPU, Hardware
 
 # V2 model runner without pinned memory (module docstring): the release that cannot start, the first with the
 # device fallback, and the first whose M-RoPE prefill positions were read to take it
@@ -90,28 +90,37 @@ def _v2_release(spec: "ModelSpec", config: "ServeConfig", v1_runner: bool) -> Ve
     return Version(Version(config.backend_version or ASSUMED_VLLM_VERSION).base_version)
 
 
+def wsl_pins_memory(env: dict[str, str]) -> bool:
+    """Whether vLLM takes pinned memory under WSL2 with this environment (envs.py VLLM_WSL2_ENABLE_PIN_MEMORY:
+    bool(int(value)), default 0, read in 0.32.0)."""
+    try:
+        return bool(int(env.get("VLLM_WSL2_ENABLE_PIN_MEMORY", "0")))
+    except ValueError:
+        return False
+
+
 def pin_memory_fix(release: Version) -> str:
     """How to keep the V2 model runner's request state in host memory under WSL2 on this release."""
     fix = "set VLLM_WSL2_ENABLE_PIN_MEMORY=1 (the V2 model runner then keeps its request state in pinned host memory)"
     return fix + (", or VLLM_USE_V2_MODEL_RUNNER=0 (the V1 runner)" if release < V1_RUNNER_UNTIL else "")
 
 
-def device_state_bytes(spec: "ModelSpec", config: "ServeConfig", gpu: "GPU", v1_runner: bool, max_num_seqs: int,
-                       max_model_len: int) -> int:
-    """Bytes of the V2 model runner's request state that a WSL2 GPU holds because pinned memory is off there
-    (module docstring); 0 on any other GPU, release or runner."""
-    release = _v2_release(spec, config, v1_runner) if gpu.virtualised else None
+def device_state_bytes(spec: "ModelSpec", config: "ServeConfig", pins: bool, v1_runner: bool,
+                       max_num_seqs: int, max_model_len: int) -> int:
+    """Bytes of the V2 model runner's request state a GPU holds where the engine gets no pinned memory (`pins`
+    False: WSL2's default, module docstring); 0 where it does, and on other releases or runners."""
+    release = None if pins else _v2_release(spec, config, v1_runner)
     if release is None or release < DEVICE_FALLBACK_SINCE:
         return 0
     rows = 1 + (MROPE_DIMS if release >= MROPE_ON_DEVICE_SINCE else 0)
     return rows * max_num_seqs * max_model_len * TOKEN_ID_BYTES
 
 
-def uva_startup_problem(spec: "ModelSpec", config: "ServeConfig", gpu: "GPU",
+def uva_startup_problem(spec: "ModelSpec", config: "ServeConfig", hardware: "Hardware",
                         v1_runner: bool) -> tuple[str, str] | None:
-    """(the start-up failure of vLLM 0.29's V2 model runner on a WSL2 GPU (no pinned memory, no fallback), its fix),
-    else None."""
-    release = _v2_release(spec, config, v1_runner) if gpu.virtualised else None
+    """(the start-up failure of vLLM 0.29's V2 model runner without pinned memory (WSL2's default; no fallback),
+    its fix), else None."""
+    release = None if hardware.pins_memory else _v2_release(spec, config, v1_runner)
     if release is None or not UVA_REQUIRED <= release < DEVICE_FALLBACK_SINCE:
         return None
     return (f"vLLM {release} runs {spec.name} with its V2 model runner, whose request state needs pinned host memory "
@@ -119,11 +128,11 @@ def uva_startup_problem(spec: "ModelSpec", config: "ServeConfig", gpu: "GPU",
             "available\" (vllm-project/vllm#47387)"), pin_memory_fix(release)
 
 
-def device_state_note(spec: "ModelSpec", config: "ServeConfig", gpu: "GPU", v1_runner: bool, max_num_seqs: int,
-                      max_model_len: int) -> str | None:
+def device_state_note(spec: "ModelSpec", config: "ServeConfig", hardware: "Hardware", v1_runner: bool,
+                      max_num_seqs: int, max_model_len: int) -> str | None:
     """One line where the plan holds the V2 model runner's request state on a WSL2 GPU, with the way to move it
     back to host memory; None where it holds none."""
-    held = device_state_bytes(spec, config, gpu, v1_runner, max_num_seqs, max_model_len)
+    held = device_state_bytes(spec, config, hardware.pins_memory, v1_runner, max_num_seqs, max_model_len)
     release = _v2_release(spec, config, v1_runner)
     if not held or release is None:
         return None
