@@ -153,3 +153,26 @@ def test_a_wsl2_facts_bundle_carries_whether_vllm_gets_pinned_memory(env, pins):
                memory={"total": 32607 << 20, "free": 30 << 30, "used": 2 << 30})
     hardware = facts_hardware(Facts(data))
     assert hardware.gpu.virtualised and hardware.pins_memory is pins
+
+
+def test_a_re_plan_of_a_boot_that_logged_no_pinned_memory_moves_the_device_state_with_the_sequences():
+    from doctor.planner.bootlog import parse_boot_log
+    from doctor.planner.hardware import Hardware, get_gpu
+    from doctor.planner.replan import logged_config, replan
+
+    lines = ["Free memory on device (30.21/31.84 GiB) on startup. Desired GPU memory utilization is (0.9, 28.66 GiB).",
+             "Model loading took 21.86 GiB memory", "Available KV cache memory: 2.95 GiB"]
+    # buffer_utils.py NonUvaBuffer's warning (0.30+): the V2 runner's state went to the device
+    fallback = "WARNING [buffer_utils.py:46] Pinned memory is not available on this platform; falling back to " \
+               "device memory for UVA buffers."
+    spec, gpu = get_model(NVFP4), Hardware(get_gpu("RTX5090"), 1)
+    base = ServeConfig(backend_version="0.32.0", max_model_len=65536, kv_cache_dtype="fp8", max_num_seqs=64)
+
+    def grown(text: str) -> int:
+        boot = parse_boot_log(text)
+        logged = logged_config(boot, base)
+        return (replan(spec, boot, logged, logged.with_(max_num_seqs=128), gpu).ranks[-1].overhead_bytes
+                - replan(spec, boot, logged, logged, gpu).ranks[-1].overhead_bytes)
+
+    assert parse_boot_log(fallback).no_pinned_memory
+    assert grown("\n".join([fallback, *lines])) - grown("\n".join(lines)) == pytest.approx(64 * 65536 * 16, abs=1)

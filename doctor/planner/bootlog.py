@@ -51,6 +51,10 @@ _PATTERNS = {
     "language_model_only": re.compile(r"'language_model_only': (True|False)"),
     "max_num_seqs": re.compile(r"max_num_seqs[=:' ]+(\d+)"),
     "max_num_batched_tokens": re.compile(r"max_num_batched_tokens[=:' ]+(\d+)"),
+    # the engine got no pinned host memory: WSL2 (platforms/interface.py, cuda.py is_pin_memory_available, up to
+    # 0.2x), or the V2 runner's fallback to device buffers (v1/worker/gpu/buffer_utils.py NonUvaBuffer, 0.30+)
+    "no_pinned_memory": re.compile(r"(Using 'pin_memory=False' as WSL is detected"
+                                   r"|Pinned memory is not available on this platform)"),
 }
 
 
@@ -77,6 +81,7 @@ class BootLog:
     language_model_only: bool | None = None
     graph_actual_gib: float | None = None
     startup_free_gib: float | None = None
+    no_pinned_memory: bool = False
 
 
 def _first(name: str, text: str) -> str | None:
@@ -101,7 +106,8 @@ def parse_boot_log(text: str) -> BootLog:
         tokens=num("tokens", int), max_num_seqs=num("max_num_seqs", int),
         max_num_batched_tokens=num("max_num_batched_tokens", int),
         language_model_only=(lmo := _first("language_model_only", text)) and lmo == "True",
-        graph_actual_gib=num("graph_actual"), startup_free_gib=num("startup_free"))
+        graph_actual_gib=num("graph_actual"), startup_free_gib=num("startup_free"),
+        no_pinned_memory=_first("no_pinned_memory", text) is not None)
 
 
 def read_log_text(source: str) -> str:

@@ -53,7 +53,11 @@ def replan(spec: ModelSpec, boot: BootLog, logged: ServeConfig, wanted: ServeCon
         if any(p is None for p in parts):
             raise PlanInputError("the log names neither its budget nor its peak activation and non-torch memory")
         logged_overhead = sum(parts) * GIB + (boot.graph_estimate_gib or 0) * GIB
-    model_delta = vllm_overhead_terms(spec, wanted, gpu).total - vllm_overhead_terms(spec, logged, gpu).total
+    if hardware.pinned_memory is None and boot.no_pinned_memory:
+        hardware = replace(hardware, pinned_memory=False)   # as the logged engine ran (WSL2)
+    pinned = hardware.pinned_memory
+    model_delta = (vllm_overhead_terms(spec, wanted, gpu, pinned_memory=pinned).total
+                   - vllm_overhead_terms(spec, logged, gpu, pinned_memory=pinned).total)
     weights_delta = rank_weights(spec, wanted)["total"] - rank_weights(spec, logged)["total"]
     measured = Measured(weights_bytes=int(boot.weights_gib * GIB + weights_delta),
                         overhead_bytes=int(logged_overhead + model_delta))
