@@ -93,6 +93,9 @@ def fits(ctx: CheckContext) -> Outcome:
     gpu = gpu_from_facts(smallest.get("name"), int(smallest["memory"]["total"]), smallest.get("compute_capability"),
                          wsl=is_wsl_kernel(ctx.facts.host.get("kernel")))
     others = busiest_gpu_bytes(used, gpu, (ctx.facts.host.get("memory") or {}).get("available"))
+    from doctor.planner.wsl import wsl_pins_memory
+
+    pinned = wsl_pins_memory(ctx.facts.env) if gpu.virtualised else None   # WSL2 withholds it unless enabled
     try:
         spec = _model(ctx)
     except ModelConfigError:
@@ -105,7 +108,7 @@ def fits(ctx: CheckContext) -> Outcome:
     from doctor.planner.errors import PlanInputError
 
     try:
-        result = plan(spec, Hardware(gpu, len(used), others), cfg)
+        result = plan(spec, Hardware(gpu, len(used), others, pinned), cfg)
     except PlanInputError as exc:   # e.g. a drafter the planner cannot size: say so, do not guess
         return skip(f"the planner cannot size this configuration: {exc}")
     rank = min(result.ranks, key=lambda r: r.kv_tokens)
@@ -115,7 +118,7 @@ def fits(ctx: CheckContext) -> Outcome:
                f"{result.kv_tokens:,} KV tokens, {result.max_concurrency:.2f} requests at {result.max_model_len:,} tokens"]
     evidence = {"kv_tokens": result.kv_tokens, "max_model_len": result.max_model_len,
                 "weights_bytes": rank.weights["total"]}
-    if not result.fits and others and plan(spec, Hardware(gpu, len(used)), cfg).fits:
+    if not result.fits and others and plan(spec, Hardware(gpu, len(used), 0, pinned), cfg).fits:
         # only the start-up check refuses: NVML cannot always tell the deployment's own engine from another process
         return warn(result.problems[-1], details=details + ["if that memory is this deployment's own running engine, "
                                                             "this does not apply"],

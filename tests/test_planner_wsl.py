@@ -176,3 +176,18 @@ def test_a_re_plan_of_a_boot_that_logged_no_pinned_memory_moves_the_device_state
 
     assert parse_boot_log(fallback).no_pinned_memory
     assert grown("\n".join([fallback, *lines])) - grown("\n".join(lines)) == pytest.approx(64 * 65536 * 16, abs=1)
+
+
+@pytest.mark.parametrize("env, expected", [({}, "fail"), ({"VLLM_WSL2_ENABLE_PIN_MEMORY": "1"}, "ok")])
+def test_check_plans_a_wsl2_machine_with_the_pinned_memory_its_environment_gives_vllm(env, expected):
+    from doctor.facts.model import Facts
+    from tests.conftest import facts_with, run
+
+    data = facts_with("h200", packages={"vllm": "0.29.0"}, env=env).data
+    data["host"]["kernel"] = "6.6.87.2-microsoft-standard-WSL2"
+    data["nvml"]["gpus"][0].update(name="NVIDIA GeForce RTX 5090", compute_capability="12.0",
+                                   memory={"total": 32607 << 20, "free": 31 << 30, "used": 1 << 30}, processes=[])
+    [result] = run(Facts(data), only=("QD-PLAN-002",), model=NVFP4, max_model_len=65536, kv_cache_dtype="fp8")["QD-PLAN-002"]
+    assert result.status.value == expected
+    if expected == "fail":
+        assert "UVA is not available" in result.summary

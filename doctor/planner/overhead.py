@@ -585,7 +585,14 @@ def wsl_host_bytes(coef: Coefficients) -> int:
     non-torch memory (cudaMemGetInfo's used less torch's reserved, gpu_worker.py): under WSL2 the GPU is
     paravirtualised (dxgkrnl) and shared with the Windows host, whose own use moves during the run, and the
     driver's allocations go through WDDM. Not derivable from the flags: fitted on the WSL2 boots of
-    tests/data/published_kv/ (fit.py), 0 when none is held. Native Linux RTX 5090 boots (club-3090) need none."""
+    tests/data/published_kv/ (fit.py), 0 when none is held. Native Linux RTX 5090 boots (club-3090) need none.
+    Those boots are all one machine's (99sono's RTX 5090); their gaps without the term are 0.96-1.14 GiB at 4,096 to
+    8,192 batched tokens whatever the release, the eager boot included (so not the CUDA graphs), and 0.7-0.8 GiB at
+    16,384-32,768 (the activation term's error at large batches, shared with GB10's 65,536-token boots). Another
+    machine's figure agrees in size: an RTX 5090 Laptop under WSL2 starts at utilisation 0.944 but not 0.95, on two
+    machines, its owner reading 0.3 GiB of overhead in nvidia-smi at rest and up to 1.31 GiB in use
+    (noonghunna/club-3090#102). What one machine's desktop holds is its own: doctor/planner/wsl.py's note asks
+    for the figure to be read back from the first boot (plan --from-log)."""
     return coef.wsl_non_torch_bytes or 0
 
 
