@@ -136,7 +136,7 @@ def repeated_boots(entries: list[dict], rows: list[Residual]) -> list[tuple[str,
     """Every configuration booted more than once (same checkpoint, vLLM build, GPUs and flags): (hardware class,
     label, logged KV memory of each boot, GiB), from the planned boots' rows and from the repeated boots of models
     the planner does not plan (tests/data/run_to_run/*.yaml, vLLM's "Available KV cache memory" lines)."""
-    from doctor.planner.bands import hardware_class
+    from doctor.planner.hardware import hardware_class
     from doctor.planner.bootlog import parse_boot_log
     from doctor.planner.hardware import parse_gpus
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from doctor.planner.coefficients import calibration
-from doctor.planner.hardware import GIB, GPU
+from doctor.planner.hardware import GIB, hardware_class
 
 if TYPE_CHECKING:
     from doctor.models.spec import ModelSpec
@@ -26,16 +26,6 @@ if TYPE_CHECKING:
 # a class's largest residual is its band once it has this many boots; fewer say little about the spread, so the
 # terms' own uncertainty (term_bound) is the floor
 MIN_CLASS_BOOTS = 3
-FAMILIES = {8: "Ampere / Ada", 9: "Hopper", 10: "Blackwell data centre", 12: "consumer Blackwell"}
-
-
-def hardware_class(gpu: GPU) -> str:
-    """The GPU family the engine's accounting differs by: unified memory, WSL2, else the compute capability's
-    family."""
-    if gpu.unified:
-        return "unified memory (GB10)"
-    family = FAMILIES.get(gpu.capability[0], f"compute capability {gpu.compute_capability}")
-    return f"{family} under WSL2" if gpu.virtualised else family
 
 
 def features(spec: "ModelSpec", cfg: "ServeConfig") -> list[str]:

@@ -159,6 +159,19 @@ def gpu_from_facts(name: str | None, nvml_total: int, compute_capability: str | 
     return GPU(name or "GPU", int(nvml_total), str(compute_capability or "0.0"))
 
 
+# the compute capability's major number -> the family the engines' accounting is classed by (doctor/planner/bands.py)
+FAMILIES = {8: "Ampere / Ada", 9: "Hopper", 10: "Blackwell data centre", 12: "consumer Blackwell"}
+
+
+def hardware_class(gpu: GPU) -> str:
+    """The GPU family the engine's accounting differs by: unified memory, WSL2, else the compute capability's
+    family."""
+    if gpu.unified:
+        return "unified memory (GB10)"
+    family = FAMILIES.get(gpu.capability[0], f"compute capability {gpu.compute_capability}")
+    return f"{family} under WSL2" if gpu.virtualised else family
+
+
 def is_wsl_kernel(kernel_release: str | None) -> bool:
     """Whether a Linux kernel release is WSL2's ("5.15.167.4-microsoft-standard-WSL2")."""
     return "microsoft" in (kernel_release or "").lower()

@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
-from doctor.planner.bands import hardware_class
 from doctor.planner.coefficients import calibration
 from doctor.planner.config import ASSUMED_VLLM_VERSION
+from doctor.planner.hardware import hardware_class
 
 if TYPE_CHECKING:
     from doctor.models.spec import ModelSpec
