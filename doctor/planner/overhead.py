@@ -77,13 +77,13 @@ from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import Coefficients, current
 from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
 from doctor.planner.engine_defaults import vllm_batch_defaults_of
+from doctor.planner.capture import capture_plan, capture_sizes, graph_count, graph_modes
 from doctor.planner.hardware import GIB, MIB, GPU
 from doctor.planner.methods import MTP_METHODS
 from doctor.planner.versions import vllm_rules
 
 # Expert parallelism adds all-to-all buffers to the non-torch memory: 0.95 GiB logged by a GB200 TP4 EP rank.
 NON_TORCH_EP_BYTES = int(0.95 * GIB)
-MAX_CAPTURE_SIZE = 512
 # Qwen3.5 / Qwen3.6 preprocessor_config.json "size": {"longest_edge": 16777216} pixels per image (the files
 # doctor/rehearse/checkpoint.py copies); vLLM's Qwen-VL processor sizes its largest dummy image from it.
 IMAGE_MAX_PIXELS = 16777216
@@ -114,25 +114,6 @@ def vllm_batch_defaults(gpu: GPU, version: str | None = None) -> tuple[int, int]
     return 2048, 256
 
 
-def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0,
-                  full_decode: bool = True) -> list[int]:
-    """vLLM's default cudagraph_capture_sizes (config/vllm.py _set_cudagraph_sizes, 0.20.1-0.26.0). With
-    speculative decoding and FULL decode graphs, config/compilation.py adjust_cudagraph_sizes_for_spec_decode
-    rounds every size up to a multiple of q = 1 + k and drops those above the largest (a workaround for
-    vllm-project/vllm#28207): "PIECEWISE=15 (largest=112), FULL=8 (largest=56)" for 6 DFlash tokens and 8
-    sequences, "PIECEWISE=9 (largest=64), FULL=5 (largest=32)" for 3 MTP tokens (tests/data/published_kv/
-    vllm-partial.yaml, vLLM 0.22.0). Without FULL decode graphs the sizes stay as they are ("PIECEWISE=6
-    (largest=24)" for 2 MTP tokens and 5 sequences under FlashInfer on a GB10, vllm.yaml)."""
-    top = min(max_num_seqs * (1 + spec_tokens) * 2, MAX_CAPTURE_SIZE, max_num_batched_tokens)
-    sizes = [s for s in (1, 2, 4) if s <= top] + list(range(8, min(top + 1, 256), 8))
-    sizes = sizes + list(range(256, top + 1, 16))
-    query = 1 + spec_tokens
-    if not full_decode or query <= 1 or not sizes:
-        return sizes
-    rounded = sorted({-(-s // query) * query for s in sizes if -(-s // query) * query <= top})
-    return rounded or ([query] if query <= top else [])
-
-
 def spec_full_decode(cfg: ServeConfig, gpu: GPU) -> bool:
     """Whether FULL decode graphs survive speculative decoding (a uniform decode batch of 1 + k tokens per
     request): config/compilation.py set_cudagraph_mode (0.20.1-0.26.0) falls back to PIECEWISE when the
@@ -150,31 +131,6 @@ def spec_full_decode(cfg: ServeConfig, gpu: GPU) -> bool:
     major = gpu.capability[0]
     fp8_kv = str(cfg.kv_cache_dtype or "auto").lower().startswith("fp8")
     return major == 10 or not fp8_kv or major == 9
-
-
-def graph_modes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0,
-                full_decode: bool = True) -> int:
-    """Capture modes holding at least one graph (PIECEWISE, and FULL when a decode batch fills a size): each
-    mode's first capture is measured whole by profile_cudagraph_memory, the others by the increment."""
-    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, spec_tokens, full_decode)
-    query = 1 + spec_tokens
-    full = full_decode and any(query <= s <= query * max_num_seqs for s in sizes)
-    return (1 if sizes else 0) + (1 if full else 0)
-
-
-def graph_count(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0,
-                full_decode: bool = True) -> int:
-    """Graphs FULL_AND_PIECEWISE captures: one PIECEWISE graph per capture size, one FULL graph per capture size
-    a uniform decode batch fills, q <= size <= q x max_num_seqs with q = 1 + speculative tokens
-    (vllm/v1/cudagraph_dispatcher.py initialize_cudagraph_keys), none where FULL decode graphs fell back
-    (spec_full_decode). Logged: "PIECEWISE=51 (largest=512), FULL=35 (largest=256)" for 256 sequences
-    (tests/data/published_kv/vllm.yaml, GB10 boots of vLLM 0.18.1). A drafter's graphs (EAGLE / MTP / DFlash)
-    are captured inside each PIECEWISE capture into the same pool (gpu_model_runner.py _dummy_run:
-    drafter.dummy_run with use_cudagraphs only while capturing PIECEWISE) and are not counted apart."""
-    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, spec_tokens, full_decode)
-    query = 1 + spec_tokens
-    full = sum(1 for s in sizes if query <= s <= query * max_num_seqs) if full_decode else 0
-    return len(sizes) + full
 
 
 def triton_experts(spec: ModelSpec, cfg: ServeConfig, capability: tuple[int, int]) -> bool:
@@ -527,8 +483,10 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
     seqs = cfg.max_num_seqs or seqs
     image_tokens = encoder_profile_tokens(spec, cfg, tokens, seqs)
     full_decode = spec_full_decode(cfg, gpu)
-    graphs = 0 if cfg.enforce_eager else graph_count(seqs, tokens, cfg.mtp_tokens, full_decode)
-    modes = 0 if cfg.enforce_eager else graph_modes(seqs, tokens, cfg.mtp_tokens, full_decode)
+    captured = capture_plan(seqs, tokens, cfg.mtp_tokens, full_decode, rules.version, gpu.capability,
+                            v1_model_runner(cfg))
+    graphs = 0 if cfg.enforce_eager else captured.graphs
+    modes = 0 if cfg.enforce_eager else captured.modes
     # every rank of the last stage samples over the full vocabulary (LogitsProcessor all-gathers the logits)
     logits = seqs * spec.vocab_size if last_stage else 0
     held = (sampler_held_bytes(spec, tokens, seqs)
