@@ -241,7 +241,10 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
 # --all2all-backend values that all-gather every DP rank's tokens before the experts (vllm/config/parallel.py
 # All2AllBackend; "naive" and "pplx" fall back to allgather_reducescatter from 0.2x, ParallelConfig.__post_init__)
 GATHERING_ALL2ALL = ("allgather_reducescatter", "naive", "pplx")
-DEEPEP_HT_BUFFER_BYTES = 1024 << 20    # envs.VLLM_DEEPEP_BUFFER_SIZE_MB default (1024), num_nvl_bytes
+DEEPEP_BUFFER_BYTES = 1024 << 20       # envs.VLLM_DEEPEP_BUFFER_SIZE_MB default (1024), num_nvl_bytes
+DEEPEP_ALIGNMENT = 128                 # LEGACY_NUM_BUFFER_ALIGNMENT_BYTES (DeepEP csrc/kernels/legacy/compiled.cuh)
+BATCHED_DP_BACKENDS = ("deepep_low_latency", "nixl_ep")
+BATCHED_DP_TOKENS = 256                # SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP
 
 
 def dispatched_tokens(cfg: ServeConfig, tokens: int) -> int:
@@ -269,12 +272,49 @@ def gathered_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
     return m * spec.hidden_size * dtype_bytes(spec.dtype) + m * spec.moe.experts_per_token * 8
 
 
-def all2all_buffer_bytes(cfg: ServeConfig) -> int:
-    """Buffers an all2all backend allocates outside torch, counted as non-torch memory: DeepEP high-throughput's
-    NVLink buffer of VLLM_DEEPEP_BUFFER_SIZE_MB (DeepEPHTAll2AllManager._make_all2all_kwargs, 0.32.0; its RDMA
-    buffer of the same size only across nodes). Others are not derived here (the flat EP figure stands)."""
+def batched_dp_moe(cfg: ServeConfig) -> bool:
+    """Whether the experts' all-to-all is a batched DP one (config/parallel.py use_batched_dp_moe, 0.32.0): DeepEP
+    low-latency or NIXL EP with expert parallelism over DP > 1. vLLM then defaults --max-num-batched-tokens to
+    256 (engine/arg_utils.py, SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP, 0.22.1-0.34.0)."""
     backend = (cfg.all2all_backend or "").lower()
-    return DEEPEP_HT_BUFFER_BYTES if cfg.expert_parallel and backend == "deepep_high_throughput" else 0
+    return backend in BATCHED_DP_BACKENDS and cfg.expert_parallel and cfg.dp > 1
+
+
+def deepep_low_latency_rdma_bytes(hidden: int, num_experts: int, tokens: int) -> int:
+    """deep_ep.Buffer.get_low_latency_rdma_size_hint (deepseek-ai/DeepEP csrc/legacy/config.hpp LowLatencyLayout):
+    two (odd / even) send, receive and signalling buffers; a dispatch message is an int4 header + the BF16 hidden
+    state (or FP8 + one float scale per 128 channels, whichever is larger), a combine message the BF16 hidden state
+    + a bf16x2 min / max per 128 channels; a receive buffer holds num_experts x tokens messages, so does the
+    combine send buffer; rounded up to 128 bytes."""
+    scales = hidden // 128
+    dispatch_msg = 16 + max(hidden * 2, hidden + scales * 4)
+    combine_msg = scales * 4 + hidden * 2
+    send = max(tokens * dispatch_msg, num_experts * tokens * combine_msg)
+    receive = max(num_experts * tokens * dispatch_msg, num_experts * tokens * combine_msg)
+    signalling = -(-(num_experts * 4) // 128) * 128
+    total = 2 * (send + receive + signalling)
+    return (total + DEEPEP_ALIGNMENT) // DEEPEP_ALIGNMENT * DEEPEP_ALIGNMENT
+
+
+def all2all_buffer_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
+    """Buffers an all2all backend allocates outside torch (cudaMalloc / NVSHMEM), counted as non-torch memory, per
+    rank of an expert-parallel group of more than one rank (distributed/device_communicators/all2all.py, 0.32.0):
+    - deepep_high_throughput: the NVLink buffer of VLLM_DEEPEP_BUFFER_SIZE_MB (DeepEPHTAll2AllManager
+      _make_all2all_kwargs; the RDMA buffer of the same size is allocated only when the group spans nodes, which
+      a plan of one node's GPUs does not);
+    - deepep_low_latency: the same NVLink buffer + the low-latency RDMA buffer for max_num_batched_tokens
+      dispatched tokens per DP rank (DeepEPLLAll2AllManager: FusedMoEConfig.max_num_tokens, the hidden size,
+      the checkpoint's routed experts; deepep_low_latency_rdma_bytes);
+    - allgather_reducescatter (the default), naive and pplx gather activations instead (gathered_bytes).
+    FlashInfer, Mori, NIXL and MoonEP workspaces are not derived here."""
+    backend = (cfg.all2all_backend or "").lower()
+    if not (cfg.expert_parallel and cfg.ep_size > 1) or spec.moe is None:
+        return 0
+    if backend == "deepep_high_throughput":
+        return DEEPEP_BUFFER_BYTES
+    if backend == "deepep_low_latency":
+        return DEEPEP_BUFFER_BYTES + deepep_low_latency_rdma_bytes(spec.hidden_size, spec.moe.num_experts, tokens)
+    return 0
 
 
 def allreduce_output_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
@@ -479,7 +519,7 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
     of it does."""
     rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
     tokens, seqs = vllm_batch_defaults(gpu, rules.version)
-    tokens = cfg.max_num_batched_tokens or tokens
+    tokens = cfg.max_num_batched_tokens or (BATCHED_DP_TOKENS if batched_dp_moe(cfg) else tokens)
     seqs = cfg.max_num_seqs or seqs
     image_tokens = encoder_profile_tokens(spec, cfg, tokens, seqs)
     full_decode = spec_full_decode(cfg, gpu)
@@ -553,7 +593,7 @@ def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage:
     coef = current()
     inputs = overhead_inputs(spec, cfg, gpu, last_stage)
     non_torch = (coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
-                 + all2all_buffer_bytes(cfg))
+                 + all2all_buffer_bytes(spec, cfg, inputs.max_num_batched_tokens))
     if gpu.unified:
         non_torch += uma_host_bytes(coef)
     if gpu.virtualised:
@@ -580,6 +620,6 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
            "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
-           "all2all_buffer_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
+           "all2all_buffer_bytes", "batched_dp_moe", "deepep_low_latency_rdma_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
            "rejection_sampler_bytes", "v1_model_runner", "sampler_logits_only", "sampler_phase",
            "MIB"]
