@@ -58,8 +58,8 @@ Read from vLLM 0.26.0 (the files of the published wheel):
   x 2 bytes = 0.22 GiB at the 512-token ceiling. The target's own capture plan per release is capture.py's (the
   uniform decode sizes of 0.29+ included). Not planned: no public boot of this family on 0.29-0.33 with a
   drafter is held to size the speculator graphs' increments or how far their pool reuses those logits.
-- A DFlash graph pool of several GiB is not a release's: between vllm-project/vllm#50488 and #54418 (nightly
-  builds of 2026-08) the uniform decode sizes reached max_num_seqs x (1 + k) tokens, 2,176 in DFlash's nightly CI,
+- A DFlash graph pool of several GiB is not a release's: between the merges of vllm-project/vllm#50488 and #54418
+  (nightly builds only) the uniform decode sizes reached max_num_seqs x (1 + k) tokens, 2,176 in DFlash's nightly CI,
   whose graphs left 0.94 GiB of KV cache where 5.12 GiB were needed (#54418); 0.29.0 caps them at the ceiling
   (capture.default_sizes). A boot of such a build is planned as its release and misses those graphs.
 Drafter configs live in doctor/models/registry.yaml (`drafters:`, each with a cited source); a local
