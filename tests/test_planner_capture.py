@@ -52,3 +52,10 @@ def test_the_plan_counts_the_graphs_of_the_release_it_plans():
     cfg = ServeConfig(max_num_seqs=1024, max_num_batched_tokens=8192)
     assert overhead_inputs(spec, cfg.with_(backend_version="0.28.0"), gpu).graphs > \
         overhead_inputs(spec, cfg.with_(backend_version="0.26.0"), gpu).graphs
+
+
+def test_an_off_stride_batched_token_limit_within_the_ceiling_is_captured_too():
+    from doctor.planner.capture import capture_sizes
+
+    assert capture_sizes(64, 100)[-1] == 100 and 96 in capture_sizes(64, 100)
+    assert default_sizes(64, 100, 0, "0.30.0", HOPPER)[-1] == 100

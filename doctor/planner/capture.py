@@ -10,7 +10,8 @@ the 0.26.0-0.34.0 wheels:
 - From 0.29.0 (vllm-project/vllm#50488, capped by #54418 before the release), with k speculative tokens the
   uniform decode sizes are appended: n x (1 + k) for a request-count grid n of 1, 2, 4, multiples of 8 below 256,
   of 16 from 256, and max_num_seqs itself (at most the ceiling's number of requests), each within the ceiling
-  and max_num_batched_tokens; max_num_batched_tokens is appended where it is within the ceiling. The V1 runner
+  and max_num_batched_tokens. Every release read (0.20.2-0.34.0) appends an off-stride max_num_batched_tokens
+  that is within the ceiling. The V1 runner
   still rounds every size up to a multiple of 1 + k (`not use_v2_model_runner`, compilation.py); the V2 runner
   does not.
 - V2 runner graphs (CudaGraphManager._init_candidates): one PIECEWISE graph per size and one FULL decode graph per
@@ -42,6 +43,8 @@ def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: i
     top = min(max_num_seqs * (1 + spec_tokens) * 2, MAX_CAPTURE_SIZE, max_num_batched_tokens)
     sizes = [s for s in (1, 2, 4) if s <= top] + list(range(8, min(top + 1, 256), 8))
     sizes = sizes + list(range(256, top + 1, 16))
+    if max_num_batched_tokens <= top and max_num_batched_tokens not in sizes:
+        sizes.append(max_num_batched_tokens)   # "ensure max_num_tokens is captured" (read in 0.20.2-0.34.0)
     query = 1 + spec_tokens
     if not full_decode or query <= 1 or not sizes:
         return sizes
@@ -122,7 +125,7 @@ def default_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: i
         uniform = [n * query for n in request_counts(max_num_seqs, ceiling) if n * query <= top]
     top = min(top, max_num_batched_tokens)
     sizes = [s for s in (1, 2, 4) if s <= top] + list(range(8, min(top + 1, 256), 8)) + list(range(256, top + 1, 16))
-    if newer and max_num_batched_tokens <= top:
+    if max_num_batched_tokens <= top:
         sizes.append(max_num_batched_tokens)
     sizes += [s for s in uniform if s <= max_num_batched_tokens]
     return sorted(set(sizes))
