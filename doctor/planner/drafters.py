@@ -41,7 +41,11 @@ Read from vLLM 0.26.0 (the files of the published wheel):
   2.22 GiB estimate, but its log is cut before max_num_seqs and its pool). The drafter's own profile-run peak
   (DFlash: its context K/V projection over max_num_batched_tokens after the target's forward) is not added.
   The V1 runner's dummy rejection sampler, which any speculative method adds to the profile run, is
-  (overhead.rejection_sampler_bytes).
+  (overhead.rejection_sampler_bytes). The proposer's persistent buffers (llm_base_proposer.py, 0.26.0: input ids,
+  positions, hidden states and input embeddings over max_num_batched_tokens, 64 MiB at 8,192 tokens for a
+  2,048-wide drafter) are allocated in the runner's constructor, before memory_profiling's before-profile
+  snapshot and outside torch's peak increase, the non-torch increase and the weights (utils/mem_utils.py): they
+  do not move the KV cache and are not planned.
 - The V2 model runner, the default for this hybrid model from vLLM 0.29.0 (overhead.v1_model_runner), works
   otherwise (read in the 0.30.0 and 0.34.0 wheels): its profile run calls the speculator's propose with
   dummy_run=True and samples once, without a rejection sampler (v1/worker/gpu/model_runner.py); a DFlash
