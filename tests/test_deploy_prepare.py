@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,11 @@ import pytest
 from doctor.deploy import kv, prepare
 from doctor.deploy.spec import from_argv
 from doctor.errors import DoctorError
+from doctor.facts.model import Facts
+from doctor.models import get_model
+from doctor.planner import Hardware, plan
+from doctor.planner.hardware import GIB
+from doctor.planner.startup import facts_hardware
 from tests.conftest import load_fixture
 
 TINY_CONFIG = Path(__file__).parent / "data" / "deploy"
@@ -71,6 +77,28 @@ def test_kv_prediction_on_gpus_comes_from_the_plan_for_the_recorded_h200() -> No
     prediction = kv.predict(spec, prepare.model_of(spec), load_fixture("h200"))
     assert prediction.tokens and prediction.tokens > 1_000_000 and "1x H200" in prediction.basis
     assert kv.predict(spec, prepare.model_of(spec), None).tokens is None
+
+
+def _with_other_tenant(facts: Facts, held_gib: float) -> Facts:
+    """`facts` with every GPU's NVML free memory `held_gib` lower, held by a process that is not an engine."""
+    data = copy.deepcopy(facts.data)
+    for gpu in data["nvml"]["gpus"]:
+        gpu["memory"]["free"] = gpu["memory"]["total"] - int(held_gib * GIB)
+        gpu["processes"] = [{"pid": 4242, "name": "blender", "used_memory": int(held_gib * GIB)}]
+    return Facts(data)
+
+
+def test_kv_prediction_takes_the_memory_other_processes_hold_at_start_up_from_the_facts() -> None:
+    spec = prepare.render(prepare.load("sglang-fp8"))
+    model, h200 = prepare.model_of(spec), load_fixture("h200")
+    idle, busy = kv.predict(spec, model, h200), kv.predict(spec, model, _with_other_tenant(h200, 20))
+    # SGLang sizes its pools from the memory free before the load: the tenant's 20 GiB come off them,
+    # exactly as `plan --facts` plans the same bundle
+    hardware = facts_hardware(_with_other_tenant(h200, 20))
+    planned = plan(get_model(model), Hardware(hardware.gpu, 1, hardware.other_process_bytes), kv.serve_config(spec))
+    assert busy.tokens == planned.kv_tokens and busy.tokens < idle.tokens
+    held = f"{hardware.other_process_bytes / GIB:.2f} GiB held by other processes at start-up"
+    assert held in busy.basis and "held" not in idle.basis
 
 
 def test_kv_prediction_on_cpu_is_the_vllm_cpu_formula(tmp_path) -> None:

@@ -57,7 +57,7 @@ def test_deepep_high_throughput_buffers_count_as_non_torch_memory():
     spec, gpu = get_model("Qwen/Qwen3.5-35B-A3B-FP8"), parse_gpus("H200").gpu
     base = ServeConfig(dp=8, expert_parallel=True, backend_version="0.26.0", language_model_only=True)
     deepep = vllm_overhead_terms(spec, base.with_(all2all_backend="deepep_high_throughput"), gpu)
-    default = vllm_overhead_terms(spec, base.with_(all2all_backend="deepep_low_latency"), gpu)
+    default = vllm_overhead_terms(spec, base, gpu)
     assert deepep.non_torch - default.non_torch == 1024 << 20
 
 

@@ -272,3 +272,20 @@ def test_an_sglang_plan_prints_a_band_only_inside_the_span_of_the_boots_planned_
     assert band("1xH200", "0.5.16", get_model("Qwen/Qwen3.5-35B-A3B-FP8")).startswith("±")
     assert "not measured" in band("1xH200", "0.5.21") and "SGLang 0.5.21" in band("1xH200", "0.5.21")
     assert "GPUs under 139 GiB" in band("2xA100-80G", "0.5.16")
+
+
+def test_an_sglang_plan_outside_the_logged_boots_prints_the_bound_of_its_terms_and_the_bound_covers_every_boot():
+    from doctor.planner.render import band_text
+    from doctor.planner.sglang_kv import term_bound
+
+    # the default --mem-fraction-static on a release and a TP no boot logged: a figure, not only "not measured"
+    text = band_text(plan(BF16, parse_gpus("2xH200"), sglang("0.5.21", tp=2)))
+    assert text.startswith("± ") and "GiB of KV memory" in text and "TP > 1" in text and "SGLang 0.5.21" in text
+    weights_rel = calibration()["sglang"]["weights_max_abs_error"]
+    for entry in (e for e in ENTRIES if e.get("sglang_predict") == "plan"):
+        cfg = ServeConfig(backend="sglang", backend_version=str(entry["sglang"]), **entry["flags"])
+        rank = min(plan(get_model(entry["model"]), parse_gpus(entry["gpus"]), cfg).ranks, key=lambda r: r.kv_tokens)
+        residual = sglang_residual(entry)
+        # the pools' error in bytes: the token error of the KV pool, priced at the plan's bytes per token
+        missed = abs(residual.tokens_error) * rank.cache_bytes
+        assert missed <= term_bound(cfg, rank.weights["total"], weights_rel), entry["id"]

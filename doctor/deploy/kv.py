@@ -42,8 +42,9 @@ def predict(spec: LaunchSpec, model: str, facts: Facts | None) -> KVPrediction:
     """Predict the logged KV tokens: vLLM-CPU from VLLM_CPU_KVCACHE_SPACE, GPUs through `plan()`."""
     from doctor.models import get_model
     from doctor.planner import Hardware, plan
-    from doctor.planner.hardware import gpu_from_facts
+    from doctor.planner.errors import PlanInputError
     from doctor.planner.hardware import GIB
+    from doctor.planner.startup import facts_hardware
     from doctor.planner.state import layers_in_stage
     from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 
@@ -58,16 +59,21 @@ def predict(spec: LaunchSpec, model: str, facts: Facts | None) -> KVPrediction:
         full, linear = layers_in_stage(model_spec, 0, model_spec.num_layers)
         cap = vllm_capacity(vllm_layout(model_spec, cfg, full, linear, device="cpu"), int(gib * GIB), max_len, cfg)
         return KVPrediction(cap.tokens, f"vLLM CPU, {CPU_KV_ENV}={spec.env[CPU_KV_ENV]} GiB, max_model_len {max_len}")
-    gpus = facts.gpus if facts is not None else []
-    if not gpus:
+    if facts is None or not facts.gpus:
         return KVPrediction(None, "no GPU facts to plan with")
-    g = gpus[0]
-    gpu = gpu_from_facts(g.get("name"), int((g.get("memory") or {}).get("total") or 0), g.get("compute_capability"))
     try:
-        p = plan(model_spec, Hardware(gpu, cfg.world_size), cfg)
+        # the same GPUs and start-up memory of other processes as `plan --facts` (doctor/planner/startup.py)
+        found = facts_hardware(facts)
+    except PlanInputError as exc:
+        return KVPrediction(None, str(exc))
+    hardware = Hardware(found.gpu, cfg.world_size, found.other_process_bytes)
+    try:
+        p = plan(model_spec, hardware, cfg)
     except Exception as exc:
         return KVPrediction(None, f"the planner failed: {exc}")
-    return KVPrediction(p.kv_tokens, f"plan for {cfg.world_size}x {gpu.name}, max_model_len {p.max_model_len}")
+    held = (f", {found.other_process_bytes / GIB:.2f} GiB held by other processes at start-up"
+            if found.other_process_bytes else "")
+    return KVPrediction(p.kv_tokens, f"plan for {hardware.count}x {hardware.gpu.name}{held}, max_model_len {p.max_model_len}")
 
 
 def compare(logged: int | None, predicted: KVPrediction, tolerance: float = TOLERANCE) -> tuple[str, str]:

@@ -32,7 +32,7 @@ Read from vLLM 0.26.0 (the files of the published wheel):
   the drafter (DFlash: at min(size, max_num_seqs x (1 + k)) query tokens, its context K/V precomputed eagerly,
   v1/spec_decode/dflash.py dummy_run) into the same pool; profile_cudagraph_memory swaps every CUDAGraphWrapper's
   pool (the drafter's included) for its profiling pool, so "Estimated CUDA graph memory" and the pool's actual
-  size already hold the drafter's graphs. What the drafter changes is the capture plan (overhead.capture_sizes /
+  size already hold the drafter's graphs. What the drafter changes is the capture plan (capture.capture_sizes /
   spec_full_decode: sizes rounded to multiples of 1 + k, FULL decode graphs only on a UNIFORM_BATCH backend),
   planned exactly for every published speculative boot that logs it. The one DFlash boot held
   (tests/data/published_kv/vllm-partial.yaml, GB10, vLLM 0.22.0, k = 6, 8 sequences) logged 0.65 GiB estimated /
@@ -41,7 +41,11 @@ Read from vLLM 0.26.0 (the files of the published wheel):
   2.22 GiB estimate, but its log is cut before max_num_seqs and its pool). The drafter's own profile-run peak
   (DFlash: its context K/V projection over max_num_batched_tokens after the target's forward) is not added.
   The V1 runner's dummy rejection sampler, which any speculative method adds to the profile run, is
-  (overhead.rejection_sampler_bytes).
+  (overhead.rejection_sampler_bytes). The proposer's persistent buffers (llm_base_proposer.py, 0.26.0: input ids,
+  positions, hidden states and input embeddings over max_num_batched_tokens, 64 MiB at 8,192 tokens for a
+  2,048-wide drafter) are allocated in the runner's constructor, before memory_profiling's before-profile
+  snapshot and outside torch's peak increase, the non-torch increase and the weights (utils/mem_utils.py): they
+  do not move the KV cache and are not planned.
 - The V2 model runner, the default for this hybrid model from vLLM 0.29.0 (overhead.v1_model_runner), works
   otherwise (read in the 0.30.0 and 0.34.0 wheels): its profile run calls the speculator's propose with
   dummy_run=True and samples once, without a rejection sampler (v1/worker/gpu/model_runner.py); a DFlash
@@ -50,8 +54,18 @@ Read from vLLM 0.26.0 (the files of the published wheel):
   requests and max_cudagraph_capture_size tokens), each holding the draft logits of num_reqs x k rows
   (spec_decode/speculator.py sample_draft: compute_logits inside the graph), and profile_cudagraph_memory
   (v1/worker/gpu/cudagraph_utils.py) measures "PIECEWISE, encoder and speculator graphs ... in full" instead
-  of extrapolating them. Not planned: no public boot of this family on 0.29-0.33 with a drafter is held to
-  size how far the graphs' pool reuses those logits.
+  of extrapolating them. EAGLE / MTP speculators of the V2 runner (spec_decode/target_dependent_ar, read in
+  0.32.0) capture two sets: draft prefill graphs in the target's mode at query length 1 + k, and FULL_DECODE_ONLY
+  draft decode graphs at query length 1. With the default greedy draft sampling no draft-logits cache is
+  allocated (speculator.py: only draft_sample_method "probabilistic" keeps max_num_seqs x k x vocabulary
+  logits); the graphs hold num_reqs x k rows of draft logits while they run: 32 requests x 15 tokens x 248,320
+  x 2 bytes = 0.22 GiB at the 512-token ceiling. The target's own capture plan per release is capture.py's (the
+  uniform decode sizes of 0.29+ included). Not planned: no public boot of this family on 0.29-0.33 with a
+  drafter is held to size the speculator graphs' increments or how far their pool reuses those logits.
+- A DFlash graph pool of several GiB is not a release's: between the merges of vllm-project/vllm#50488 and #54418
+  (nightly builds only) the uniform decode sizes reached max_num_seqs x (1 + k) tokens, 2,176 in DFlash's nightly CI,
+  whose graphs left 0.94 GiB of KV cache where 5.12 GiB were needed (#54418); 0.29.0 caps them at the ceiling
+  (capture.default_sizes). A boot of such a build is planned as its release and misses those graphs.
 Drafter configs live in doctor/models/registry.yaml (`drafters:`, each with a cited source); a local
 drafter directory with a config.json is read the same way.
 """

@@ -14,7 +14,7 @@ configuration of the entry gives what the term scales with (overhead.overhead_in
   the rejection sampler's own tensors (overhead.rejection_sampler_bytes), which come off first. Boots with
   speculative decoding are left out of this figure and of the per-graph one: their sampler phase holds the
   rejection sampler's run, derived from the source rather than fitted, and their captures the drafter's graphs
-  (overhead.graph_count); they measure those terms out of sample. Boots of the V2 runner of 0.29-0.32, whose
+  (capture.graph_count); they measure those terms out of sample. Boots of the V2 runner of 0.29-0.32, whose
   dummy sampler holds only the logits (overhead.sampler_logits_only), are left out of it too;
 - forward scale: that phase / forward estimate on the boots whose sampler phase cannot reach the peak;
 - non-torch bytes: mean per TP class (vLLM takes its baseline after NCCL and custom all-reduce are set up, so

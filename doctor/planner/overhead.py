@@ -77,6 +77,7 @@ from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import Coefficients, current
 from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
 from doctor.planner.engine_defaults import vllm_batch_defaults_of
+from doctor.planner.capture import capture_plan, capture_sizes, graph_count, graph_modes
 from doctor.planner.hardware import GIB, MIB, GPU, pins_memory
 from doctor.planner.methods import MTP_METHODS
 from doctor.planner.versions import vllm_rules
@@ -84,7 +85,6 @@ from doctor.planner.wsl import device_state_bytes
 
 # Expert parallelism adds all-to-all buffers to the non-torch memory: 0.95 GiB logged by a GB200 TP4 EP rank.
 NON_TORCH_EP_BYTES = int(0.95 * GIB)
-MAX_CAPTURE_SIZE = 512
 # Qwen3.5 / Qwen3.6 preprocessor_config.json "size": {"longest_edge": 16777216} pixels per image (the files
 # doctor/rehearse/checkpoint.py copies); vLLM's Qwen-VL processor sizes its largest dummy image from it.
 IMAGE_MAX_PIXELS = 16777216
@@ -115,25 +115,6 @@ def vllm_batch_defaults(gpu: GPU, version: str | None = None) -> tuple[int, int]
     return 2048, 256
 
 
-def capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0,
-                  full_decode: bool = True) -> list[int]:
-    """vLLM's default cudagraph_capture_sizes (config/vllm.py _set_cudagraph_sizes, 0.20.1-0.26.0). With
-    speculative decoding and FULL decode graphs, config/compilation.py adjust_cudagraph_sizes_for_spec_decode
-    rounds every size up to a multiple of q = 1 + k and drops those above the largest (a workaround for
-    vllm-project/vllm#28207): "PIECEWISE=15 (largest=112), FULL=8 (largest=56)" for 6 DFlash tokens and 8
-    sequences, "PIECEWISE=9 (largest=64), FULL=5 (largest=32)" for 3 MTP tokens (tests/data/published_kv/
-    vllm-partial.yaml, vLLM 0.22.0). Without FULL decode graphs the sizes stay as they are ("PIECEWISE=6
-    (largest=24)" for 2 MTP tokens and 5 sequences under FlashInfer on a GB10, vllm.yaml)."""
-    top = min(max_num_seqs * (1 + spec_tokens) * 2, MAX_CAPTURE_SIZE, max_num_batched_tokens)
-    sizes = [s for s in (1, 2, 4) if s <= top] + list(range(8, min(top + 1, 256), 8))
-    sizes = sizes + list(range(256, top + 1, 16))
-    query = 1 + spec_tokens
-    if not full_decode or query <= 1 or not sizes:
-        return sizes
-    rounded = sorted({-(-s // query) * query for s in sizes if -(-s // query) * query <= top})
-    return rounded or ([query] if query <= top else [])
-
-
 def spec_full_decode(cfg: ServeConfig, gpu: GPU) -> bool:
     """Whether FULL decode graphs survive speculative decoding (a uniform decode batch of 1 + k tokens per
     request): config/compilation.py set_cudagraph_mode (0.20.1-0.26.0) falls back to PIECEWISE when the
@@ -151,31 +132,6 @@ def spec_full_decode(cfg: ServeConfig, gpu: GPU) -> bool:
     major = gpu.capability[0]
     fp8_kv = str(cfg.kv_cache_dtype or "auto").lower().startswith("fp8")
     return major == 10 or not fp8_kv or major == 9
-
-
-def graph_modes(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0,
-                full_decode: bool = True) -> int:
-    """Capture modes holding at least one graph (PIECEWISE, and FULL when a decode batch fills a size): each
-    mode's first capture is measured whole by profile_cudagraph_memory, the others by the increment."""
-    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, spec_tokens, full_decode)
-    query = 1 + spec_tokens
-    full = full_decode and any(query <= s <= query * max_num_seqs for s in sizes)
-    return (1 if sizes else 0) + (1 if full else 0)
-
-
-def graph_count(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int = 0,
-                full_decode: bool = True) -> int:
-    """Graphs FULL_AND_PIECEWISE captures: one PIECEWISE graph per capture size, one FULL graph per capture size
-    a uniform decode batch fills, q <= size <= q x max_num_seqs with q = 1 + speculative tokens
-    (vllm/v1/cudagraph_dispatcher.py initialize_cudagraph_keys), none where FULL decode graphs fell back
-    (spec_full_decode). Logged: "PIECEWISE=51 (largest=512), FULL=35 (largest=256)" for 256 sequences
-    (tests/data/published_kv/vllm.yaml, GB10 boots of vLLM 0.18.1). A drafter's graphs (EAGLE / MTP / DFlash)
-    are captured inside each PIECEWISE capture into the same pool (gpu_model_runner.py _dummy_run:
-    drafter.dummy_run with use_cudagraphs only while capturing PIECEWISE) and are not counted apart."""
-    sizes = capture_sizes(max_num_seqs, max_num_batched_tokens, spec_tokens, full_decode)
-    query = 1 + spec_tokens
-    full = sum(1 for s in sizes if query <= s <= query * max_num_seqs) if full_decode else 0
-    return len(sizes) + full
 
 
 def triton_experts(spec: ModelSpec, cfg: ServeConfig, capability: tuple[int, int]) -> bool:
@@ -286,7 +242,10 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
 # --all2all-backend values that all-gather every DP rank's tokens before the experts (vllm/config/parallel.py
 # All2AllBackend; "naive" and "pplx" fall back to allgather_reducescatter from 0.2x, ParallelConfig.__post_init__)
 GATHERING_ALL2ALL = ("allgather_reducescatter", "naive", "pplx")
-DEEPEP_HT_BUFFER_BYTES = 1024 << 20    # envs.VLLM_DEEPEP_BUFFER_SIZE_MB default (1024), num_nvl_bytes
+DEEPEP_BUFFER_BYTES = 1024 << 20       # envs.VLLM_DEEPEP_BUFFER_SIZE_MB default (1024), num_nvl_bytes
+DEEPEP_ALIGNMENT = 128                 # LEGACY_NUM_BUFFER_ALIGNMENT_BYTES (DeepEP csrc/kernels/legacy/compiled.cuh)
+BATCHED_DP_BACKENDS = ("deepep_low_latency", "nixl_ep")
+BATCHED_DP_TOKENS = 256                # SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP
 
 
 def dispatched_tokens(cfg: ServeConfig, tokens: int) -> int:
@@ -314,12 +273,49 @@ def gathered_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
     return m * spec.hidden_size * dtype_bytes(spec.dtype) + m * spec.moe.experts_per_token * 8
 
 
-def all2all_buffer_bytes(cfg: ServeConfig) -> int:
-    """Buffers an all2all backend allocates outside torch, counted as non-torch memory: DeepEP high-throughput's
-    NVLink buffer of VLLM_DEEPEP_BUFFER_SIZE_MB (DeepEPHTAll2AllManager._make_all2all_kwargs, 0.32.0; its RDMA
-    buffer of the same size only across nodes). Others are not derived here (the flat EP figure stands)."""
+def batched_dp_moe(cfg: ServeConfig) -> bool:
+    """Whether the experts' all-to-all is a batched DP one (config/parallel.py use_batched_dp_moe, 0.32.0): DeepEP
+    low-latency or NIXL EP with expert parallelism over DP > 1. vLLM then defaults --max-num-batched-tokens to
+    256 (engine/arg_utils.py, SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP, 0.22.1-0.34.0)."""
     backend = (cfg.all2all_backend or "").lower()
-    return DEEPEP_HT_BUFFER_BYTES if cfg.expert_parallel and backend == "deepep_high_throughput" else 0
+    return backend in BATCHED_DP_BACKENDS and cfg.expert_parallel and cfg.dp > 1
+
+
+def deepep_low_latency_rdma_bytes(hidden: int, num_experts: int, tokens: int) -> int:
+    """deep_ep.Buffer.get_low_latency_rdma_size_hint (deepseek-ai/DeepEP csrc/legacy/config.hpp LowLatencyLayout):
+    two (odd / even) send, receive and signalling buffers; a dispatch message is an int4 header + the BF16 hidden
+    state (or FP8 + one float scale per 128 channels, whichever is larger), a combine message the BF16 hidden state
+    + a bf16x2 min / max per 128 channels; a receive buffer holds num_experts x tokens messages, so does the
+    combine send buffer; rounded up to 128 bytes."""
+    scales = hidden // 128
+    dispatch_msg = 16 + max(hidden * 2, hidden + scales * 4)
+    combine_msg = scales * 4 + hidden * 2
+    send = max(tokens * dispatch_msg, num_experts * tokens * combine_msg)
+    receive = max(num_experts * tokens * dispatch_msg, num_experts * tokens * combine_msg)
+    signalling = -(-(num_experts * 4) // 128) * 128
+    total = 2 * (send + receive + signalling)
+    return (total + DEEPEP_ALIGNMENT) // DEEPEP_ALIGNMENT * DEEPEP_ALIGNMENT
+
+
+def all2all_buffer_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
+    """Buffers an all2all backend allocates outside torch (cudaMalloc / NVSHMEM), counted as non-torch memory, per
+    rank of an expert-parallel group of more than one rank (distributed/device_communicators/all2all.py, 0.32.0):
+    - deepep_high_throughput: the NVLink buffer of VLLM_DEEPEP_BUFFER_SIZE_MB (DeepEPHTAll2AllManager
+      _make_all2all_kwargs; the RDMA buffer of the same size is allocated only when the group spans nodes, which
+      a plan of one node's GPUs does not);
+    - deepep_low_latency: the same NVLink buffer + the low-latency RDMA buffer for max_num_batched_tokens
+      dispatched tokens per DP rank (DeepEPLLAll2AllManager: FusedMoEConfig.max_num_tokens, the hidden size,
+      the checkpoint's routed experts; deepep_low_latency_rdma_bytes);
+    - allgather_reducescatter (the default), naive and pplx gather activations instead (gathered_bytes).
+    FlashInfer, Mori, NIXL and MoonEP workspaces are not derived here."""
+    backend = (cfg.all2all_backend or "").lower()
+    if not (cfg.expert_parallel and cfg.ep_size > 1) or spec.moe is None:
+        return 0
+    if backend == "deepep_high_throughput":
+        return DEEPEP_BUFFER_BYTES
+    if backend == "deepep_low_latency":
+        return DEEPEP_BUFFER_BYTES + deepep_low_latency_rdma_bytes(spec.hidden_size, spec.moe.num_experts, tokens)
+    return 0
 
 
 def allreduce_output_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
@@ -524,12 +520,14 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
     of it does."""
     rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
     tokens, seqs = vllm_batch_defaults(gpu, rules.version)
-    tokens = cfg.max_num_batched_tokens or tokens
+    tokens = cfg.max_num_batched_tokens or (BATCHED_DP_TOKENS if batched_dp_moe(cfg) else tokens)
     seqs = cfg.max_num_seqs or seqs
     image_tokens = encoder_profile_tokens(spec, cfg, tokens, seqs)
     full_decode = spec_full_decode(cfg, gpu)
-    graphs = 0 if cfg.enforce_eager else graph_count(seqs, tokens, cfg.mtp_tokens, full_decode)
-    modes = 0 if cfg.enforce_eager else graph_modes(seqs, tokens, cfg.mtp_tokens, full_decode)
+    captured = capture_plan(seqs, tokens, cfg.mtp_tokens, full_decode, rules.version, gpu.capability,
+                            v1_model_runner(cfg))
+    graphs = 0 if cfg.enforce_eager else captured.graphs
+    modes = 0 if cfg.enforce_eager else captured.modes
     # every rank of the last stage samples over the full vocabulary (LogitsProcessor all-gathers the logits)
     logits = seqs * spec.vocab_size if last_stage else 0
     held = (sampler_held_bytes(spec, tokens, seqs)
@@ -605,7 +603,7 @@ def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage:
     coef = current()
     inputs = overhead_inputs(spec, cfg, gpu, last_stage)
     non_torch = (coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
-                 + all2all_buffer_bytes(cfg))
+                 + all2all_buffer_bytes(spec, cfg, inputs.max_num_batched_tokens))
     if gpu.unified:
         non_torch += uma_host_bytes(coef)
     if gpu.virtualised:
@@ -634,6 +632,6 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
            "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
-           "all2all_buffer_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
+           "all2all_buffer_bytes", "batched_dp_moe", "deepep_low_latency_rdma_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
            "rejection_sampler_bytes", "v1_model_runner", "sampler_logits_only", "sampler_phase",
            "MIB"]

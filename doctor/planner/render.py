@@ -45,8 +45,24 @@ def band_text(p: Plan) -> str:
                                default_fraction=default, speculative=p.config.speculative_kind)
         if rel is not None:
             return f"± {rel:.1%} ({why}{formula})"
-        return f"SGLang: error not measured ({why}{formula})"
+        return _sglang_bound_text(p, why + formula)
     return plan_band(p)[1]
+
+
+def _sglang_bound_text(p: Plan, why: str) -> str:
+    """The band of an SGLang plan no logged boot covers: the bound the terms' own uncertainty gives
+    (sglang_kv.term_bound), relative to the pools of its smallest rank."""
+    from doctor.planner.coefficients import calibration
+    from doctor.planner.sglang_kv import term_bound
+
+    rank = min(p.ranks, key=lambda r: r.cache_bytes)
+    target = rank.weights["total"] - rank.weights.get("mtp", 0) - rank.weights.get("drafter", 0)
+    weights_rel = (calibration().get("sglang") or {}).get("weights_max_abs_error", 0.01)
+    bound = term_bound(p.config, target, weights_rel)
+    size = f"± {bound / GIB:.2f} GiB of KV memory"
+    head = f"± {bound / rank.cache_bytes:.1%}, {size}" if rank.cache_bytes > 0 else size
+    return (f"{head} (SGLang: error not measured, {why}; bound from the terms' uncertainty: the memory in use "
+            "before and after the load, the weights)")
 
 
 def render_layouts(plans: list[Plan]) -> str:

@@ -85,6 +85,15 @@ def context_bytes(cfg: ServeConfig) -> int:
     return CONTEXT_BYTES + DIST_BYTES[cfg.tp * cfg.pp > 1]
 
 
+def term_bound(cfg: ServeConfig, target_weights: int, weights_rel: float) -> int:
+    """Bytes the pools may be off by where no logged boot covers the plan: each measured constant (the context
+    before the load, the load's buffer, what the pool sizing finds in use after it) wholly unknown there, and the
+    weights off by their largest relative residual (`weights_rel`). The default --mem-fraction-static itself is
+    read per release (default_mem_fraction_static) and adds nothing; an error e in the memory before the load
+    moves the pools by e x fraction <= e."""
+    return context_bytes(cfg) + LOAD_BUFFER_BYTES + POST_LOAD_BYTES + int(target_weights * weights_rel)
+
+
 def rules_of(cfg: ServeConfig) -> SglangRules:
     return sglang_rules(cfg.backend_version or SGLANG_READ[-1])
 
