@@ -1,9 +1,11 @@
 """The `qwen-doctor` console script's first module: from its first statement on, Ctrl-C ends the program with
 exit 130 and one line on stderr.
 
-The `qwen-doctor` script (bin/qwen-doctor) imports this module as its first statement, so the handler is in
-place as soon as the interpreter's own start-up (io, site, .pth files) is done. It uses the
-built-in `_signal` (the `signal` module would import enum first) and `os`, which site has already imported.
+The `qwen-doctor` command (bin/qwen-doctor, a sh launcher) starts bin/qwen-doctor-python with SIGINT blocked,
+and that script imports this module as its first statement: a Ctrl-C during the interpreter's own start-up
+(its C start-up, io, site, .pth files) stays pending until the handler below is installed and SIGINT is
+unblocked, and then ends in the handler. It uses the built-in `_signal` (the `signal` module would import enum
+first) and `os`, which site has already imported.
 `doctor.cli.main.main` takes the handler over (`doctor.cli.interrupt`) once it is imported.
 """
 
@@ -19,6 +21,7 @@ def _exit_now(signum: int, frame: object) -> None:
 
 
 _signal.signal(_signal.SIGINT, _exit_now)
+_signal.pthread_sigmask(_signal.SIG_UNBLOCK, [_signal.SIGINT])
 
 
 def main() -> object:
