@@ -23,11 +23,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.sigint import window  # noqa: E402
+from tests.support.sigint import sigint_default, window  # noqa: E402
 
 
 def ending(command: str, delay: float) -> str:
-    proc = subprocess.Popen([command, "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([command, "--version"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=sigint_default)
     if delay:
         time.sleep(delay)
     proc.send_signal(signal.SIGINT)

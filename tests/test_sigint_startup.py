@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.sigint import handled, handler_line, window
+from tests.support.sigint import handled, handler_line, sigint_default, window
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = Path(sys.executable).with_name("qwen-doctor")
@@ -152,7 +152,8 @@ def test_sigint_at_random_moments_from_spawn_to_the_end_ends_only_in_accepted_wi
     endings = []
     for index in range(8):
         delay = pick.uniform(0, whole if index % 2 else min(whole, 0.03))  # half of them in the start-up
-        proc = subprocess.Popen([str(SCRIPT), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen([str(SCRIPT), *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=sigint_default)
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)

@@ -68,3 +68,10 @@ def window(returncode: int, stderr: str) -> str:
 def handler_line(source: str) -> int:
     """The line of `qwen_doctor_start` that installs the handler."""
     return next(n for n, text in enumerate(source.splitlines(), 1) if text.startswith("_signal.signal("))
+
+
+def sigint_default() -> None:
+    """A trial's preexec_fn: SIGINT at its default action in the child, as an interactive shell leaves it. A
+    bench or test started in the background (`nohup`, `&` in a script) has SIGINT ignored, which every trial
+    would inherit (an ignored signal sent before the handler is installed is discarded)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
