@@ -116,10 +116,13 @@ def test_the_program_s_first_statement_imports_the_module_that_installs_the_hand
     lines = source.splitlines()
     first = handler_line(source)
     assert [line for line in lines[:first] if line.startswith(("import", "from"))] == ["import _signal", "import os"]
-    assert lines[first] == "_signal.pthread_sigmask(_signal.SIG_UNBLOCK, [_signal.SIGINT])"
-    from doctor.cli.interrupt import EXIT_INTERRUPTED, LINE
+    unblock = next(n for n, line in enumerate(lines) if line.startswith("_signal.pthread_sigmask("))
+    assert first < unblock < next(n for n, line in enumerate(lines) if line.startswith("def main"))
+    assert lines[unblock] == "_signal.pthread_sigmask(_signal.SIG_UNBLOCK, [_signal.SIGINT, _signal.SIGTERM, " \
+                             "_signal.SIGHUP])"
+    from doctor.stop_signals import LINES
 
-    assert f'b"{LINE}\\n"' in source and f"os._exit({EXIT_INTERRUPTED})" in source
+    assert all(f'b"{line}\\n"' in source for line in LINES.values()) and "os._exit(128 + signum)" in source
 
 
 def test_a_sigint_pending_when_the_interpreter_starts_ends_in_exit_130_and_one_line() -> None:
