@@ -1,11 +1,12 @@
 """Compressed files and archives other than gzip, named by their magic bytes, so that an input that is one is
 refused with what it is and how to read it rather than as binary or non-UTF-8 bytes.
 
-Magic numbers: xz (tukaani.org xz-file-format 1.1.0, 2.1.1.1 "Header Magic Bytes"), bzip2 ("BZh" + block size
-'1'-'9' + a block's or the stream end's magic, bzip2's compress.c), zstd frames (RFC 8878 3.1.1 "Magic_Number" 0xFD2FB528, little-endian), zip (PKWARE
-APPNOTE 4.3.7 local file header 0x04034b50, 4.3.16 end of central directory 0x06054b50 for an empty archive),
-7z (7-Zip's 7zFormat.txt signature), lz4 frames (lz4_Frame_format.md 0x184D2204), and POSIX tar ("ustar" at
-offset 257, POSIX.1-2017 pax "ustar Interchange Format"; GNU tar's "ustar  \\0").
+Magic numbers: xz (tukaani.org xz-file-format 1.1.0, 2.1.1.1 "Header Magic Bytes"), bzip2 ("BZh", the block
+size '1'-'9', then a block's or the stream end's magic, bzip2's compress.c), zstd frames (RFC 8878 3.1.1
+"Magic_Number" 0xFD2FB528, little-endian), zip (PKWARE APPNOTE 4.3.7 local file header 0x04034b50, 4.3.16 end of
+central directory 0x06054b50 for an empty archive), 7z (7-Zip's 7zFormat.txt signature), lz4 frames
+(lz4_Frame_format.md 0x184D2204), and tar ("ustar\\0" at offset 257, POSIX.1-2017 pax "ustar Interchange
+Format"; GNU tar's "ustar  \\0").
 """
 
 from __future__ import annotations

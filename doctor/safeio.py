@@ -70,13 +70,15 @@ def read_bytes(path: str | Path, what: str, limit: int) -> bytes:
 
 
 def read_text(path: str | Path, what: str, limit: int) -> str:
-    """`read_bytes` decoded as UTF-8; a decoding error names the byte offset."""
+    """`read_bytes` decoded as UTF-8; a decoding error names the byte offset, a compressed file its format."""
     data = read_bytes(path, what, limit)
+    packed = refusal(data)
+    if packed:
+        raise InputError(f"cannot read {what} {path}: {packed}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        detail = refusal(data) or f"not UTF-8 text (byte {exc.start})"
-        raise InputError(f"cannot read {what} {path}: {detail}") from None
+        raise InputError(f"cannot read {what} {path}: not UTF-8 text (byte {exc.start})") from None
 
 
 class BadJSON(InputError):
