@@ -9,6 +9,10 @@ parent component, a directory, a FIFO, a device); deep or huge inputs (YAML alia
 huge single lines, binary, /dev/zero and FIFOs as inputs); streams (closed stdout / stderr / stdin, EPIPE);
 locales and PYTHONIOENCODING; escape sequences in profile names, model paths, hosts, flag values and file
 names; a hostile server's replies (deep JSON, huge integers, NaN, escapes) read by probe and its exercises.
+Second campaign: SIGTERM / SIGHUP mid-run (one line, 143 / 129, -o whole or absent, no temporary file); a deleted
+current directory; -o to /dev/stdout, a symlink loop, a non-UTF-8 name; secrets in file names; HOME / TMPDIR /
+XDG_CACHE_HOME unset or unusable; xz / bzip2 / zstd / zip / tar where gzip is read; /proc and /sys files; a
+100 MiB line with no newline.
 Prints one row per case and the failures; exits 1 when any case fails.
 Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json]
 """
@@ -97,6 +101,9 @@ class Case:
     watch: tuple[str, ...] = ()  # files that must not change
     escapes_ok: bool = False
     outputs: tuple[str, ...] = ()  # -o files whose content is judged with stdout and stderr
+    stop: tuple[int, float] | None = None  # (signal, seconds after spawn): SIGTERM / SIGHUP mid-run
+    cwd_gone: bool = False  # run in a current directory deleted before the command starts
+    clean: str | None = None  # a folder that must hold nothing but the -o files afterwards (no temp file)
 
 
 @dataclass
@@ -230,11 +237,109 @@ def build_cases(tmp: Path) -> list[Case]:
     # Escape sequences in user-supplied strings.
     for evil in ("ev\x1b[8mil\x1b]0;t\x07", "c1\u009b8mcsi\u009d0;t\u009c", "cr\rFAKE\bback\x7f"):
         cases += _escape_cases(tmp, evil)
+    cases += _second_variants(tmp, bundle)
     # A hostile server read by probe (and the exercises it runs).
     for mode in SERVER_MODES:
         url = hostile_server(mode)
         cases.append(Case(f"server {mode}: probe", "servers", ["probe", url]))
         cases.append(Case(f"server {mode}: probe --model m", "servers", ["probe", url, "--model", "m"]))
+    return cases
+
+
+def _packed(data: bytes) -> dict[str, bytes]:
+    """`data` as every compressed or archived form a user may hand over where gzip is read."""
+    import bz2
+    import io
+    import lzma
+    import tarfile
+    import zipfile
+
+    zipped, tarred = io.BytesIO(), io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("server.log", data)
+    with tarfile.open(fileobj=tarred, mode="w") as archive:
+        member = tarfile.TarInfo("server.log")
+        member.size = len(data)
+        archive.addfile(member, io.BytesIO(data))
+    return {"xz": lzma.compress(data), "bz2": bz2.compress(data), "zip": zipped.getvalue(), "tar": tarred.getvalue(),
+            "zstd": b"\x28\xb5\x2f\xfd" + data[:64]}
+
+
+def _second_variants(tmp: Path, bundle: str) -> list[Case]:
+    """The re-run's variations (issue 23, second campaign): stopping signals mid-run, a deleted current
+    directory, awkward -o targets and file names, other compression formats, /proc and /sys files."""
+    import signal
+
+    cases: list[Case] = []
+    log = ROOT / "tests/data/logs/nccl-525-shm.log"
+    # SIGTERM / SIGHUP mid-run: one line, 143 / 129, -o whole or absent, no temporary file left.
+    for signum, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP")):
+        for delay in (0.05, 0.25, 0.5, 0.9):
+            for label, cmd in (("check", ["check", "--from", bundle, "--format", "json"]),
+                               ("explain", ["explain", str(log), "--format", "html"]),
+                               ("plan", ["plan", "--gpus", "1xH200", "--format", "json"])):
+                folder = tmp / "stop" / f"{name}-{label}-{delay}"
+                folder.mkdir(parents=True)
+                cases.append(Case(f"{name} at {delay * 1000:.0f} ms: {label} -o", "signals",
+                                  [*cmd, "-o", str(folder / "out")], codes=(0, 1, 128 + signum),
+                                  stop=(signum, delay), clean=str(folder)))
+    # A current directory deleted before the command starts: relative -o refused in one line, the rest runs.
+    for cmd in (["check", "--from", bundle, "-o", "r.json"], ["plan", "--gpus", "1xH200", "-o", "p.json"],
+                ["explain", str(log), "-o", "e.html"], ["explain", "rel.log"], ["profiles", "list"],
+                ["deploy", "--profile", "vllm-stable", "--dry-run"], ["lint", "rel.sh"]):
+        cases.append(Case(f"deleted cwd: {' '.join(cmd[:2])} {cmd[-1]}", "paths", cmd, cwd_gone=True))
+    # -o targets: stdout as a path, a read-only directory, a symlink loop; file names that are not UTF-8.
+    read_only = tmp / "ro"
+    read_only.mkdir()
+    loop = tmp / "loop.json"
+    loop.symlink_to(loop)
+    bad_name = os.fsdecode(bytes(tmp / "in") + b"/bad\xff\xfe.log")
+    Path(bad_name).parent.mkdir(exist_ok=True)
+    Path(bad_name).write_text("RuntimeError: CUDA error: out of memory\n")
+    for label, target in (("/dev/stdout", "/dev/stdout"), ("/dev/stderr", "/dev/stderr"),
+                          ("symlink loop", str(loop)), ("non-UTF-8 name", bad_name + ".json")):
+        cases.append(Case(f"-o {label}", "outfiles", ["check", "--from", bundle, "-o", target]))
+    read_only.chmod(0o555)
+    if os.geteuid() != 0:  # root writes anywhere
+        cases.append(Case("-o in a read-only directory", "outfiles",
+                          ["check", "--from", bundle, "-o", str(read_only / "r.json")]))
+    for cmd in (["explain", bad_name], ["lint", bad_name], ["check", "--from", bad_name],
+                ["explain", bad_name + ".missing"], ["explain", str(loop)], ["lint", str(loop)]):
+        cases.append(Case(f"name {cmd[0]} {Path(cmd[-1]).name!r}", "paths", cmd))
+    # A secret in a file name, echoed by an error (missing file) or a report title (existing file).
+    for secret_name in ("hf", "anthropic", "nvidia"):
+        named = tmp / "named" / f"{SECRETS[secret_name]}.log"
+        for where, cmd in (("explain", ["explain", str(named) + ".missing"]),
+                           ("check --from", ["check", "--from", str(named) + ".missing"]),
+                           ("lint", ["lint", str(named) + ".missing"]),
+                           ("-o", ["check", "--from", bundle, "-o", f"/nonexistent/{named.name}"])):
+            cases.append(Case(f"secret {secret_name} in a file name: {where}", "secrets", cmd,
+                              secrets=tuple(TAILS.values())))
+    # HOME / TMPDIR unset or unusable.
+    for env in ({"HOME": ""}, {"HOME": "/nonexistent"}, {"TMPDIR": "/nonexistent"}, {"TMPDIR": str(read_only)},
+                {"XDG_CACHE_HOME": "/dev/null"}):
+        label = " ".join(f"{k}={v or '(empty)'}" for k, v in env.items())
+        for cmd in (["check", "--from", bundle], ["plan", "--gpus", "1xH200"], ["deploy", "--status"],
+                    ["explain", str(log)]):
+            cases.append(Case(f"env {label}: {cmd[0]}", "paths", cmd, env=env))
+    # Other compression formats and archives where gzip is read; /proc and /sys files.
+    for fmt, data in _packed(log.read_bytes()).items():
+        packed = _write(tmp / "packed" / f"server.log.{fmt}", data)
+        for cmd in (["explain", str(packed)], ["lint", str(packed)], ["check", "--from", str(packed)],
+                    ["plan", "--from-log", str(packed)], ["deploy", "--profile", str(packed), "--dry-run"],
+                    ["check", "--from", bundle, "--log", str(packed)]):
+            cases.append(Case(f"packed {fmt}: {' '.join(cmd[:2])}", "inputs", cmd))
+    for special in ("/proc/self/status", "/proc/self/maps", "/sys/kernel/mm/transparent_hugepage/enabled",
+                    "/proc/self/mem"):
+        for cmd in (["explain", special], ["lint", special], ["check", "--from", special],
+                    ["plan", "--from-log", special]):
+            cases.append(Case(f"special {special}: {cmd[0]}", "inputs", cmd))
+    # One 100 MiB line with no newline.
+    huge = tmp / "in" / "huge.log"
+    with open(huge, "wb") as fh:
+        fh.write(b"RuntimeError: CUDA error: out of memory " + b"x" * (100 << 20))
+    for cmd in (["explain", str(huge)], ["lint", str(huge)], ["plan", "--from-log", str(huge)]):
+        cases.append(Case(f"100 MiB line, no newline: {cmd[0]}", "inputs", cmd))
     return cases
 
 
@@ -309,16 +414,23 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
     argv = [sys.executable, "-m", "doctor", *case.args]
     out_dir = tmp / "outputs" / str(abs(hash(case.name)))
     out_dir.mkdir(parents=True, exist_ok=True)
+    cwd: Path = tree
+    if case.cwd_gone:
+        cwd = out_dir / "gone"
+        cwd.mkdir(exist_ok=True)
     try:
-        if case.shell:
+        if case.stop:
+            proc = _stopped(argv, env, cwd, *case.stop)
+        elif case.shell:
             cmd = " ".join(_quote(a) for a in argv) + f" 2>{_quote(str(out_dir / 'err'))} {case.shell}"
             proc = subprocess.run(["sh", "-c", cmd], capture_output=True, timeout=TIMEOUT_S, env=env, cwd=tree)
             proc.stderr = (out_dir / "err").read_bytes()
         else:
             closed = case.closed
+            gone = cwd if case.cwd_gone else None
             proc = subprocess.run(argv, capture_output=not closed, stdin=subprocess.DEVNULL if not closed else None,
-                                  timeout=TIMEOUT_S, env=env, cwd=tree,
-                                  preexec_fn=(lambda: [os.close(fd) for fd in closed]) if closed else None)
+                                  timeout=TIMEOUT_S, env={**env, "PYTHONPATH": str(tree)} if gone else env, cwd=cwd,
+                                  preexec_fn=_preexec(closed, gone))
     except subprocess.TimeoutExpired:
         return Outcome(case.name, case.klass, False, "hang", time.monotonic() - started)
     seconds = time.monotonic() - started
@@ -335,6 +447,14 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
         why.append(f"exit {proc.returncode}")
     if proc.returncode == 2 and not case.closed and len(stderr.decode("utf-8", "replace").strip().splitlines()) != 1:
         why.append(f"exit 2 with {len(stderr.splitlines())} stderr lines")
+    if case.stop and proc.returncode == 128 + case.stop[0] and stderr.decode().count("qwen-doctor:") != 1:
+        why.append(f"stopped with {len(stderr.splitlines())} stderr lines: {stderr.decode()[-160:]!r}")
+    if case.clean:
+        left = sorted(p.name for p in Path(case.clean).iterdir())
+        if left not in ([], ["out"]):
+            why.append(f"left behind: {left}")
+        elif left and not Path(case.clean, "out").read_bytes().rstrip().endswith((b"}", b"</html>")):
+            why.append("a half-written -o file")
     for secret in case.secrets:
         if secret.encode() in text or secret.encode("utf-16-le") in text:
             why.append(f"leak {secret}")
@@ -345,6 +465,35 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
     if case.watch and _files_state(case.watch) != before:
         why.append("a watched file changed")
     return Outcome(case.name, case.klass, not why, "; ".join(why), seconds)
+
+
+def _preexec(closed: tuple[int, ...], gone: Path | None) -> Callable[[], None] | None:
+    """The child's set-up: close the given descriptors; remove its (already entered) current directory."""
+    if not closed and gone is None:
+        return None
+
+    def run() -> None:
+        for fd in closed:
+            os.close(fd)
+        if gone is not None:
+            os.rmdir(gone)
+
+    return run
+
+
+def _stopped(argv: list[str], env: dict[str, str], cwd: Path, signum: int, delay: float) -> subprocess.CompletedProcess:
+    """Run argv and send it `signum` after `delay` s (unless it ended first)."""
+    import signal
+
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                            cwd=cwd, preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL)
+                                                        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)])
+    try:
+        proc.wait(delay)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signum)
+    out, err = proc.communicate(timeout=TIMEOUT_S)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def _quote(arg: str) -> str:

@@ -1,6 +1,7 @@
-"""Benchmark: SIGINT at random moments of the installed `qwen-doctor` console script, from 0 ms to the end.
+"""Benchmark: SIGINT at random moments of the installed `qwen-doctor` command, from 0 ms to the end.
 
-Spawns the console script (the one beside this interpreter, or --script) for several commands, sends SIGINT
+Spawns the command (the launcher beside this interpreter, or --script: `--script .../qwen-doctor-python` runs the
+Python program without the launcher's blocked start, as before issue 23's launcher) for several commands, sends SIGINT
 after a delay drawn uniformly from 0 to 1.1x the command's own (measured) duration (every other trial from
 0 to --startup-ms, where the interpreter's and our imports run), and sorts every ending into the window it
 came from:
@@ -8,7 +9,8 @@ came from:
 - handled: exit 130 and one line `qwen-doctor: interrupted...` (last, after any progress lines the command
   printed before the signal; deploy names the stage it stopped);
 - finished: the command ended before the signal came (its own exit code, no interrupted line);
-- default action / traceback in site or the console-script wrapper / in our code: see tests/support/sigint.py;
+- default action (before SIGINT is blocked) / traceback in site or the script / in our code: see
+  tests/support/sigint.py;
 - other: anything else.
 
 `subprocess.Popen` returns only once the child has exec'd (its error pipe closes on exec), so 0 ms is the
@@ -33,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.sigint import window  # noqa: E402
+from tests.support.sigint import sigint_default, window  # noqa: E402
 
 
 def commands() -> dict[str, list[str]]:
@@ -66,7 +68,8 @@ def duration_s(script: str, args: list[str]) -> float:
 
 
 def trial(script: str, args: list[str], delay: float) -> tuple[int, str]:
-    proc = subprocess.Popen([script, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([script, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=sigint_default)
     time.sleep(delay)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=300)

@@ -106,7 +106,8 @@ def _physical_dir(folder: str, name: str, what: str) -> str:
     """`os.path.realpath(folder)`, but every symlink met on the way (a parent component such as /tmp/evil ->
     /etc) passes `_check_protected` first, as the kernel's path walk does: realpath reads links with
     readlink(), which protected_symlinks does not guard."""
-    todo = [part for part in os.path.join(os.getcwd(), folder).split(os.sep) if part not in ("", ".")][::-1]
+    todo = [part for part in os.path.join(_cwd(name, what, folder), folder).split(os.sep)
+            if part not in ("", ".")][::-1]
     resolved, links = os.sep, 0
     while todo:
         part = todo.pop()
@@ -131,6 +132,17 @@ def _physical_dir(folder: str, name: str, what: str) -> str:
             resolved = os.sep
         todo.extend(part for part in target.split(os.sep)[::-1] if part not in ("", "."))
     return resolved
+
+
+def _cwd(name: str, what: str, folder: str) -> str:
+    """The current directory a relative `folder` is in, or OutputError when it was deleted (getcwd fails)."""
+    if folder.startswith(os.sep):
+        return os.sep
+    try:
+        return os.getcwd()
+    except OSError as exc:
+        raise OutputError(f"cannot write {what} {name}: the current directory is gone "
+                          f"({exc.strerror or exc}); give a path from an existing directory") from None
 
 
 def _check_protected(name: str, what: str, parent: str, st: os.stat_result, kind: str) -> None:

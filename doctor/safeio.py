@@ -24,6 +24,7 @@ import stat
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from doctor.compressed import refusal
 from doctor.errors import DoctorError
 from doctor.outfile import kind_of
 
@@ -69,8 +70,11 @@ def read_bytes(path: str | Path, what: str, limit: int) -> bytes:
 
 
 def read_text(path: str | Path, what: str, limit: int) -> str:
-    """`read_bytes` decoded as UTF-8; a decoding error names the byte offset."""
+    """`read_bytes` decoded as UTF-8; a decoding error names the byte offset, a compressed file its format."""
     data = read_bytes(path, what, limit)
+    packed = refusal(data)
+    if packed:
+        raise InputError(f"cannot read {what} {path}: {packed}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -129,8 +133,9 @@ def load_json(raw: bytes | str, what: str, name: str) -> Any:
             raise InputError(f"{label}: nested deeper than {JSON_MAX_DEPTH} levels")
         data = json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_no_constant)
     except UnicodeDecodeError as exc:
-        detail = f"not UTF-8 text at byte {exc.start}"
-        raise BadJSON(f"{label}: {detail}", detail) from None
+        packed = refusal(raw) if isinstance(raw, bytes) else None
+        detail = packed or f"not UTF-8 text at byte {exc.start}"
+        raise (InputError(f"{label}: {packed}") if packed else BadJSON(f"{label}: {detail}", detail)) from None
     except json.JSONDecodeError as exc:
         raise BadJSON(f"{label}: invalid JSON ({exc})", str(exc)) from None
     except _NumberError as exc:

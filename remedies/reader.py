@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator
 
+from doctor.compressed import refusal
 from doctor.safeio import bounded_gzip_stream
 from remedies.errors import LogReadError
 
@@ -123,6 +124,9 @@ def _open_fifo(name: str) -> tuple[BinaryIO, bytes]:
 
 
 def _refuse_binary(name: str, head: bytes) -> None:
+    packed = refusal(head)
+    if packed:
+        raise LogReadError(f"{name}: {packed}")
     if head and not head.strip(b"\0"):
         raise LogReadError(f"{name}: not a text log (its first {len(head):,} bytes are all NUL; a log truncated "
                            "while being written, as logrotate's copytruncate does, starts so: tr -d '\\000' drops them)")

@@ -163,3 +163,19 @@ def test_a_servers_deep_reply_is_a_value_error_never_a_recursion_error(depth: in
 def _nested(kind: str, depth: int) -> str:
     opener, closer = ('{"k": ', "}") if kind == "{" else ("[", "]")
     return opener * depth + "1" + closer * depth
+
+
+@fuzz_settings(20)
+@given(magic=st.sampled_from([b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd", b"\x04\x22\x4d\x18", b"PK\x03\x04",
+                              b"7z\xbc\xaf\x27\x1c", b"BZh91AY&SY"]),
+       tail=st.binary(max_size=600), target=st.sampled_from(["explain", "lint", "bundle", "from-log", "profile"]))
+def test_any_compressed_or_archived_input_is_one_line_exit_2(tmp_path_factory, magic: bytes, tail: bytes,
+                                                              target: str) -> None:
+    path = tmp_path_factory.mktemp("packed") / "input.bin"
+    path.write_bytes(magic + tail)
+    argv = {"explain": ["explain", str(path)], "lint": ["lint", str(path)], "bundle": ["check", "--from", str(path)],
+            "from-log": ["plan", "--from-log", str(path)],
+            "profile": ["deploy", "--profile", str(path), "--dry-run"]}[target]
+    outcome = invoke(argv)
+    assert_contract(outcome)
+    assert outcome.code == 2 and "only gzip is read directly" in outcome.stderr, (argv, outcome.stderr)

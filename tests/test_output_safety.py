@@ -424,3 +424,15 @@ def test_a_parent_directory_swapped_for_a_symlink_after_resolving_is_refused(tmp
     with pytest.raises(outfile.OutputError, match="changed into a symlink"):
         outfile.write_file(mine / "r.json", "data\n")
     assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [["check", "--from", str(FIXTURES / "h200.json")], ["plan", "--gpus", "1xH200"]],
+                         ids=["check", "plan"])
+def test_a_relative_output_in_a_current_directory_that_was_deleted_is_refused_in_one_line(tmp_path: Path, argv):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    done = subprocess.run([sys.executable, "-m", "doctor", *argv, "-o", "r.json"], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=gone, timeout=60,
+                          preexec_fn=lambda: os.rmdir(gone))
+    assert_refused(done, "r.json", "the current directory is gone")
+    assert list(tmp_path.iterdir()) == []

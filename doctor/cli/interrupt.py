@@ -1,8 +1,11 @@
-"""Ctrl-C at any moment ends the program with exit 130 and one line on stderr, never a traceback.
+"""Ctrl-C, SIGTERM and SIGHUP at any moment end the program with one line on stderr and exit 128 + the signal's
+number (130, 143, 129), never a traceback.
 
-Before the command runs (imports, start-up) and after it has finished, SIGINT ends the process at once
-(`_exit_now`): nothing is half-done then. While the command runs, SIGINT is Python's KeyboardInterrupt, so that
-a deploy can stop the server it started; `main` turns it into the same line and exit code.
+Before the command runs (imports, start-up) and after it has finished, the signal ends the process at once
+(`_exit_now`): nothing is half-done then. While the command runs, it is raised as KeyboardInterrupt (SIGINT) or
+`Signalled` (SIGTERM, SIGHUP; a KeyboardInterrupt too), so that every `finally` runs (a temporary output file is
+removed, a deploy stops the server it started); `main` turns it into the same line and exit code. A SIGHUP or
+SIGTERM that the caller set to be ignored (`nohup`) stays ignored.
 """
 
 from __future__ import annotations
@@ -13,38 +16,55 @@ import signal
 import threading
 from types import FrameType
 
+from doctor.stop_signals import LINE, LINES, SIGNAL_NAMES, Signalled, exit_code, signum_of
+
 EXIT_INTERRUPTED = 130
-LINE = "qwen-doctor: interrupted"
+__all__ = ["EXIT_INTERRUPTED", "LINE", "LINES", "SIGNAL_NAMES", "Interrupted", "Signalled", "exit_code",
+           "signum_of", "exit_at_once", "ignore_at_exit", "raise_interrupt"]
+_CALLER_IGNORED = frozenset(s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) == signal.SIG_IGN)
 
 
 class Interrupted(BaseException):
-    """KeyboardInterrupt carried past click, which would print a blank line and call it an abort."""
+    """A stopping signal carried past click, which would print a blank line and call it an abort."""
+
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _exit_now(signum: int, frame: FrameType | None) -> None:
     try:
-        os.write(2, (LINE + "\n").encode())
+        os.write(2, (LINES.get(signum, LINE) + "\n").encode())
     except OSError:
         pass
-    os._exit(EXIT_INTERRUPTED)
+    os._exit(exit_code(signum))
 
 
-def _set(handler: object) -> None:
+def _raise_signalled(signum: int, frame: FrameType | None) -> None:
+    raise Signalled(signum)
+
+
+def _set(handler: object, ending: object) -> None:
+    """`handler` for SIGINT and `ending` for SIGTERM / SIGHUP (those the caller ignored are left alone)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, handler)  # type: ignore[arg-type]
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            if signum not in _CALLER_IGNORED:
+                signal.signal(signum, ending)  # type: ignore[arg-type]
 
 
 def exit_at_once() -> None:
-    """SIGINT ends the process now, with LINE and exit 130 (start-up and shut-down)."""
-    _set(_exit_now)
+    """A stopping signal ends the process now, with its line and exit code (start-up and shut-down)."""
+    _set(_exit_now, _exit_now)
 
 
 def ignore_at_exit() -> None:
-    """From the interpreter's last steps on (after atexit), SIGINT is ignored: the command has finished and
+    """From the interpreter's last steps on (after atexit), the signals are ignored: the command has finished and
     Python would otherwise restore the default action, which kills the process without a word."""
-    atexit.register(_set, signal.SIG_IGN)
+    atexit.register(_set, signal.SIG_IGN, signal.SIG_IGN)
 
 
 def raise_interrupt() -> None:
-    """SIGINT raises KeyboardInterrupt (while a command runs and may need to clean up)."""
-    _set(signal.default_int_handler)
+    """SIGINT raises KeyboardInterrupt and SIGTERM / SIGHUP raise Signalled (while a command runs and may need to
+    clean up)."""
+    _set(signal.default_int_handler, _raise_signalled)

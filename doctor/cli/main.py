@@ -50,15 +50,15 @@ class LazyGroup(click.Group):
                      **extra: Any) -> click.Context:
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
-        except KeyboardInterrupt:
-            raise interrupt.Interrupted() from None
+        except KeyboardInterrupt as exc:
+            raise interrupt.Interrupted(interrupt.signum_of(exc)) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the command; Ctrl-C reaches `main` past click (which would print a blank line first)."""
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
-            raise interrupt.Interrupted() from None
+        except KeyboardInterrupt as exc:
+            raise interrupt.Interrupted(interrupt.signum_of(exc)) from None
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -85,7 +85,8 @@ def _one_line(message: str) -> str:
 def main(argv: list[str] | None = None) -> Any:
     """Entry point: every DoctorError is one line on stderr with exit 2, never a traceback; everything on
     stderr is redacted (`doctor.cli.stderr`); closed or failing standard streams change nothing
-    (`doctor.cli.streams`); Ctrl-C is exit 130 and one line (`doctor.cli.interrupt`). `argv` None is the
+    (`doctor.cli.streams`); Ctrl-C, SIGTERM and SIGHUP are exit 130 / 143 / 129 and one line
+    (`doctor.cli.interrupt`). `argv` None is the
     program itself (sys.argv), which also owns the SIGINT handler."""
     program = argv is None
     try:
@@ -104,11 +105,12 @@ def main(argv: list[str] | None = None) -> Any:
             if program:
                 interrupt.exit_at_once()
             stream.flush()
-    except (KeyboardInterrupt, interrupt.Interrupted):
+    except (KeyboardInterrupt, interrupt.Interrupted) as exc:
         if program:
             interrupt.exit_at_once()
-        click.echo(interrupt.LINE, err=True)
-        sys.exit(interrupt.EXIT_INTERRUPTED)
+        signum = interrupt.signum_of(exc)
+        click.echo(interrupt.LINES.get(signum, interrupt.LINE), err=True)
+        sys.exit(interrupt.exit_code(signum))
 
 
 def _run(argv: list[str] | None) -> Any:

@@ -35,6 +35,8 @@ class LaunchFailed(DoctorError):
 class Terminated(KeyboardInterrupt):
     """qwen-doctor received SIGTERM; raised in the main thread so that every `finally` runs."""
 
+    signum = signal.SIGTERM
+
 
 PR_SET_PDEATHSIG = 1
 
@@ -277,7 +279,7 @@ def supervised(server: ServerProcess, keep: Callable[[], bool] = lambda: False,
     def on_term(signum: int, frame: object) -> None:
         raise Terminated(f"received signal {signum}")
 
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     ok = False
@@ -285,7 +287,7 @@ def supervised(server: ServerProcess, keep: Callable[[], bool] = lambda: False,
         yield server
         ok = True
     finally:
-        for s in previous:  # a second Ctrl-C must not interrupt the cleanup
+        for s in previous:  # a second Ctrl-C (or a SIGHUP) must not interrupt the cleanup
             signal.signal(s, signal.SIG_IGN)
         try:
             if not (ok and keep()):

@@ -22,7 +22,7 @@ from doctor.deploy.probe import ProbeResult, exercise_server
 from doctor.deploy.follower import LogFollower
 from doctor.deploy.health import StartOutcome, wait_ready
 from doctor.deploy.ports import PortInUse, port_is_free
-from doctor.deploy.process import ServerProcess, Terminated, supervised
+from doctor.deploy.process import ServerProcess, supervised
 from doctor.deploy.remedy import RemedyHit, ranked
 from doctor.deploy.spec import LaunchSpec
 from doctor.deploy.unknown import unknown_crash
@@ -31,6 +31,7 @@ from doctor.redact import redact_argv, redact_env, redact_text
 from doctor.report.model import now
 from doctor.report.sections import metrics_from_bench
 from doctor.results import Result, Status
+from doctor.stop_signals import SIGNAL_NAMES, signum_of
 
 CATEGORY = "deploy"
 
@@ -67,10 +68,10 @@ class DeployOutcome:
 
     @property
     def exit_code(self) -> int | None:
-        """130 after Ctrl-C, 143 after SIGTERM, None otherwise (the results decide)."""
+        """130 after Ctrl-C, 143 after SIGTERM, 129 after SIGHUP, None otherwise (the results decide)."""
         if self.interrupted is None:
             return None
-        return 143 if self.interrupted == "SIGTERM" else 130
+        return {"SIGTERM": 143, "SIGHUP": 129}.get(self.interrupted, 130)
 
 
 def _result(check_id: str, title: str, status: str, summary: str, severity: str = "high", **kw: Any) -> Result:
@@ -220,7 +221,7 @@ def deploy(req: DeployRequest, progress: Callable[[str], None] = lambda s: None,
             else:
                 server.stop(req.grace)
     except KeyboardInterrupt as exc:  # Terminated too: supervised() has stopped the server already
-        interrupted = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
+        interrupted = SIGNAL_NAMES.get(signum_of(exc), "Ctrl-C")
         if stage == "start" and server.pid is not None:
             start = StartOutcome("interrupted", time.monotonic() - t0,
                                  f"{interrupted} during start (phase: {follower.phase}); qwen-doctor stopped the "

@@ -193,10 +193,14 @@ def _is_text(raw: bytes) -> bool:
 
 def _gunzipped(raw: bytes, path: Path) -> bytes:
     """A gzip-compressed bundle (`gzip bundle.json` before attaching it to a ticket) decompressed, within the
-    same size cap as a plain one; other bytes as they are."""
+    same size cap as a plain one; another compressed format or archive refused by name; other bytes as they are."""
+    from doctor.compressed import refusal
     from doctor.safeio import BUNDLE_MAX_BYTES, InputError, gunzip
 
     if raw[:2] != b"\x1f\x8b":
+        packed = refusal(raw)
+        if packed:
+            raise BadBundle(f"bundle {path}: {packed}")
         return raw
     try:
         return gunzip(raw, "bundle", str(path), BUNDLE_MAX_BYTES)

@@ -37,12 +37,16 @@ _DOCKER_NAME = re.compile(r"^(?:Dockerfile|Containerfile)(?:\..+)?$|\.(?:dockerf
 
 def read_text(path: Path) -> str:
     """A file's text: a regular file within safeio's lint cap, UTF-8 (BOM allowed), not binary."""
+    from doctor.compressed import refusal
     from doctor.safeio import LINT_MAX_BYTES, InputError, read_bytes
 
     try:
         raw = read_bytes(path, "file", LINT_MAX_BYTES)
     except InputError as exc:
         raise LintError(str(exc).replace(f"cannot read file {path}: ", "cannot read: ")) from None
+    packed = refusal(raw[:512])
+    if packed:
+        raise LintError(packed)
     if b"\x00" in raw:
         raise LintError("binary file, not a document, script, profile or notebook")
     try:

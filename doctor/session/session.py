@@ -39,11 +39,12 @@ class Session:
         self.report.results = results
 
     def interrupted(self, exc: BaseException) -> None:
-        """Ctrl-C or SIGTERM: exit 130 / 143, and the outcome says during which stage."""
-        from doctor.deploy.process import Terminated
+        """Ctrl-C, SIGTERM or SIGHUP: exit 130 / 143 / 129, and the outcome says during which stage."""
+        from doctor.stop_signals import SIGNAL_NAMES, exit_code, signum_of
 
-        how = "SIGTERM" if isinstance(exc, Terminated) else "Ctrl-C"
-        self.code = 143 if how == "SIGTERM" else 130
+        signum = signum_of(exc)
+        how = SIGNAL_NAMES.get(signum, "Ctrl-C")
+        self.code = exit_code(signum)
         self.on_event(f"qwen-doctor: interrupted by {how} during the {self.stage}")
         self.outcome("fail", f"interrupted by {how} during the {self.stage}; nothing was left running")
 
