@@ -104,6 +104,7 @@ class Crash:
     kind: str
     tight: str = field(default="", compare=False)
     carried_on: int = field(default=0, compare=False)
+    statement: str = field(default="", compare=False)
 
     @property
     def readings(self) -> tuple[str, ...]:
@@ -261,8 +262,10 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
             frame = _FRAME.match(text)
             if frame:
                 frames.append(Frame(frame.group("path"), int(frame.group("line")), frame.group("func") or ""))
+                statement, deepest = "", lineno
             elif not stripped or text[:1] in " \t" or stripped.startswith("[Previous line repeated"):
-                pass
+                if stripped and frames and not statement and not stripped.startswith(("^", "~", "[Previous")):
+                    statement = stripped
             elif exception_line(stripped):
                 chain.append((stripped, frames, lineno))
                 tight.append(text.strip())
@@ -291,8 +294,12 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
             elif stripped:
                 break
             last = lineno
-    if not chain or harmless:
+    if harmless:
         return None, last
+    if not chain:
+        if not frames or state != "frames":
+            return None, last
+        return Crash(deepest, "", "", frames[-1], component_of(frames, ""), "cut", statement=statement), last
     root, root_frames, root_line = chain[0]
     every = [f for _, fs, _ in chain for f in fs]
     return Crash(root_line, root, chain[-1][0], root_frames[-1] if root_frames else None,
