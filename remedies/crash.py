@@ -245,11 +245,16 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
     """Read a traceback (and its chain) whose header was just consumed; return it and the last line number used.
 
     `lines` yields (line number, normalised line) after the header. Returns (None, n) when the traceback is
-    a handled one (logged below error level) or has no exception line before the input ends.
+    a handled one (logged below error level). One that ends (the input ends, or another record starts) before
+    its exception line is returned as kind "cut", without an exception: its deepest frame, numbered as its
+    line, and the statement printed under that frame (`remedies.inferred` reads the exception from it). A
+    whole one carries its root frame's statement too.
     """
     chain: list[tuple[str, list[Frame], int]] = []
     tight: list[str] = []
     frames: list[Frame] = []
+    statement, deepest = "", 0
+    statements: list[str] = []
     state, last, message, used = "frames", 0, 0, 0
     harmless = header_level in HARMLESS_LEVELS
     for lineno, line in lines:
@@ -268,6 +273,7 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
                     statement = stripped
             elif exception_line(stripped):
                 chain.append((stripped, frames, lineno))
+                statements.append(statement)
                 tight.append(text.strip())
                 state, message = "message", 0
             elif line.level in HARMLESS_LEVELS:
@@ -303,4 +309,5 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
     root, root_frames, root_line = chain[0]
     every = [f for _, fs, _ in chain for f in fs]
     return Crash(root_line, root, chain[-1][0], root_frames[-1] if root_frames else None,
-                 component_of(root_frames or every, root), "traceback", tight[0] if tight[0] != root else ""), last
+                 component_of(root_frames or every, root), "traceback", tight[0] if tight[0] != root else "",
+                 statement=statements[0] if root_frames else ""), last

@@ -19,7 +19,7 @@ from remedies.parallel import scan_parallel
 from remedies.reader import STDIN
 from remedies.rootcause import Root, cited_sites, root_near
 from remedies.views import Sources, excerpt
-from remedies.source import Located, locate, sampled_entry
+from remedies.source import Located, locate, locate_at, sampled_entry
 
 
 @dataclass(frozen=True)
@@ -195,6 +195,8 @@ class Collector:
         if final is not None and final is not crash:
             crash = replace(crash, final=final.final, tight="")
         located = locate((*crash.readings, crash.final), package=crash.component)
+        if located is None and crash.frame is not None and crash.statement:
+            located = locate_at(crash.frame, crash.statement, crash.exception)
         entry = self._covering(located) or self._sampled(crash)
         if entry is not None:
             hit = entry.regex.search(crash.exception)

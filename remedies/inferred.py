@@ -60,19 +60,51 @@ def inferred(frame: Frame, statement: str) -> str | None:
 def _message(frame: Frame, kind: str, rest: str) -> str | None:
     """The one mined message of class `kind` raised in the frame's module and function that the statement's
     text fits, or None when there is none or several."""
-    path = frame.path.replace("\\", "/")
-    key = (path.rsplit("/", 1)[-1], frame.function.rsplit(".", 1)[-1])
-    candidates = [t for t in _raise_sites().get(key, ())
-                  if t.kind == f"raise:{kind}" and any(path.endswith(s.module) for s in t.sites)]
+    candidates = _at_site(frame, kind)
     literal = _LITERAL.search(rest)
     if literal is not None:
-        words = skeleton(literal.group("text").split("{", 1)[0])
-        if len(words) >= MIN_WORDS:
-            candidates = [t for t in candidates if match(t.pieces, words, MIN_WORDS)] or candidates
+        candidates = _starting(candidates, literal.group("text").split("{", 1)[0]) or candidates
+    found = _one(candidates)
+    return found.text if found is not None else None
+
+
+def completed(frame: Frame, statement: str, exception: str) -> Template | None:
+    """The mined template raised at the frame's site by its statement that an exception line cut short
+    (`NotImplementedError: FlashAttention V1 with FP8 KV cache no`) starts, or None."""
+    raised = _RAISE.match(statement.strip())
+    kind = raised.group("name") if raised is not None else "AssertionError" if _ASSERT.match(statement.strip()) else ""
+    name, _, message = exception.partition(":")
+    if not kind or kind.rsplit(".", 1)[-1] != name.strip().rsplit(".", 1)[-1]:
+        return None
+    candidates = _starting(_at_site(frame, name.strip().rsplit(".", 1)[-1]), message.strip())
+    literal = _LITERAL.search(statement)
+    if literal is not None:
+        candidates = _starting(candidates, literal.group("text").split("{", 1)[0]) or candidates
+    return _one(candidates)
+
+
+def _at_site(frame: Frame, kind: str) -> list[Template]:
+    """The mined templates of class `kind` raised in the frame's module and function."""
+    path = frame.path.replace("\\", "/")
+    key = (path.rsplit("/", 1)[-1], frame.function.rsplit(".", 1)[-1])
+    return [t for t in _raise_sites().get(key, ())
+            if t.kind == f"raise:{kind}" and any(path.endswith(s.module) for s in t.sites)]
+
+
+def _starting(candidates: list[Template], text: str) -> list[Template]:
+    """The templates whose message starts with `text` (at least MIN_WORDS skeleton characters of it)."""
+    words = skeleton(text)
+    if len(words) < MIN_WORDS:
+        return []
+    return [t for t in candidates if match(t.pieces, words, MIN_WORDS)]
+
+
+def _one(candidates: list[Template]) -> Template | None:
+    """The one message among templates (its wordings over releases: the newest), or None for several."""
     heads = {next((p for p in t.pieces if p), "") for t in candidates}
     if len(heads) != 1:
         return None
-    return max(candidates, key=_newest).text  # wordings of one message over releases: the newest
+    return max(candidates, key=_newest)
 
 
 def _newest(template: Template) -> Version:

@@ -158,6 +158,23 @@ def test_a_statement_that_raises_nothing_infers_nothing():
     assert inferred(frame, "return run_method(target, method, args, kwargs)") is None
 
 
+def test_an_exception_line_cut_short_is_completed_from_the_raise_site_its_frame_printed(tmp_path):
+    """Several mined messages start "tensor model parallel gr..."; the frame and its statement pick one."""
+    text = "\n".join([
+        "Traceback (most recent call last):",
+        f'  File "{VLLM}/distributed/parallel_state.py", line 1100, in initialize_model_parallel',
+        '    assert _TP is None, ("tensor model parallel group is already initialized")',
+        "AssertionError: tensor model parallel gr"]) + "\n"
+    found = explain(tmp_path, text)
+    assert found[0].located is not None
+    assert found[0].located.hit.template.text == "tensor model parallel group is already initialized"
+
+
+def test_a_cut_traceback_of_statements_without_frames_is_no_crash(tmp_path):
+    text = "ERROR 12-03 10:00:01 [core.py:1] Traceback (most recent call last):\n    raise ValueError(\n"
+    assert not [f for f in explain(tmp_path, text) if f.remedy.severity == "error"]
+
+
 def test_a_paste_cut_in_the_middle_of_a_stack_raises_no_alarm(tmp_path):
     text = "\n".join(RAY_FRAMES[:3]) + "\n"
     assert not [f for f in explain(tmp_path, text) if f.remedy.severity == "error"]
