@@ -14,6 +14,7 @@ layers that a line-by-line reading of `remedies.normalise` cannot undo, because 
 - `newest-first`: an export from CloudWatch, Loki or Grafana listing the newest record first (its timestamps
   run backwards), put back in the order it was written (a record's untimestamped continuation lines stay
   with it);
+- `export`: such an export's message column, without the timestamp column, label set and CSV quotes;
 - `ipython`: a Jupyter / IPython traceback (`Cell In[3], line 5`, `File /x/vllm/y.py:12, in f(a)`,
   `--> 12     raise ...`) rewritten as the standard traceback Python prints;
 - `ranks`: workers (tensor / data parallel ranks, Ray actors, torchrun and mpirun ranks, SGLang's `TP0`)
@@ -316,6 +317,48 @@ def peel_newest_first(lines: _Lines) -> _Lines | None:
     return head + [line for group in reversed(groups) for line in group]
 
 
+_COLUMN = re.compile(r"\t|,|[ \t](?=\{[^{}\n]{0,2000}\}[ \t])")
+_LABELS = re.compile(r"^\{[^{}\n]{0,2000}\}[ \t]")
+EXPORT_SHARE = 0.8
+
+
+def peel_export(lines: _Lines) -> _Lines | None:
+    """The message column of a log store's export (CloudWatch's and Loki's `timestamp<TAB>message`, a CSV's
+    `1733360000000,"message"`, logcli's `timestamp {labels} message`): when at least EXPORT_SHARE of the
+    non-empty lines (and MIN_STAMPED) start with an epoch or RFC 3339 timestamp and a column separator (a
+    tab, a comma, a label set), the timestamp, the separator, the label set and CSV quotes are removed."""
+    stamped: dict[int, int] = {}
+    filled = 0
+    for index, (_, text) in enumerate(lines):
+        if not text.strip():
+            continue
+        filled += 1
+        found = _STAMP.match(text)
+        if found is None or not (found.group("epoch") or "T" in found.group("iso")):
+            continue  # a logger's own `2026-12-03 10:00:00,123` starts its records, not an export's rows
+        end = found.end()
+        end += len(re.match(r"(?:Z|[+-]\d{2}:?\d{2})?\"?", text[end:]).group(0))
+        column = _COLUMN.match(text, end)
+        if column is not None:
+            stamped[index] = column.end()
+    if len(stamped) < max(MIN_STAMPED, EXPORT_SHARE * filled):
+        return None
+    out: _Lines = []
+    for index, (number, text) in enumerate(lines):
+        if index in stamped:
+            text = _unquoted(_LABELS.sub("", text[stamped[index]:], count=1))
+        out.append((number, text))
+    return out
+
+
+def _unquoted(text: str) -> str:
+    """A CSV field without its quotes; a doubled quote inside it is one quote."""
+    stripped = text.strip()
+    if len(stripped) >= 2 and stripped[0] == stripped[-1] == '"':
+        return stripped[1:-1].replace('""', '"')
+    return text
+
+
 def _stamp(text: str) -> str | None:
     found = _STAMP.match(text)
     if found is None:
@@ -376,5 +419,6 @@ LAYERS: tuple[tuple[str, Callable[[_Lines], _Lines | None]], ...] = (
     ("ipython", peel_ipython),
     ("gutter", peel_gutter),
     ("newest-first", peel_newest_first),
+    ("export", peel_export),
     ("ranks", gather),
 )

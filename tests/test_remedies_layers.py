@@ -287,3 +287,19 @@ def test_an_ipython_traceback_reads_as_pythons(tmp_path):
 
 def test_a_plain_log_has_no_layers():
     assert unwrap("\n".join(bf16_traceback()) + "\n") is None
+
+
+def test_a_csv_export_newest_first_is_read_in_order_from_its_message_column(tmp_path):
+    """CloudWatch's CSV download: epoch milliseconds, then the message quoted, quotes inside it doubled."""
+    rows = [f'{1733360000000 + i * 1000},"{line.replace(chr(34), chr(34) * 2)}"' for i, line in enumerate(bf16_traceback())]
+    assert_named(explain(tmp_path, "\n".join(reversed(rows)) + "\n"), BF16)
+
+
+def test_a_logcli_export_keeps_the_indentation_after_its_label_set(tmp_path):
+    rows = [f'2026-12-03T10:00:{i:02d}Z {{app="vllm", pod="vllm-0"}} {line}' for i, line in enumerate(bf16_traceback())]
+    assert_named(explain(tmp_path, "\n".join(rows) + "\n"), BF16)
+
+
+def test_a_loggers_own_timestamps_are_no_export_column():
+    lines = [f"2026-12-03 10:00:0{i},123\tINFO worker.py:1841 -- Connected to Ray cluster." for i in range(6)]
+    assert unwrap("\n".join(lines) + "\n") is None
