@@ -201,10 +201,8 @@ class Collector:
         if entry is not None:
             hit = entry.regex.search(crash.exception)
             values = {k: v for k, v in hit.groupdict().items() if v is not None} if hit else {}
-            root = Root(crash.exception, crash.frame, crash.statement, located, inferred=True) \
-                if crash.kind == "inferred" else None
             return Finding(entry, len(ending), here, last, match.line, match.before, match.after, len(self._findings),
-                           entry.render_fix(values), root=root)
+                           entry.render_fix(values), root=self._inferred_root(crash, final, located))
         remedy = replace(UNKNOWN, component=crash.component)
         if located is not None:
             template = located.hit.template
@@ -213,6 +211,17 @@ class Collector:
                                    "explained from its source")
         return Finding(remedy, len(ending), here, last, match.line, match.before,
                        match.after, len(self._findings), crash=crash, precursor=precursor, located=located)
+
+    @staticmethod
+    def _inferred_root(crash: Crash, final: Crash | None, located: Located | None) -> Root | None:
+        """The root of an entry named through an exception inferred from its raise site (`remedies.inferred`):
+        the crash's own, or the final event's when the entry was found through it (a wrapper's traceback
+        printed its exception, the worker's that it wraps did not)."""
+        for event in (crash, final):
+            if (event is not None and event.kind == "inferred" and located is not None
+                    and located.hit.template.text in event.exception):
+                return Root(event.exception, event.frame, event.statement, located, inferred=True)
+        return None
 
     @staticmethod
     def _sampled(crash: Crash) -> Remedy | None:

@@ -5,8 +5,12 @@ deepest frame is the raise itself: Python prints that frame's statement under it
 whole `raise ValueError(f"...")`, or `assert test, "..."`). The statement names the exception class; the
 mined templates (`remedies.templates`: every `raise X(...)` of the engines with its module and function)
 name the message when the templates of that class raised in that function of that module are one message
-(its wordings over releases: the newest is told), or the statement's own text picks one. `inferred(frame, statement)` returns `Class: message` (holes `{}` where the
-message has figures), the class alone when no template decides it, or None when the statement raises nothing.
+(its wordings over releases: the newest is told), or the statement's own text picks one.
+
+`inferred(frame, statement)` returns `Class: message` (holes `{}` where the message has figures), the class
+alone when no template decides it, or None when the statement raises nothing. `completed(frame, statement,
+exception)` finds the template an exception line cut short (`ValueError: Current node has no G`) was printed
+from, among those of the site that printed it.
 """
 
 from __future__ import annotations

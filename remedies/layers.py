@@ -9,8 +9,11 @@ layers that a line-by-line reading of `remedies.normalise` cannot undo, because 
 - `gutter`: a code viewer's or editor's line numbers down the left (`55   File "..."`, ` 55 | ...`, `L55:`),
   recognised only as numbers that run consecutively over several lines at one column;
 - `json`: one JSON record a line, as structured loggers and log collectors write them (python-json-logger's
-  `message` / `exc_info`, Docker's json-file `log`, Loki's `line`, GCP's `textPayload`, journald's `MESSAGE`,
-  structlog's `event` / `exception`, loguru's serialised `text`);
+  `message` / `exc_info`; Ray's JSONFormatter, ray python/ray/_common/formatters.py `asctime` / `levelname` /
+  `message` / `exc_text`, and before it python/ray/_private/structured_logging/formatters.py `ts` / `level` /
+  `msg` / `exc_text`; Docker's json-file `log`; Loki's `line`; GCP's `textPayload`; journald's `MESSAGE` and
+  `PRIORITY`; structlog's `event` / `exception`; loguru's serialised `text`); an object without a level, a
+  time, an exception or a collector's line field (an API's error body) is left as it is;
 - `newest-first`: an export from CloudWatch, Loki or Grafana listing the newest record first (its timestamps
   run backwards), put back in the order it was written (a record's untimestamped continuation lines stay
   with it);

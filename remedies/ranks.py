@@ -10,7 +10,7 @@ When several fail together, their frames interleave and no single run of lines i
 
 `gather(lines)` finds the workers whose tracebacks overlap and moves each one's lines into one block, at
 the place of the last of them, the most informative first: a traceback that prints its exception (with a
-message) before one that does not, then the one with more frames. Other lines keep their order.
+message) before one that does not, then the one that started first. Other lines keep their order.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def gather(lines: _Lines) -> _Lines | None:
     start = min(spans[key][0] for key in tangled)
     members = [i for i in range(start, len(lines)) if keys[i] in tangled]
     blocks = {key: [i for i in members if keys[i] == key] for key in tangled}
-    order = sorted(tangled, key=lambda key: _informative(blocks[key], kinds, lines), reverse=True)
+    order = sorted(tangled, key=lambda key: _informative(blocks[key], kinds), reverse=True)
     last = members[-1]
     moved = set(members)
     out: _Lines = []
@@ -90,7 +90,7 @@ def _kind(text: str) -> str:
     return ""
 
 
-def _informative(block: list[int], kinds: list[str], lines: _Lines) -> tuple[bool, int, int]:
-    """How much a worker's block tells: whether it prints its exception, how many frames, earlier first."""
-    printed = any(kinds[i] == "exception" for i in block)
-    return printed, sum(kinds[i] == "frame" for i in block), -block[0]
+def _informative(block: list[int], kinds: list[str]) -> tuple[bool, int]:
+    """How much a worker's block tells: whether it prints its exception, then the one that started first (a
+    wrapper that reports a worker's failure, such as vLLM's EngineCore, starts after the worker)."""
+    return any(kinds[i] == "exception" for i in block), -block[0]

@@ -106,6 +106,22 @@ def test_the_worker_that_prints_its_exception_names_the_root_when_another_worker
     assert_named(explain(tmp_path, "\n".join(mixed) + "\n"), BF16)
 
 
+def test_a_wrapper_that_prints_its_exception_leaves_the_root_to_the_workers_cut_traceback(tmp_path):
+    """vLLM's EngineCore reports that a worker failed (multiproc_executor.py wait_for_ready re-raises); the
+    workers' own tracebacks, cut, are the root."""
+    workers = interleave(["(VllmWorker TP0 pid=71) ", "(VllmWorker TP1 pid=72) "], RAY_FRAMES)
+    core = [f"(EngineCore_DP0 pid=60) ERROR 12-03 10:00:02 [core.py:700] {line}" for line in [
+        "EngineCore failed to start.",
+        "Traceback (most recent call last):",
+        f'  File "{VLLM}/v1/executor/multiproc_executor.py", line 500, in wait_for_ready',
+        "    raise e from None",
+        "Exception: WorkerProc initialization failed due to an exception in a background process. "
+        "See stack trace for root cause."]]
+    found = explain(tmp_path, "\n".join(workers[:6] + core[:3] + workers[6:] + core[3:]) + "\n")
+    assert found[0].remedy.id == "QD-R-RAY-NO-GPU-ON-DRIVER"
+    assert found[0].root.inferred and found[0].root.frame.function == "initialize_ray_cluster"
+
+
 def test_each_workers_lines_are_gathered_into_one_block_the_one_printing_its_exception_first():
     frames = bf16_traceback()
     first = [f"[rank0]: {line}" for line in frames[:-1]]
