@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from remedies.normalise import strip_ansi
 from remedies.ranks import gather
 
 MAX_ROUNDS = 4
@@ -374,9 +375,12 @@ def _stamp(text: str) -> str | None:
 # --- ipython -------------------------------------------------------------------------------------------------
 
 _IPY_HEADER = re.compile(r"^(?P<name>[A-Za-z_][\w.]{0,200})\s{2,}Traceback \(most recent call last\)")
+# IPython 8: `File /x/vllm/y.py:12, in Cls.f(self, a)`, `Cell In[3], line 5`; IPython 7 and before:
+# `/x/vllm/y.py in f(self, a)`, `<ipython-input-3-abc> in <module>`, the line number on the `-->` line.
 _IPY_FRAME = re.compile(r"^(?:File (?P<path>\S[^\n]{0,2000}?):(?P<line>\d{1,9})(?:, in (?P<func>[\w.<>]{1,256}))?"
-                        r"|Cell (?P<cell>In\s?\[\d{1,6}\]), line (?P<cell_line>\d{1,9}))")
-_IPY_CURRENT = re.compile(r"^-{1,4}>\s{0,2}\d{1,9}\s(?P<statement>.*)$")
+                        r"|Cell (?P<cell>In\s?\[\d{1,6}\]), line (?P<cell_line>\d{1,9})"
+                        r"|(?P<old>(?:/|[A-Za-z]:\\|<ipython-input-)[^\n]{1,2000}?) in (?P<old_func>[\w.<>]{1,256})(?:\(|$))")
+_IPY_CURRENT = re.compile(r"^-{1,4}>\s{0,2}(?P<line>\d{1,9})\s(?P<statement>.*)$")
 _IPY_CONTEXT = re.compile(r"^\s{0,10}\d{1,9}\s")
 _IPY_RULE = re.compile(r"^-{20,}$")
 
@@ -384,11 +388,13 @@ _IPY_RULE = re.compile(r"^-{20,}$")
 def peel_ipython(lines: _Lines) -> _Lines | None:
     """An IPython traceback as Python prints it: its header, each frame as `File "path", line N, in f` with
     the statement IPython marks `-->` under it; the numbered source lines around each are dropped."""
-    if not any(_IPY_HEADER.match(t.strip()) for _, t in lines):
+    plain = [(number, strip_ansi(text)) for number, text in lines]
+    if not any(_IPY_HEADER.match(t.strip()) for _, t in plain):
         return None
     out: _Lines = []
     inside = False
-    for number, text in lines:
+    pending: tuple[str, str] | None = None
+    for number, text in plain:
         stripped = text.strip()
         if _IPY_HEADER.match(stripped):
             out.append((number, "Traceback (most recent call last):"))
@@ -402,10 +408,15 @@ def peel_ipython(lines: _Lines) -> _Lines | None:
         current = _IPY_CURRENT.match(stripped)
         if frame and frame.group("cell"):
             out.append((number, f'  File "<{frame.group("cell")}>", line {frame.group("cell_line")}, in <module>'))
+        elif frame and frame.group("old"):
+            pending = (frame.group("old"), frame.group("old_func"))
         elif frame:
-            func = frame.group("func") or "<module>"
-            out.append((number, f'  File "{frame.group("path")}", line {frame.group("line")}, in {func.rsplit(".", 1)[-1]}'))
+            func = (frame.group("func") or "<module>").rsplit(".", 1)[-1]
+            out.append((number, f'  File "{frame.group("path")}", line {frame.group("line")}, in {func}'))
         elif current:
+            if pending is not None:
+                out.append((number, f'  File "{pending[0]}", line {current.group("line")}, in {pending[1]}'))
+                pending = None
             out.append((number, f"    {current.group('statement').strip()}"))
         elif _IPY_CONTEXT.match(text) or not stripped or stripped.startswith(("...", "^")):
             continue

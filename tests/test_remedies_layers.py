@@ -301,6 +301,24 @@ def test_an_ipython_traceback_reads_as_pythons(tmp_path):
     assert_named(explain(tmp_path, text), BF16)
 
 
+def test_an_older_ipython_traceback_takes_its_line_numbers_from_the_marked_lines(tmp_path):
+    """IPython 7 and before name a frame `path in func(args)` and number only the `-->` line."""
+    text = "\n".join([
+        "\x1b[0;31m---------------------------------------------------------------------------\x1b[0m",
+        "\x1b[0;31mValueError\x1b[0m                                Traceback (most recent call last)",
+        "<ipython-input-3-5f1e2a> in <module>",
+        "----> 1 llm = LLM(model='Qwen/Qwen3.5-35B-A3B', dtype='bfloat16')",
+        "",
+        f"{VLLM}/worker/worker.py in _check_if_gpu_supports_dtype(torch_dtype)",
+        "    477         compute_capability = current_platform.get_device_capability()",
+        "--> 478         raise ValueError(",
+        "    479             \"Bfloat16 is only supported on GPUs with compute capability \"",
+        "",
+        sample(BF16),
+    ]) + "\n"
+    assert_named(explain(tmp_path, text), BF16)
+
+
 def test_a_plain_log_has_no_layers():
     assert unwrap("\n".join(bf16_traceback()) + "\n") is None
 
