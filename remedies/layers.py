@@ -97,8 +97,8 @@ def unwrap(text: str) -> View | None:
 
 def peel_html(lines: _Lines) -> _Lines | None:
     """Entities unescaped, presentation tags dropped, `<br>` made a line break, invisible characters removed."""
-    if not any(_ENTITY.search(t) or _TAG.search(t) or _BREAK.search(t) or t.translate(_INVISIBLE) != t
-               for _, t in lines):
+    if not any(("&" in t and _ENTITY.search(t)) or ("<" in t and (_TAG.search(t) or _BREAK.search(t)))
+               or (not t.isascii() and t.translate(_INVISIBLE) != t) for _, t in lines):
         return None
     out: _Lines = []
     for number, text in lines:

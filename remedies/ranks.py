@@ -43,6 +43,8 @@ def worker(text: str) -> str | None:
 def gather(lines: _Lines) -> _Lines | None:
     """The lines with the interleaved workers' tracebacks gathered (see the module doc), or None when no two
     workers' tracebacks interleave."""
+    if sum(HEADER in text for _, text in lines) < 2:
+        return None  # fewer than two tracebacks cannot interleave
     keys = [worker(text) for _, text in lines]
     if len({k for k in keys if k is not None}) < 2:
         return None
