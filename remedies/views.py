@@ -16,7 +16,7 @@ from typing import BinaryIO, Iterator
 from remedies.errors import LogReadError
 from remedies.layers import View, unwrap
 from remedies.matcher import WRAP_SCAN_BYTES
-from remedies.reader import STDIN, open_log
+from remedies.reader import STDIN, open_log, replayed
 
 
 class Sources:
@@ -26,15 +26,29 @@ class Sources:
         self._views: dict[str, View | None] = {}
 
     def view(self, source: str | Path) -> View | None:
-        """The unwrapped view of a small regular file wrapped in some layer, else None."""
+        """The unwrapped view of a small regular file (or of standard input, once it was opened) wrapped in
+        some layer, else None."""
         name = str(source)
+        if name == STDIN:
+            return self._views.get(name)
         if name not in self._views:
             self._views[name] = _read_view(name) if excerpt(name) else None
         return self._views[name]
 
     @contextmanager
     def open(self, source: str | Path) -> Iterator[BinaryIO]:
-        """A binary stream of the source as the scans read it (its view, else the log itself)."""
+        """A binary stream of the source as the scans read it (its view, else the log itself). Standard input
+        is read once: at most WRAP_SCAN_BYTES of it are unwrapped as an excerpt, more is streamed as it is."""
+        if str(source) == STDIN and STDIN not in self._views:
+            with open_log(source) as stream:
+                head = stream.read(WRAP_SCAN_BYTES + 1)
+                if len(head) > WRAP_SCAN_BYTES:
+                    self._views[STDIN] = None
+                    yield replayed(head, stream)
+                    return
+                view = self._views[STDIN] = unwrap(head.decode("utf-8", "replace"))
+                yield io.BytesIO(head if view is None else view.text().encode("utf-8", "replace"))
+                return
         view = self.view(source)
         if view is None:
             with open_log(source) as stream:

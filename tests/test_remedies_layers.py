@@ -6,6 +6,9 @@ raise sites; nothing here is copied from a held-out log."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -337,3 +340,15 @@ def test_a_logcli_export_keeps_the_indentation_after_its_label_set(tmp_path):
 def test_a_loggers_own_timestamps_are_no_export_column():
     lines = [f"2026-12-03 10:00:0{i},123\tINFO worker.py:1841 -- Connected to Ray cluster." for i in range(6)]
     assert unwrap("\n".join(lines) + "\n") is None
+
+
+def test_an_excerpt_piped_to_standard_input_is_unwrapped_like_a_file():
+    cell = "<br>".join(bf16_traceback())
+    paste = f"| step | error |\n|---|---|\n| start server | {cell} |\n".encode()
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-m", "doctor", "explain", "-", "--format", "json"], input=paste,
+                          capture_output=True, env={**os.environ, "PYTHONPATH": str(root)}, cwd=root, timeout=120)
+    found = json.loads(done.stdout)["sections"]["remedies"][0]
+    assert found["id"] == BF16
+    assert found["first_line"] == {"source": "-", "line": 3}
+    assert found["root"]["raised_at"].endswith("in _check_if_gpu_supports_dtype")
