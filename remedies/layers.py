@@ -18,6 +18,7 @@ layers that a line-by-line reading of `remedies.normalise` cannot undo, because 
   run backwards), put back in the order it was written (a record's untimestamped continuation lines stay
   with it);
 - `export`: such an export's message column, without the timestamp column, label set and CSV quotes;
+- `stern`: the `pod container ` prefix stern puts in front of every line it tails;
 - `ipython`: a Jupyter / IPython traceback (`Cell In[3], line 5`, `File /x/vllm/y.py:12, in f(a)`,
   `--> 12     raise ...`) rewritten as the standard traceback Python prints;
 - `ranks`: workers (tensor / data parallel ranks, Ray actors, torchrun and mpirun ranks, SGLang's `TP0`)
@@ -372,6 +373,28 @@ def _stamp(text: str) -> str | None:
     return found.group("iso").replace("T", " ").replace(",", ".")
 
 
+# --- stern ---------------------------------------------------------------------------------------------------
+
+# stern's default template `{{color .PodColor .PodName}} {{color .ContainerColor .ContainerName}} {{.Message}}`
+# (stern/stern, the template of its default output): a pod name (DNS labels, a generated suffix after its last `-`), a container name.
+_POD_PREFIX = re.compile(r"^(?:\x1b\[[0-9;]{0,16}m){0,2}(?P<pod>[a-z0-9][a-z0-9.-]{0,251}-[a-z0-9]{1,10})"
+                         r"(?:\x1b\[[0-9;]{0,16}m){0,2} (?:\x1b\[[0-9;]{0,16}m){0,2}(?P<container>[a-z0-9][a-z0-9-]{0,62})"
+                         r"(?:\x1b\[[0-9;]{0,16}m){0,2} ")
+MAX_PODS = 16
+
+
+def peel_pod_prefix(lines: _Lines) -> _Lines | None:
+    """Lines without stern's `pod container ` prefix, when at least EXPORT_SHARE of the non-empty lines carry
+    one of at most MAX_PODS such prefixes."""
+    found = [_POD_PREFIX.match(text) for _, text in lines]
+    filled = sum(1 for _, text in lines if text.strip())
+    prefixes = {(hit.group("pod"), hit.group("container")) for hit in found if hit}
+    hits = sum(1 for hit in found if hit)
+    if not prefixes or len(prefixes) > MAX_PODS or hits < max(MIN_STAMPED, EXPORT_SHARE * filled):
+        return None
+    return [(number, text[hit.end():] if hit else text) for (number, text), hit in zip(lines, found)]
+
+
 # --- ipython -------------------------------------------------------------------------------------------------
 
 _IPY_HEADER = re.compile(r"^(?P<name>[A-Za-z_][\w.]{0,200})\s{2,}Traceback \(most recent call last\)")
@@ -434,5 +457,6 @@ LAYERS: tuple[tuple[str, Callable[[_Lines], _Lines | None]], ...] = (
     ("gutter", peel_gutter),
     ("newest-first", peel_newest_first),
     ("export", peel_export),
+    ("stern", peel_pod_prefix),
     ("ranks", gather),
 )

@@ -352,3 +352,13 @@ def test_an_excerpt_piped_to_standard_input_is_unwrapped_like_a_file():
     assert found["id"] == BF16
     assert found["first_line"] == {"source": "-", "line": 3}
     assert found["root"]["raised_at"].endswith("in _check_if_gpu_supports_dtype")
+
+
+def test_sterns_pod_and_container_prefix_is_peeled(tmp_path):
+    lines = [f"vllm-7d9f8c6b5-x2k4p vllm {line}" for line in bf16_traceback()]
+    assert_named(explain(tmp_path, "\n".join(lines) + "\n"), BF16)
+
+
+def test_prose_is_no_pod_prefix():
+    lines = ["Starting the server now", "the model loads in a minute", "then it serves requests", "ok", "done"]
+    assert unwrap("\n".join(lines) + "\n") is None
