@@ -376,7 +376,8 @@ def _stamp(text: str) -> str | None:
 # --- stern ---------------------------------------------------------------------------------------------------
 
 # stern's default template `{{color .PodColor .PodName}} {{color .ContainerColor .ContainerName}} {{.Message}}`
-# (stern/stern, the template of its default output): a pod name (DNS labels, a generated suffix after its last `-`), a container name.
+# (stern/stern, the template of its default output): a pod name (DNS labels, a generated suffix after its
+# last `-`), a container name.
 _POD_PREFIX = re.compile(r"^(?:\x1b\[[0-9;]{0,16}m){0,2}(?P<pod>[a-z0-9][a-z0-9.-]{0,251}-[a-z0-9]{1,10})"
                          r"(?:\x1b\[[0-9;]{0,16}m){0,2} (?:\x1b\[[0-9;]{0,16}m){0,2}(?P<container>[a-z0-9][a-z0-9-]{0,62})"
                          r"(?:\x1b\[[0-9;]{0,16}m){0,2} ")
