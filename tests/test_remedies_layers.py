@@ -16,7 +16,8 @@ import pytest
 from remedies import explain_sources
 from remedies.crash import Frame
 from remedies.inferred import INFERRED, inferred
-from remedies.layers import peel_gutter, peel_newest_first, unwrap
+from remedies.exports import peel_newest_first
+from remedies.layers import peel_gutter, unwrap
 from remedies.loader import load_catalogue
 from remedies.ranks import gather, worker
 
