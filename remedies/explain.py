@@ -18,8 +18,8 @@ from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.reader import STDIN
 from remedies.rootcause import Root, cited_sites, root_near
-from remedies.views import Sources, excerpt
 from remedies.source import Located, locate, locate_at, sampled_entry
+from remedies.views import Sources, excerpt
 
 
 @dataclass(frozen=True)

@@ -80,7 +80,8 @@ class Root:
         return text
 
     def to_dict(self) -> dict[str, object]:
-        return {"exception": self.exception, "inferred": self.inferred, "raised_at": str(self.frame) if self.frame else None,
+        return {"exception": self.exception, "inferred": self.inferred,
+                "raised_at": str(self.frame) if self.frame else None,
                 "statement": self.statement or None, "cited": list(self.cited),
                 "raised_by": self.located.to_dict() if self.located is not None else None}
 
