@@ -6,6 +6,8 @@ needs the lines around it to be told apart from a message):
 
 - `html`: a web page's escapes and tags (`&quot;`, `&#39;`, `&gt;`, `<details>`, `<summary>`, `<pre>`,
   `<br>`), zero-width characters and no-break spaces;
+- `escaped`: a traceback escaped into one line, as a JSON or Python string shows it (`\\n` between its
+  lines, `\\"` around its paths);
 - `table`: a Markdown table whose cells hold the error (`| step | ValueError: ...<br>  File ... |`, `\\|`);
 - `gutter`: a code viewer's or editor's line numbers down the left (`55   File "..."`, ` 55 | ...`, `L55:`),
   recognised only as numbers that run consecutively over several lines at one column;
@@ -30,6 +32,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
+from remedies.crash import HEADER
 from remedies.exports import peel_export, peel_json, peel_newest_first, peel_pod_prefix
 from remedies.normalise import strip_ansi
 from remedies.ranks import gather
@@ -97,6 +100,28 @@ def peel_html(lines: _Lines) -> _Lines | None:
         text = _TAG.sub("", text.translate(_INVISIBLE))
         for piece in _BREAK.split(text):
             out.append((number, html.unescape(piece) if "&" in piece else piece))
+    return out
+
+
+# --- escaped -------------------------------------------------------------------------------------------------
+
+_ESCAPES = re.compile(r"\\(?:\\|\"|'|t|r)")
+_ESCAPED_BREAK = re.compile(r"(?:\\r)?\\n")
+_UNESCAPE = {"\\\\": "\\", '\\"': '"', "\\'": "'", "\\t": "\t", "\\r": ""}
+
+
+def peel_escaped(lines: _Lines) -> _Lines | None:
+    """A traceback escaped into one line (a JSON or Python string pasted as it is: `"Traceback (most recent
+    call last):\\n  File \\"...\\", line 3, in f\\n..."`) broken back into its lines, escapes undone."""
+    if not any(HEADER in text and text.count("\\n") >= 2 for _, text in lines):
+        return None
+    out: _Lines = []
+    for number, text in lines:
+        if HEADER in text and text.count("\\n") >= 2:
+            out += [(number, _ESCAPES.sub(lambda m: _UNESCAPE[m.group(0)], piece))
+                    for piece in _ESCAPED_BREAK.split(text)]
+        else:
+            out.append((number, text))
     return out
 
 
@@ -255,6 +280,7 @@ LAYERS: tuple[tuple[str, Callable[[_Lines], _Lines | None]], ...] = (
     ("json", peel_json),
     ("html", peel_html),
     ("table", peel_table),
+    ("escaped", peel_escaped),
     ("ipython", peel_ipython),
     ("gutter", peel_gutter),
     ("newest-first", peel_newest_first),

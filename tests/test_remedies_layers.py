@@ -363,3 +363,16 @@ def test_sterns_pod_and_container_prefix_is_peeled(tmp_path):
 def test_prose_is_no_pod_prefix():
     lines = ["Starting the server now", "the model loads in a minute", "then it serves requests", "ok", "done"]
     assert unwrap("\n".join(lines) + "\n") is None
+
+
+def test_a_traceback_escaped_into_a_json_string_is_read_line_by_line(tmp_path):
+    """A server's error body quoting the traceback (`json.dumps` of `traceback.format_exc()`), pasted as is."""
+    text = json.dumps({"detail": "\n".join(bf16_traceback()) + "\n"}) + "\n"
+    assert_named(explain(tmp_path, text), BF16)
+
+
+def test_an_escaped_traceback_cut_before_its_exception_names_the_inferred_raise(tmp_path):
+    lines = [line.split("] ", 1)[1] for line in RAY_FRAMES]
+    text = repr("\n".join(lines) + "\n") + "\n"
+    found = explain(tmp_path, text)
+    assert found[0].remedy.id == "QD-R-RAY-NO-GPU-ON-DRIVER" and found[0].root.inferred
