@@ -3,7 +3,8 @@
 Each catalogue entry whose first sample is an exception line (`ValueError: ...`, the message as its engine's
 source prints it) is put at the end of a traceback, and the traceback is wrapped in each shape: a code
 viewer's gutter, a Markdown table cell, HTML escapes in `<details><pre>`, Docker's JSON lines, a newest-first
-CloudWatch export, stern's pod prefix, two tensor-parallel workers printing at once, an IPython traceback.
+CloudWatch export, stern's pod prefix, two tensor-parallel workers printing at once, the traceback escaped
+into one Python string, an IPython traceback.
 A shape's scores are the share of entries named first, and named with their raise site (the traceback's
 deepest frame, as the finding's root or crash frame), among those the plain traceback names first (the
 control).
@@ -61,6 +62,7 @@ SHAPES: dict[str, Callable[[list[str]], list[str]]] = {
     "export-newest-first": lambda lines: [f"2026-12-03T10:00:{i:02d}.000Z\t{x}" for i, x in enumerate(lines)][::-1],
     "stern": lambda lines: [f"vllm-7d9f8c6b5-x2k4p vllm {x}" for x in lines],
     "ranks": interleaved,
+    "escaped": lambda lines: [repr("\n".join(lines) + "\n")],
     "ipython": lambda lines: ["-" * 75, f"{lines[-1].split(':', 1)[0]}{' ' * 30}Traceback (most recent call last)",
                               "Cell In[3], line 1", "----> 1 llm = LLM(model='Qwen/Qwen3.5-35B-A3B')", "",
                               f"File {VLLM}/engine/arg_utils.py:1500, in EngineArgs.create_engine_config(self)",
