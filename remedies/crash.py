@@ -104,6 +104,7 @@ class Crash:
     kind: str
     tight: str = field(default="", compare=False)
     carried_on: int = field(default=0, compare=False)
+    statement: str = field(default="", compare=False)
 
     @property
     def readings(self) -> tuple[str, ...]:
@@ -244,11 +245,16 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
     """Read a traceback (and its chain) whose header was just consumed; return it and the last line number used.
 
     `lines` yields (line number, normalised line) after the header. Returns (None, n) when the traceback is
-    a handled one (logged below error level) or has no exception line before the input ends.
+    a handled one (logged below error level). One that ends (the input ends, or another record starts) before
+    its exception line is returned as kind "cut", without an exception: its deepest frame, numbered as its
+    line, and the statement printed under that frame (`remedies.inferred` reads the exception from it). A
+    whole one carries its root frame's statement too.
     """
     chain: list[tuple[str, list[Frame], int]] = []
     tight: list[str] = []
     frames: list[Frame] = []
+    statement, deepest = "", 0
+    statements: list[str] = []
     state, last, message, used = "frames", 0, 0, 0
     harmless = header_level in HARMLESS_LEVELS
     for lineno, line in lines:
@@ -261,10 +267,13 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
             frame = _FRAME.match(text)
             if frame:
                 frames.append(Frame(frame.group("path"), int(frame.group("line")), frame.group("func") or ""))
+                statement, deepest = "", lineno
             elif not stripped or text[:1] in " \t" or stripped.startswith("[Previous line repeated"):
-                pass
+                if stripped and frames and not statement and not stripped.startswith(("^", "~", "[Previous")):
+                    statement = stripped
             elif exception_line(stripped):
                 chain.append((stripped, frames, lineno))
+                statements.append(statement)
                 tight.append(text.strip())
                 state, message = "message", 0
             elif line.level in HARMLESS_LEVELS:
@@ -291,9 +300,14 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
             elif stripped:
                 break
             last = lineno
-    if not chain or harmless:
+    if harmless:
         return None, last
+    if not chain:
+        if not frames or state != "frames":
+            return None, last
+        return Crash(deepest, "", "", frames[-1], component_of(frames, ""), "cut", statement=statement), last
     root, root_frames, root_line = chain[0]
     every = [f for _, fs, _ in chain for f in fs]
     return Crash(root_line, root, chain[-1][0], root_frames[-1] if root_frames else None,
-                 component_of(root_frames or every, root), "traceback", tight[0] if tight[0] != root else ""), last
+                 component_of(root_frames or every, root), "traceback", tight[0] if tight[0] != root else "",
+                 statement=statements[0] if root_frames else ""), last

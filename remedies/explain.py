@@ -10,14 +10,16 @@ from doctor.redact import redact_lines
 from remedies.advisories import EngineBug, engine_bug, native_engine_bug, read_head
 from remedies.crash import Crash, component_of, final_group
 from remedies.figures import log_model, uses_log_figures
+from remedies.inferred import INFERRED
 from remedies.levels import as_context
 from remedies.loader import load_catalogue
-from remedies.matcher import WRAP_SCAN_BYTES, Match, Matcher
+from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
-from remedies.reader import STDIN, open_log
+from remedies.reader import STDIN
 from remedies.rootcause import Root, cited_sites, root_near
-from remedies.source import Located, locate, sampled_entry
+from remedies.source import Located, locate, locate_at, sampled_entry
+from remedies.views import Sources, excerpt
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ class Finding:
             text = self.remedy.why if self.root is None else f"{self.remedy.why.rstrip()} {self.root.why()}"
             return text if self.engine_bug is None else f"{text.rstrip()} {self.engine_bug.why}"
         crash = self.crash
-        parts = [f"Root exception: {crash.exception}"]
+        parts = [f"Root exception{f' ({INFERRED})' if crash.kind == 'inferred' else ''}: {crash.exception}"]
         if crash.frame is not None:
             own = self.root is not None and self.root.frame == crash.frame
             parts.append(self.root.site() if own and self.root is not None else f"raised at {crash.frame}")
@@ -191,14 +193,16 @@ class Collector:
         crash = match.crash
         final = last_match.crash
         if final is not None and final is not crash:
-            crash = Crash(crash.lineno, crash.exception, final.final, crash.frame, crash.component, crash.kind)
+            crash = replace(crash, final=final.final, tight="")
         located = locate((*crash.readings, crash.final), package=crash.component)
+        if located is None and crash.frame is not None and crash.statement:
+            located = locate_at(crash.frame, crash.statement, crash.exception)
         entry = self._covering(located) or self._sampled(crash)
         if entry is not None:
             hit = entry.regex.search(crash.exception)
             values = {k: v for k, v in hit.groupdict().items() if v is not None} if hit else {}
             return Finding(entry, len(ending), here, last, match.line, match.before, match.after, len(self._findings),
-                           entry.render_fix(values))
+                           entry.render_fix(values), root=self._inferred_root(crash, final, located))
         remedy = replace(UNKNOWN, component=crash.component)
         if located is not None:
             template = located.hit.template
@@ -207,6 +211,17 @@ class Collector:
                                    "explained from its source")
         return Finding(remedy, len(ending), here, last, match.line, match.before,
                        match.after, len(self._findings), crash=crash, precursor=precursor, located=located)
+
+    @staticmethod
+    def _inferred_root(crash: Crash, final: Crash | None, located: Located | None) -> Root | None:
+        """The root of an entry named through an exception inferred from its raise site (`remedies.inferred`):
+        the crash's own, or the final event's when the entry was found through it (a wrapper's traceback
+        printed its exception, the worker's that it wraps did not)."""
+        for event in (crash, final):
+            if (event is not None and event.kind == "inferred" and located is not None
+                    and located.hit.template.text in event.exception):
+                return Root(event.exception, event.frame, event.statement, located, inferred=True)
+        return None
 
     @staticmethod
     def _sampled(crash: Crash) -> Remedy | None:
@@ -249,14 +264,15 @@ class Collector:
 
 
 def _scan(matcher: Matcher, collector: Collector, source: str | Path, parallel_min_bytes: int | None,
-          workers: int | None, crashes: bool, catalogue: bool) -> None:
-    split = scan_parallel(matcher, source, parallel_min_bytes, workers, crashes=crashes, catalogue=catalogue)
-    if split is not None:
-        matches: Iterable[Match] = split[0]
-        for match in matches:
-            collector.add(match, str(source))
-        return
-    with open_log(source) as stream:
+          workers: int | None, crashes: bool, catalogue: bool, views: Sources) -> None:
+    if views.view(source) is None:
+        split = scan_parallel(matcher, source, parallel_min_bytes, workers, crashes=crashes, catalogue=catalogue)
+        if split is not None:
+            matches: Iterable[Match] = split[0]
+            for match in matches:
+                collector.add(match, str(source))
+            return
+    with views.open(source) as stream:
         for match in matcher.scan(stream, crashes=crashes, catalogue=catalogue):
             collector.add(match, str(source))
 
@@ -279,24 +295,27 @@ def explain_sources(
     """
     matcher = matcher or Matcher()
     collector = collector or Collector()
+    views = Sources()
     files: list[str | Path] = []
     for source in sources:
         again = str(source) != STDIN
-        _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=not again, catalogue=True)
+        _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=not again, catalogue=True,
+              views=views)
         if again:
             files.append(source)
     if collector.wants_crashes():
         for source in files:
-            if _excerpt(source):
-                with open_log(source) as stream:
+            if excerpt(source):
+                with views.open(source) as stream:
                     for match in matcher.scan_retyped(stream):
                         collector.add(match, str(source))
     if collector.wants_crashes():
         for source in files:
-            _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=True, catalogue=False)
+            _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=True, catalogue=False,
+                  views=views)
     if collector.wants_crashes() and collector.unknown() is None:
-        for source in filter(_excerpt, files):
-            with open_log(source) as stream:
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
                 for match in matcher.scan_unclassed(stream):
                     collector.add(match, str(source))
     heads: dict[str, list[str]] = {}
@@ -307,19 +326,30 @@ def explain_sources(
         return heads[source]
 
     found = collector.findings()
-    found = [_with_root(f) if f.remedy.severity == "error" and i < MAX_ROOTS else f for i, f in enumerate(found)]
-    return [_fit_to_log(_name_engine_bug(finding, head), head) for finding in found]
+    found = [_with_root(f, views) if f.remedy.severity == "error" and i < MAX_ROOTS else f
+             for i, f in enumerate(found)]
+    return [_in_source(_fit_to_log(_name_engine_bug(finding, head), head), views) for finding in found]
 
 
 MAX_ROOTS = 1  # error findings (root cause first) given their root exception and raise site: the root cause
 
 
-def _with_root(finding: Finding) -> Finding:
+def _in_source(finding: Finding, views: Sources) -> Finding:
+    """The finding with its lines numbered as in its source, where the scans read an unwrapped view of it."""
+    first, last = finding.first, finding.last
+    if views.view(first.source) is None and views.view(last.source) is None:
+        return finding
+    return replace(finding, first=Location(first.source, views.source_line(first.source, first.line)),
+                   last=Location(last.source, views.source_line(last.source, last.line)))
+
+
+def _with_root(finding: Finding, views: Sources) -> Finding:
     """The finding with the root exception and raise site read around its first line (`remedies.rootcause`):
     for an entry, what the engine raised; for a crash printed without its frames, the frames above it."""
-    if finding.crash is not None and finding.crash.frame is not None:
+    if finding.root is not None or (finding.crash is not None and finding.crash.frame is not None):
         return finding
-    root = root_near(finding.first.source, finding.first.line, (*finding.before, finding.line, *finding.after))
+    root = root_near(finding.first.source, finding.first.line, (*finding.before, finding.line, *finding.after),
+                     views.lines(finding.first.source))
     if root is None or (finding.crash is not None and root.frame is None):
         return finding
     if finding.crash is None:
@@ -330,14 +360,6 @@ def _with_root(finding: Finding) -> Finding:
     crash = replace(finding.crash, frame=root.frame, component=component)
     remedy = finding.remedy if finding.located is not None else replace(finding.remedy, component=component)
     return replace(finding, crash=crash, root=root, remedy=remedy)
-
-
-def _excerpt(source: str | Path) -> bool:
-    """Whether a source is a regular file small enough to be a pasted excerpt (see `Matcher.scan_retyped`)."""
-    try:
-        return Path(source).is_file() and Path(source).stat().st_size <= WRAP_SCAN_BYTES
-    except OSError:
-        return False
 
 
 def _fit_to_log(finding: Finding, head: Callable[[str], list[str]]) -> Finding:

@@ -28,6 +28,7 @@ from typing import BinaryIO, Generator, Iterable, Iterator
 
 from remedies import crash as crash_rules
 from remedies.crash import Crash
+from remedies.inferred import inferred
 from remedies.loader import Catalogue, load_catalogue
 from remedies.model import CONTEXT_LINES, UNKNOWN, FixStep, Remedy
 from remedies.normalise import Line, join, normalise
@@ -409,8 +410,10 @@ class Matcher:
             if crashes and CRASH in anchors and first >= parsed_until:
                 event, parsed_until = self._crash(chunk, first, last, limit,
                                                   lineno - chunk.count(b"\n", first, start), pieces)
-                if event is not None and not any(self.match_line(text) for text in event.readings):
-                    yield Match(UNKNOWN, event.lineno, _shorten(event.exception), crash=event)
+                if event is not None and (event.kind == "inferred"
+                                          or not any(self.match_line(text) for text in event.readings)):
+                    shown = f"{event.frame}: {event.statement}" if event.kind == "inferred" else event.exception
+                    yield Match(UNKNOWN, event.lineno, _shorten(shown), crash=event)
         return lineno + chunk.count(b"\n", counted, limit)
 
     def _match_record(self, chunk: bytearray, first: int, pieces: list[Line], number: int, anchors: set[int],
@@ -533,6 +536,10 @@ class Matcher:
 
         event, used = crash_rules.parse_traceback(following(), level)
         end = ends.get(used, ends[lineno])
+        if event is not None and event.kind == "cut":
+            exception = inferred(event.frame, event.statement) if event.frame is not None else None
+            event = None if exception is None else replace(event, exception=exception, final=exception,
+                                                           kind="inferred")
         if event is not None:
             event = replace(event, carried_on=self._carried_on(chunk, end, limit))
         return event, end

@@ -30,8 +30,13 @@ _WINDOWS_PATH = re.compile(r"\b[A-Za-z]:\\[^\s\"'<>|]{1,1024}")
 _TRANSPORT = re.compile(
     r"^(?:"
     r"[A-Za-z0-9][\w.-]{0,63}[ \t]{0,16}\|[ \t]?"  # docker compose: `vllm-1  | `
-    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?[ \t]"  # docker logs -t, k8s
-    r"|[A-Z][a-z]{2}[ \t]{1,2}\d{1,2} \d{2}:\d{2}:\d{2} [\w.-]{1,64} [\w./-]{1,64}(?:\[\d{1,10}\])?:[ \t]?"  # syslog
+    # journalctl -o short-iso / short-iso-precise: `2026-12-03T10:00:00+0000 host unit[pid]: `
+    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})[ \t][\w.-]{1,64} [\w./@-]{1,64}\[\d{1,10}\]:[ \t]?"
+    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?[ \t]"  # docker logs -t, k8s, GitHub Actions
+    # syslog, journalctl (short, short-precise)
+    r"|[A-Z][a-z]{2}[ \t]{1,2}\d{1,2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? [\w.-]{1,64} [\w./@-]{1,64}(?:\[\d{1,10}\])?:[ \t]?"
+    r"|\[pod/[\w.-]{1,253}/[\w.-]{1,63}\][ \t]?"  # kubectl logs --prefix: `[pod/name/container] `
+    r"|##\[(?:error|warning|notice|debug|group|endgroup|command|section)\][ \t]?"  # GitHub Actions workflow commands
     r"|\((?:[^()\n]{0,80}?\bpid=\d{1,10}[^()\n]{0,80}|raylet[^()\n]{0,60}|gcs_server[^()\n]{0,60})\)[ \t]?"  # Ray
     r"|\[(?:rank|default)\d{1,6}\]:[ \t]?"  # torchrun `[rank3]:`, `[default0]:`
     r"|\[\d{1,6},\d{1,6}\]<std(?:out|err)>:[ \t]?"  # mpirun `[1,0]<stderr>:`

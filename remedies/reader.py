@@ -152,6 +152,11 @@ def _sniffed(raw: BinaryIO, name: str, first: bytes = b"") -> BinaryIO:
     return io.BufferedReader(_Replay(bytes(head), raw, owns=name != STDIN))  # type: ignore[arg-type]
 
 
+def replayed(head: bytes, rest: BinaryIO) -> BinaryIO:
+    """A stream of bytes already read from `rest`, then the rest of it (which the caller keeps open)."""
+    return io.BufferedReader(_Replay(head, rest, owns=False))  # type: ignore[return-value]
+
+
 class _Replay(io.RawIOBase):
     """Bytes already read from a stream, then the rest of the stream."""
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Iterable
 
 from remedies.crash import _BARE, _FRAME, CHAINS, HEADER, Frame, component_of, embedded, exception_line, flattened
+from remedies.inferred import INFERRED
 from remedies.links import load_links
 from remedies.normalise import Line, normalise
 from remedies.reader import GZIP_MAGIC, STDIN
@@ -53,6 +54,7 @@ class Root:
     located: Located | None
     cited: tuple[str, ...] = ()
     below: bool = False
+    inferred: bool = False
 
     def site(self) -> str:
         """Where it was raised, as the log's traceback says it."""
@@ -64,7 +66,7 @@ class Root:
 
     def why(self) -> str:
         """One sentence per fact: the exception, the frame, the template's raise site and condition."""
-        parts = [f"Root exception: {self.exception}"]
+        parts = [f"Root exception{f' ({INFERRED})' if self.inferred else ''}: {self.exception}"]
         if self.frame is not None:
             parts.append(self.site())
         text = "; ".join(parts) + "."
@@ -78,7 +80,8 @@ class Root:
         return text
 
     def to_dict(self) -> dict[str, object]:
-        return {"exception": self.exception, "raised_at": str(self.frame) if self.frame else None,
+        return {"exception": self.exception, "inferred": self.inferred,
+                "raised_at": str(self.frame) if self.frame else None,
                 "statement": self.statement or None, "cited": list(self.cited),
                 "raised_by": self.located.to_dict() if self.located is not None else None}
 
@@ -106,6 +109,14 @@ def window(source: str, lineno: int) -> tuple[list[str], int] | None:
     return [line.decode("utf-8", "replace") for line in lines], lineno - first
 
 
+def _window_of(lines: list[str], lineno: int) -> tuple[list[str], int] | None:
+    """The lines around line `lineno` (1-based) of lines in memory, and the index of that line among them."""
+    if not 1 <= lineno <= len(lines):
+        return None
+    first = max(1, lineno - WINDOW_BEFORE)
+    return lines[first - 1:lineno + WINDOW_AFTER], lineno - first
+
+
 def _plain_lines(raw, first: int, last: int) -> list[bytes]:
     """Lines first..last (1-based) of an uncompressed file, found by counting newlines a block at a time."""
     seen, offset = 0, 0
@@ -127,9 +138,10 @@ def _plain_lines(raw, first: int, last: int) -> list[bytes]:
     return list(islice(raw, last - first + 1))
 
 
-def root_near(source: str, lineno: int, context: Iterable[str] = ()) -> Root | None:
-    """The root exception around a finding's first line (see the module doc), or None."""
-    found = window(source, lineno)
+def root_near(source: str, lineno: int, context: Iterable[str] = (), lines: list[str] | None = None) -> Root | None:
+    """The root exception around a finding's first line (see the module doc), or None; `lines`, when given,
+    are the source's lines as the scan read them (`remedies.views`), read instead of the file."""
+    found = window(source, lineno) if lines is None else _window_of(lines, lineno)
     if found is None:
         lines = list(context)
         return root_of(lines, len(lines) // 2) if lines else None

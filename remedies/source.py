@@ -16,11 +16,13 @@ from typing import Iterable
 
 from packaging.version import InvalidVersion, Version
 
+from remedies.crash import Frame
+from remedies.inferred import completed
 from remedies.links import Links, load_links
 from remedies.model import FixStep
 from remedies.loader import load_catalogue
 from remedies.normalise import normalise
-from remedies.templates import Hit, Site, Template, TemplateIndex, _pieces, load_templates
+from remedies.templates import Hit, Site, Template, TemplateIndex, _pieces, load_templates, skeleton
 
 MAX_SITES = 3
 COMPONENT = {"vllm": "vllm", "sglang": "sglang", "ray": "ray", "torch": "torch", "transformers": "hf",
@@ -124,6 +126,16 @@ def locate(messages: Iterable[str], index: TemplateIndex | None = None, links: L
         if hit is not None:
             return Located(hit, links.entries(hit.template))
     return None
+
+
+def locate_at(frame: Frame, statement: str, exception: str, links: Links | None = None) -> Located | None:
+    """An exception line cut short, located by the raise statement its frame printed (`remedies.inferred`):
+    the template of that site whose message the line starts."""
+    template = completed(frame, statement, exception)
+    if template is None:
+        return None
+    hit = Hit(template, len(skeleton(exception.partition(":")[2])), False)
+    return Located(hit, (links if links is not None else load_links()).entries(template))
 
 
 _FIGURE = re.compile(r"\d+(?:\.\d+)*")

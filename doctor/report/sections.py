@@ -24,7 +24,7 @@ sections.probe       : {url, model, metrics ("read" or why not)} of `qwen-doctor
 sections.remedies[]  : {id, title, severity, component, count (default 1), first_line {source, line},
                        last_line {source, line}, line, context {before [str], after [str]}, why,
                        fix [str | {text, applies}], source [url], wrapper (bool), raised_by, engine_bug,
-                       root {exception, raised_at, statement, raised_by, cited} (where the finding has them)}:
+                       root {exception, inferred, raised_at, statement, raised_by, cited} (where the finding has them)}:
                        `remedy_from_finding(finding.to_dict())`.
 sections.logs[]      : {source, lines [str]}: raw log excerpts shown collapsed.
 
