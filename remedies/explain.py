@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
 from doctor.redact import redact_lines
-from remedies.advisories import EngineBug, engine_bug, native_engine_bug, read_head
+from remedies.advisories import RELEASE_LINES, EngineBug, engine_bug, engine_release, native_engine_bug, read_head
 from remedies.crash import Crash, component_of, final_group
+from remedies.dependency import Dependency, dependency, engine_of, mismatch
 from remedies.figures import log_model, uses_log_figures
 from remedies.levels import as_context
 from remedies.loader import load_catalogue
@@ -16,7 +17,7 @@ from remedies.matcher import WRAP_SCAN_BYTES, Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.reader import STDIN, open_log
-from remedies.rootcause import Root, cited_sites, root_near
+from remedies.rootcause import Root, cited_sites, root_near, stack_near
 from remedies.source import Located, locate, sampled_entry
 
 
@@ -50,11 +51,14 @@ class Finding:
     values: tuple[tuple[str, str], ...] = ()
     located: Located | None = None
     root: Root | None = None
+    dependency: Dependency | None = None
 
     @property
     def steps(self) -> tuple[FixStep, ...]:
         """The fix steps with this log's figures (the generic wording of each template step when none were
         captured); for a crash located in the engine's source, what its raise site implies first."""
+        if self.dependency is not None:
+            return self.dependency.steps()
         own = self.fix or self.remedy.render_fix({})
         return (*self.located.steps(), *own) if self.located is not None else own
 
@@ -62,7 +66,7 @@ class Finding:
         remedy = {**self.remedy.to_dict(), "fix": [step.to_dict() for step in self.steps]}
         excerpt = redact_lines([*self.before, self.line, *self.after])  # a secret wrapped over lines goes whole
         before, line, after = excerpt[:len(self.before)], excerpt[len(self.before)], excerpt[len(self.before) + 1:]
-        if self.crash is not None or self.root is not None:
+        if self.crash is not None or self.root is not None or self.dependency is not None:
             remedy["why"] = self.why
         found: dict[str, Any] = {
             "remedy": remedy,
@@ -80,6 +84,8 @@ class Finding:
             found["raised_by"] = self.located.to_dict()
         if self.root is not None:
             found["root"] = self.root.to_dict()
+        if self.dependency is not None:
+            found["dependency"] = self.dependency.to_dict()
         return found
 
     @property
@@ -88,6 +94,7 @@ class Finding:
         unrecognised crash, what was found and where."""
         if self.crash is None:
             text = self.remedy.why if self.root is None else f"{self.remedy.why.rstrip()} {self.root.why()}"
+            text = text if self.dependency is None else f"{text.rstrip()} {self.dependency.why}"
             return text if self.engine_bug is None else f"{text.rstrip()} {self.engine_bug.why}"
         crash = self.crash
         parts = [f"Root exception: {crash.exception}"]
@@ -242,10 +249,7 @@ class Collector:
         """Errors before warnings before info; within a severity the root cause first, wrappers last."""
         self._restore_if_failing()
         unknown = self.unknown()
-        return sorted(
-            [*self._standing(), *([unknown] if unknown else [])],
-            key=lambda f: (SEVERITIES.index(f.remedy.severity), f.remedy.rank, f.order),
-        )
+        return _ranked([*self._standing(), *([unknown] if unknown else [])])
 
 
 def _scan(matcher: Matcher, collector: Collector, source: str | Path, parallel_min_bytes: int | None,
@@ -306,9 +310,42 @@ def explain_sources(
             heads[source] = read_head(source)
         return heads[source]
 
-    found = collector.findings()
+    found = _ranked([_name_dependency(f, head) for f in collector.findings()])
     found = [_with_root(f) if f.remedy.severity == "error" and i < MAX_ROOTS else f for i, f in enumerate(found)]
     return [_fit_to_log(_name_engine_bug(finding, head), head) for finding in found]
+
+
+def _ranked(findings: list[Finding]) -> list[Finding]:
+    """Errors before warnings before info; within a severity the root cause first, wrappers last."""
+    return sorted(findings, key=lambda f: (SEVERITIES.index(f.remedy.severity), f.remedy.rank, f.order))
+
+
+DEPENDENCY_ID = "QD-R-VLLM-DEPENDENCY-VERSION"
+
+
+def _name_dependency(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
+    """An unrecognised crash (or the dependency entry's own match) whose traceback shows a library's API changed
+    under its caller (`remedies.dependency`) becomes the dependency entry naming the package, what the log's
+    engine release requires of it and the fix."""
+    if finding.remedy.id != DEPENDENCY_ID and (finding.crash is None or finding.located is not None
+                                               and finding.located.entries):
+        return finding
+    line = finding.crash.lineno if finding.crash is not None else finding.first.line
+    stack = stack_near(finding.first.source, line, (*finding.before, finding.line, *finding.after),
+                       len(finding.before))
+    exception = finding.crash.exception if finding.crash is not None else (stack[0] if stack else finding.line)
+    frames = stack[1] if stack else []
+    found = mismatch(exception, frames)
+    if found is None:
+        return finding
+    lines = head(finding.first.source)
+    releases = {engine: engine_release(lines, engine) for engine in RELEASE_LINES}
+    engine = engine_of([frame for frame, _ in frames], releases)
+    entry = load_catalogue().get(DEPENDENCY_ID)
+    if entry is None:
+        return finding
+    facts = dependency(found, engine, releases.get(engine))
+    return replace(finding, remedy=entry, crash=None, located=None, precursor=None, dependency=facts)
 
 
 MAX_ROOTS = 1  # error findings (root cause first) given their root exception and raise site: the root cause

@@ -136,6 +136,21 @@ def root_near(source: str, lineno: int, context: Iterable[str] = ()) -> Root | N
     return root_of(*found)
 
 
+def stack_near(source: str, lineno: int, context: Iterable[str] = (), at: int = 0) -> tuple[str, list[tuple[Frame, str]]] | None:
+    """The exception at or around line `lineno` of a file (else around index `at` of `context`, when the file
+    cannot be read again) and the traceback frames printed above it, outermost first, each with its statement."""
+    found = window(source, lineno)
+    lines, index = found if found is not None else (list(context), at)
+    if not lines:
+        return None
+    read = [normalise(line) for line in lines]
+    exc = _exception_index(read, index)
+    if exc is None:
+        return None
+    text = read[exc].text.strip()
+    return text, _frames_above(read, exc) or _frames_within(text, text)
+
+
 def root_of(lines: list[str], at: int) -> Root | None:
     """The root exception among raw `lines` for the finding at index `at` (see the module doc)."""
     read = [normalise(line) for line in lines]
