@@ -113,9 +113,13 @@ class EngineBug:
     advisories: tuple[Advisory, ...]
     nearest_clean: str | None
     frame: Frame | None = None
+    beside: bool = False
 
     @property
     def why(self) -> str:
+        if self.beside:
+            named = "; ".join(f"{self._named(a)}{self._fixed(a)}" for a in self.advisories)
+            return f"This log also matches a known regression of {self.engine} {self.release}: {named}."
         text = (f"The root exception was raised inside {self.engine} itself ({self.raised_at}) and no catalogue "
                 "entry ties it to a setting of yours: this looks like an engine bug, not a sizing or "
                 "configuration problem.")
@@ -125,6 +129,13 @@ class EngineBug:
             return text + f" No known regression of {self.engine} {self.release} is recorded for it."
         named = "; ".join(self._named(a) for a in self.advisories)
         return text + f" Known regressions of {self.engine} {self.release}: {named}."
+
+    def _fixed(self, advisory: Advisory) -> str:
+        if advisory.fixed_in:
+            return f", fixed in {self.engine} {advisory.fixed_in}"
+        if advisory.last_good:
+            return f", not fixed in a release yet ({advisory.last_good} is the last without it)"
+        return ", not fixed in a release yet"
 
     def _named(self, advisory: Advisory) -> str:
         where = advisory.placement(self.frame)
@@ -137,7 +148,14 @@ class EngineBug:
         return bool(self.nearest_clean and self.release and _older(self.nearest_clean, self.release))
 
     def steps(self) -> tuple[FixStep, ...]:
-        """What to do instead of generic advice: change release, then report with the raise site."""
+        """What to do instead of generic advice: change release, then report with the raise site; beside an
+        entry, the release to move to if the entry's own steps do not clear it."""
+        if self.beside:
+            where = self.nearest_clean
+            move = (f"move to {self.engine} {where} (pip install '{self.engine}=={where}' or the matching image tag)"
+                    if where else "follow the linked issue for the fix")
+            return (FixStep(f"If the steps above do not clear it, this is the known regression of {self.engine} "
+                            f"{self.release} named above: {move}."),)
         first: list[FixStep] = []
         if self.nearest_clean and self.going_back:
             first.append(FixStep(f"Go back to {self.engine} {self.nearest_clean}, the newest release before those "
@@ -301,6 +319,27 @@ def nearest_clean(engine: str, release: str, advisories: Iterable[Advisory]) -> 
         return str(max(Version(a.fixed_in) for a in matched if a.fixed_in is not None))
     if all(a.last_good is not None for a in matched):
         return str(min(Version(a.last_good) for a in matched if a.last_good is not None))
+    return None
+
+
+def beside_entry(text: str, frame: Frame | None, log_lines: Callable[[], Iterable[str]],
+                 advisories: Iterable[Advisory] | None = None) -> EngineBug | None:
+    """An EngineBug to show beside a catalogue entry's finding: the known regressions of the log's release whose
+    symptom is in `text` (the entry's line and root exception) or whose raise site is `frame`'s, else None. An
+    advisory with neither is about every crash of its releases, not about this entry's, and is left out; the
+    log's head (`log_lines`) is read only when some advisory's symptom or site fits."""
+    pool = tuple(load_advisories() if advisories is None else advisories)
+    fitting = [a for a in pool if (a.symptom is not None and a.symptom.search(text))
+               or a.placement(frame) == "at"]
+    if not fitting:
+        return None
+    lines = list(log_lines())
+    for engine in ENGINES:
+        release = engine_release(lines, engine)
+        matched = tuple(a for a in fitting if release is not None and a.covers(engine, release, text, frame))
+        if matched:
+            return EngineBug(engine, str(frame) if frame else text.splitlines()[0], release, matched,
+                             nearest_clean(engine, release, matched), frame, beside=True)
     return None
 
 

@@ -7,7 +7,15 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
 from doctor.redact import redact_lines
-from remedies.advisories import RELEASE_LINES, EngineBug, engine_bug, engine_release, native_engine_bug, read_head
+from remedies.advisories import (
+    RELEASE_LINES,
+    EngineBug,
+    beside_entry,
+    engine_bug,
+    engine_release,
+    native_engine_bug,
+    read_head,
+)
 from remedies.crash import Crash, component_of, final_group
 from remedies.dependency import Dependency, dependency, engine_of, mismatch
 from remedies.figures import log_model, uses_log_figures
@@ -56,11 +64,11 @@ class Finding:
     @property
     def steps(self) -> tuple[FixStep, ...]:
         """The fix steps with this log's figures (the generic wording of each template step when none were
-        captured); for a crash located in the engine's source, what its raise site implies first."""
-        if self.dependency is not None:
-            return self.dependency.steps()
-        own = self.fix or self.remedy.render_fix({})
-        return (*self.located.steps(), *own) if self.located is not None else own
+        captured), or a dependency finding's own; for a crash located in the engine's source, what its raise site
+        implies first; beside an entry, a known regression's release to move to last."""
+        own = self.dependency.steps() if self.dependency is not None else (self.fix or self.remedy.render_fix({}))
+        steps = (*self.located.steps(), *own) if self.located is not None else own
+        return (*steps, *self.engine_bug.steps()) if self.engine_bug is not None and self.engine_bug.beside else steps
 
     def to_dict(self) -> dict[str, Any]:
         remedy = {**self.remedy.to_dict(), "fix": [step.to_dict() for step in self.steps]}
@@ -312,7 +320,7 @@ def explain_sources(
 
     found = _ranked([_name_dependency(f, head) for f in collector.findings()])
     found = [_with_root(f) if f.remedy.severity == "error" and i < MAX_ROOTS else f for i, f in enumerate(found)]
-    return [_fit_to_log(_name_engine_bug(finding, head), head) for finding in found]
+    return [_name_engine_bug(_fit_to_log(finding, head), head) for finding in found]
 
 
 def _ranked(findings: list[Finding]) -> list[Finding]:
@@ -392,11 +400,24 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
     of the release its log prints and a release to move to instead of the generic steps (`remedies.advisories`)."""
     if finding.crash is None:   # an entry's line that its own component calls a bug keeps the entry's steps
         native = native_engine_bug(finding.line, lambda: head(finding.first.source))
-        return finding if native is None else replace(finding, engine_bug=native)
+        if native is not None:
+            return replace(finding, engine_bug=native)
+        return _advised(finding, head)
     bug = engine_bug(finding.crash, head(finding.first.source))
     if bug is None:
         return finding
     return replace(finding, engine_bug=bug, fix=bug.steps())
+
+
+def _advised(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
+    """An entry's finding with the known regression of the log's release whose symptom or raise site is in the
+    log beside it (`remedies.advisories.beside_entry`): the entry's steps first, then the release to move to."""
+    root = finding.root
+    text = finding.line if root is None else f"{finding.line}\n{root.exception}"
+    bug = beside_entry(text, root.frame if root is not None else None, lambda: head(finding.first.source))
+    if bug is None:
+        return finding
+    return replace(finding, engine_bug=bug)
 
 
 def unrecognised_crash(stream: BinaryIO, source: str, matcher: Matcher | None = None) -> Finding | None:

@@ -1,0 +1,69 @@
+"""A catalogue entry's finding carries the known regression of the log's release whose symptom or raise site the
+log shows: the entry's own steps first, then "known regression in X, fixed in Y"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from remedies import explain_sources
+from remedies.advisories import beside_entry, load_advisories
+from remedies.crash import Frame
+
+IMA = "ERROR 06-01 10:00:01 [core.py:700] RuntimeError: CUDA error: an illegal memory access was encountered\n"
+
+
+def vllm_log(tmp_path: Path, release: str, text: str) -> Path:
+    log = tmp_path / "server.log"
+    log.write_text(f"INFO 06-01 10:00:00 [api_server.py:1000] vLLM API server version {release}\n{text}",
+                   encoding="utf-8")
+    return log
+
+
+def test_an_entry_in_a_release_with_a_known_regression_of_its_symptom_names_it_beside_its_steps(tmp_path):
+    first = explain_sources([vllm_log(tmp_path, "0.19.1", IMA)])[0]
+    assert first.remedy.id == "QD-R-CUDA-ILLEGAL-MEMORY-ACCESS"
+    bug = first.engine_bug
+    assert bug is not None and bug.beside and [a.id for a in bug.advisories] == ["VLLM-0.19.1-QWEN36-MTP-LONG-SEQ-IMA"]
+    assert "known regression of vllm 0.19.1" in first.why and "fixed in vllm 0.20.0" in first.why
+    own = first.remedy.render_fix({})
+    assert first.steps[:len(own)] == own, "the entry's own steps come first"
+    assert "move to vllm 0.20.0" in first.steps[-1].text
+    assert first.to_dict()["engine_bug"]["release"] == "0.19.1"
+
+
+def test_the_same_entry_in_a_release_outside_the_regression_names_no_advisory(tmp_path):
+    first = explain_sources([vllm_log(tmp_path, "0.20.0", IMA)])[0]
+    assert first.remedy.id == "QD-R-CUDA-ILLEGAL-MEMORY-ACCESS" and first.engine_bug is None
+
+
+def test_a_log_that_prints_no_release_names_no_advisory(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text(IMA, encoding="utf-8")
+    assert explain_sources([log])[0].engine_bug is None
+
+
+def test_an_advisory_about_every_crash_of_its_release_is_not_put_beside_an_entry(tmp_path):
+    blanket = [a for a in load_advisories() if a.symptom is None and a.site is None and a.engine == "vllm"]
+    assert blanket, "the advisory list has release-wide advisories"
+    release = next(a for a in blanket if a.id == "VLLM-0.17.0-QWEN35-FP8-RUNTIME-CRASH")
+    assert beside_entry("RuntimeError: CUDA error: an illegal memory access was encountered", None,
+                        lambda: ["vLLM API server version 0.17.0"], [release]) is None
+
+
+def test_an_entry_raised_at_an_advisorys_site_names_it_even_without_its_words():
+    site = next(a for a in load_advisories() if a.site and ":" in a.site and a.fixed_in)
+    frame = Frame(f"/usr/lib/python3.12/site-packages/{site.module}", 10, site.function)
+    release = str(site.releases).split(",")[0].lstrip("=<>!~")
+    bug = beside_entry("AssertionError", frame, lambda: [f"vLLM API server version {release}"], [site])
+    assert bug is not None and bug.advisories == (site,) and bug.nearest_clean == site.fixed_in
+
+
+def test_the_log_head_is_read_only_when_some_advisory_fits_the_entry():
+    reads: list[int] = []
+
+    def head() -> list[str]:
+        reads.append(1)
+        return ["vLLM API server version 0.19.1"]
+
+    assert beside_entry("RuntimeError: NCCL error: unhandled system error", None, head) is None
+    assert reads == []
