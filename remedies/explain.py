@@ -16,7 +16,7 @@ from remedies.advisories import (
     native_engine_bug,
     read_head,
 )
-from remedies.crash import Crash, component_of, final_group
+from remedies.crash import SHUTTING_DOWN, TEARDOWN_FRAMES, Crash, component_of, final_group, peer_gone
 from remedies.dependency import Dependency, dependency, engine_of, mismatch
 from remedies.figures import log_model, uses_log_figures
 from remedies.levels import as_context
@@ -25,7 +25,7 @@ from remedies.matcher import WRAP_SCAN_BYTES, Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.reader import STDIN, open_log
-from remedies.rootcause import Root, cited_sites, root_near, stack_near
+from remedies.rootcause import Root, cited_sites, root_near, stack_near, window
 from remedies.source import Located, locate, sampled_entry
 
 
@@ -197,8 +197,11 @@ class Collector:
             ending += [item for item in events if item[1].crash is not None and id(item[1].crash) in kept]
         if not ending:
             return None
-        tracebacks = [item for item in ending if item[1].crash is not None and item[1].crash.kind == "traceback"]
-        (source, line), match = (tracebacks or ending)[0]
+        primary = [item for item in ending if item[1].crash is not None and not peer_gone(item[1].crash.exception)]
+        if not primary and all(self._in_shutdown(source, item) for (source, _), item in ending):
+            return None
+        tracebacks = [item for item in primary or ending if item[1].crash is not None and item[1].crash.kind == "traceback"]
+        (source, line), match = (tracebacks or primary or ending)[0]
         (last_source, last_line), last_match = ending[-1]
         here, last = Location(source, line), Location(last_source, last_line)
         precursor = self._precursor(source, line)
@@ -222,6 +225,17 @@ class Collector:
                                    "explained from its source")
         return Finding(remedy, len(ending), here, last, match.line, match.before,
                        match.after, len(self._findings), crash=crash, precursor=precursor, located=located)
+
+    @staticmethod
+    def _in_shutdown(source: str, match: Match) -> bool:
+        """Whether a crash was raised during an intended shutdown: the server said it was stopping in the lines
+        before it, or its traceback passes through a teardown function (`remedies.crash.SHUTTING_DOWN`)."""
+        crash = match.crash
+        if crash is not None and crash.frame is not None and TEARDOWN_FRAMES.match(crash.frame.function):
+            return True
+        found = window(source, crash.lineno if crash is not None else match.lineno)
+        lines, at = found if found is not None else ([*match.before, match.line], len(match.before))
+        return any(SHUTTING_DOWN.search(line) for line in lines[:at])
 
     @staticmethod
     def _sampled(crash: Crash) -> Remedy | None:
