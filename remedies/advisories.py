@@ -14,6 +14,7 @@ in the same module ("near" it); an advisory with neither is about every crash of
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -28,6 +29,7 @@ from remedies.crash import LLVM_FATAL, RAY_FATAL, Crash, Frame
 from remedies.errors import CatalogueError, LogReadError
 from remedies.model import FixStep
 from remedies.reader import STDIN, open_log
+from remedies.templates import SIGNATURES_DIR
 
 ADVISORIES_PATH = Path(__file__).parent / "advisories.yaml"
 ENGINES = ("vllm", "sglang")
@@ -114,6 +116,7 @@ class EngineBug:
     nearest_clean: str | None
     frame: Frame | None = None
     beside: bool = False
+    without: str | None = None
 
     @property
     def why(self) -> str:
@@ -169,6 +172,10 @@ class EngineBug:
         elif self.advisories:
             first.append(FixStep(f"No fixed {self.engine} release is recorded yet: follow the linked issues, or "
                                  f"go back to the release you ran before {self.release}."))
+        elif self.without:
+            first.append(FixStep(f"Move to {self.engine} {self.without}, the nearest release whose source no longer "
+                                 f"raises this message (the check that fired was removed or rewritten there; pin it: "
+                                 f"pip install '{self.engine}=={self.without}' or the matching image tag)."))
         else:
             first.append(FixStep(f"Try the newest {self.engine} patch release of your minor (or the previous "
                                  "release that worked for you); a crash inside engine code is fixed by a "
@@ -179,7 +186,33 @@ class EngineBug:
 
     def to_dict(self) -> dict[str, Any]:
         return {"engine": self.engine, "raised_at": self.raised_at, "release": self.release,
-                "advisories": [a.to_dict() for a in self.advisories], "nearest_clean": self.nearest_clean}
+                "advisories": [a.to_dict() for a in self.advisories], "nearest_clean": self.nearest_clean,
+                "without_raise": self.without}
+
+
+@lru_cache(maxsize=8)
+def mined_releases(package: str) -> tuple[str, ...]:
+    """The releases whose source the raise templates were mined from (remedies/signatures/<package>.json)."""
+    try:
+        doc = json.loads((SIGNATURES_DIR / f"{package}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    return tuple(str(r) for r in doc.get("releases", ()))
+
+
+def release_without(package: str, present: Iterable[str], release: str) -> str | None:
+    """The nearest mined release after `release` whose source no longer raises a template printed by the mined
+    releases `present`, when the log's release (or the nearest mined one before it) still raises it; else None."""
+    carried = set(present)
+    try:
+        wanted = Version(release)
+        mined = sorted((Version(r), r) for r in mined_releases(package))
+    except InvalidVersion:
+        return None
+    before = [r for v, r in mined if v <= wanted]
+    if not before or before[-1] not in carried:
+        return None
+    return next((r for v, r in mined if v > wanted and r not in carried), None)
 
 
 def _in(release: str, spec: SpecifierSet) -> bool:

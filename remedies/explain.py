@@ -15,6 +15,7 @@ from remedies.advisories import (
     engine_release,
     native_engine_bug,
     read_head,
+    release_without,
 )
 from remedies.crash import SHUTTING_DOWN, TEARDOWN_FRAMES, Crash, component_of, final_group, peer_gone
 from remedies.dependency import Dependency, dependency, engine_of, mismatch
@@ -420,6 +421,9 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
     bug = engine_bug(finding.crash, head(finding.first.source))
     if bug is None:
         return finding
+    template = finding.located.hit.template if finding.located is not None else None
+    if template is not None and bug.release and not bug.advisories and template.package == bug.engine:
+        bug = replace(bug, without=release_without(bug.engine, template.releases, bug.release))
     return replace(finding, engine_bug=bug, fix=bug.steps())
 
 

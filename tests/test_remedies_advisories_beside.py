@@ -67,3 +67,35 @@ def test_the_log_head_is_read_only_when_some_advisory_fits_the_entry():
 
     assert beside_entry("RuntimeError: NCCL error: unhandled system error", None, head) is None
     assert reads == []
+
+
+def test_an_engine_bug_without_an_advisory_names_the_nearest_release_whose_source_no_longer_raises_it(tmp_path):
+    from remedies.advisories import mined_releases
+    from remedies.templates import load_templates
+
+    template = next(t for t in load_templates().templates if t.package == "vllm"
+                    and t.text.startswith("Unexpected blocked waiting status in promotion"))
+    mined = mined_releases("vllm")
+    last = max(template.releases, key=mined.index)
+    after = mined[mined.index(last) + 1]
+    site = template.sites[0]
+    function = site.function.rsplit(".", 1)[-1]
+    log = tmp_path / "server.log"
+    log.write_text(
+        f"(APIServer pid=1) INFO 09-01 10:00:00 [api_server.py:1000] vLLM API server version {last}\n"
+        "Traceback (most recent call last):\n"
+        f'  File "/usr/local/lib/python3.12/dist-packages/{site.module}", line 700, in {function}\n'
+        "    raise RuntimeError(\n"
+        "RuntimeError: Unexpected blocked waiting status in promotion: RequestStatus.WAITING for request cmpl-1\n",
+        encoding="utf-8")
+    first = explain_sources([log])[0]
+    assert first.engine_bug is not None and first.engine_bug.without == after
+    assert any(f"Move to vllm {after}, the nearest release whose source no longer raises" in s.text for s in first.steps)
+
+
+def test_no_release_without_the_raise_is_named_when_the_logs_release_does_not_raise_it():
+    from remedies.advisories import release_without
+
+    assert release_without("vllm", ["0.17.1"], "0.20.2") is None
+    assert release_without("vllm", ["0.34.0"], "0.34.0") is None  # no newer mined release
+    assert release_without("vllm", ["0.20.2"], "not-a-release") is None
