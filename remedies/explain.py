@@ -335,7 +335,7 @@ def explain_sources(
 
     found = _ranked([_name_dependency(f, head) for f in collector.findings()])
     found = [_with_root(f) if f.remedy.severity == "error" and i < MAX_ROOTS else f for i, f in enumerate(found)]
-    return [_name_engine_bug(_fit_to_log(finding, head), head) for finding in found]
+    return _regression_first([_name_engine_bug(_fit_to_log(finding, head), head) for finding in found], head)
 
 
 def _ranked(findings: list[Finding]) -> list[Finding]:
@@ -436,6 +436,36 @@ def _advised(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
     if bug is None:
         return finding
     return replace(finding, engine_bug=bug)
+
+
+def _regression_first(found: list[Finding], head: Callable[[str], list[str]]) -> list[Finding]:
+    """When the first finding is an entry whose root exception is not its own message but one raised inside engine
+    code that refuses no setting of the user's, and that raise is a known regression of the log's release (an
+    advisory) or gone from a later release's source, the engine-bug finding for it comes first: the entry's advice
+    (sizing, configuration) is not what stops this log."""
+    first = found[0] if found else None
+    root = first.root if first is not None else None
+    if (first is None or root is None or root.frame is None or first.crash is not None or first.dependency is not None
+            or first.remedy.regex.search(root.exception)):
+        return found
+    crash = Crash(first.first.line, root.exception, root.exception, root.frame,
+                  component_of([root.frame], root.exception), "traceback")
+    bug = engine_bug(crash, head(first.first.source))
+    if bug is None or bug.release is None:
+        return found
+    template = root.located.hit.template if root.located is not None else None
+    if not bug.advisories and template is not None and template.package == bug.engine:
+        bug = replace(bug, without=release_without(bug.engine, template.releases, bug.release))
+    if not bug.advisories and bug.without is None:
+        return found
+    title = (f"A known regression of {bug.engine} {bug.release} stops this log (an engine bug, not a setting)"
+             if bug.advisories else f"{bug.engine} {bug.release} raised an internal check that a later release "
+                                    f"no longer has (an engine bug, not a setting)")
+    lead = Finding(replace(UNKNOWN, component=bug.engine, title=title), first.count, first.first, first.last, first.line,
+                   first.before, first.after, -1, bug.steps(), crash=crash, engine_bug=bug,
+                   located=root.located, root=root)
+    beside = first if first.engine_bug is None or not first.engine_bug.beside else replace(first, engine_bug=None)
+    return [lead, replace(beside, root=None), *found[1:]]
 
 
 def unrecognised_crash(stream: BinaryIO, source: str, matcher: Matcher | None = None) -> Finding | None:

@@ -99,3 +99,26 @@ def test_no_release_without_the_raise_is_named_when_the_logs_release_does_not_ra
     assert release_without("vllm", ["0.17.1"], "0.20.2") is None
     assert release_without("vllm", ["0.34.0"], "0.34.0") is None  # no newer mined release
     assert release_without("vllm", ["0.20.2"], "not-a-release") is None
+
+
+def test_a_known_regression_raised_in_engine_code_comes_before_an_entrys_unrelated_advice(tmp_path):
+    advisory = next(a for a in load_advisories() if a.id == "VLLM-KVBLOCKZEROER-NON-UNIFORM-PAGES")
+    site = "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/utils.py"
+    log = vllm_log(tmp_path, "0.20.2", (
+        "Traceback (most recent call last):\n"
+        f'  File "{site}", line 155, in __init__\n'
+        "    assert page_size_el == cur_page_el, (\n"
+        "AssertionError: Non-uniform page sizes: 2112 vs 10496\n"
+        '  Warning  Unhealthy  3s (x3 over 13s)  kubelet  Startup probe failed: Get "http://10.0.0.13:8000/health": '
+        "dial tcp 10.0.0.13:8000: connect: connection refused\n"))
+    found = explain_sources([log])
+    first = found[0]
+    assert first.engine_bug is not None and first.engine_bug.advisories == (advisory,)
+    assert "known regression of vllm 0.20.2" in first.remedy.title
+    assert any(f"Move to vllm {advisory.fixed_in}" in step.text for step in first.steps)
+    assert "QD-R-VLLM-STARTUP-PROBE" in [f.remedy.id for f in found[1:]], "the entry is still named, after it"
+
+
+def test_an_entry_whose_own_message_is_the_root_keeps_its_place(tmp_path):
+    first = explain_sources([vllm_log(tmp_path, "0.19.1", IMA)])[0]
+    assert first.remedy.id == "QD-R-CUDA-ILLEGAL-MEMORY-ACCESS"
