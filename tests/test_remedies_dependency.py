@@ -165,3 +165,26 @@ def test_the_mined_requirements_agree_with_the_version_matrix_for_transformers_a
 def test_a_release_older_than_every_mined_one_has_no_requirement():
     assert requirement("vllm", "0.1.0", "transformers") is None
     assert requirement("vllm", "not-a-version", "transformers") is None
+
+
+def test_the_json_report_carries_the_dependency_and_validates(tmp_path):
+    import subprocess
+    import sys
+    from importlib import resources
+
+    import jsonschema
+
+    log = tmp_path / "server.log"
+    log.write_text("sglang==0.5.23\n" + HEADER
+                   + f'  File "{SITE}/sglang/srt/utils/hf_transformers_utils.py", line 30, in <module>\n'
+                   "    from huggingface_hub import snapshot_download_x\n"
+                   "ImportError: cannot import name 'snapshot_download_x' from 'huggingface_hub'\n", encoding="utf-8")
+    out = tmp_path / "report.json"
+    done = subprocess.run([sys.executable, "-m", "doctor", "explain", str(log), "-o", str(out)],
+                          capture_output=True, check=False)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(out.read_text())
+    schema = json.loads(resources.files("doctor.report").joinpath("report.schema.json").read_text())
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(report)) == []
+    (remedy,) = report["sections"]["remedies"]
+    assert remedy["dependency"]["package"] == "huggingface-hub" and remedy["dependency"]["release"] == "0.5.23"
