@@ -82,6 +82,7 @@ _IMPORT_NAME = re.compile(r"cannot import name '(?P<name>\w{1,200})' from '(?P<m
 _MODULE_ATTR = re.compile(r"module '(?P<module>[\w.]{1,300})' has no attribute '(?P<name>\w{1,200})'")
 _OBJECT_ATTR = re.compile(r"'(?P<callee>[A-Za-z_]\w{0,200})' object has no attribute '(?P<name>\w{1,200})'")
 _NO_MODULE = re.compile(r"No module named '(?P<module>[A-Za-z_]\w{0,100}(?:\.\w{1,100}){1,10})'")
+_STDLIB = re.compile(r"/lib/python3(?:\.\d{1,2})?/(?!(?:site|dist)-packages/)[\w./-]{1,300}\.py$")
 _INSTALLED = re.compile(r"(?:^|[/\\])(?:site|dist)-packages[/\\](?P<top>[A-Za-z_]\w{0,100})[/\\]")
 _DOTTED_CALL = re.compile(r"(?<![\w.])(?P<top>[A-Za-z_]\w{0,60})\.[A-Za-z_][\w.]{0,200}\s{0,4}\(")
 _FROM_IMPORT = re.compile(r"^\s*(?:from\s+(?P<top>[A-Za-z_]\w{0,60})[\w.]{0,200}\s+import|import\s+(?P<mod>[A-Za-z_]\w{0,60}))")
@@ -120,17 +121,21 @@ def known_libraries() -> frozenset[str]:
     return frozenset(required | LIBRARIES) - set(ENGINES)
 
 
+def transparent(frame: Frame) -> bool:
+    """Whether a frame is the interpreter's own (`<frozen importlib._bootstrap>`, the standard library): it
+    passes a call or an import on and says nothing about whose API it is."""
+    path = frame.path.replace("\\", "/")
+    return path.startswith("<frozen ") or bool(_STDLIB.search(path))
+
+
 def owner(frame: Frame) -> str:
-    """'vllm' / 'sglang' for engine code, a distribution for an installed third-party package, '' for the
-    user's own code (or a package nobody lists)."""
+    """'vllm' / 'sglang' for engine code, the distribution of an installed third-party package, '' for the
+    user's own code."""
     path = frame.path.replace("\\", "/")
     found = _INSTALLED.findall(path)
     if found:
         top = found[-1]
-        if top in ENGINES:
-            return top
-        dist = distribution(top)
-        return dist if dist in known_libraries() else ""
+        return top if top in ENGINES else distribution(top)
     parts = path.split("/")
     return next((part for part in reversed(parts[:-1]) if part in ENGINES), "")
 
@@ -180,7 +185,7 @@ def mismatch(exception: str, frames: Iterable[tuple[Frame, str]]) -> Mismatch | 
     if form is None:
         return None
     kind, callee, what = form
-    stack = list(frames)
+    stack = [(frame, statement) for frame, statement in frames if not transparent(frame)]
     owners = [owner(frame) for frame, _ in stack]
     deepest = owners[-1] if owners else None
     if deepest == "":
@@ -192,7 +197,7 @@ def mismatch(exception: str, frames: Iterable[tuple[Frame, str]]) -> Mismatch | 
             if not deepest or deepest in ENGINES:
                 return None  # the engine's own modules: a broken or mixed install, named by its own entries
             return Mismatch(package, kind, what, deepest, f"{deepest} imports from {callee}")
-        if package not in known_libraries():
+        if package not in known_libraries() and not _installed_in(exception, callee):
             return None
         importer = deepest if deepest and deepest != package else caller
         return Mismatch(package, kind, what, importer or "the engine", f"the message names the module {callee}")
@@ -207,6 +212,13 @@ def mismatch(exception: str, frames: Iterable[tuple[Frame, str]]) -> Mismatch | 
         return None  # engine code calling engine code, or nothing shows whose the callee is
     evidence = f"the call `{statement}`" if statement and _named_by_statement(statement) else f"{callee} is {package}'s"
     return Mismatch(package, kind, what, deepest or "the engine", evidence)
+
+
+def _installed_in(exception: str, module: str) -> bool:
+    """Whether the message shows the module's file under site-packages (`cannot import name 'X' from 'pkg.mod'
+    (/…/site-packages/pkg/mod.py)`): an installed package, not the user's own module."""
+    top = module.split(".", 1)[0]
+    return any(found == top for found in _INSTALLED.findall(exception.replace("\\", "/")))
 
 
 def _caller(owners: list[str]) -> str | None:

@@ -188,3 +188,19 @@ def test_the_json_report_carries_the_dependency_and_validates(tmp_path):
     assert list(jsonschema.Draft202012Validator(schema).iter_errors(report)) == []
     (remedy,) = report["sections"]["remedies"]
     assert remedy["dependency"]["package"] == "huggingface-hub" and remedy["dependency"]["release"] == "0.5.23"
+
+
+def test_the_interpreters_own_frames_pass_the_import_on():
+    stack = [(Frame(f"{SITE}/vllm/transformers_utils/config.py", 90, "get_config"), "importlib.import_module(name)"),
+             (Frame("/usr/lib/python3.12/importlib/__init__.py", 90, "import_module"), ""),
+             (Frame("<frozen importlib._bootstrap>", 1204, "_gcd_import"), "")]
+    found = mismatch("ModuleNotFoundError: No module named 'transformers.models.qwen3_5_moe_x'", stack)
+    assert found is not None and (found.package, found.caller) == ("transformers", "vllm")
+    user = [(Frame("<stdin>", 1, "<module>"), "")]
+    assert mismatch("TypeError: helper() got an unexpected keyword argument 'x'", user) is None
+
+
+def test_any_installed_package_counts_as_a_library_but_a_users_module_does_not():
+    installed = f"({SITE}/liger_kernel/ops/__init__.py)"
+    assert mismatch(f"ImportError: cannot import name 'fused' from 'liger_kernel.ops' {installed}", []) is not None
+    assert mismatch("ImportError: cannot import name 'fused' from 'myproj.ops' (/home/me/myproj/ops.py)", []) is None
