@@ -71,6 +71,10 @@ CALLEE_HINTS = (
     (re.compile(r"^Starlette\b"), "starlette"),
     (re.compile(r"^(?:Config|Server)\.__init__$"), "uvicorn"),
 )
+# An attribute missing on a builtin value (`'NoneType' object has no attribute`) is a value the code did not expect,
+# not an API that changed.
+BUILTIN_TYPES = frozenset({"NoneType", "int", "float", "str", "bytes", "bool", "list", "dict", "tuple", "set",
+                           "function", "method", "builtin_function_or_method", "module", "type", "object"})
 _SIGNATURE = re.compile(
     r"(?P<callee>[A-Za-z_][\w.<>]{0,200})\(\) (?:takes (?:from \d{1,3} to \d{1,3}|\d{1,3}|no) (?:positional |"
     r"keyword-only )?arguments?|takes exactly one argument|got an unexpected keyword argument '(?P<arg>\w{1,120})'"
@@ -173,7 +177,7 @@ def _form(exception: str) -> tuple[str, str, str] | None:
         return "module", hit.group("module"), f"there is no module {hit.group('module')}"
     if kind == "AttributeError" and (hit := _MODULE_ATTR.search(message)):
         return "import", hit.group("module"), f"{hit.group('module')} has no attribute '{hit.group('name')}'"
-    if kind == "AttributeError" and (hit := _OBJECT_ATTR.search(message)):
+    if kind == "AttributeError" and (hit := _OBJECT_ATTR.search(message)) and hit.group("callee") not in BUILTIN_TYPES:
         return "object", hit.group("callee"), f"{hit.group('callee')} objects have no attribute '{hit.group('name')}'"
     return None
 

@@ -204,3 +204,11 @@ def test_any_installed_package_counts_as_a_library_but_a_users_module_does_not()
     installed = f"({SITE}/liger_kernel/ops/__init__.py)"
     assert mismatch(f"ImportError: cannot import name 'fused' from 'liger_kernel.ops' {installed}", []) is not None
     assert mismatch("ImportError: cannot import name 'fused' from 'myproj.ops' (/home/me/myproj/ops.py)", []) is None
+
+
+def test_an_attribute_missing_on_a_builtin_value_is_not_an_api_change():
+    stack = [(Frame(f"{SITE}/vllm/worker/model_runner.py", 10, "execute"), "out = torch.ops.x(y)"),
+             (Frame(f"{SITE}/torch/_ops.py", 10, "__call__"), "return self._op(*args)")]
+    assert mismatch("AttributeError: 'NoneType' object has no attribute 'shape'", stack) is None
+    found = mismatch("AttributeError: 'Tensor' object has no attribute 'untyped_storage_x'", stack)
+    assert found is not None and found.package == "torch"
