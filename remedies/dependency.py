@@ -319,19 +319,29 @@ class Dependency:
             first.append(FixStep(f"Install the {m.package} that {engine} {self.release} requires: "
                                  f"pip install '{m.package}{spec}' (pip show {m.package} shows the one installed; "
                                  "`pip check` names the conflict)."))
-        elif self.release is not None:
-            first.append(FixStep(f"{engine} {self.release} sets no bound on {m.package}: install the {m.package} "
-                                 f"release {m.caller} was written for (check `pip show {m.package}` against the "
-                                 f"release before the API change that {m.what}), and pin it."))
+        elif self.required is not None and spec == "":
+            first.append(FixStep(f"{engine} {self.release} requires {m.package} without a version bound: install the "
+                                 f"{m.package} release {m.caller} was written for (the one before the change in which "
+                                 f"{m.what}; pip show {m.package} shows the one installed), and pin it."))
+        elif self.required is not None:
+            first.append(FixStep(f"{engine} {self.release} does not require {m.package} itself; another package brought "
+                                 f"it in (pip show {m.package}: Required-by). Install the {m.package} that package and "
+                                 f"{m.caller} accept (`pip check` names the conflict), or reinstall the engine with its "
+                                 f"dependencies: pip install --force-reinstall '{engine}=={self.release}'."))
+        elif self.latest is not None and self.latest.specifier is None:
+            first.append(FixStep(f"{engine} does not require {m.package} itself; another package brought it in (pip "
+                                 f"show {m.package}: Required-by). Install the {m.package} that package and "
+                                 f"{m.caller} accept (`pip check` names the conflict), or reinstall {engine} with its "
+                                 "dependencies into a fresh virtual environment."))
         else:
             first.append(FixStep(f"Compare the installed {m.package} (pip show {m.package}) with what your {engine} "
                                  f"release requires of it (pip show {engine}, its Requires; `pip check` names the "
                                  f"conflict) and install a {m.package} inside that range."))
         latest = self.latest
-        if latest is not None and latest.release != self.release:
-            need = f" (it requires {m.package}{latest.specifier})" if latest.specifier else ""
+        if latest is not None and latest.specifier and latest.release != self.release:
             first.append(FixStep(f"Or upgrade {engine} to a release whose requirement admits the installed "
-                                 f"{m.package}: the newest, {engine} {latest.release}{need}."))
+                                 f"{m.package}: the newest, {engine} {latest.release}, requires "
+                                 f"{m.package}{latest.specifier}."))
         first.append(FixStep(f"If another package needs a different {m.package}, run it in its own environment and "
                              f"talk to {engine} over its HTTP API instead of installing both together; a fresh "
                              f"virtual environment or the {engine} image keeps the pins together."))

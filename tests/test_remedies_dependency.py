@@ -212,3 +212,14 @@ def test_an_attribute_missing_on_a_builtin_value_is_not_an_api_change():
     assert mismatch("AttributeError: 'NoneType' object has no attribute 'shape'", stack) is None
     found = mismatch("AttributeError: 'Tensor' object has no attribute 'untyped_storage_x'", stack)
     assert found is not None and found.package == "torch"
+
+
+def test_a_package_the_release_does_not_require_itself_points_at_whoever_brought_it_in(tmp_path):
+    assert requirement("vllm", "0.32.0", "uvicorn").specifier is None, "vLLM 0.32.0 gets uvicorn through fastapi"
+    log = ("INFO 06-01 10:00:00 [api_server.py:1000] vLLM API server version 0.32.0\n" + HEADER
+           + f'  File "{SITE}/vllm/entrypoints/launcher.py", line 40, in serve_http\n'
+           "    config = uvicorn.Config(app, h11_max_incomplete_event_size=size)\n"
+           "TypeError: Config.__init__() got an unexpected keyword argument 'h11_max_incomplete_event_size'\n")
+    found = first(tmp_path, log)
+    assert found["dependency"]["package"] == "uvicorn" and found["dependency"]["required"] is None
+    assert "vllm 0.32.0 does not require uvicorn itself" in found["remedy"]["fix"][0]["text"]
