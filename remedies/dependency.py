@@ -75,12 +75,19 @@ CALLEE_HINTS = (
 # not an API that changed.
 BUILTIN_TYPES = frozenset({"NoneType", "int", "float", "str", "bytes", "bool", "list", "dict", "tuple", "set",
                            "function", "method", "builtin_function_or_method", "module", "type", "object"})
+# The engines' public API classes a plugin or trainer constructs (vllm/__init__.py, sglang/__init__.py exports).
+ENGINE_API = {"vllm": frozenset({"LLM", "SamplingParams", "EngineArgs", "AsyncEngineArgs", "LLMEngine", "AsyncLLMEngine",
+                                 "PoolingParams", "GuidedDecodingParams", "StructuredOutputsParams"}),
+              "sglang": frozenset({"Engine", "ServerArgs", "Runtime"})}
+_CALLED = re.compile(r"\b([A-Z]\w{1,60})\s{0,4}\(")
 _SIGNATURE = re.compile(
     r"(?P<callee>[A-Za-z_][\w.<>]{0,200})\(\) (?:takes (?:from \d{1,3} to \d{1,3}|\d{1,3}|no) (?:positional |"
     r"keyword-only )?arguments?|takes exactly one argument|got an unexpected keyword argument '(?P<arg>\w{1,120})'"
     r"|got multiple values for (?:keyword )?argument '(?P<multi>\w{1,120})'|missing \d{1,3} required "
     r"(?:positional|keyword-only) arguments?|got some positional-only arguments passed as keyword arguments)"
     r"|'(?P<keyword>\w{1,120})' is an invalid keyword argument for (?P<c_callee>[A-Za-z_][\w.]{0,200})\(\)"
+    # msgspec.Struct's own __init__ (msgspec/_core.c): vLLM's SamplingParams and its other msgspec structs
+    r"|^\s?Unexpected keyword argument '(?P<struct_arg>\w{1,120})'|^\s?Missing required argument '\w{1,120}'"
 )
 _IMPORT_NAME = re.compile(r"cannot import name '(?P<name>\w{1,200})' from '(?P<module>[\w.]{1,300})'")
 _MODULE_ATTR = re.compile(r"module '(?P<module>[\w.]{1,300})' has no attribute '(?P<name>\w{1,200})'")
@@ -168,9 +175,10 @@ def _form(exception: str) -> tuple[str, str, str] | None:
     message = exception.split(":", 1)[1] if ":" in exception else ""
     if kind == "TypeError" and (hit := _SIGNATURE.search(message)):
         callee = hit.group("callee") or hit.group("c_callee") or ""
-        arg = hit.group("arg") or hit.group("multi") or hit.group("keyword")
-        return "signature", callee, f"{callee}()" + (f" rejected the keyword '{arg}'" if arg else " was called with "
-                                                      "arguments its installed signature does not take")
+        arg = hit.group("arg") or hit.group("multi") or hit.group("keyword") or hit.group("struct_arg")
+        who = f"{callee}()" if callee else "the call"
+        return "signature", callee, who + (f" rejected the keyword '{arg}'" if arg else " was given arguments its "
+                                                                                   "installed signature does not take")
     if kind == "ImportError" and (hit := _IMPORT_NAME.search(message)):
         return "import", hit.group("module"), f"{hit.group('module')} has no '{hit.group('name')}'"
     if kind == "ModuleNotFoundError" and (hit := _NO_MODULE.search(message)):
@@ -206,6 +214,10 @@ def mismatch(exception: str, frames: Iterable[tuple[Frame, str]]) -> Mismatch | 
         importer = deepest if deepest and deepest != package else caller
         return Mismatch(package, kind, what, importer or "the engine", f"the message names the module {callee}")
     if deepest is not None and deepest not in ENGINES:
+        statement = stack[-1][1]
+        engine = _engine_called(statement, callee)
+        if engine:  # a plugin or trainer calling the engine's API
+            return Mismatch(engine, kind, what, deepest, f"{deepest} calls {engine} (`{statement or callee}`)")
         if caller == "":
             return None  # the user's own code called straight into the library
         path = stack[-1][0].path
@@ -216,6 +228,15 @@ def mismatch(exception: str, frames: Iterable[tuple[Frame, str]]) -> Mismatch | 
         return None  # engine code calling engine code, or nothing shows whose the callee is
     evidence = f"the call `{statement}`" if statement and _named_by_statement(statement) else f"{callee} is {package}'s"
     return Mismatch(package, kind, what, deepest or "the engine", evidence)
+
+
+def _engine_called(statement: str, callee: str) -> str:
+    """The engine a library's statement calls (`vllm.SamplingParams(`, or a class only the engine defines), or ''."""
+    for found in _DOTTED_CALL.finditer(statement):
+        if found.group("top") in ENGINES:
+            return found.group("top")
+    named = callee.split(".", 1)[0] or next((m.group(1) for m in _CALLED.finditer(statement)), "")
+    return next((engine for engine, classes in ENGINE_API.items() if named in classes), "")
 
 
 def _installed_in(exception: str, module: str) -> bool:

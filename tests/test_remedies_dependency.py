@@ -223,3 +223,22 @@ def test_a_package_the_release_does_not_require_itself_points_at_whoever_brought
     found = first(tmp_path, log)
     assert found["dependency"]["package"] == "uvicorn" and found["dependency"]["required"] is None
     assert "vllm 0.32.0 does not require uvicorn itself" in found["remedy"]["fix"][0]["text"]
+
+
+@pytest.mark.parametrize(("exception", "path", "statement", "caller"), [
+    # msgspec.Struct's __init__ wording (jcrist/msgspec msgspec/_core.c): vLLM's SamplingParams is a Struct
+    ("TypeError: Unexpected keyword argument 'guided_decoding'", "trl/trainer/grpo_trainer.py",
+     "sampling_params = SamplingParams(**generation_kwargs)", "trl"),
+    ("TypeError: LLM.__init__() got an unexpected keyword argument 'device'", "verl/workers/rollout/vllm_rollout.py",
+     "self.inference_engine = LLM(", "verl"),
+    ("TypeError: EngineArgs.__init__() got an unexpected keyword argument 'worker_extension_cls'",
+     "lmcache/integration/vllm/utils.py", "args = vllm.EngineArgs(**kwargs)", "lmcache"),
+])
+def test_a_plugin_calling_the_engines_api_names_the_engine_and_the_plugin(exception, path, statement, caller):
+    found = mismatch(exception, [(Frame(f"{SITE}/{path}", 10, "f"), statement)])
+    assert found is not None and (found.package, found.caller) == ("vllm", caller)
+
+
+def test_the_users_own_call_of_the_engines_api_is_a_usage_error_not_a_dependency():
+    stack = [(Frame("/home/me/run.py", 10, "main"), "sp = SamplingParams(guided_decoding=g)")]
+    assert mismatch("TypeError: Unexpected keyword argument 'guided_decoding'", stack) is None
