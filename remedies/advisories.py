@@ -150,6 +150,14 @@ class EngineBug:
         """Whether the nearest clean release is older than the log's (no release has fixed them all yet)."""
         return bool(self.nearest_clean and self.release and _older(self.nearest_clean, self.release))
 
+    def leading_steps(self) -> tuple[FixStep, ...]:
+        """Beside a crash no entry names, the known regression's step first: the release to move to."""
+        where = self.nearest_clean
+        move = (f"move to {self.engine} {where} (pip install '{self.engine}=={where}' or the matching image tag)"
+                if where else "follow the linked issue for the fix")
+        return (FixStep(f"This crash matches the known regression of {self.engine} {self.release} named above: "
+                        f"{move}."),)
+
     def steps(self) -> tuple[FixStep, ...]:
         """What to do instead of generic advice: change release, then report with the raise site; beside an
         entry, the release to move to if the entry's own steps do not clear it."""

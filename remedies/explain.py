@@ -69,7 +69,11 @@ class Finding:
         implies first; beside an entry, a known regression's release to move to last."""
         own = self.dependency.steps() if self.dependency is not None else (self.fix or self.remedy.render_fix({}))
         steps = (*self.located.steps(), *own) if self.located is not None else own
-        return (*steps, *self.engine_bug.steps()) if self.engine_bug is not None and self.engine_bug.beside else steps
+        if self.engine_bug is None or not self.engine_bug.beside:
+            return steps
+        if self.crash is not None:  # no entry's advice to try first: the regression's release leads
+            return (*self.engine_bug.leading_steps(), *steps)
+        return (*steps, *self.engine_bug.steps())
 
     def to_dict(self) -> dict[str, Any]:
         remedy = {**self.remedy.to_dict(), "fix": [step.to_dict() for step in self.steps]}
@@ -419,8 +423,8 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
             return replace(finding, engine_bug=native)
         return _advised(finding, head)
     bug = engine_bug(finding.crash, head(finding.first.source))
-    if bug is None:
-        return finding
+    if bug is None:  # raised outside engine code, or printed without frames: a known regression's words still count
+        return _advised(finding, head)
     template = finding.located.hit.template if finding.located is not None else None
     if template is not None and bug.release and not bug.advisories and template.package == bug.engine:
         bug = replace(bug, without=release_without(bug.engine, template.releases, bug.release))
@@ -432,7 +436,10 @@ def _advised(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
     log beside it (`remedies.advisories.beside_entry`): the entry's steps first, then the release to move to."""
     root = finding.root
     text = finding.line if root is None else f"{finding.line}\n{root.exception}"
-    bug = beside_entry(text, root.frame if root is not None else None, lambda: head(finding.first.source))
+    if finding.crash is not None:
+        text = f"{text}\n{finding.crash.exception}"
+    frame = root.frame if root is not None else finding.crash.frame if finding.crash is not None else None
+    bug = beside_entry(text, frame, lambda: head(finding.first.source))
     if bug is None:
         return finding
     return replace(finding, engine_bug=bug)

@@ -122,3 +122,13 @@ def test_a_known_regression_raised_in_engine_code_comes_before_an_entrys_unrelat
 def test_an_entry_whose_own_message_is_the_root_keeps_its_place(tmp_path):
     first = explain_sources([vllm_log(tmp_path, "0.19.1", IMA)])[0]
     assert first.remedy.id == "QD-R-CUDA-ILLEGAL-MEMORY-ACCESS"
+
+
+def test_a_crash_outside_engine_frames_that_carries_a_regressions_words_leads_with_its_release(tmp_path):
+    advisory = next(a for a in load_advisories() if a.id == "VLLM-0.25.0-TORCHCODEC-IMPORT")
+    log = vllm_log(tmp_path, "0.25.0", "ERROR 06-01 10:00:01 [core.py:700] RuntimeError: Could not load libtorchcodec. "
+                                       "Likely causes: FFmpeg is not properly installed\n")
+    first = explain_sources([log])[0]
+    assert first.crash is not None and first.engine_bug is not None and first.engine_bug.advisories == (advisory,)
+    assert first.steps[0].text.startswith("This crash matches the known regression of vllm 0.25.0")
+    assert f"move to vllm {advisory.fixed_in}" in first.steps[0].text
