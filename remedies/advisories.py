@@ -14,6 +14,7 @@ in the same module ("near" it); an advisory with neither is about every crash of
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -28,6 +29,7 @@ from remedies.crash import LLVM_FATAL, RAY_FATAL, Crash, Frame
 from remedies.errors import CatalogueError, LogReadError
 from remedies.model import FixStep
 from remedies.reader import STDIN, open_log
+from remedies.templates import SIGNATURES_DIR
 
 ADVISORIES_PATH = Path(__file__).parent / "advisories.yaml"
 ENGINES = ("vllm", "sglang")
@@ -113,9 +115,14 @@ class EngineBug:
     advisories: tuple[Advisory, ...]
     nearest_clean: str | None
     frame: Frame | None = None
+    beside: bool = False
+    without: str | None = None
 
     @property
     def why(self) -> str:
+        if self.beside:
+            named = "; ".join(f"{self._named(a)}{self._fixed(a)}" for a in self.advisories)
+            return f"This log also matches a known regression of {self.engine} {self.release}: {named}."
         text = (f"The root exception was raised inside {self.engine} itself ({self.raised_at}) and no catalogue "
                 "entry ties it to a setting of yours: this looks like an engine bug, not a sizing or "
                 "configuration problem.")
@@ -125,6 +132,13 @@ class EngineBug:
             return text + f" No known regression of {self.engine} {self.release} is recorded for it."
         named = "; ".join(self._named(a) for a in self.advisories)
         return text + f" Known regressions of {self.engine} {self.release}: {named}."
+
+    def _fixed(self, advisory: Advisory) -> str:
+        if advisory.fixed_in:
+            return f", fixed in {self.engine} {advisory.fixed_in}"
+        if advisory.last_good:
+            return f", not fixed in a release yet ({advisory.last_good} is the last without it)"
+        return ", not fixed in a release yet"
 
     def _named(self, advisory: Advisory) -> str:
         where = advisory.placement(self.frame)
@@ -136,8 +150,23 @@ class EngineBug:
         """Whether the nearest clean release is older than the log's (no release has fixed them all yet)."""
         return bool(self.nearest_clean and self.release and _older(self.nearest_clean, self.release))
 
+    def leading_steps(self) -> tuple[FixStep, ...]:
+        """Beside a crash no entry names, the known regression's step first: the release to move to."""
+        where = self.nearest_clean
+        move = (f"move to {self.engine} {where} (pip install '{self.engine}=={where}' or the matching image tag)"
+                if where else "follow the linked issue for the fix")
+        return (FixStep(f"This crash matches the known regression of {self.engine} {self.release} named above: "
+                        f"{move}."),)
+
     def steps(self) -> tuple[FixStep, ...]:
-        """What to do instead of generic advice: change release, then report with the raise site."""
+        """What to do instead of generic advice: change release, then report with the raise site; beside an
+        entry, the release to move to if the entry's own steps do not clear it."""
+        if self.beside:
+            where = self.nearest_clean
+            move = (f"move to {self.engine} {where} (pip install '{self.engine}=={where}' or the matching image tag)"
+                    if where else "follow the linked issue for the fix")
+            return (FixStep(f"If the steps above do not clear it, this is the known regression of {self.engine} "
+                            f"{self.release} named above: {move}."),)
         first: list[FixStep] = []
         if self.nearest_clean and self.going_back:
             first.append(FixStep(f"Go back to {self.engine} {self.nearest_clean}, the newest release before those "
@@ -151,6 +180,10 @@ class EngineBug:
         elif self.advisories:
             first.append(FixStep(f"No fixed {self.engine} release is recorded yet: follow the linked issues, or "
                                  f"go back to the release you ran before {self.release}."))
+        elif self.without:
+            first.append(FixStep(f"Move to {self.engine} {self.without}, the nearest release whose source no longer "
+                                 f"raises this message (the check that fired was removed or rewritten there; pin it: "
+                                 f"pip install '{self.engine}=={self.without}' or the matching image tag)."))
         else:
             first.append(FixStep(f"Try the newest {self.engine} patch release of your minor (or the previous "
                                  "release that worked for you); a crash inside engine code is fixed by a "
@@ -161,7 +194,33 @@ class EngineBug:
 
     def to_dict(self) -> dict[str, Any]:
         return {"engine": self.engine, "raised_at": self.raised_at, "release": self.release,
-                "advisories": [a.to_dict() for a in self.advisories], "nearest_clean": self.nearest_clean}
+                "advisories": [a.to_dict() for a in self.advisories], "nearest_clean": self.nearest_clean,
+                "without_raise": self.without}
+
+
+@lru_cache(maxsize=8)
+def mined_releases(package: str) -> tuple[str, ...]:
+    """The releases whose source the raise templates were mined from (remedies/signatures/<package>.json)."""
+    try:
+        doc = json.loads((SIGNATURES_DIR / f"{package}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    return tuple(str(r) for r in doc.get("releases", ()))
+
+
+def release_without(package: str, present: Iterable[str], release: str) -> str | None:
+    """The nearest mined release after `release` whose source no longer raises a template printed by the mined
+    releases `present`, when the log's release (or the nearest mined one before it) still raises it; else None."""
+    carried = set(present)
+    try:
+        wanted = Version(release)
+        mined = sorted((Version(r), r) for r in mined_releases(package))
+    except InvalidVersion:
+        return None
+    before = [r for v, r in mined if v <= wanted]
+    if not before or before[-1] not in carried:
+        return None
+    return next((r for v, r in mined if v > wanted and r not in carried), None)
 
 
 def _in(release: str, spec: SpecifierSet) -> bool:
@@ -301,6 +360,27 @@ def nearest_clean(engine: str, release: str, advisories: Iterable[Advisory]) -> 
         return str(max(Version(a.fixed_in) for a in matched if a.fixed_in is not None))
     if all(a.last_good is not None for a in matched):
         return str(min(Version(a.last_good) for a in matched if a.last_good is not None))
+    return None
+
+
+def beside_entry(text: str, frame: Frame | None, log_lines: Callable[[], Iterable[str]],
+                 advisories: Iterable[Advisory] | None = None) -> EngineBug | None:
+    """An EngineBug to show beside a catalogue entry's finding: the known regressions of the log's release whose
+    symptom is in `text` (the entry's line and root exception) or whose raise site is `frame`'s, else None. An
+    advisory with neither is about every crash of its releases, not about this entry's, and is left out; the
+    log's head (`log_lines`) is read only when some advisory's symptom or site fits."""
+    pool = tuple(load_advisories() if advisories is None else advisories)
+    fitting = [a for a in pool if (a.symptom is not None and a.symptom.search(text))
+               or a.placement(frame) == "at"]
+    if not fitting:
+        return None
+    lines = list(log_lines())
+    for engine in ENGINES:
+        release = engine_release(lines, engine)
+        matched = tuple(a for a in fitting if release is not None and a.covers(engine, release, text, frame))
+        if matched:
+            return EngineBug(engine, str(frame) if frame else text.splitlines()[0], release, matched,
+                             nearest_clean(engine, release, matched), frame, beside=True)
     return None
 
 

@@ -116,6 +116,26 @@ class Crash:
                 "raised_at": str(self.frame) if self.frame else None, "component": self.component}
 
 
+# c10d's and gloo's words when the process on the other end of a socket went away: the TCPStore client's
+# recvBytes (torch/csrc/distributed/c10d/Utils.hpp: "Failed to recv, got 0 bytes. Connection was likely closed. Did
+# the remote server shutdown or crash?") and gloo's pair (gloo/transport/tcp/pair.cc: "Connection closed by
+# peer"). They follow another process's exit - the store's host shutting down first, or crashing - so they are
+# never a root cause of their own: the other process's event is, or, during a shutdown, nothing is.
+PEER_GONE = re.compile(r"(?i)failed to recv, got 0 bytes|connection closed by peer|connection reset by peer")
+# A server's own words that it is stopping on purpose (vLLM's launcher "Shutting down FastAPI HTTP server.",
+# uvicorn's "Shutting down", vLLM's "[shutdown] EngineCore: trigger received signal=", SGLang's "SIGTERM
+# received"), and the teardown functions a traceback raised in during a shutdown passes through.
+SHUTTING_DOWN = re.compile(r"(?i)\bshutting down\b|trigger received signal=|\bSIG(?:TERM|INT) received"
+                           r"|\bKeyboardInterrupt\b")
+TEARDOWN_FRAMES = re.compile(r"^(?:destroy_process_group|destroy_model_parallel|destroy_distributed_environment"
+                             r"|shutdown|_shutdown|close|__del__|cleanup|_cleanup|atexit\w{0,40}|_exit_function)$")
+
+
+def peer_gone(exception: str) -> bool:
+    """Whether an exception is only the socket of a process that went away (PEER_GONE)."""
+    return bool(PEER_GONE.search(exception))
+
+
 def component_of(frames: Iterable[Frame], text: str) -> str:
     """The package a crash came from: the innermost frame in a known package (the last package directory in
     its path, so `/opt/torch/.venv/.../transformers/x.py` is transformers), else the message's words."""

@@ -7,8 +7,18 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
 from doctor.redact import redact_lines
-from remedies.advisories import EngineBug, engine_bug, native_engine_bug, read_head
-from remedies.crash import Crash, component_of, final_group
+from remedies.advisories import (
+    RELEASE_LINES,
+    EngineBug,
+    beside_entry,
+    engine_bug,
+    engine_release,
+    native_engine_bug,
+    read_head,
+    release_without,
+)
+from remedies.crash import SHUTTING_DOWN, TEARDOWN_FRAMES, Crash, component_of, final_group, peer_gone
+from remedies.dependency import Dependency, dependency, engine_of, mismatch
 from remedies.figures import log_model, uses_log_figures
 from remedies.inferred import INFERRED
 from remedies.levels import as_context
@@ -17,7 +27,7 @@ from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.reader import STDIN
-from remedies.rootcause import Root, cited_sites, root_near
+from remedies.rootcause import Root, cited_sites, root_near, stack_near, window_in
 from remedies.source import Located, locate, locate_at, sampled_entry
 from remedies.views import Sources, excerpt
 
@@ -52,19 +62,26 @@ class Finding:
     values: tuple[tuple[str, str], ...] = ()
     located: Located | None = None
     root: Root | None = None
+    dependency: Dependency | None = None
 
     @property
     def steps(self) -> tuple[FixStep, ...]:
         """The fix steps with this log's figures (the generic wording of each template step when none were
-        captured); for a crash located in the engine's source, what its raise site implies first."""
-        own = self.fix or self.remedy.render_fix({})
-        return (*self.located.steps(), *own) if self.located is not None else own
+        captured), or a dependency finding's own; for a crash located in the engine's source, what its raise site
+        implies first; beside an entry, a known regression's release to move to last."""
+        own = self.dependency.steps() if self.dependency is not None else (self.fix or self.remedy.render_fix({}))
+        steps = (*self.located.steps(), *own) if self.located is not None else own
+        if self.engine_bug is None or not self.engine_bug.beside:
+            return steps
+        if self.crash is not None:  # no entry's advice to try first: the regression's release leads
+            return (*self.engine_bug.leading_steps(), *steps)
+        return (*steps, *self.engine_bug.steps())
 
     def to_dict(self) -> dict[str, Any]:
         remedy = {**self.remedy.to_dict(), "fix": [step.to_dict() for step in self.steps]}
         excerpt = redact_lines([*self.before, self.line, *self.after])  # a secret wrapped over lines goes whole
         before, line, after = excerpt[:len(self.before)], excerpt[len(self.before)], excerpt[len(self.before) + 1:]
-        if self.crash is not None or self.root is not None:
+        if self.crash is not None or self.root is not None or self.dependency is not None:
             remedy["why"] = self.why
         found: dict[str, Any] = {
             "remedy": remedy,
@@ -82,6 +99,8 @@ class Finding:
             found["raised_by"] = self.located.to_dict()
         if self.root is not None:
             found["root"] = self.root.to_dict()
+        if self.dependency is not None:
+            found["dependency"] = self.dependency.to_dict()
         return found
 
     @property
@@ -90,6 +109,7 @@ class Finding:
         unrecognised crash, what was found and where."""
         if self.crash is None:
             text = self.remedy.why if self.root is None else f"{self.remedy.why.rstrip()} {self.root.why()}"
+            text = text if self.dependency is None else f"{text.rstrip()} {self.dependency.why}"
             return text if self.engine_bug is None else f"{text.rstrip()} {self.engine_bug.why}"
         crash = self.crash
         parts = [f"Root exception{f' ({INFERRED})' if crash.kind == 'inferred' else ''}: {crash.exception}"]
@@ -108,9 +128,11 @@ class Finding:
 
 
 class Collector:
-    """Fold matches into findings, each remedy once; usable on a live stream or over files."""
+    """Fold matches into findings, each remedy once; usable on a live stream or over files. `views` gives the
+    lines of a source as the scans read them (`remedies.views`), for reading around a match."""
 
-    def __init__(self) -> None:
+    def __init__(self, views: Sources | None = None) -> None:
+        self._views = views
         self._findings: dict[str, Finding] = {}
         self._crashes: dict[tuple[str, int], Match] = {}
         self._sources: dict[str, int] = {}
@@ -184,8 +206,11 @@ class Collector:
             ending += [item for item in events if item[1].crash is not None and id(item[1].crash) in kept]
         if not ending:
             return None
-        tracebacks = [item for item in ending if item[1].crash is not None and item[1].crash.kind == "traceback"]
-        (source, line), match = (tracebacks or ending)[0]
+        primary = [item for item in ending if item[1].crash is not None and not peer_gone(item[1].crash.exception)]
+        if not primary and all(self._in_shutdown(source, item) for (source, _), item in ending):
+            return None
+        tracebacks = [item for item in primary or ending if item[1].crash is not None and item[1].crash.kind == "traceback"]
+        (source, line), match = (tracebacks or primary or ending)[0]
         (last_source, last_line), last_match = ending[-1]
         here, last = Location(source, line), Location(last_source, last_line)
         precursor = self._precursor(source, line)
@@ -223,6 +248,17 @@ class Collector:
                 return Root(event.exception, event.frame, event.statement, located, inferred=True)
         return None
 
+    def _in_shutdown(self, source: str, match: Match) -> bool:
+        """Whether a crash was raised during an intended shutdown: the server said it was stopping in the lines
+        before it, or its traceback passes through a teardown function (`remedies.crash.SHUTTING_DOWN`)."""
+        crash = match.crash
+        if crash is not None and crash.frame is not None and TEARDOWN_FRAMES.match(crash.frame.function):
+            return True
+        lineno = crash.lineno if crash is not None else match.lineno
+        found = window_in(source, lineno, None if self._views is None else self._views.lines(source))
+        lines, at = found if found is not None else ([*match.before, match.line], len(match.before))
+        return any(SHUTTING_DOWN.search(line) for line in lines[:at])
+
     @staticmethod
     def _sampled(crash: Crash) -> Remedy | None:
         """The entry whose samples' words the crash's message carries, cut or under another exception class
@@ -257,10 +293,7 @@ class Collector:
         """Errors before warnings before info; within a severity the root cause first, wrappers last."""
         self._restore_if_failing()
         unknown = self.unknown()
-        return sorted(
-            [*self._standing(), *([unknown] if unknown else [])],
-            key=lambda f: (SEVERITIES.index(f.remedy.severity), f.remedy.rank, f.order),
-        )
+        return _ranked([*self._standing(), *([unknown] if unknown else [])])
 
 
 def _scan(matcher: Matcher, collector: Collector, source: str | Path, parallel_min_bytes: int | None,
@@ -294,8 +327,8 @@ def explain_sources(
     standard input, which cannot be read twice, is scanned for both at once.
     """
     matcher = matcher or Matcher()
-    collector = collector or Collector()
     views = Sources()
+    collector = collector or Collector(views)
     files: list[str | Path] = []
     for source in sources:
         again = str(source) != STDIN
@@ -325,10 +358,44 @@ def explain_sources(
             heads[source] = read_head(source)
         return heads[source]
 
-    found = collector.findings()
+    found = _ranked([_name_dependency(f, head, views) for f in collector.findings()])
     found = [_with_root(f, views) if f.remedy.severity == "error" and i < MAX_ROOTS else f
              for i, f in enumerate(found)]
-    return [_in_source(_fit_to_log(_name_engine_bug(finding, head), head), views) for finding in found]
+    found = _regression_first([_name_engine_bug(_fit_to_log(finding, head), head) for finding in found], head)
+    return [_in_source(finding, views) for finding in found]
+
+
+def _ranked(findings: list[Finding]) -> list[Finding]:
+    """Errors before warnings before info; within a severity the root cause first, wrappers last."""
+    return sorted(findings, key=lambda f: (SEVERITIES.index(f.remedy.severity), f.remedy.rank, f.order))
+
+
+DEPENDENCY_ID = "QD-R-VLLM-DEPENDENCY-VERSION"
+
+
+def _name_dependency(finding: Finding, head: Callable[[str], list[str]], views: Sources) -> Finding:
+    """An unrecognised crash (or the dependency entry's own match) whose traceback shows a library's API changed
+    under its caller (`remedies.dependency`) becomes the dependency entry naming the package, what the log's
+    engine release requires of it and the fix."""
+    if finding.remedy.id != DEPENDENCY_ID and (finding.crash is None or finding.located is not None
+                                               and finding.located.entries):
+        return finding
+    line = finding.crash.lineno if finding.crash is not None else finding.first.line
+    stack = stack_near(finding.first.source, line, (*finding.before, finding.line, *finding.after),
+                       len(finding.before), views.lines(finding.first.source))
+    exception = finding.crash.exception if finding.crash is not None else (stack[0] if stack else finding.line)
+    frames = stack[1] if stack else []
+    found = mismatch(exception, frames)
+    if found is None:
+        return finding
+    lines = head(finding.first.source)
+    releases = {engine: engine_release(lines, engine) for engine in RELEASE_LINES}
+    engine = engine_of([frame for frame, _ in frames], releases)
+    entry = load_catalogue().get(DEPENDENCY_ID)
+    if entry is None:
+        return finding
+    facts = dependency(found, engine, releases.get(engine))
+    return replace(finding, remedy=entry, crash=None, located=None, precursor=None, dependency=facts)
 
 
 MAX_ROOTS = 1  # error findings (root cause first) given their root exception and raise site: the root cause
@@ -377,11 +444,60 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
     of the release its log prints and a release to move to instead of the generic steps (`remedies.advisories`)."""
     if finding.crash is None:   # an entry's line that its own component calls a bug keeps the entry's steps
         native = native_engine_bug(finding.line, lambda: head(finding.first.source))
-        return finding if native is None else replace(finding, engine_bug=native)
+        if native is not None:
+            return replace(finding, engine_bug=native)
+        return _advised(finding, head)
     bug = engine_bug(finding.crash, head(finding.first.source))
+    if bug is None:  # raised outside engine code, or printed without frames: a known regression's words still count
+        return _advised(finding, head)
+    template = finding.located.hit.template if finding.located is not None else None
+    if template is not None and bug.release and not bug.advisories and template.package == bug.engine:
+        bug = replace(bug, without=release_without(bug.engine, template.releases, bug.release))
+    return replace(finding, engine_bug=bug, fix=bug.steps())
+
+
+def _advised(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
+    """An entry's finding with the known regression of the log's release whose symptom or raise site is in the
+    log beside it (`remedies.advisories.beside_entry`): the entry's steps first, then the release to move to."""
+    root = finding.root
+    text = finding.line if root is None else f"{finding.line}\n{root.exception}"
+    if finding.crash is not None:
+        text = f"{text}\n{finding.crash.exception}"
+    frame = root.frame if root is not None else finding.crash.frame if finding.crash is not None else None
+    bug = beside_entry(text, frame, lambda: head(finding.first.source))
     if bug is None:
         return finding
-    return replace(finding, engine_bug=bug, fix=bug.steps())
+    return replace(finding, engine_bug=bug)
+
+
+def _regression_first(found: list[Finding], head: Callable[[str], list[str]]) -> list[Finding]:
+    """When the first finding is an entry whose root exception is not its own message but one raised inside engine
+    code that refuses no setting of the user's, and that raise is a known regression of the log's release (an
+    advisory) or gone from a later release's source, the engine-bug finding for it comes first: the entry's advice
+    (sizing, configuration) is not what stops this log."""
+    first = found[0] if found else None
+    root = first.root if first is not None else None
+    if (first is None or root is None or root.frame is None or first.crash is not None or first.dependency is not None
+            or first.remedy.regex.search(root.exception)):
+        return found
+    crash = Crash(first.first.line, root.exception, root.exception, root.frame,
+                  component_of([root.frame], root.exception), "traceback")
+    bug = engine_bug(crash, head(first.first.source))
+    if bug is None or bug.release is None:
+        return found
+    template = root.located.hit.template if root.located is not None else None
+    if not bug.advisories and template is not None and template.package == bug.engine:
+        bug = replace(bug, without=release_without(bug.engine, template.releases, bug.release))
+    if not bug.advisories and bug.without is None:
+        return found
+    title = (f"A known regression of {bug.engine} {bug.release} stops this log (an engine bug, not a setting)"
+             if bug.advisories else f"{bug.engine} {bug.release} raised an internal check that a later release "
+                                    f"no longer has (an engine bug, not a setting)")
+    lead = Finding(replace(UNKNOWN, component=bug.engine, title=title), first.count, first.first, first.last, first.line,
+                   first.before, first.after, -1, bug.steps(), crash=crash, engine_bug=bug,
+                   located=root.located, root=root)
+    beside = first if first.engine_bug is None or not first.engine_bug.beside else replace(first, engine_bug=None)
+    return [lead, replace(beside, root=None), *found[1:]]
 
 
 def unrecognised_crash(stream: BinaryIO, source: str, matcher: Matcher | None = None) -> Finding | None:

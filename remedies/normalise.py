@@ -63,6 +63,9 @@ _RECORD = re.compile(
     rf"|\d{{2}}/\d{{2}}/\d{{2}} \d{{2}}:\d{{2}}:\d{{2}}[ \t](?P<log4j>{_LEVELS})[ \t][\w.$-]{{1,128}}:[ \t]"
     # glog (Ray C++, NCCL plugins): `E1203 10:00:00.123456  1234 file.cc:12] `
     r"|(?P<glog>[IWEF])\d{4} \d{2}:\d{2}:\d{2}\.\d{1,6}[ \t]{1,8}\d{1,10} [\w.-]{1,64}:\d{1,7}\][ \t]?"
+    # torch's own C++ logger (c10/util/Logging.cpp MessageLogger without glog: "FEWIV"[severity], then month-day
+    # and time, the file and line): `[W901 07:40:19.971184476 ProcessGroupNCCL.cpp:1826] `; older: `[W file.cpp:12] `
+    r"|\[(?P<c10>[FEWIV])(?:\d{3,4} \d{2}:\d{2}:\d{2}\.\d{1,9})? [\w.-]{1,64}:\d{1,7}\][ \t]?"
     # Python logging without a timestamp: `ERROR:root:`, uvicorn `INFO:     `, `[ERROR] `
     rf"|(?P<plain>{_LEVELS}):(?:[\w.]{{1,128}}:|[ \t]{{1,8}})"
     rf"|\[(?P<square>{_LEVELS})\][ \t]?"
@@ -123,6 +126,8 @@ def _level(match: re.Match[str]) -> str | None:
             return {"WARN": "WARNING", "SUCCESS": "INFO"}.get(level, level)
     if groups.get("glog"):
         return _GLOG_LEVEL[groups["glog"]]
+    if groups.get("c10"):
+        return _BRACKET_LEVEL.get(groups["c10"], "DEBUG")
     if groups.get("bracket"):
         return _BRACKET_LEVEL.get(groups["bracket"])
     return None

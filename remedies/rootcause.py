@@ -138,14 +138,37 @@ def _plain_lines(raw, first: int, last: int) -> list[bytes]:
     return list(islice(raw, last - first + 1))
 
 
+def window_in(source: str, lineno: int, lines: list[str] | None = None) -> tuple[list[str], int] | None:
+    """`window` of the source, or of `lines` when given: the source's lines as the scans read them
+    (`remedies.views`), numbered as the findings are."""
+    return window(source, lineno) if lines is None else _window_of(lines, lineno)
+
+
 def root_near(source: str, lineno: int, context: Iterable[str] = (), lines: list[str] | None = None) -> Root | None:
     """The root exception around a finding's first line (see the module doc), or None; `lines`, when given,
     are the source's lines as the scan read them (`remedies.views`), read instead of the file."""
-    found = window(source, lineno) if lines is None else _window_of(lines, lineno)
+    found = window_in(source, lineno, lines)
     if found is None:
         lines = list(context)
         return root_of(lines, len(lines) // 2) if lines else None
     return root_of(*found)
+
+
+def stack_near(source: str, lineno: int, context: Iterable[str] = (), at: int = 0,
+               lines: list[str] | None = None) -> tuple[str, list[tuple[Frame, str]]] | None:
+    """The exception at or around line `lineno` of a file (else around index `at` of `context`, when the file
+    cannot be read again) and the traceback frames printed above it, outermost first, each with its statement;
+    `lines` as for `root_near`."""
+    found = window_in(source, lineno, lines)
+    lines, index = found if found is not None else (list(context), at)
+    if not lines:
+        return None
+    read = [normalise(line) for line in lines]
+    exc = _exception_index(read, index)
+    if exc is None:
+        return None
+    text = read[exc].text.strip()
+    return text, _frames_above(read, exc) or _frames_within(text, text)
 
 
 def root_of(lines: list[str], at: int) -> Root | None:

@@ -10,7 +10,8 @@ it. What the threads do not say reliably comes from the templates mined out of e
   the same module is tied to the advisory even when its message was cut or reworded;
 - `last_good` (unless the thread names a nearer one): the newest mined release older than every release the
   advisory affects - the nearest release without the regression when no release fixes it yet;
-- `fixed_in` (only where the thread names no fixed release, and the symptom pins one raise site): the first
+- `fixed_in` (only where the thread names no fixed release, and the symptom - or, where it is raised in several
+  functions, the site the thread's traceback names - pins one raise site): the first
   mined release after the affected ones that no longer has that raise - the assertion or check that fired was
   removed or rewritten there.
 
@@ -83,8 +84,10 @@ def derive(advisory: dict[str, Any]) -> dict[str, Any]:
     if advisory.get("last_good") is None and affected:
         older = [r for r in releases if Version(r) < Version(affected[0]) and Version(r) not in spec]
         out["last_good"] = older[-1] if older else None
-    if advisory.get("fixed_in") is None and site and affected:
-        present = {r for t in hits for r in t["releases"]}
+    pinned = site or advisory.get("site")  # the thread's traceback pins the site where the symptom has several
+    if advisory.get("fixed_in") is None and pinned and affected:
+        module = pinned.split(":", 1)[0]
+        present = {r for t in hits if any(s["module"] == module for s in t.get("sites", [])) for r in t["releases"]}
         if set(affected) <= present:
             later = [r for r in releases if Version(r) > Version(affected[-1]) and Version(r) not in spec]
             out["fixed_in"] = next((r for r in later if r not in present), None)

@@ -148,9 +148,10 @@ def metrics_from_bench(bench: dict[str, Any]) -> dict[str, Any]:
 
 def remedy_from_finding(finding: dict[str, Any]) -> dict[str, Any]:
     """`sections.remedies[]` entry from `remedies.explain.Finding.to_dict()` (the remedy flattened in; where the
-    finding has them, the engine source that raised it, the engine bug it names and its root exception)."""
+    finding has them, the engine source that raised it, the engine bug it names, its root exception and the
+    dependency whose API changed)."""
     remedy = finding.get("remedy") or {}
-    where = {key: finding[key] for key in ("raised_by", "engine_bug", "root") if finding.get(key)}
+    where = {key: finding[key] for key in ("raised_by", "engine_bug", "root", "dependency") if finding.get(key)}
     return {
         **where,
         "id": remedy.get("id", ""), "title": remedy.get("title", ""), "severity": remedy.get("severity", ""),
