@@ -152,6 +152,7 @@ def owner(frame: Frame) -> str:
 
 
 def _hinted(callee: str) -> str:
+    """The library whose name alone a callee carries (CALLEE_HINTS), or ''."""
     for pattern, package in CALLEE_HINTS:
         if pattern.search(callee):
             return package
@@ -201,7 +202,7 @@ def mismatch(exception: str, frames: Iterable[tuple[Frame, str]]) -> Mismatch | 
     owners = [owner(frame) for frame, _ in stack]
     deepest = owners[-1] if owners else None
     if deepest == "":
-        return None  # the user's own code (or a package nobody lists) raised or called it
+        return None  # the user's own code raised or called it
     caller = _caller(owners)
     if kind in ("import", "module"):
         package = distribution(callee)
@@ -217,7 +218,7 @@ def mismatch(exception: str, frames: Iterable[tuple[Frame, str]]) -> Mismatch | 
         statement = stack[-1][1]
         engine = _engine_called(statement, callee)
         if engine:  # a plugin or trainer calling the engine's API
-            return Mismatch(engine, kind, what, deepest, f"{deepest} calls {engine} (`{statement or callee}`)")
+            return Mismatch(engine, kind, what, deepest, f"{deepest} calls {engine}: `{statement or callee}`")
         if caller == "":
             return None  # the user's own code called straight into the library
         path = stack[-1][0].path

@@ -8,7 +8,9 @@ from typing import Any, BinaryIO, Callable, Iterable
 
 from doctor.redact import redact_lines
 from remedies.advisories import (
+    ENGINE_FRAME,
     RELEASE_LINES,
+    USER_FACING,
     EngineBug,
     beside_entry,
     engine_bug,
@@ -450,10 +452,17 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
     bug = engine_bug(finding.crash, head(finding.first.source))
     if bug is None:  # raised outside engine code, or printed without frames: a known regression's words still count
         return _advised(finding, head)
-    template = finding.located.hit.template if finding.located is not None else None
-    if template is not None and bug.release and not bug.advisories and template.package == bug.engine:
-        bug = replace(bug, without=release_without(bug.engine, template.releases, bug.release))
+    bug = _without_raise(bug, finding.located)
     return replace(finding, engine_bug=bug, fix=bug.steps())
+
+
+def _without_raise(bug: EngineBug, located: Located | None) -> EngineBug:
+    """An engine bug no advisory covers, with the nearest mined release whose source no longer raises its
+    located template (`remedies.advisories.release_without`)."""
+    template = located.hit.template if located is not None else None
+    if template is None or not bug.release or bug.advisories or template.package != bug.engine:
+        return bug
+    return replace(bug, without=release_without(bug.engine, template.releases, bug.release))
 
 
 def _advised(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
@@ -478,16 +487,15 @@ def _regression_first(found: list[Finding], head: Callable[[str], list[str]]) ->
     first = found[0] if found else None
     root = first.root if first is not None else None
     if (first is None or root is None or root.frame is None or first.crash is not None or first.dependency is not None
-            or first.remedy.regex.search(root.exception)):
-        return found
+            or first.remedy.regex.search(root.exception) or USER_FACING.search(root.exception)
+            or not ENGINE_FRAME.search(root.frame.path.replace("\\", "/"))):
+        return found  # checked before the log's head is read: most entries stop here
     crash = Crash(first.first.line, root.exception, root.exception, root.frame,
                   component_of([root.frame], root.exception), "traceback")
     bug = engine_bug(crash, head(first.first.source))
     if bug is None or bug.release is None:
         return found
-    template = root.located.hit.template if root.located is not None else None
-    if not bug.advisories and template is not None and template.package == bug.engine:
-        bug = replace(bug, without=release_without(bug.engine, template.releases, bug.release))
+    bug = _without_raise(bug, root.located)
     if not bug.advisories and bug.without is None:
         return found
     title = (f"A known regression of {bug.engine} {bug.release} stops this log (an engine bug, not a setting)"
