@@ -443,7 +443,10 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
     why = []
     if b"Traceback" in text or b"internal error" in text:
         why.append("traceback/internal error: " + stderr.decode("utf-8", "replace").strip().splitlines()[-1][:160])
-    if proc.returncode not in case.codes and not (case.shell and proc.returncode in case.codes):
+    # A stopping signal before the program's first statement (`python -m doctor` has no launcher to block it
+    # during the interpreter's start-up): the default action, silent, nothing written (a shell shows 128 + n).
+    early_stop = bool(case.stop) and proc.returncode == -case.stop[0] and not stderr.strip()
+    if proc.returncode not in case.codes and not early_stop:
         why.append(f"exit {proc.returncode}")
     if proc.returncode == 2 and not case.closed and len(stderr.decode("utf-8", "replace").strip().splitlines()) != 1:
         why.append(f"exit 2 with {len(stderr.splitlines())} stderr lines")
