@@ -68,7 +68,11 @@ def check_readable(source: str | Path) -> None:
         return
     if not os.access(name, os.R_OK):
         raise LogReadError(f"{name}: cannot open: permission denied")
-    _refuse_binary(name, _head(Path(name)))
+    try:
+        head = _head(Path(name))
+    except OSError as exc:  # /proc/self/mem (EIO), a file on a failing disk or a vanished mount
+        raise LogReadError(f"{name}: read failed: {exc.strerror or exc}") from None
+    _refuse_binary(name, head)
 
 
 def _kind(name: str) -> str:

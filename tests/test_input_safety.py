@@ -284,3 +284,12 @@ def test_an_over_long_model_path_is_checked_like_any_missing_one():
     done = qd("deploy", "--profile", "cpu-tiny", "--model", LONG, "--dry-run")
     assert done.returncode in (0, 1), done.stderr
     assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux /proc")
+@pytest.mark.parametrize("argv", [["explain", "/proc/self/mem"], ["plan", "--from-log", "/proc/self/mem"],
+                                  ["check", "--from", str(FIXTURES / "h200.json"), "--log", "/proc/self/mem"]],
+                         ids=["explain", "plan --from-log", "check --log"])
+def test_a_log_whose_read_fails_is_one_line_naming_the_error(argv: list[str]):
+    """/proc/self/mem opens but reading offset 0 fails (EIO), as a file on a failing disk does."""
+    assert_refused(qd(*argv), "/proc/self/mem", "read failed")
