@@ -116,7 +116,7 @@ def _entry(path: Path, index: int, raw: Any, default_component: Any) -> Remedy:
         regex = re.compile(raw["pattern"])
     except re.error as exc:
         raise bad(f"pattern does not compile: {exc}") from None
-    also = _strings(raw.get("also", []), "also", bad, low=0, high=4)
+    also = _strings(raw.get("also", []), "also", bad, low=0, high=6)
     samples = _strings(raw["samples"], "samples", bad, low=1, high=3 + len(also))
     literals = (raw["literal"], *also)
     for sample in samples:
