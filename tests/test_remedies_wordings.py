@@ -73,6 +73,9 @@ WORDINGS = [
     ("PD transfer failed, prefill side", "[2025-08-02 10:11:12 TP0] Prefill transfer failed for request rank=0 "
      "req.rid='4d1f0e' req.bootstrap_room=881726354 with exception KVTransferError(bootstrap_room=881726354): "
      "Failed to send kv chunk of 881726354 to 10.0.0.6:17012\n", "QD-R-SGLANG-PD-TRANSFER-FAILED"),
+    # vLLM multimodal processing.py _to_mm_items (0.7 - 0.8): the limit printed as JSON
+    ("multimodal limit, 0.7-0.8 wording", "ValueError: You set or defaulted to '{\"image\": 1}' in "
+     "`--limit-mm-per-prompt`, but passed 96 image items in the same prompt.\n", "QD-R-VLLM-MM-LIMIT"),
     # argparse prog: launch_server.py (python -m), sglang (console script), sglang serve (named parser)
     ("sglang console script, invalid choice", "usage: sglang [-h] ...\nsglang: error: argument --tool-call-parser: "
      "invalid choice: 'qwen3' (choose from 'deepseekv3', 'qwen25', 'qwen3_coder')\n", "QD-R-SGLANG-LAUNCH-ARG"),
@@ -116,6 +119,15 @@ WORDINGS = [
      "**Error:**\nExpected type: <class 'vllm.transformers_utils.configs.qwen3_5_moe.Qwen3_5MoeConfig'>\n"
      "but found type: <class 'transformers.models.qwen3_5_moe.configuration_qwen3_5_moe.Qwen3_5MoeConfig'>\n",
      "QD-R-VLLM-DEPENDENCY-VERSION"),
+    # bash's notice of a SIGKILL ending a weight load: the OOM killer's doing without the kernel's line
+    ("shell Killed during the weight load",
+     "INFO 03-02 10:11:12 [gpu_model_runner.py:1890] Starting to load model Qwen/Qwen3.5-35B-A3B...\n"
+     "Loading safetensors checkpoint shards:  40% Completed | 6/15 [00:31<00:47,  5.2s/it]\nKilled\n",
+     "QD-R-HOST-OOM-KILLER"),
+    ("script's Killed during the weight load",
+     "Loading safetensors checkpoint shards:  40% Completed | 6/15 [00:31<00:47,  5.2s/it]\n./serve.sh: line 7: "
+     "31337 Killed                  vllm serve Qwen/Qwen3.5-35B-A3B --tensor-parallel-size 2\n",
+     "QD-R-HOST-OOM-KILLER"),
     # kube-scheduler FitError as kubectl describe prints the event
     ("Kubernetes FailedScheduling",
      "Events:\n  Type     Reason            Age   From               Message\n  ----     ------            ----  "
@@ -149,6 +161,9 @@ NEAR_MISSES = [
     ("sgl-kernel op on a Blackwell GPU", "NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible with "
      "the current PyTorch installation.\nRuntimeError: RMSNorm failed with error code no kernel image is available "
      "for execution on the device\n", "QD-R-CUDA-NO-KERNEL-IMAGE"),
+    # a bare "Killed" with no weight load before it says nothing of memory
+    ("shell Killed after serving", "INFO 03-02 10:11:12 [api_server.py:100] vLLM API server version 0.17.0\n"
+     "Killed\n", None),
     # a cluster with room: the scheduler prints no FitError
     ("scheduled pod", "  Normal  Scheduled  10s  default-scheduler  Successfully assigned llm/vllm-0 to gpu-node-1\n",
      None),
