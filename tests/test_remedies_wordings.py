@@ -111,8 +111,8 @@ WORDINGS = [
      "device\n", "QD-R-SGLANG-KERNEL-ARCH-UNSUPPORTED"),
     # nvcc's front end summary of a FlashInfer JIT compile, with no ninja summary after it
     ("FlashInfer JIT compile errors without the ninja summary",
-     '/root/.cache/flashinfer/0.2.14/75/generated/sampling/sampling.cu(41): error: identifier "__hmax" is '
-     'undefined\n2 errors detected in the compilation of "/root/.cache/flashinfer/0.2.14/75/generated/sampling/'
+     '/data/cache/flashinfer/0.2.14/75/generated/sampling/sampling.cu(41): error: identifier "__hmax" is '
+     'undefined\n2 errors detected in the compilation of "/data/cache/flashinfer/0.2.14/75/generated/sampling/'
      'sampling.cu".\n', "QD-R-CUDA-FLASHINFER-JIT-BUILD"),
     # vLLM get_hf_config's type check, the two halves on two Markdown lines
     ("bundled config class replaced by transformers' own",
