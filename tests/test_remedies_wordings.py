@@ -186,3 +186,11 @@ def test_every_wording_of_a_cause_names_its_entry_first(tmp_path, text, expect):
 def test_a_neighbouring_message_does_not_borrow_the_entry(tmp_path, text, expect):
     named = first_named(tmp_path, text)
     assert named == expect or (expect is None and named in (None, "QD-R-UNKNOWN"))
+
+
+def test_the_scheduler_event_fills_the_fix_with_the_resource_no_node_has(tmp_path):
+    log = tmp_path / "events.txt"
+    log.write_text("Warning  FailedScheduling  2m  default-scheduler  0/3 nodes are available: 1 node(s) were "
+                   "unschedulable, 2 Insufficient nvidia.com/gpu. preemption: 0/3 nodes are available.\n")
+    steps = [step.text for finding in explain_sources([log]) for step in finding.steps]
+    assert steps[0].startswith("No node has the nvidia.com/gpu the pod asks for")
