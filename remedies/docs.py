@@ -25,7 +25,9 @@ def render_entry(remedy: Remedy) -> str:
              "", "**Looks like**", "", "```text", *remedy.samples, "```", "",
              f"Prefilter literal `{remedy.literal}`"
              + "".join(f" or `{literal}`" for literal in remedy.also) + f", pattern `{remedy.pattern}`"
-             + (f", only with `{remedy.context}` in the {CONTEXT_LINES} lines before it." if remedy.context else "."), "",
+             + (f", only with `{remedy.context}` in the {CONTEXT_LINES} lines before it." if remedy.context else ".")
+             + "".join(f" Also `{v.literal}`, pattern `{v.pattern}`, only with `{v.context}` in the {CONTEXT_LINES} "
+                       "lines before it." for v in remedy.variants), "",
              "**Why it happens**", "", remedy.why, "", "**Fix**", ""]
     lines += [f"{n}. {step.text}" + (f" *(applies to {step.applies})*" if step.applies else "")
               + (f" *(figures from the log; without them: {step.otherwise})*" if step.otherwise else "")

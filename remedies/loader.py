@@ -24,13 +24,15 @@ from remedies.model import (
     WRAPPER_RANK,
     FixStep,
     Remedy,
+    Variant,
     Wording,
     template_fields,
 )
 
 CATALOGUE_DIR = Path(__file__).parent / "catalogue"
 REQUIRED = ("id", "severity", "title", "literal", "pattern", "why", "fix", "source", "samples")
-OPTIONAL = ("component", "root_cause_rank", "wrapper", "article_claim", "versions", "context", "stop", "also")
+OPTIONAL = ("component", "root_cause_rank", "wrapper", "article_claim", "versions", "context", "stop", "also",
+            "variants")
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -116,10 +118,13 @@ def _entry(path: Path, index: int, raw: Any, default_component: Any) -> Remedy:
         regex = re.compile(raw["pattern"])
     except re.error as exc:
         raise bad(f"pattern does not compile: {exc}") from None
-    also = _strings(raw.get("also", []), "also", bad, low=0, high=4)
-    samples = _strings(raw["samples"], "samples", bad, low=1, high=3 + len(also))
+    also = _strings(raw.get("also", []), "also", bad, low=0, high=6)
+    samples = _strings(raw["samples"], "samples", bad, low=1, high=3 + len(also) + len(raw.get("variants") or ()))
     literals = (raw["literal"], *also)
+    variants = _variants(raw.get("variants", []), samples, bad)
     for sample in samples:
+        if any(v.literal in sample and v.regex.search(sample) for v in variants):
+            continue
         if not any(literal in sample for literal in literals):
             raise bad(f"literal {raw['literal']!r} (nor an 'also' one) does not occur in sample {sample!r}")
         if not regex.search(sample):
@@ -174,6 +179,7 @@ def _entry(path: Path, index: int, raw: Any, default_component: Any) -> Remedy:
         context=context,
         stop=stop,
         also=also,
+        variants=variants,
         regex=regex,
         context_regex=context_regex,
         origin=path.name,
@@ -216,6 +222,27 @@ def _fix_steps(value: Any, bad: Any) -> list[FixStep]:
         else:
             raise bad(f"fix step must be a string or a mapping with 'text' and optional 'applies': {item!r}")
     return steps
+
+
+def _variants(value: Any, samples: tuple[str, ...], bad: Any) -> tuple[Variant, ...]:
+    """`variants:` - wordings that name the entry only with their own context (literal, pattern, context);
+    each needs a sample its literal and pattern match."""
+    if not isinstance(value, list) or len(value) > 2:
+        raise bad("'variants' must be a list of at most 2 {literal, pattern, context} mappings")
+    found = []
+    for item in value:
+        if not isinstance(item, dict) or set(item) != {"literal", "pattern", "context"} or not all(
+            isinstance(v, str) and v.strip() for v in item.values()
+        ):
+            raise bad(f"'variants' item must have non-empty 'literal', 'pattern' and 'context': {item!r}")
+        try:
+            regex, context_regex = re.compile(item["pattern"]), re.compile(item["context"])
+        except re.error as exc:
+            raise bad(f"a variant's pattern or context does not compile: {exc}") from None
+        if not any(item["literal"] in sample and regex.search(sample) for sample in samples):
+            raise bad(f"variant {item['literal']!r}: no sample holds its literal and matches its pattern")
+        found.append(Variant(item["literal"], item["pattern"], item["context"], regex, context_regex))
+    return tuple(found)
 
 
 def _wordings(value: Any, bad: Any) -> list[Wording]:

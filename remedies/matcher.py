@@ -192,7 +192,7 @@ class Matcher:
         self._crash_needles = [n.encode() for n in cached_prefilter(tuple(sorted(crash_rules.LITERALS)))]
         self._recent: deque[str] = deque(maxlen=context)
         self._history: deque[str] = deque(maxlen=CONTEXT_LINES)
-        self._contexts = any(r.context_regex is not None for r in self.catalogue)
+        self._contexts = any(form.context_regex is not None for form in forms)
         self._pieces: list[Line] = []
         self._last_len = 0
         self._record_hits: set[str] = set()
@@ -307,8 +307,8 @@ class Matcher:
         found = []
         texts = [piece.text] if len(self._pieces) == 1 else [piece.text, *_variants(self._pieces)]
         hits = [(lineno, remedy, values) for remedy, values in self._match_texts(texts, range(len(self._anchors)))]
-        if self._contexts and hits:
-            hits = with_context(hits, list(self._history)[:len(self._history) - len(self._pieces) + 1])
+        if self._contexts and hits:  # every line before this one, the record's own earlier lines included
+            hits = with_context(hits, list(self._history))
         self._history.append(piece.text[:MAX_SHOWN * 4])
         for _, remedy, values in hits:
             if remedy.id not in self._record_hits:
@@ -442,8 +442,11 @@ class Matcher:
                 found.append((number + index, joined, (spans[0][0], spans[-1][1]), remedy, values))
         if self._contexts and found:
             shown = {(f[0], f[3].id): (f[1], f[2]) for f in found}
-            found = [(line, *shown[(line, remedy.id)], remedy, values) for line, remedy, values
-                     in with_context([(f[0], f[3], f[4]) for f in found], self._before(chunk, first))]
+            before, kept = self._before(chunk, first), []
+            for line in sorted({f[0] for f in found}):  # the record's own lines above the match count too
+                earlier = [p.text for p in pieces[:line - number]]
+                kept += with_context([(f[0], f[3], f[4]) for f in found if f[0] == line], before + earlier)
+            found = [(line, *shown[(line, remedy.id)], remedy, values) for line, remedy, values in kept]
         return sorted(found, key=lambda f: f[0])
 
     @staticmethod

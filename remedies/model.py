@@ -57,6 +57,22 @@ SIGNATURE_PACKAGES = ("vllm", "sglang", "huggingface_hub", "transformers", "ray"
 
 
 @dataclass(frozen=True)
+class Variant:
+    """A wording of the entry's message that names it only with evidence of its own: its prefilter literal,
+    the pattern of that wording and the regex the lines before it must match (e.g. a shell's bare "Killed",
+    the kernel OOM killer's doing only after a weight-loading line)."""
+
+    literal: str
+    pattern: str
+    context: str
+    regex: re.Pattern[str] = field(compare=False, repr=False, default=re.compile(""))
+    context_regex: re.Pattern[str] = field(compare=False, repr=False, default=re.compile(""))
+
+    def to_dict(self) -> dict[str, str]:
+        return {"literal": self.literal, "pattern": self.pattern, "context": self.context}
+
+
+@dataclass(frozen=True)
 class Wording:
     """A source template this entry matches and the releases (PEP 440 specifier) that print it.
 
@@ -99,6 +115,7 @@ class Remedy:
     context: str | None = None
     stop: bool = False
     also: tuple[str, ...] = ()
+    variants: tuple[Variant, ...] = ()
     regex: re.Pattern[str] = field(compare=False, repr=False, default=re.compile(""))
     context_regex: re.Pattern[str] | None = field(compare=False, repr=False, default=None)
     origin: str = field(compare=False, default="")
@@ -135,12 +152,16 @@ class Remedy:
             "context": self.context,
             "stop": self.stop,
             "also": list(self.also),
+            "variants": [v.to_dict() for v in self.variants],
         }
 
     def forms(self) -> tuple[Remedy, ...]:
         """This entry once per prefilter literal: itself, then a copy keyed on each `also` literal (another
-        wording of the same message, e.g. an older release's), for the matcher; a match reports the entry."""
-        return (self, *(replace(self, literal=literal, also=()) for literal in self.also))
+        wording of the same message, e.g. an older release's), and one per variant with that wording's own
+        pattern and context, for the matcher; a match reports the entry."""
+        return (self, *(replace(self, literal=literal, also=(), variants=()) for literal in self.also),
+                *(replace(self, literal=v.literal, pattern=v.pattern, regex=v.regex, context=v.context,
+                          context_regex=v.context_regex, also=(), variants=()) for v in self.variants))
 
 
 def template_fields(text: str) -> tuple[str, ...]:

@@ -11,8 +11,9 @@ wheel, or the local interpreter's standard library). Nothing is imported or run.
 - C sources (NCCL): `WARN("fmt", ...)` -> log:error (NCCL's WARN level prints only when a call errors out:
   https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-debug), and the result strings of
   ncclGetErrorString (`return "..."` in src/init.cc) -> error-string.
-- Go sources (NVIDIA container toolkit): `errors.New / fmt.Errorf("...")` -> raise:error, `logger.Errorf /
-  Warningf / Warnf` -> log:error / log:warning.
+- Go sources (NVIDIA container toolkit, the Docker daemon's device requests in moby): `errors.New /
+  fmt.Errorf("...")` and an error type's `Error() string { return fmt.Sprintf("...") }` -> raise:error,
+  `logger.Errorf / Warningf / Warnf` -> log:error / log:warning.
 printf / Go verbs become `{}` as in mine_signatures.
 
 Git sources are read from local clones laid out as MIRRORS/<owner>+<name>/repo (--mirrors, a bare clone or a
@@ -64,6 +65,9 @@ COMPONENTS: dict[str, Component] = {
     "nvidia_container_toolkit": Component(
         "nvidia_container_toolkit", "git:NVIDIA/nvidia-container-toolkit",
         re.compile(r"^(cmd|internal|pkg)/.*(?<!_test)\.go$"), ("v1.14.6", "v1.17.8", "v1.20.0"), "go"),
+    "moby": Component(
+        "moby", "git:moby/moby", re.compile(r"^daemon/(errors|devices(_linux)?|nvidia_linux|cdi)\.go$"),
+        ("v19.03.0", "v20.10.0", "v24.0.0", "v28.5.2"), "go"),
     "flashinfer": Component(
         "flashinfer", "git:flashinfer-ai/flashinfer",
         re.compile(r"^(python/)?flashinfer/(jit/[a-z_]+|compilation_context|utils|aot|__init__)\.py$"),
@@ -156,6 +160,7 @@ C_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 C_WARN = re.compile(r'\bWARN\(\s*((?:"(?:[^"\\\n]|\\.)*"\s*(?:PRI[a-z0-9]+\s*|NCCL_[A-Z_]+\s*)?)+)')
 C_ERROR_STRING = re.compile(r'case\s+nccl\w+\s*:\s*return\s+"((?:[^"\\\n]|\\.)*)"')
 GO_ERROR = re.compile(r'\b(?:errors\.New|fmt\.Errorf)\(\s*"((?:[^"\\\n]|\\.)*)"')
+GO_ERROR_TYPE = re.compile(r'\)\s*Error\(\)\s*string\s*\{\s*return\s+fmt\.Sprintf\(\s*"((?:[^"\\\n]|\\.)*)"')
 GO_LOG = re.compile(r'\.(Errorf|Error|Warningf|Warnf|Warning|Warn)\(\s*"((?:[^"\\\n]|\\.)*)"')
 GO_VERB = re.compile(r"%[-+# 0]*\d*(?:\.\d+)?[vwqsdxXtTfegp]")
 
@@ -182,9 +187,10 @@ def c_templates(sources: dict[str, str]) -> Iterator[ms.Found]:
 
 
 def go_templates(sources: dict[str, str]) -> Iterator[ms.Found]:
-    """Go errors (raise:error) and logger calls (log:error / log:warning)."""
+    """Go errors (raise:error: errors.New / fmt.Errorf, and the fmt.Sprintf an error type's Error() method
+    returns) and logger calls (log:error / log:warning)."""
     for path, text in sorted(sources.items()):
-        for hit in GO_ERROR.finditer(text):
+        for hit in (*GO_ERROR.finditer(text), *GO_ERROR_TYPE.finditer(text)):
             yield from _found(GO_VERB.sub(ms.HOLE, hit.group(1)), "raise:error", path)
         for hit in GO_LOG.finditer(text):
             level = "log:error" if hit.group(1).startswith("Error") else "log:warning"

@@ -29,6 +29,8 @@ CLAIMS = [
      "Lost connection with prefill instance (bootstrap_addr: {}), {} requests affected"),
     ("QD-R-SGLANG-PD-TRANSFER-FAILED", "sglang_disaggregation",
      "Transfer thread failed because of {}. Prefill instance with bootstrap_port={} is dead."),
+    ("QD-R-SGLANG-PD-TRANSFER-FAILED", "sglang_disaggregation",
+     "Prefill transfer failed for request rank={} req.rid={} req.bootstrap_room={} with exception {}"),
     ("QD-R-SGLANG-PD-BOOTSTRAP", "sglang_disaggregation", "Could not fetch prefill parallel info from bootstrap_addr: {}"),
     ("QD-R-SGLANG-PD-BOOTSTRAP", "sglang_disaggregation", "Error fetching prefill server info from bootstrap: {}"),
     ("QD-R-SGLANG-PD-BOOTSTRAP", "sglang_disaggregation", "Prefill instance failed to register to bootstrap server after {} retries"),

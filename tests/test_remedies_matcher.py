@@ -29,16 +29,20 @@ def scan_bytes(matcher: Matcher, data: bytes) -> list[tuple[int, str]]:
 
 
 def naive(data: bytes) -> list[tuple[int, str]]:
-    """Reference answer: every regex on every line, no prefilter; an entry with a context only when its
-    context is in the CONTEXT_LINES lines before, and then it names the line alone."""
+    """Reference answer: every regex on every line, no prefilter; an entry (or a variant wording of it) with
+    a context only when its context is in the CONTEXT_LINES lines before, and then it names the line alone."""
     found = []
     lines = [raw.decode("utf-8", errors="replace") for raw in data.split(b"\n")]
     for lineno, line in enumerate(lines, start=1):
         before = "\n".join(normalise(text).text for text in lines[max(0, lineno - 1 - CONTEXT_LINES):lineno - 1])
-        hits = [r for r in load_catalogue() if any(f.literal in line for f in r.forms()) and r.regex.search(line)
-                and (r.context_regex is None or r.context_regex.search(before))]
-        specific = [r for r in hits if r.context_regex is not None]
-        found += [(lineno, r.id) for r in (specific or hits)]
+        hits: dict[str, bool] = {}
+        for remedy in load_catalogue():
+            for form in remedy.forms():
+                if form.literal in line and form.regex.search(line) and (
+                        form.context_regex is None or form.context_regex.search(before)):
+                    hits[remedy.id] = hits.get(remedy.id, False) or form.context_regex is not None
+        specific = [remedy_id for remedy_id, with_context in hits.items() if with_context]
+        found += [(lineno, remedy_id) for remedy_id in (specific or list(hits))]
     return found
 
 
