@@ -9,12 +9,14 @@ from typing import Any, BinaryIO, Callable, Iterable
 from doctor.redact import redact_lines
 from remedies.advisories import EngineBug, engine_bug, native_engine_bug, read_head
 from remedies.crash import Crash, component_of, final_group
+from remedies.enginebug import crash_verdict, entry_verdict, steps_for
 from remedies.figures import log_model, uses_log_figures
 from remedies.levels import as_context
 from remedies.loader import load_catalogue
 from remedies.matcher import WRAP_SCAN_BYTES, Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
+from remedies.prose import prose_crashes
 from remedies.reader import STDIN, open_log
 from remedies.rootcause import Root, cited_sites, root_near
 from remedies.source import Located, locate, sampled_entry
@@ -299,6 +301,11 @@ def explain_sources(
             with open_log(source) as stream:
                 for match in matcher.scan_unclassed(stream):
                     collector.add(match, str(source))
+    if collector.wants_crashes() and collector.unknown() is None:
+        for source in filter(_excerpt, files):
+            with open_log(source) as stream:
+                for match in prose_crashes(stream):
+                    collector.add(match, str(source))
     heads: dict[str, list[str]] = {}
 
     def head(source: str) -> list[str]:
@@ -355,10 +362,21 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
     of the release its log prints and a release to move to instead of the generic steps (`remedies.advisories`)."""
     if finding.crash is None:   # an entry's line that its own component calls a bug keeps the entry's steps
         native = native_engine_bug(finding.line, lambda: head(finding.first.source))
-        return finding if native is None else replace(finding, engine_bug=native)
+        if native is not None:
+            return replace(finding, engine_bug=native)
+        root = finding.root
+        verdict = entry_verdict(finding.remedy.id, finding.line, root.exception if root else None,
+                                root.frame if root else None, lambda: head(finding.first.source))
+        if verdict is None:
+            return finding
+        own = finding.fix or finding.remedy.render_fix({})
+        return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))
     bug = engine_bug(finding.crash, head(finding.first.source))
     if bug is None:
-        return finding
+        verdict = crash_verdict(finding.crash, head(finding.first.source), finding.located)
+        if verdict is None:
+            return finding
+        bug = verdict.bug
     return replace(finding, engine_bug=bug, fix=bug.steps())
 
 
