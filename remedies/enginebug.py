@@ -32,6 +32,7 @@ from packaging.version import InvalidVersion, Version
 from remedies.advisories import EngineBug, engine_release, load_advisories, nearest_clean
 from remedies.crash import Crash, Frame
 from remedies.model import FixStep
+from remedies.normalise import normalise
 from remedies.source import Located
 from remedies.templates import load_templates
 
@@ -90,6 +91,10 @@ YIELDS = ("QD-R-VLLM-TOOL-PARSER-MISMATCH",)
 # Entries for a failure inside a kernel or a capture the engine's own code ran: named beside the entry when the
 # root exception was raised in engine code.
 BESIDE = ("QD-R-CUDA-DEVICE-ASSERT", "QD-R-CUDA-STREAM-CAPTURING")
+# Entries for a command a kernel package generated and a tool refused: the package's bug when the log shows the
+# command is that package's (FlashInfer's JIT writes build.ninja under ~/.cache/flashinfer: flashinfer/jit/cpp_ext.py).
+BUILT_BY = {"QD-R-CUDA-NVCC-REJECTED-COMMAND": ("flashinfer", re.compile(r"(?i)[/\\]\.?cache[/\\]flashinfer[/\\]"
+                                                                   r"|[/\\]flashinfer[/\\](?:jit|data|csrc)[/\\]"))}
 _LOGGER_SITE = re.compile(r"\[(?P<f>[\w.-]{1,80}\.py):(?P<n>\d{1,7})\]")
 
 
@@ -129,8 +134,16 @@ class Verdict:
     dropped: int = field(default=0)
 
 
-def internal(exception: str) -> bool:
-    """Whether an exception is an internal invariant of the code that raised it (see INTERNAL)."""
+# A KeyError pasted without its frames is as often a registry refusing a user's name (transformers'
+# CONFIG_MAPPING[model_type] on a model type it does not know yet, a LoRA or adapter name) as an engine's slip.
+_NAME_LOOKUP = re.compile(_CLASS + r"KeyError\b")
+
+
+def internal(exception: str, framed: bool = True) -> bool:
+    """Whether an exception is an internal invariant of the code that raised it (see INTERNAL); without its
+    raise frame (`framed` False) a KeyError does not count."""
+    if not framed and _NAME_LOOKUP.search(exception):
+        return False
     return bool(INTERNAL.search(exception))
 
 
@@ -152,7 +165,32 @@ def engine_in(frame: Frame | None, lines: Iterable[str]) -> str | None:
     for line in lines:
         for word in ENGINE_WORD.findall(line[:4096]):
             counts[word.lower()] = counts.get(word.lower(), 0) + 1
+    return max(counts, key=counts.__getitem__) if counts else _printed_by(lines)
+
+
+def _printed_by(lines: Iterable[str]) -> str | None:
+    """The engine whose own records a page without the engine's name holds: vLLM's logger format (vllm/logger.py
+    `%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d]`, date `%m-%d %H:%M:%S`), else the package of the mined
+    templates its lines match (at most MAX_PRINTED_LINES lines are looked up)."""
+    looked = 0
+    counts: dict[str, int] = {}
+    index = load_templates()
+    for line in lines:
+        if _VLLM_RECORD.search(line[:200]):
+            return "vllm"
+        text = normalise(line[:4096]).text.strip()
+        if len(text) < MIN_PRINTED or looked >= MAX_PRINTED_LINES:
+            continue
+        looked += 1
+        hit = index.lookup(text)
+        if hit is not None and hit.whole and hit.template.package in ("vllm", "sglang"):
+            counts[hit.template.package] = counts.get(hit.template.package, 0) + 1
     return max(counts, key=counts.__getitem__) if counts else None
+
+
+_VLLM_RECORD = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? \[[\w./-]{1,128}:\d{1,7}\]")
+MIN_PRINTED = 24
+MAX_PRINTED_LINES = 200
 
 
 def features(lines: Iterable[str]) -> tuple[str, ...]:
@@ -228,7 +266,7 @@ def crash_verdict(crash: Crash, lines: list[str], located: Located | None = None
     frame = crash.frame
     in_engine = frame is not None and ENGINE_CODE.search(frame.path.replace("\\", "/")) is not None
     unplaced = frame is None or not re.search(r"[/\\]", frame.path)  # no frame, or a bare file name
-    if internal(crash.exception) and (in_engine or unplaced):
+    if internal(crash.exception, framed=in_engine) and (in_engine or unplaced):
         engine = engine_in(frame if in_engine else None, lines)
         if engine is None:
             return None
@@ -247,9 +285,16 @@ def entry_verdict(entry_id: str, line: str, root_exception: str | None, root_fra
     """An engine bug beside or instead of a matched entry: a YIELDS entry whose first fix the log already
     applied, a BESIDE entry whose root exception was raised in engine code. The log's lines are read
     (`read_lines`) only for those entries."""
-    if entry_id not in YIELDS and entry_id not in BESIDE:
+    if entry_id not in YIELDS and entry_id not in BESIDE and entry_id not in BUILT_BY:
         return None
     lines = read_lines()
+    if entry_id in BUILT_BY:
+        package, built = BUILT_BY[entry_id]
+        if not any(built.search(text[:8192]) for text in lines[:MAX_FEATURE_LINES]):
+            return None
+        reason = (f"The refused command line is {package}'s own (its JIT generated it for the installed toolkit), "
+                  "not one the user wrote.")
+        return Verdict(_bug(package, f"{package} JIT build command", None, lines, reason), "beside")
     in_engine = root_frame is not None and ENGINE_CODE.search(root_frame.path.replace("\\", "/")) is not None
     if entry_id in YIELDS:
         moot = _parser_moot(lines)
@@ -260,12 +305,30 @@ def entry_verdict(entry_id: str, line: str, root_exception: str | None, root_fra
         reason = (_reason_internal(root_exception) if root_exception else
                   "The tool parser raised while reading a reply in the format it was written for.")
         return Verdict(_bug(engine, where, root_frame, lines, reason, moot=moot), "first", 1)
+    if entry_id in BESIDE and not in_engine:
+        root_frame = kernel_frame(line)
+        in_engine = root_frame is not None
     if entry_id in BESIDE and in_engine and root_frame is not None:
         engine = engine_in(root_frame, lines) or "vllm"
         reason = ("The failing kernel or capture was launched by the engine's own code path (its raise frame "
                   "is in the engine), not by a setting the message names.")
         return Verdict(_bug(engine, str(root_frame), root_frame, lines, reason), "beside")
     return None
+
+
+# A device assert's own line names the kernel's source: CUDA's "<file>.cu:<line>: <kernel>: block: [..], thread:
+# [..] Assertion ... failed." (torch c10/macros/Macros.h CUDA_KERNEL_ASSERT) and Triton's tl.device_assert, which
+# prints the Python file of the @triton.jit kernel the same way.
+_KERNEL_ASSERT = re.compile(r"(?P<path>[^\s:]{1,400}\.(?:py|cu|cuh)):(?P<line>\d{1,7}): (?P<func>[\w:<>]{1,200}): "
+                            r"block: \[")
+
+
+def kernel_frame(line: str) -> Frame | None:
+    """The kernel a device assert's line names, when its source is engine code, as a frame; else None."""
+    hit = _KERNEL_ASSERT.search(line)
+    if hit is None or not ENGINE_CODE.search(hit.group("path").replace("\\", "/")):
+        return None
+    return Frame(hit.group("path"), int(hit.group("line")), hit.group("func"))
 
 
 def _parser_moot(lines: list[str]) -> str | None:

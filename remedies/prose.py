@@ -33,7 +33,7 @@ def inline_exception(text: str) -> str | None:
         if not _WORDS_BEFORE.search(text, 0, found.start("exception")):
             continue
         named = f"{found.group('exception')}: {found.group('message').strip().rstrip('.,;')}"
-        if len(found.group("message").strip()) >= MIN_MESSAGE and internal(named):
+        if len(found.group("message").strip()) >= MIN_MESSAGE and internal(named, framed=False):
             return named
     return None
 

@@ -183,6 +183,50 @@ def test_features_are_read_once_with_their_values():
 
 
 def test_an_inline_exception_needs_a_sentence_and_an_invariant():
-    assert inline_exception("it fails with `KeyError: 'model.layers.0'` at load") == "KeyError: 'model.layers.0'"
-    assert inline_exception("KeyError: 'model.layers.0'") is None
+    assert inline_exception("it fails with `IndexError: list index out of range` at load") == (
+        "IndexError: list index out of range")
+    assert inline_exception("IndexError: list index out of range") is None
+    assert inline_exception("it fails with `KeyError: 'qwen3_5_moe'` at load") is None  # a name lookup, no frame
     assert inline_exception("it fails with `ValueError: bad value here` at load") is None
+
+
+def test_a_key_error_without_its_frame_is_not_called_an_engine_bug(tmp_path):
+    (finding,) = explained(tmp_path, "vllm serve Qwen/Qwen3.5-35B-A3B fails:\n```\nKeyError: 'qwen3_5_moe'\n```\n")
+    assert finding.remedy.id == "QD-R-UNKNOWN" and finding.engine_bug is None
+
+
+def test_a_key_error_raised_in_engine_code_is_an_engine_bug():
+    crash = Crash(1, "KeyError: 'layers.3.mlp'", "x", Frame(f"{SITE}/vllm/model_executor/models/utils.py", 90,
+                  "load_weights"), "vllm", "traceback")
+    assert crash_verdict(crash, []) is not None
+
+
+def test_a_triton_kernel_assert_in_engine_code_names_the_bug_beside_the_entry(tmp_path):
+    first = explained(tmp_path, (
+        f"{SITE}/vllm/v1/spec_decode/utils.py:48: prepare_next_token_ids_kernel: block: [0,0,0], thread: [5,0,0] "
+        "Assertion `index out of bounds: 0 <= tmp7 < 4` failed.\n"))[0]
+    assert first.remedy.id == "QD-R-CUDA-DEVICE-ASSERT"
+    assert first.engine_bug is not None and "prepare_next_token_ids_kernel" in first.engine_bug.raised_at
+
+
+def test_a_torch_kernel_assert_names_no_engine_bug(tmp_path):
+    first = explained(tmp_path, (
+        "/pytorch/aten/src/ATen/native/cuda/IndexKernelUtils.cu:16: vectorized_gather_kernel: block: [64,0,0], "
+        "thread: [224,0,0] Assertion `ind >=0 && ind < ind_dim_size` failed.\n"))[0]
+    assert first.remedy.id == "QD-R-CUDA-DEVICE-ASSERT" and first.engine_bug is None
+
+
+def test_nvcc_refusing_flashinfers_generated_command_is_flashinfers_bug_beside_the_entry(tmp_path):
+    first = explained(tmp_path, (
+        "FAILED: /root/.cache/flashinfer/0.6.18/89/cached_ops/sampling/renorm.cuda.o\n"
+        "/usr/local/cuda/bin/nvcc --generate-dependencies-with-compile -c /root/.cache/flashinfer/0.6.18/89/"
+        "generated/sampling/renorm.cu -o renorm.cuda.o --compress-mode=size\n"
+        "nvcc fatal   : Unknown option '--compress-mode=size'\n"))[0]
+    assert first.remedy.id == "QD-R-CUDA-NVCC-REJECTED-COMMAND"
+    assert first.steps[0].text.startswith("nvcc does not take --compress-mode=size")
+    assert first.engine_bug is not None and first.engine_bug.engine == "flashinfer"
+
+
+def test_nvcc_refusing_a_users_own_build_names_no_engine_bug(tmp_path):
+    first = explained(tmp_path, "make[2]: building kernel.cu\nnvcc fatal   : Unknown option '-fPIC'\n")[0]
+    assert first.remedy.id == "QD-R-CUDA-NVCC-REJECTED-COMMAND" and first.engine_bug is None
