@@ -215,6 +215,7 @@ _EMBEDDED = re.compile(
     r"(?P<message>\S[^\n]{11,})"
 )
 MAX_EMBEDDED = 600
+_TRAILING = re.compile(r"(?:^|\s)(?P<exception>(?:[A-Za-z_]\w{0,60}\.){0,4}[A-Z]\w{0,60}(?:Error|Exception))\s*$")
 
 
 def embedded(line: Line) -> str | None:
@@ -225,7 +226,8 @@ def embedded(line: Line) -> str | None:
         return None
     found = _EMBEDDED.search(line.text)
     if found is None:
-        return None
+        bare = _TRAILING.search(line.text[-200:]) if flattened(line.text) else None
+        return bare.group("exception") if bare else None  # a flattened traceback ending in a bare `assert`
     if flattened(line.text):  # the exception a flattened traceback ends with, not one it quotes on the way
         found = list(_EMBEDDED.finditer(line.text))[-1]
     return f"{found.group('exception')}: {found.group('message')}"[:MAX_EMBEDDED]

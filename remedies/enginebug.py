@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable
 
 from packaging.version import InvalidVersion, Version
 
-from remedies.advisories import EngineBug, engine_release, load_advisories, nearest_clean
+from remedies.advisories import EngineBug, engine_bug, engine_release, load_advisories, native_bug, nearest_clean
 from remedies.crash import Crash, Frame
 from remedies.model import FixStep
 from remedies.normalise import normalise
@@ -57,7 +57,8 @@ _USER_CLASS = re.compile(_CLASS + r"(?:ValueError|NotImplementedError|RuntimeErr
 UNSUPPORTED = re.compile(r"(?i)\b(?:not (?:yet |currently )?supported|unsupported|does(?: not|n't) support"
                          r"|not (?:yet )?implemented)\b")
 # Where the engines check their arguments at start-up: a refusal raised there is the user's to act on.
-STARTUP = re.compile(r"(?:^|[/\\])(?:server_args|arg_utils|cli_args|envs|config|configs)(?:\.py$|[/\\])")
+STARTUP = re.compile(r"(?:^|[/\\])(?:vllm|sglang)[/\\](?:\w+[/\\]){0,6}(?:server_args|arg_utils|cli_args|envs|config|configs)"
+                     r"(?:\.py$|[/\\])")
 ENGINE_WORD = re.compile(r"(?i)(?<![A-Za-z0-9])(vllm|sglang)(?![A-Za-z0-9])")  # VLLM_USE_V1, sglang.launch_server
 # Features a bug report names beside its exception (the flags are vLLM's arg_utils.EngineArgs / SGLang's
 # server_args.ServerArgs spellings); a value is kept where the flag takes one.
@@ -259,11 +260,29 @@ def _bug(engine: str, raised_at: str, frame: Frame | None, lines: list[str], rea
                     mined_span(located), moot)
 
 
+def refusal(exception: str, frame: Frame | None, located: Located | None) -> bool:
+    """Whether a crash is the engine refusing a setting, whatever its class: its message names a flag or asks
+    the user to change something, or it was raised (the frame, else every mined site of its template) by the
+    start-up argument checks (SGLang asserts many of its server_args checks: "Speculative decoding is
+    currently not supported with Flex Attention backend", sglang/srt/server_args.py)."""
+    if _ASKS.search(exception):
+        return True
+    if frame is not None and re.search(r"[/\\]", frame.path):
+        return bool(STARTUP.search(frame.path.replace("\\", "/")))
+    sites = located.sites if located is not None else ()
+    return bool(sites) and all(STARTUP.search(site.where.split("::", 1)[0]) for site in sites)
+
+
+_ASKS = re.compile(r"\s--[a-z][a-z-]{1,60}|(?i:\bplease (?:use|set|specify|pass|install|upgrade|reduce|increase)\b)")
+
+
 def crash_verdict(crash: Crash, lines: list[str], located: Located | None = None) -> Verdict | None:
     """An engine bug for an unrecognised crash `advisories.engine_bug` did not name: an internal invariant
     (with its frame in engine code, or pasted without frames on a page that names the engine), or an
-    unsupported combination refused deep in engine code."""
+    unsupported combination refused deep in engine code; never a `refusal`."""
     frame = crash.frame
+    if refusal(crash.exception, frame, located):
+        return None
     in_engine = frame is not None and ENGINE_CODE.search(frame.path.replace("\\", "/")) is not None
     unplaced = frame is None or not re.search(r"[/\\]", frame.path)  # no frame, or a bare file name
     if internal(crash.exception, framed=in_engine) and (in_engine or unplaced):
@@ -278,6 +297,18 @@ def crash_verdict(crash: Crash, lines: list[str], located: Located | None = None
                   "engine accepted a combination it cannot run, which it should have refused before loading.")
         return Verdict(_bug(engine, str(frame), frame, lines, reason, located))
     return None
+
+
+def crash_bug(crash: Crash, lines: list[str], located: Located | None = None) -> EngineBug | None:
+    """The engine bug an unrecognised crash is, if any: never a `refusal`; a crash raised in engine code that
+    `advisories.engine_bug` names (with the known regressions of the log's release); else `crash_verdict`."""
+    if refusal(crash.exception, crash.frame, located) and native_bug(crash.exception) is None:
+        return None
+    named = engine_bug(crash, lines)
+    if named is not None:
+        return named
+    verdict = crash_verdict(crash, lines, located)
+    return None if verdict is None else verdict.bug
 
 
 def entry_verdict(entry_id: str, line: str, root_exception: str | None, root_frame: Frame | None,

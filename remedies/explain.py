@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
 
 from doctor.redact import redact_lines
-from remedies.advisories import EngineBug, engine_bug, native_engine_bug, read_head
+from remedies.advisories import EngineBug, native_engine_bug, read_head
 from remedies.crash import Crash, component_of, final_group
-from remedies.enginebug import crash_verdict, entry_verdict, steps_for
+from remedies.enginebug import crash_bug, entry_verdict, steps_for
 from remedies.figures import log_model, uses_log_figures
 from remedies.levels import as_context
 from remedies.loader import load_catalogue
@@ -371,12 +371,9 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
             return finding
         own = finding.fix or finding.remedy.render_fix({})
         return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))
-    bug = engine_bug(finding.crash, head(finding.first.source))
+    bug = crash_bug(finding.crash, head(finding.first.source), finding.located)
     if bug is None:
-        verdict = crash_verdict(finding.crash, head(finding.first.source), finding.located)
-        if verdict is None:
-            return finding
-        bug = verdict.bug
+        return finding
     return replace(finding, engine_bug=bug, fix=bug.steps())
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from remedies import explain
 from remedies.crash import Crash, Frame, flattened
-from remedies.enginebug import crash_verdict, entry_verdict, features, internal
+from remedies.enginebug import crash_bug, crash_verdict, entry_verdict, features, internal
 from remedies.prose import inline_exception
 
 SITE = "/usr/local/lib/python3.12/dist-packages"
@@ -230,3 +230,40 @@ def test_nvcc_refusing_flashinfers_generated_command_is_flashinfers_bug_beside_t
 def test_nvcc_refusing_a_users_own_build_names_no_engine_bug(tmp_path):
     first = explained(tmp_path, "make[2]: building kernel.cu\nnvcc fatal   : Unknown option '-fPIC'\n")[0]
     assert first.remedy.id == "QD-R-CUDA-NVCC-REJECTED-COMMAND" and first.engine_bug is None
+
+
+@pytest.mark.parametrize("exception, path", [
+    # sglang/srt/server_args.py ServerArgs._handle_attention_backend_compatibility asserts its start-up checks
+    ("AssertionError: Speculative decoding is currently not supported with Flex Attention backend",
+     "sglang/srt/server_args.py"),
+    # sglang/srt/model_executor/model_runner.py ModelRunner.init_attention_backend asks for another backend
+    ("AssertionError: Window attention is not supported in the triton attention backend. Please use "
+     "`--attention-backend flashinfer`.", "sglang/srt/model_executor/model_runner.py"),
+])
+def test_an_assertion_that_refuses_a_setting_is_not_an_engine_bug(exception, path):
+    crash = Crash(1, exception, exception, Frame(f"{SITE}/{path}", 10, "f"), "sglang", "traceback")
+    assert crash_bug(crash, ["python -m sglang.launch_server"]) is None
+
+
+def test_a_bare_assertion_in_the_scheduler_is_an_engine_bug():
+    crash = Crash(1, "AssertionError", "AssertionError", Frame(f"{SITE}/sglang/srt/managers/scheduler.py", 10,
+                  "process_batch_result"), "sglang", "traceback")
+    assert crash_bug(crash, []) is not None
+
+
+def test_a_conda_envs_directory_is_not_the_engines_start_up_checks():
+    crash = Crash(1, "AssertionError", "AssertionError", Frame(
+        "/home/u/miniconda3/envs/serve/lib/python3.9/site-packages/vllm/engine/async_llm_engine.py", 939,
+        "run_engine_loop"), "vllm", "traceback")
+    assert crash_bug(crash, []) is not None
+
+
+@pytest.mark.parametrize("header", ["Traceback (most recent call last): ", ""])
+def test_a_flattened_traceback_ending_in_a_bare_assert_is_the_engines_bug(tmp_path, header):
+    line = (f'{header}File "{SITE}/sglang/srt/managers/scheduler.py", line 2400, in event_loop_overlap '
+            "self.process_batch_result(batch, result) "
+            f'File "{SITE}/sglang/srt/managers/scheduler_output_processor_mixin.py", line 230, in '
+            "process_batch_result_decode assert len(batch.reqs) == len(next_token_ids) AssertionError")
+    (finding,) = explained(tmp_path, line + "\n")
+    assert finding.crash is not None and finding.crash.exception == "AssertionError"
+    assert finding.engine_bug is not None and "process_batch_result_decode" in finding.engine_bug.raised_at
