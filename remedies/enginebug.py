@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Callable, Iterable
 
-from packaging.version import InvalidVersion, Version
-
 from remedies.advisories import EngineBug, engine_bug, engine_release, load_advisories, native_bug, nearest_clean
+from remedies.bugfeatures import MAX_FEATURE_LINES, features, mined_span
 from remedies.crash import Crash, Frame
 from remedies.model import FixStep
 from remedies.normalise import normalise
@@ -60,24 +58,6 @@ UNSUPPORTED = re.compile(r"(?i)\b(?:not (?:yet |currently )?supported|unsupporte
 STARTUP = re.compile(r"(?:^|[/\\])(?:vllm|sglang)[/\\](?:\w+[/\\]){0,6}(?:server_args|arg_utils|cli_args|envs|config|configs)"
                      r"(?:\.py$|[/\\])")
 ENGINE_WORD = re.compile(r"(?i)(?<![A-Za-z0-9])(vllm|sglang)(?![A-Za-z0-9])")  # VLLM_USE_V1, sglang.launch_server
-# Features a bug report names beside its exception (the flags are vLLM's arg_utils.EngineArgs / SGLang's
-# server_args.ServerArgs spellings); a value is kept where the flag takes one.
-FEATURES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("speculative decoding", re.compile(
-        r"(?i)--speculative[-_](?:algorithm|algo|model|method)[= ]['\"]?(?P<v>[^\s'\"{]{1,80})|--speculative[-_]config"
-        r"|\"method\":\s?\"(?P<m>[\w-]{1,30})\"|\b(?P<w>MTP|EAGLE3?|DFlash|ngram|speculative decoding|spec[- ]decode)\b")),
-    ("attention backend", re.compile(r"(?i)--(?:prefill-|decode-)?attention[-_]backend[= ](?P<v>[\w-]{1,40})"
-                                     r"|VLLM_ATTENTION_BACKEND=(?P<e>\w{1,40})")),
-    ("sleep mode", re.compile(r"(?i)--enable[-_]sleep[-_]mode|\b(?:wake_up|sleep mode)\b")),
-    ("tool parser", re.compile(r"--tool[-_]call[-_]parser[= ](?P<v>[\w-]{1,40})")),
-    ("KV-cache dtype", re.compile(r"--kv[-_]cache[-_]dtype[= ](?P<v>[\w-]{1,40})|\b(?P<w>TurboQuant)\b")),
-    ("quantization", re.compile(r"--quantization[= ](?P<v>[\w-]{1,40})")),
-    ("hybrid model", re.compile(r"(?i)\b(?P<w>Qwen3\.5|Qwen3-Next|Mamba2?|GatedDeltaNet|Gated DeltaNet|GDN|hybrid)\b")),
-    ("CUDA graphs", re.compile(r"(?i)\b(?P<w>CUDA[- ]graph capture|cudagraph_mode|capture_model)\b")),
-    ("CUDA", re.compile(r"(?i)\bCUDA(?: toolkit| version)?[ :]{1,3}(?P<v>1[1-3]\.\d)|\bcu(?P<c>1[1-3]\d)\b")),
-    ("platform", re.compile(r"\b(?P<w>Windows|WSL2?)\b")),
-)
-MAX_FEATURE_LINES = 4000
 # The tool parser each model family's card and vLLM's recipes name (the entry QD-R-VLLM-TOOL-PARSER-MISMATCH's
 # fix; vllm/entrypoints/openai/tool_parsers/qwen3coder_tool_parser.py and qwen3xml_tool_parser.py read the
 # same XML <function=...> format; hermes_tool_parser.py reads <tool_call> JSON).
@@ -192,61 +172,6 @@ def _printed_by(lines: Iterable[str]) -> str | None:
 _VLLM_RECORD = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? \[[\w./-]{1,128}:\d{1,7}\]")
 MIN_PRINTED = 24
 MAX_PRINTED_LINES = 200
-
-
-def features(lines: Iterable[str]) -> tuple[str, ...]:
-    """The features and flags a log or its prose names (FEATURES), each once, with its value where printed."""
-    found: dict[str, str] = {}
-    for number, line in enumerate(lines):
-        if number >= MAX_FEATURE_LINES:
-            break
-        for name, pattern in FEATURES:
-            if name in found and found[name]:
-                continue
-            values = [next((v for v in hit.groups() if v), "") for hit in pattern.finditer(line[:4096])]
-            if values:
-                found[name] = next((v for v in values if v), "")
-    return tuple(f"{name} ({value})" if value and value.lower() not in name.lower() else name
-                 for name, value in found.items())
-
-
-@lru_cache(maxsize=4)
-def _mined_releases(package: str) -> tuple[Version, ...]:
-    releases: set[Version] = set()
-    for template in load_templates().templates:
-        if template.package == package:
-            for release in template.releases:
-                try:
-                    releases.add(Version(release))
-                except InvalidVersion:
-                    continue
-    return tuple(sorted(releases))
-
-
-def mined_span(located: Located | None) -> str:
-    """Which mined releases print the located message, and the nearest mined release without it."""
-    if located is None or not located.hit.template.releases:
-        return ""
-    template = located.hit.template
-    have = sorted({Version(r) for r in template.releases if _valid(r)})
-    if not have:
-        return ""
-    later = [r for r in _mined_releases(template.package) if r > have[-1]]
-    earlier = [r for r in _mined_releases(template.package) if r < have[0]]
-    text = f"Mined {template.package} releases that raise it: {have[0]}–{have[-1]} ({len(have)})"
-    if later:
-        text += f"; the nearest mined release without it: {later[0]}"
-    elif earlier:
-        text += f"; every mined release since {have[0]} has it (the last without it: {earlier[-1]})"
-    return text + "."
-
-
-def _valid(release: str) -> bool:
-    try:
-        Version(release)
-    except InvalidVersion:
-        return False
-    return True
 
 
 def _bug(engine: str, raised_at: str, frame: Frame | None, lines: list[str], reason: str,

@@ -15,7 +15,8 @@ import pytest
 
 from remedies import explain
 from remedies.crash import Crash, Frame, flattened
-from remedies.enginebug import crash_bug, crash_verdict, entry_verdict, features, internal
+from remedies.bugfeatures import features
+from remedies.enginebug import crash_bug, crash_verdict, entry_verdict, internal
 from remedies.prose import inline_exception
 
 SITE = "/usr/local/lib/python3.12/dist-packages"
