@@ -219,8 +219,8 @@ def test_a_torch_kernel_assert_names_no_engine_bug(tmp_path):
 
 def test_nvcc_refusing_flashinfers_generated_command_is_flashinfers_bug_beside_the_entry(tmp_path):
     first = explained(tmp_path, (
-        "FAILED: /root/.cache/flashinfer/0.6.18/89/cached_ops/sampling/renorm.cuda.o\n"
-        "/usr/local/cuda/bin/nvcc --generate-dependencies-with-compile -c /root/.cache/flashinfer/0.6.18/89/"
+        "FAILED: /srv/svc/.cache/flashinfer/0.6.18/89/cached_ops/sampling/renorm.cuda.o\n"
+        "/usr/local/cuda/bin/nvcc --generate-dependencies-with-compile -c /srv/svc/.cache/flashinfer/0.6.18/89/"
         "generated/sampling/renorm.cu -o renorm.cuda.o --compress-mode=size\n"
         "nvcc fatal   : Unknown option '--compress-mode=size'\n"))[0]
     assert first.remedy.id == "QD-R-CUDA-NVCC-REJECTED-COMMAND"
@@ -254,7 +254,7 @@ def test_a_bare_assertion_in_the_scheduler_is_an_engine_bug():
 
 def test_a_conda_envs_directory_is_not_the_engines_start_up_checks():
     crash = Crash(1, "AssertionError", "AssertionError", Frame(
-        "/home/u/miniconda3/envs/serve/lib/python3.9/site-packages/vllm/engine/async_llm_engine.py", 939,
+        "/opt/miniconda3/envs/serve/lib/python3.9/site-packages/vllm/engine/async_llm_engine.py", 939,
         "run_engine_loop"), "vllm", "traceback")
     assert crash_bug(crash, []) is not None
 
