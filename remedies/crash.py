@@ -236,6 +236,7 @@ _EMBEDDED = re.compile(
     r"(?P<message>\S[^\n]{11,})"
 )
 MAX_EMBEDDED = 600
+_TRAILING = re.compile(r"(?:^|\s)(?P<exception>(?:[A-Za-z_]\w{0,60}\.){0,4}[A-Z]\w{0,60}(?:Error|Exception))\s*$")
 
 
 def embedded(line: Line) -> str | None:
@@ -246,19 +247,29 @@ def embedded(line: Line) -> str | None:
         return None
     found = _EMBEDDED.search(line.text)
     if found is None:
-        return None
+        bare = _TRAILING.search(line.text[-200:]) if flattened(line.text) else None
+        return bare.group("exception") if bare else None  # a flattened traceback ending in a bare `assert`
     if flattened(line.text):  # the exception a flattened traceback ends with, not one it quotes on the way
         found = list(_EMBEDDED.finditer(line.text))[-1]
     return f"{found.group('exception')}: {found.group('message')}"[:MAX_EMBEDDED]
 
 
 _FLATTENED = re.compile(r'Traceback \(most recent call last\):?.{0,4000}?\bFile "[^"\n]{1,400}", line \d{1,9}')
+# A frame inside a flattened line, as pages and error-mirror sites render it: the path quoted or not, the commas
+# after it and the line number kept or dropped (`File "/x/y.py", line 3, in f`, `File /x/y.py line 3 in f`).
+FLAT_FRAME = re.compile(r'\bFile "?(?P<path>[^"\n]{1,400}?\.py)"?,? line (?P<line>\d{1,9}),? in (?P<func>[\w.<>]{1,200})')
+MIN_FLAT_FRAMES = 2
 
 
 def flattened(text: str) -> bool:
     """Whether a line holds a whole traceback run together (a page or a tool joined its lines): the header
-    and a frame after it, the exception at the end."""
-    return "Traceback (most recent call last)" in text and bool(_FLATTENED.search(text))
+    and a frame after it, or without the header at least MIN_FLAT_FRAMES frames; the exception at the end."""
+    if "Traceback (most recent call last)" in text and _FLATTENED.search(text):
+        return True
+    if text.count("File ") < MIN_FLAT_FRAMES:
+        return False
+    frames = FLAT_FRAME.finditer(text)
+    return all(next(frames, None) is not None for _ in range(MIN_FLAT_FRAMES))
 
 
 def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None = None) -> tuple[Crash | None, int]:

@@ -21,6 +21,7 @@ from remedies.advisories import (
 )
 from remedies.crash import SHUTTING_DOWN, TEARDOWN_FRAMES, Crash, component_of, final_group, peer_gone
 from remedies.dependency import Dependency, dependency, engine_of, mismatch
+from remedies.enginebug import crash_bug, entry_verdict, steps_for
 from remedies.figures import log_model, uses_log_figures
 from remedies.inferred import INFERRED
 from remedies.levels import as_context
@@ -28,6 +29,7 @@ from remedies.loader import load_catalogue
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
+from remedies.prose import prose_crashes
 from remedies.reader import STDIN
 from remedies.rootcause import Root, cited_sites, root_near, stack_near, window_in
 from remedies.source import Located, locate, locate_at, sampled_entry
@@ -353,6 +355,11 @@ def explain_sources(
             with views.open(source) as stream:
                 for match in matcher.scan_unclassed(stream):
                     collector.add(match, str(source))
+    if collector.wants_crashes() and collector.unknown() is None:
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                for match in prose_crashes(stream):
+                    collector.add(match, str(source))
     heads: dict[str, list[str]] = {}
 
     def head(source: str) -> list[str]:
@@ -448,8 +455,14 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
         native = native_engine_bug(finding.line, lambda: head(finding.first.source))
         if native is not None:
             return replace(finding, engine_bug=native)
+        root = finding.root
+        verdict = entry_verdict(finding.remedy.id, finding.line, root.exception if root else None,
+                                root.frame if root else None, lambda: head(finding.first.source))
+        if verdict is not None:
+            own = finding.fix or finding.remedy.render_fix({})
+            return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))
         return _advised(finding, head)
-    bug = engine_bug(finding.crash, head(finding.first.source))
+    bug = crash_bug(finding.crash, head(finding.first.source), finding.located)
     if bug is None:  # raised outside engine code, or printed without frames: a known regression's words still count
         return _advised(finding, head)
     bug = _without_raise(bug, finding.located)

@@ -509,7 +509,7 @@ class Matcher:
         """A fatal event starting at this record (ending at byte `last`), with the records of progress that
         follow it counted (`remedies.crash.progress`), and the byte up to which its lines were read."""
         head = pieces[0]
-        if not crash_rules.starts_traceback(head.text):
+        if not crash_rules.starts_traceback(head.text) or crash_rules.flattened(head.text):
             text = join([p.text for p in pieces]).strip()
             fatal = crash_rules.death(Line(text, head.level, True))
             if fatal is None and len(pieces) > 1:  # a bare `AssertionError` the next line seemed to continue

@@ -25,7 +25,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Iterable
 
-from remedies.crash import _BARE, _FRAME, CHAINS, HEADER, Frame, component_of, embedded, exception_line, flattened
+from remedies.crash import (_BARE, _FRAME, CHAINS, FLAT_FRAME, HEADER, Frame, component_of, embedded, exception_line,
+                            flattened)
 from remedies.inferred import INFERRED
 from remedies.links import load_links
 from remedies.normalise import Line, normalise
@@ -238,16 +239,13 @@ def _frames_above(read: list[Line], exc: int) -> list[tuple[Frame, str]]:
     return frames
 
 
-_RUN_FRAME = re.compile(r'File "(?P<path>[^"\n]{1,400})", line (?P<line>\d{1,9}), in (?P<func>[\w.<>]{1,200})')
-
-
 def _frames_within(text: str, exception: str) -> list[tuple[Frame, str]]:
     """The frames of a traceback flattened into one line (`remedies.crash.flattened`), before its exception."""
     if not flattened(text):
         return []
     end = text.rfind(exception.split(":", 1)[0])
     return [(Frame(m.group("path"), int(m.group("line")), m.group("func")), "")
-            for m in _RUN_FRAME.finditer(text, 0, end if end > 0 else len(text))]
+            for m in FLAT_FRAME.finditer(text, 0, end if end > 0 else len(text))]
 
 
 def _frames_below(read: list[Line], exc: int) -> list[tuple[Frame, str]]:

@@ -1,0 +1,341 @@
+"""Is this root exception an engine bug? The one decision, for crashes and for the entries it overrules.
+
+A root exception raised inside engine code (vllm/, sglang/, flashinfer/, sgl_kernel/) that no catalogue entry
+ties to a setting of the user's is the engine's bug when it is one of:
+
+- an internal invariant: AssertionError, IndexError, KeyError, UnboundLocalError, ZeroDivisionError, an
+  AttributeError / TypeError on a `None` the code did not expect (Python's own wording: "'NoneType' object has
+  no attribute 'x'", "'NoneType' object is not subscriptable"), a CUDA kernel's device-side assert, a host
+  sync inside a CUDA-graph capture (cudaErrorStreamCaptureUnsupported: the engine's code called it there);
+- an unsupported combination refused deep inside the engine (a ValueError / NotImplementedError saying "not
+  supported") instead of by its argument checks at start-up (vLLM's arg_utils / config, SGLang's
+  server_args): the combination should have been refused before the model loaded.
+
+`advisories.engine_bug` already names crashes with a frame in engine code that are not USER_FACING; this module
+widens that rule to the shapes the bugs are reported in: a crash pasted without its frames (a prose report, a
+short fenced block) when the page names the engine; the TypeError / unsupported-combination cases above;
+and an entry whose first fix is moot in the log's situation (`yields`) or whose cause is an engine kernel's
+(`beside`). Each finding names the features and flags the log or its prose names (speculative decoding and its
+method, the attention backend, sleep mode, the tool parser, KV-cache dtype, the model family, CUDA), which is
+what the engine's tracker needs and what tells one report of a bug from another.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from remedies.advisories import EngineBug, engine_bug, engine_release, load_advisories, native_bug, nearest_clean
+from remedies.bugfeatures import MAX_FEATURE_LINES, features, mined_span
+from remedies.crash import Crash, Frame
+from remedies.model import FixStep
+from remedies.normalise import normalise
+from remedies.source import Located
+from remedies.templates import load_templates
+
+ENGINE_CODE = re.compile(r"(?:^|[/\\])(vllm|sglang|flashinfer|sgl_kernel)[/\\]")
+_ENGINE_OF = {"vllm": "vllm", "sglang": "sglang", "flashinfer": "flashinfer", "sgl_kernel": "sglang"}
+_CLASS = r"^(?:[\w.]{0,200}\.)?"
+# Python's own wordings of an internal invariant (cpython Objects/object.c "'%.100s' object has no attribute",
+# Objects/abstract.c "'%.200s' object is not subscriptable" / "is not iterable" / "is not callable"), torch's
+# device-side assert (c10/cuda/CUDAException.cpp) and the CUDA runtime's capture error (cudaError_t 900).
+INTERNAL = re.compile(
+    _CLASS + r"(?:AssertionError|IndexError|KeyError|UnboundLocalError|ZeroDivisionError|RecursionError)\b"
+    + r"|" + _CLASS + r"(?:AttributeError|TypeError)\b.{0,200}'NoneType' object"
+    # the engine's own model classes (vllm/model_executor/models, sglang/srt/models) missing a member that
+    # another engine path expects of them: one part of the engine out of step with another
+    r"|" + _CLASS + r"AttributeError: '\w{1,100}For(?:CausalLM|ConditionalGeneration)' object has no attribute"
+    r"|device-side assert triggered|operation not permitted when stream is capturing|cudaErrorStreamCaptureUnsupported"
+    # torch's index_put_ check (aten/src/ATen/native/TensorAdvancedIndexing.cpp make_index_put_iterator): the
+    # engine's own tensors disagree in shape
+    r"|shape mismatch: value tensor of shape .{1,80} cannot be broadcast to indexing result"
+)
+_USER_CLASS = re.compile(_CLASS + r"(?:ValueError|NotImplementedError|RuntimeError|AssertionError)\b")
+UNSUPPORTED = re.compile(r"(?i)\b(?:not (?:yet |currently )?supported|unsupported|does(?: not|n't) support"
+                         r"|not (?:yet )?implemented)\b")
+# Where the engines check their arguments at start-up: a refusal raised there is the user's to act on.
+STARTUP = re.compile(r"(?:^|[/\\])(?:vllm|sglang)[/\\](?:\w+[/\\]){0,6}(?:server_args|arg_utils|cli_args|envs|config|configs)"
+                     r"(?:\.py$|[/\\])")
+ENGINE_WORD = re.compile(r"(?i)(?<![A-Za-z0-9])(vllm|sglang)(?![A-Za-z0-9])")  # VLLM_USE_V1, sglang.launch_server
+# The tool parser each model family's card and vLLM's recipes name (the entry QD-R-VLLM-TOOL-PARSER-MISMATCH's
+# fix; vllm/entrypoints/openai/tool_parsers/qwen3coder_tool_parser.py and qwen3xml_tool_parser.py read the
+# same XML <function=...> format; hermes_tool_parser.py reads <tool_call> JSON).
+RIGHT_PARSERS: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
+    (re.compile(r"(?i)Qwen3[.-]?5|Qwen3-Coder|Qwen3-Next"), frozenset({"qwen3_coder", "qwen3_xml"})),
+    (re.compile(r"(?i)Qwen3-(?!Coder|Next)|Qwen2\.5"), frozenset({"hermes"})),
+)
+_PARSER = re.compile(r"--tool[-_]call[-_]parser[= ](?P<p>[\w-]{1,40})")
+_MODEL = re.compile(r"(?i)(?:--model(?:[-_]path)?[= ]|\bserve\s+|model=['\"]?)(?P<m>[\w./-]{3,200})")
+# Entries whose first fix is moot when the log shows the user already did it: the engine bug comes first.
+YIELDS = ("QD-R-VLLM-TOOL-PARSER-MISMATCH",)
+# Entries for a failure inside a kernel or a capture the engine's own code ran: named beside the entry when the
+# root exception was raised in engine code.
+BESIDE = ("QD-R-CUDA-DEVICE-ASSERT", "QD-R-CUDA-STREAM-CAPTURING")
+# Entries for a command a kernel package generated and a tool refused: the package's bug when the log shows the
+# command is that package's (FlashInfer's JIT writes build.ninja under ~/.cache/flashinfer: flashinfer/jit/cpp_ext.py).
+BUILT_BY = {"QD-R-CUDA-NVCC-REJECTED-COMMAND": ("flashinfer", re.compile(r"(?i)[/\\]\.?cache[/\\]flashinfer[/\\]"
+                                                                   r"|[/\\]flashinfer[/\\](?:jit|data|csrc)[/\\]"))}
+_LOGGER_SITE = re.compile(r"\[(?P<f>[\w.-]{1,80}\.py):(?P<n>\d{1,7})\]")
+
+
+@dataclass(frozen=True)
+class NamedBug(EngineBug):
+    """An EngineBug with what makes it one, the features the log names, and the releases that raise it."""
+
+    reason: str = ""
+    features: tuple[str, ...] = ()
+    mined: str = ""
+    moot: str = ""
+
+    @property
+    def why(self) -> str:
+        text = super().why
+        extra = [self.reason] if self.reason else []
+        if self.moot:
+            extra.append(self.moot)
+        if self.features:
+            extra.append(f"The log names {', '.join(self.features)}: report the bug with that combination.")
+        if self.mined:
+            extra.append(self.mined)
+        return " ".join([text, *extra])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "reason": self.reason, "features": list(self.features),
+                "mined": self.mined or None}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An engine bug and how it stands to the entry matched with it: 'first' (the entry's first fix is moot),
+    'beside' (the entry stays, the bug is named with it) or 'crash' (no entry)."""
+
+    bug: NamedBug
+    place: str = "crash"
+    dropped: int = field(default=0)
+
+
+# A KeyError pasted without its frames is as often a registry refusing a user's name (transformers'
+# CONFIG_MAPPING[model_type] on a model type it does not know yet, a LoRA or adapter name) as an engine's slip.
+_NAME_LOOKUP = re.compile(_CLASS + r"KeyError\b")
+
+
+def internal(exception: str, framed: bool = True) -> bool:
+    """Whether an exception is an internal invariant of the code that raised it (see INTERNAL); without its
+    raise frame (`framed` False) a KeyError does not count."""
+    if not framed and _NAME_LOOKUP.search(exception):
+        return False
+    return bool(INTERNAL.search(exception))
+
+
+def _unsupported_deep(exception: str, frame: Frame | None) -> bool:
+    """A refusal of a combination raised in engine code outside its start-up argument checks."""
+    if frame is None or not _USER_CLASS.search(exception) or not UNSUPPORTED.search(exception):
+        return False
+    path = frame.path.replace("\\", "/")
+    return bool(ENGINE_CODE.search(path)) and not STARTUP.search(path)
+
+
+def engine_in(frame: Frame | None, lines: Iterable[str]) -> str | None:
+    """The engine a crash belongs to: its raise frame's package, else the engine the page names most."""
+    if frame is not None:
+        found = ENGINE_CODE.findall(frame.path.replace("\\", "/"))
+        if found:
+            return _ENGINE_OF[found[-1]]
+    counts: dict[str, int] = {}
+    for line in lines:
+        for word in ENGINE_WORD.findall(line[:4096]):
+            counts[word.lower()] = counts.get(word.lower(), 0) + 1
+    return max(counts, key=counts.__getitem__) if counts else _printed_by(lines)
+
+
+def _printed_by(lines: Iterable[str]) -> str | None:
+    """The engine whose own records a page without the engine's name holds: vLLM's logger format (vllm/logger.py
+    `%(levelname)s %(asctime)s [%(fileinfo)s:%(lineno)d]`, date `%m-%d %H:%M:%S`), else the package of the mined
+    templates its lines match (at most MAX_PRINTED_LINES lines are looked up)."""
+    looked = 0
+    counts: dict[str, int] = {}
+    index = load_templates()
+    for line in lines:
+        if _VLLM_RECORD.search(line[:200]):
+            return "vllm"
+        text = normalise(line[:4096]).text.strip()
+        if len(text) < MIN_PRINTED or looked >= MAX_PRINTED_LINES:
+            continue
+        looked += 1
+        hit = index.lookup(text)
+        if hit is not None and hit.whole and hit.template.package in ("vllm", "sglang"):
+            counts[hit.template.package] = counts.get(hit.template.package, 0) + 1
+    return max(counts, key=counts.__getitem__) if counts else None
+
+
+_VLLM_RECORD = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? \[[\w./-]{1,128}:\d{1,7}\]")
+MIN_PRINTED = 24
+MAX_PRINTED_LINES = 200
+
+
+def _bug(engine: str, raised_at: str, frame: Frame | None, lines: list[str], reason: str,
+         located: Located | None = None, moot: str = "") -> NamedBug:
+    release = engine_release(lines, engine) if engine in ("vllm", "sglang") else None
+    matched: tuple[Any, ...] = ()
+    if release is not None:
+        matched = tuple(a for a in load_advisories() if a.covers(engine, release, raised_at, frame))
+    clean = nearest_clean(engine, release, matched) if release and matched else None
+    return NamedBug(engine, raised_at, release, matched, clean, frame, reason, features(lines),
+                    mined_span(located), moot)
+
+
+def refusal(exception: str, frame: Frame | None, located: Located | None) -> bool:
+    """Whether a crash is the engine refusing a setting, whatever its class: its message names a flag or asks
+    the user to change something, or it was raised (the frame, else every mined site of its template) by the
+    start-up argument checks (SGLang asserts many of its server_args checks: "Speculative decoding is
+    currently not supported with Flex Attention backend", sglang/srt/server_args.py)."""
+    if _ASKS.search(exception):
+        return True
+    if frame is not None and re.search(r"[/\\]", frame.path):
+        return bool(STARTUP.search(frame.path.replace("\\", "/")))
+    sites = located.sites if located is not None else ()
+    return bool(sites) and all(STARTUP.search(site.where.split("::", 1)[0]) for site in sites)
+
+
+_ASKS = re.compile(r"\s--[a-z][a-z-]{1,60}|(?i:\bplease (?:use|set|specify|pass|install|upgrade|reduce|increase)\b)")
+
+
+def crash_verdict(crash: Crash, lines: list[str], located: Located | None = None) -> Verdict | None:
+    """An engine bug for an unrecognised crash `advisories.engine_bug` did not name: an internal invariant
+    (with its frame in engine code, or pasted without frames on a page that names the engine), or an
+    unsupported combination refused deep in engine code; never a `refusal`."""
+    frame = crash.frame
+    if refusal(crash.exception, frame, located):
+        return None
+    in_engine = frame is not None and ENGINE_CODE.search(frame.path.replace("\\", "/")) is not None
+    unplaced = frame is None or not re.search(r"[/\\]", frame.path)  # no frame, or a bare file name
+    if internal(crash.exception, framed=in_engine) and (in_engine or unplaced):
+        engine = engine_in(frame if in_engine else None, lines)
+        if engine is None:
+            return None
+        where = str(frame) if in_engine and frame is not None else _printed_site(crash.exception, lines, engine)
+        return Verdict(_bug(engine, where, frame, lines, _reason_internal(crash.exception), located))
+    if _unsupported_deep(crash.exception, frame) and frame is not None:
+        engine = engine_in(frame, lines) or "vllm"
+        reason = ("The refusal was raised deep in engine code, not by its start-up argument checks: the "
+                  "engine accepted a combination it cannot run, which it should have refused before loading.")
+        return Verdict(_bug(engine, str(frame), frame, lines, reason, located))
+    return None
+
+
+def crash_bug(crash: Crash, lines: list[str], located: Located | None = None) -> EngineBug | None:
+    """The engine bug an unrecognised crash is, if any: never a `refusal`; a crash raised in engine code that
+    `advisories.engine_bug` names (with the known regressions of the log's release); else `crash_verdict`."""
+    if refusal(crash.exception, crash.frame, located) and native_bug(crash.exception) is None:
+        return None
+    named = engine_bug(crash, lines)
+    if named is not None:
+        return named
+    verdict = crash_verdict(crash, lines, located)
+    return None if verdict is None else verdict.bug
+
+
+def entry_verdict(entry_id: str, line: str, root_exception: str | None, root_frame: Frame | None,
+                  read_lines: Callable[[], list[str]]) -> Verdict | None:
+    """An engine bug beside or instead of a matched entry: a YIELDS entry whose first fix the log already
+    applied, a BESIDE entry whose root exception was raised in engine code. The log's lines are read
+    (`read_lines`) only for those entries."""
+    if entry_id not in YIELDS and entry_id not in BESIDE and entry_id not in BUILT_BY:
+        return None
+    lines = read_lines()
+    if entry_id in BUILT_BY:
+        package, built = BUILT_BY[entry_id]
+        if not any(built.search(text[:8192]) for text in lines[:MAX_FEATURE_LINES]):
+            return None
+        reason = (f"The refused command line is {package}'s own (its JIT generated it for the installed toolkit), "
+                  "not one the user wrote.")
+        return Verdict(_bug(package, f"{package} JIT build command", None, lines, reason), "beside")
+    in_engine = root_frame is not None and ENGINE_CODE.search(root_frame.path.replace("\\", "/")) is not None
+    if entry_id in YIELDS:
+        moot = _parser_moot(lines)
+        if moot is None:
+            return None
+        engine = engine_in(root_frame if in_engine else None, lines) or "vllm"
+        where = str(root_frame) if in_engine and root_frame is not None else _logger_site(line, engine)
+        reason = (_reason_internal(root_exception) if root_exception else
+                  "The tool parser raised while reading a reply in the format it was written for.")
+        return Verdict(_bug(engine, where, root_frame, lines, reason, moot=moot), "first", 1)
+    if entry_id in BESIDE and not in_engine:
+        root_frame = kernel_frame(line)
+        in_engine = root_frame is not None
+    if entry_id in BESIDE and in_engine and root_frame is not None:
+        engine = engine_in(root_frame, lines) or "vllm"
+        reason = ("The failing kernel or capture was launched by the engine's own code path (its raise frame "
+                  "is in the engine), not by a setting the message names.")
+        return Verdict(_bug(engine, str(root_frame), root_frame, lines, reason), "beside")
+    return None
+
+
+# A device assert's own line names the kernel's source: CUDA's "<file>.cu:<line>: <kernel>: block: [..], thread:
+# [..] Assertion ... failed." (torch c10/macros/Macros.h CUDA_KERNEL_ASSERT) and Triton's tl.device_assert, which
+# prints the Python file of the @triton.jit kernel the same way.
+_KERNEL_ASSERT = re.compile(r"(?P<path>[^\s:]{1,400}\.(?:py|cu|cuh)):(?P<line>\d{1,7}): (?P<func>[\w:<>]{1,200}): "
+                            r"block: \[")
+
+
+def kernel_frame(line: str) -> Frame | None:
+    """The kernel a device assert's line names, when its source is engine code, as a frame; else None."""
+    hit = _KERNEL_ASSERT.search(line)
+    if hit is None or not ENGINE_CODE.search(hit.group("path").replace("\\", "/")):
+        return None
+    return Frame(hit.group("path"), int(hit.group("line")), hit.group("func"))
+
+
+def _parser_moot(lines: list[str]) -> str | None:
+    """Why 'use the parser the model card names' is moot: the log's parser is already that model's, or None."""
+    parser = model = None
+    for line in lines[:MAX_FEATURE_LINES]:
+        named = _PARSER.search(line[:4096]) if parser is None else None
+        parser = named.group("p") if named else parser
+        hit = _MODEL.search(line[:4096]) if model is None else None
+        if hit and any(p.search(hit.group("m")) for p, _ in RIGHT_PARSERS):
+            model = hit.group("m")
+    if parser is None or model is None:
+        return None
+    right = next((parsers for pattern, parsers in RIGHT_PARSERS if pattern.search(model)), frozenset())
+    if parser not in right:
+        return None
+    return (f"The log already runs --tool-call-parser {parser}, the parser {model} is documented with, so "
+            "switching parsers is no fix.")
+
+
+def _reason_internal(exception: str | None) -> str:
+    return ("The exception is an internal invariant of the code that raised it (an assertion, an index or key "
+            "lookup, a None the code did not expect, a kernel's bounds check), not a message refusing a setting.")
+
+
+def _logger_site(line: str, engine: str) -> str:
+    hit = _LOGGER_SITE.search(line)
+    return f"{hit.group('f')}:{hit.group('n')} (the record's logger location)" if hit else f"{engine} (site not printed)"
+
+
+def _printed_site(exception: str, lines: list[str], engine: str) -> str:
+    """For a crash pasted without frames: the function the page names in backticks next to the exception, else
+    a note that the site was not printed."""
+    head = lines[:MAX_FEATURE_LINES]
+    for index, line in enumerate(head):
+        if exception[:60] in line:
+            nearby = " ".join(head[max(0, index - 1):index + 1])
+            calls = [n for n in _NAMED_CALL.findall(nearby) if n not in exception]
+            if calls:
+                return f"{engine} `{calls[-1]}` (the function the report names; no frame printed)"
+    return f"{engine} (no frame printed)"
+
+
+_NAMED_CALL = re.compile(r"`/?(?:\w+\.)*(\w{3,60})(?:\(\))?`")
+
+
+def steps_for(verdict: Verdict, own: tuple[FixStep, ...]) -> tuple[FixStep, ...]:
+    """The finding's steps: the bug's first when the entry yields (without its moot first step), the entry's
+    then the bug's when named beside it, the bug's alone for a crash."""
+    if verdict.place == "first":
+        return (*verdict.bug.steps(), *own[verdict.dropped:])
+    if verdict.place == "beside":
+        return (*own, *verdict.bug.steps())
+    return verdict.bug.steps()
