@@ -23,7 +23,7 @@ what the engine's tracker needs and what tells one report of a bug from another.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable
 
 from remedies.advisories import EngineBug, engine_bug, engine_release, load_advisories, native_bug, nearest_clean
@@ -181,8 +181,8 @@ def _bug(engine: str, raised_at: str, frame: Frame | None, lines: list[str], rea
     if release is not None:
         matched = tuple(a for a in load_advisories() if a.covers(engine, release, raised_at, frame))
     clean = nearest_clean(engine, release, matched) if release and matched else None
-    return NamedBug(engine, raised_at, release, matched, clean, frame, reason, features(lines),
-                    mined_span(located), moot)
+    return NamedBug(engine, raised_at, release, matched, clean, frame, reason=reason, features=features(lines),
+                    mined=mined_span(located), moot=moot)
 
 
 def refusal(exception: str, frame: Frame | None, located: Located | None) -> bool:
@@ -225,15 +225,22 @@ def crash_verdict(crash: Crash, lines: list[str], located: Located | None = None
 
 
 def crash_bug(crash: Crash, lines: list[str], located: Located | None = None) -> EngineBug | None:
-    """The engine bug an unrecognised crash is, if any: never a `refusal`; a crash raised in engine code that
-    `advisories.engine_bug` names (with the known regressions of the log's release); else `crash_verdict`."""
-    if refusal(crash.exception, crash.frame, located) and native_bug(crash.exception) is None:
+    """The engine bug an unrecognised crash is, if any: never a `refusal`; a bug its own component declares
+    (`advisories.native_bug`) as `advisories.engine_bug` names it; else `crash_verdict`'s, with the known
+    regressions `advisories.engine_bug` matched when it found none itself; else `advisories.engine_bug`'s."""
+    native = native_bug(crash.exception) is not None
+    if refusal(crash.exception, crash.frame, located) and not native:
         return None
     named = engine_bug(crash, lines)
-    if named is not None:
+    if named is not None and native:
         return named
     verdict = crash_verdict(crash, lines, located)
-    return None if verdict is None else verdict.bug
+    if verdict is None:
+        return named
+    bug = verdict.bug
+    if named is not None and named.advisories and not bug.advisories:
+        bug = replace(bug, release=named.release, advisories=named.advisories, nearest_clean=named.nearest_clean)
+    return bug
 
 
 def entry_verdict(entry_id: str, line: str, root_exception: str | None, root_frame: Frame | None,
