@@ -78,3 +78,23 @@ def test_python_m_doctor_ends_a_sigterm_the_same_way(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)
     err = proc.communicate(timeout=120)[1].decode()
     assert (proc.returncode, err.splitlines()[-1:]) in [(143, [LINES[signal.SIGTERM]]), (0, []), (1, [])], err
+
+
+def test_a_signal_a_finalizer_swallowed_is_silent_and_raised_again_when_the_command_returns() -> None:
+    program = (
+        "import signal\n"
+        "from doctor.cli import interrupt\n"
+        "interrupt.raise_interrupt()\n"
+        "class Closing:\n"
+        "    def __del__(self):\n"
+        "        raise interrupt.Signalled(signal.SIGTERM)  # as a signal landing in a finalizer raises it\n"
+        "Closing()\n"
+        "print('the command went on')\n"
+        "try:\n"
+        "    interrupt.raise_swallowed()\n"
+        "except interrupt.Interrupted as exc:\n"
+        "    print('raised again', exc.signum)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.stdout.splitlines() == ["the command went on", f"raised again {int(signal.SIGTERM)}"]
+    assert done.stderr == ""  # no "Exception ignored in ..." traceback

@@ -6,6 +6,11 @@ Before the command runs (imports, start-up) and after it has finished, the signa
 `Signalled` (SIGTERM, SIGHUP; a KeyboardInterrupt too), so that every `finally` runs (a temporary output file is
 removed, a deploy stops the server it started); `main` turns it into the same line and exit code. A SIGHUP or
 SIGTERM that the caller set to be ignored (`nohup`) stays ignored.
+
+Python cannot raise out of a finalizer (`__del__`, a weakref callback, a generator closed by the collector): a
+signal that lands in one is printed as "Exception ignored in ..." with a traceback and the command goes on.
+While a command runs, such a swallowed signal is kept silent (`sys.unraisablehook`) and raised again when the
+command returns (`raise_swallowed`), so it still ends in its one line and exit code.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import atexit
 import os
 import signal
+import sys
 import threading
 from types import FrameType
 
@@ -20,7 +26,7 @@ from doctor.stop_signals import LINE, LINES, SIGNAL_NAMES, Signalled, exit_code,
 
 EXIT_INTERRUPTED = 130
 __all__ = ["EXIT_INTERRUPTED", "LINE", "LINES", "SIGNAL_NAMES", "Interrupted", "Signalled", "exit_code",
-           "signum_of", "exit_at_once", "ignore_at_exit", "raise_interrupt"]
+           "signum_of", "exit_at_once", "ignore_at_exit", "raise_interrupt", "raise_swallowed"]
 _CALLER_IGNORED = frozenset(s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) == signal.SIG_IGN)
 
 
@@ -66,5 +72,30 @@ def ignore_at_exit() -> None:
 
 def raise_interrupt() -> None:
     """SIGINT raises KeyboardInterrupt and SIGTERM / SIGHUP raise Signalled (while a command runs and may need to
-    clean up)."""
+    clean up); one that a finalizer swallows is kept for `raise_swallowed`."""
     _set(signal.default_int_handler, _raise_signalled)
+    if sys.unraisablehook is not _keep_swallowed:
+        _Swallowed.previous_hook = sys.unraisablehook
+        sys.unraisablehook = _keep_swallowed
+
+
+class _Swallowed:
+    """The unraisable hook `raise_interrupt` replaced, and the stopping signals finalizers swallowed since."""
+
+    previous_hook = sys.unraisablehook
+    signals: list[int] = []
+
+
+def _keep_swallowed(unraisable: sys.UnraisableHookArgs) -> None:
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _Swallowed.signals.append(signum_of(unraisable.exc_value))
+        return
+    _Swallowed.previous_hook(unraisable)
+
+
+def raise_swallowed() -> None:
+    """Raise again, as Interrupted, the first stopping signal a finalizer swallowed while the command ran."""
+    if _Swallowed.signals:
+        signum = _Swallowed.signals[0]
+        _Swallowed.signals.clear()
+        raise Interrupted(signum)

@@ -105,6 +105,8 @@ def main(argv: list[str] | None = None) -> Any:
             if program:
                 interrupt.exit_at_once()
             stream.flush()
+            if program:
+                interrupt.raise_swallowed()
     except (KeyboardInterrupt, interrupt.Interrupted) as exc:
         if program:
             interrupt.exit_at_once()
