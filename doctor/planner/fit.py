@@ -16,7 +16,9 @@ configuration of the entry gives what the term scales with (overhead.overhead_in
   rejection sampler's run, derived from the source rather than fitted, and their captures the drafter's graphs
   (capture.graph_count); they measure those terms out of sample. Boots of the V2 runner of 0.29-0.32, whose
   dummy sampler holds only the logits (overhead.sampler_logits_only), are left out of it too;
-- forward scale: that phase / forward estimate on the boots whose sampler phase cannot reach the peak;
+- forward scale: that phase / forward estimate on the boots whose sampler phase cannot reach the peak and
+  whose forward estimate is at least half of it (or whose sampler is under half): a sampler estimate a little
+  short of the peak with a forward at a third of it says which estimate is short, not that the forward made it;
 - non-torch bytes: mean per TP class (vLLM takes its baseline after NCCL and custom all-reduce are set up, so
   their buffers are in neither class: overhead module docstring; a class with no boot takes the other's);
 - first-capture bytes (profile_cudagraph_memory, 0.20.1-0.32.0: max over modes of the first capture +
@@ -54,7 +56,9 @@ from doctor.planner.overhead import OverheadInputs, overhead_inputs
 
 SAMPLER_BOUND = 0.5     # forward estimate under half the logged peak: the sampler made the peak ...
 SAMPLER_MAX_BYTES = 2 * SAMPLER_BYTES_PER_LOGIT_PHYSICS   # ... if its logits can hold that much at all
-FORWARD_BOUND = 0.95    # sampler prediction under 95% of the logged peak: the forward made it
+FORWARD_BOUND = 0.95    # sampler prediction under 95% of the logged peak: the forward made it, if its own
+                        # estimate reaches SAMPLER_BOUND of the peak or the sampler's does not (else neither
+                        # estimate explains the peak, and the boot fits neither phase)
 
 
 @dataclass(frozen=True)
@@ -116,11 +120,12 @@ def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = (),
                     and b.inputs.forward_bytes < SAMPLER_BOUND * act[b.id]
                     and sampled[b.id] / b.inputs.logits <= SAMPLER_MAX_BYTES]
     per_logit = mean(sampler_fits) if sampler_fits else SAMPLER_BYTES_PER_LOGIT_PHYSICS
+    sampler_run = {b.id: b.inputs.sampler_held + b.inputs.rejection_sampler
+                   + b.inputs.logits * (b.inputs.logits_only_bytes or per_logit) for b in boots}
     forward_fits = [act[b.id] / b.inputs.forward_bytes for b in boots
-                    if b.inputs.sampler_held + b.inputs.rejection_sampler
-                    + b.inputs.logits * (b.inputs.logits_only_bytes or per_logit)
-                    < FORWARD_BOUND * act[b.id]
-                    and b.inputs.forward_bytes]
+                    if b.inputs.forward_bytes and sampler_run[b.id] < FORWARD_BOUND * act[b.id]
+                    and (b.inputs.forward_bytes >= SAMPLER_BOUND * act[b.id]
+                         or sampler_run[b.id] < SAMPLER_BOUND * act[b.id])]
     non_torch: dict[str, list[float]] = {}
     graphs: dict[str, list[float]] = {}
     for b in boots:
@@ -194,8 +199,9 @@ def uma_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def logged_boots(entries: list[dict[str, Any]]) -> list[LoggedBoot]:
     """The logged terms of the fully described entries (`predict` set): a boot whose configuration is only
-    partly known (tests/data/published_kv/vllm-partial.yaml) is kept as evidence, never fitted on."""
-    return [b for e in entries if e.get("predict") and (b := logged_boot(e)) is not None]
+    partly known (tests/data/published_kv/vllm-partial.yaml), or one marked `held_out`, is kept as evidence,
+    never fitted on."""
+    return [b for e in entries if e.get("predict") and not e.get("held_out") and (b := logged_boot(e)) is not None]
 
 
 def leave_one_out(entries: list[dict[str, Any]]) -> dict[str, Coefficients]:
