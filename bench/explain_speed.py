@@ -6,6 +6,12 @@ same run, and prints the worker count and the wall-clock (throughput) and CPU ra
 
     python bench/explain_speed.py --size 1G        # the issue's benchmark
     python bench/explain_speed.py --size 5M        # a smoke run
+    python bench/explain_speed.py --size 200M --compare ../base --repeat 3   # against another checkout
+
+`--compare CHECKOUT ...` times each other checkout's `explain` on the same log in the same run (in a child
+process that imports that checkout's `remedies`), interleaved with this one's, `--repeat` times each, and
+prints the median CPU and wall seconds and this checkout's ratios to each (the machine is shared and noisy, so
+only figures measured side by side compare).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import os
 import random
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -118,13 +125,66 @@ def time_explain(log: Path) -> tuple[float, float, int, int]:
     return time.perf_counter() - start, time.process_time() + _children_cpu() - cpu, len(collector.lines), workers
 
 
+CHILD = """
+import resource, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from remedies import Matcher
+from remedies.explain import Collector, explain_sources
+def spent():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + usage.ru_utime + usage.ru_stime
+matcher, collector = Matcher(), Collector()
+cpu, start = spent(), time.perf_counter()
+explain_sources([Path(sys.argv[2])], matcher, collector=collector)
+print(time.perf_counter() - start, spent() - cpu, len(collector.lines))
+"""
+
+
+def time_checkout(checkout: Path, log: Path) -> tuple[float, float, int]:
+    """Wall seconds, CPU seconds (workers included) and matched lines of `checkout`'s explain scan of `log`,
+    timed as `time_explain` times this one's, in a child process that imports that checkout."""
+    done = subprocess.run([sys.executable, "-c", CHILD, str(checkout), str(log)], cwd=checkout,
+                          capture_output=True, text=True, check=True)
+    wall, cpu, lines = done.stdout.split()
+    return float(wall), float(cpu), int(lines)
+
+
+def compare(log: Path, checkouts: list[Path], repeat: int) -> list[str]:
+    """Report lines: each checkout's median CPU and wall seconds over `repeat` interleaved runs on `log` (this
+    checkout first, '.'), and this checkout's CPU and wall ratios to each other one."""
+    timed = [Path(__file__).resolve().parents[1], *checkouts]
+    runs: list[list[tuple[float, float, int]]] = [[] for _ in timed]
+    for _ in range(repeat):
+        for checkout, found in zip(timed, runs):
+            found.append(time_checkout(checkout, log))
+    medians = [(statistics.median(r[1] for r in found), statistics.median(r[0] for r in found),
+                "/".join(str(n) for n in sorted({r[2] for r in found}))) for found in runs]
+    cpu, wall, _ = medians[0]
+    lines = [f"same log, median of {repeat} interleaved run{'s' if repeat > 1 else ''} (cpu s, wall s, matched lines):"]
+    for index, (checkout, (c_cpu, c_wall, c_lines)) in enumerate(zip(timed, medians)):
+        ratio = f"  this / it: cpu {cpu / c_cpu:.2f}, wall {wall / c_wall:.2f}" if index else ""
+        lines.append(f"  {checkout if index else '.'}: cpu {c_cpu:.2f} s, wall {c_wall:.2f} s, {c_lines} lines{ratio}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="1G", help="log size, e.g. 1G, 200M, 5M (default 1G)")
     parser.add_argument("--error-every", type=int, default=5000, help="one error line per N lines (default 5000)")
     parser.add_argument("--seed", type=int, default=4)
     parser.add_argument("--dir", help="where to write the log (default: a temporary directory, removed)")
+    parser.add_argument("--compare", nargs="+", type=Path, default=[], metavar="CHECKOUT",
+                        help="also time these checkouts' explain on the same log (e.g. git worktrees of older commits)")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per checkout with --compare, median shown (default 1)")
     args = parser.parse_args(argv)
+    missing = [str(c) for c in args.compare if not (c / "remedies" / "explain.py").is_file()]
+    if missing:
+        print(f"not a qwen-doctor checkout: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    if args.repeat < 1:
+        print("--repeat must be at least 1", file=sys.stderr)
+        return 2
     if shutil.which("grep") is None:
         print("grep not found", file=sys.stderr)
         return 2
@@ -152,6 +212,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ratio (explain throughput / grep throughput): {grep_s / explain_s:.2f} wall, "
               f"{grep_cpu / max(explain_cpu, 1e-9):.2f} cpu")
         print("(wall: the throughput a user sees; cpu: grep's CPU seconds / explain's, all workers summed)")
+        if args.compare:
+            try:
+                print("\n".join(compare(log, [c.resolve() for c in args.compare], args.repeat)))
+            except subprocess.CalledProcessError as failed:
+                print(f"{failed.cmd[3]}: its explain failed: {(failed.stderr.strip().splitlines() or ['?'])[-1]}",
+                      file=sys.stderr)
+                return 1
         return 0
     finally:
         if not args.dir:

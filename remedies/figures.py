@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from typing import Callable, Iterable, Mapping
 
 BLOCK = 16  # vLLM's default KV block size (tokens); a length that fits is rounded down to it.
@@ -70,7 +71,13 @@ def _qwen35(v: Mapping[str, str]) -> str:
 
 
 def log_model(lines: Iterable[str]) -> str | None:
-    """The model a log's engine says it serves (the first one named), or None."""
+    """The model a log's engine says it serves (the first one named), or None; kept per log head, which every
+    finding that states model figures reads."""
+    return _model_in(lines if isinstance(lines, tuple) else tuple(lines))
+
+
+@lru_cache(maxsize=8)
+def _model_in(lines: tuple[str, ...]) -> str | None:
     for line in lines:
         hit = MODEL_LINES.search(line[:8192])
         if hit:

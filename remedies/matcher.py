@@ -2,9 +2,9 @@
 
 Two entry points share one compiled plan:
 - `Matcher.feed(line, lineno)` for a live stream, one line at a time (anchors, then literals, then regexes);
-- `Matcher.scan(stream)` for files, which scans big byte chunks with one `bytes.find` pass per level-1
-  needle (`remedies.prefilter`: substrings covering every literal, fewer and cheaper than the anchors)
-  instead of touching every line from Python; a line holding a needle is checked against the anchors
+- `Matcher.scan(stream)` for files, which scans big byte chunks for all the level-1 needles at once
+  (`remedies.prefilter`: substrings covering every literal; `remedies.needlescan`: one automaton pass per
+  chunk) instead of touching every line from Python; a line holding a needle is checked against the anchors
   whose literals contain that needle (a literal in the line brings its own needles), then their literals
   and regexes. An entry with `also` literals (other wordings of its message) is planned once per literal.
 An anchor is a phrase shared by several literals (or a whole literal); every literal contains its anchor
@@ -31,6 +31,7 @@ from remedies.crash import Crash
 from remedies.inferred import inferred
 from remedies.loader import Catalogue, load_catalogue
 from remedies.model import CONTEXT_LINES, UNKNOWN, FixStep, Remedy
+from remedies.needlescan import NeedleScan
 from remedies.normalise import Line, join, normalise
 from remedies.prefilter import cached_prefilter
 from remedies.templates import MIN_PREFIX, load_templates
@@ -190,6 +191,7 @@ class Matcher:
         self._plan = self._plan_for(self._needles)
         self._wrap_plan = self._plan_for([n.encode() for n in cached_prefilter(literals, wrap_tolerant=True)])
         self._crash_needles = [n.encode() for n in cached_prefilter(tuple(sorted(crash_rules.LITERALS)))]
+        self._scanners: dict[tuple[bool, bool, bool], NeedleScan] = {}
         self._recent: deque[str] = deque(maxlen=context)
         self._history: deque[str] = deque(maxlen=CONTEXT_LINES)
         self._contexts = any(form.context_regex is not None for form in forms)
@@ -197,6 +199,17 @@ class Matcher:
         self._last_len = 0
         self._record_hits: set[str] = set()
         self._folded: list[tuple[Remedy, re.Pattern[str]]] | None = None
+
+    def _scanner(self, catalogue: bool, small: bool, crashes: bool) -> NeedleScan:
+        """The one-pass needle scan for a chunk (`remedies.needlescan`): the catalogue's needles (the
+        wrap-tolerant set for a small file), and the crash markers when `crashes`; built once per kind."""
+        key = (catalogue, catalogue and small, crashes)
+        scanner = self._scanners.get(key)
+        if scanner is None:
+            plan = (self._wrap_plan if small else self._plan) if catalogue else []
+            crash = [(needle, frozenset({CRASH})) for needle in self._crash_needles] if crashes else []
+            scanner = self._scanners[key] = NeedleScan([*plan, *crash])
+        return scanner
 
     def _plan_for(self, needles: list[bytes]) -> list[tuple[bytes, frozenset[int]]]:
         """Each needle with the anchors whose literals contain it."""
@@ -377,17 +390,7 @@ class Matcher:
         Each line holding a needle is read with the lines of its record (continuations before and after it,
         at most JOIN_LINES each way, within the chunk), normalised; the record is matched once.
         """
-        starts: dict[int, set[int]] = {}
-        plan = (self._wrap_plan if small else self._plan) if catalogue else []
-        plan += [(needle, frozenset({CRASH})) for needle in self._crash_needles] if crashes else []
-        for needle, anchors in plan:
-            pos = chunk.find(needle, 0, limit)
-            while pos >= 0:
-                starts.setdefault(chunk.rfind(b"\n", 0, pos) + 1, set()).update(anchors)
-                end = chunk.find(b"\n", pos, limit)
-                if end < 0:
-                    break
-                pos = chunk.find(needle, end, limit)
+        starts = self._scanner(catalogue, small, crashes).line_starts(chunk, limit)
         counted = 0
         record_end, parsed_until = -1, -1
         records: list[tuple[int, int, int, list[Line], int, set[int]]] = []
@@ -440,7 +443,7 @@ class Matcher:
                     continue
                 index = _piece_of(pieces, remedy.literal)
                 found.append((number + index, joined, (spans[0][0], spans[-1][1]), remedy, values))
-        if self._contexts and found:
+        if any(f[3].context_regex is not None for f in found):
             shown = {(f[0], f[3].id): (f[1], f[2]) for f in found}
             before, kept = self._before(chunk, first), []
             for line in sorted({f[0] for f in found}):  # the record's own lines above the match count too

@@ -1,12 +1,13 @@
 """Choose the level-1 needles of the file scan: substrings such that every catalogue literal contains one.
 
-A file is scanned with one `bytes.find` pass per needle; only lines holding a needle go on to the
-per-entry literals and regexes. Since every literal contains at least one needle, no line that a
-literal (hence an entry) matches is ever skipped.
+A file is scanned for all the needles in one pass (`remedies.needlescan`); only lines holding a needle go
+on to the per-entry literals and regexes. Since every literal contains at least one needle, no line that
+a literal (hence an entry) matches is ever skipped.
 
 The set is a greedy weighted set cover over the literals' substrings. A substring's weight is the
-predicted CPU time of its pass over healthy text, from two measured facts about CPython 3.11's
-`bytes.find` on large buffers (bench/explain_speed.py's log, 100 MiB):
+predicted CPU time of a `bytes.find` pass for it over healthy text (the scan made one per needle before
+the one-pass automaton; the weight still favours few, long needles that healthy lines rarely hold), from
+two measured facts about CPython 3.11's `bytes.find` on large buffers (bench/explain_speed.py's log, 100 MiB):
 - needles of 6+ bytes use a two-way search costing about 0.008 s + 0.38 s / its mean skip, the skip
   at a text byte being the needle's distance from its end to its last byte of the same class
   (`byte & 63`), or its length; shorter needles cost about 0.02 s + 0.3 s / length;

@@ -27,6 +27,26 @@ def test_bench_smoke_run_reports_a_ratio_and_both_tools_find_the_same_lines(tmp_
     assert (tmp_path / "bench.log").stat().st_size >= 3 << 20
 
 
+@pytest.mark.skipif(shutil.which("grep") is None, reason="needs grep")
+def test_bench_compares_another_checkout_on_the_same_log_and_prints_this_ones_ratios_to_it(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "explain_speed.py"), "--size", "2M",
+                           "--error-every", "500", "--dir", str(tmp_path), "--compare", str(ROOT), "--repeat", "2"],
+                          capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    sprinkled = int(re.search(r"(\d+) error lines sprinkled", done.stdout).group(1))
+    assert "same log, median of 2 interleaved runs" in done.stdout
+    assert re.search(rf"  \.: cpu \d+\.\d\d s, wall \d+\.\d\d s, {sprinkled} lines\n", done.stdout)
+    assert re.search(rf"  {re.escape(str(ROOT))}: cpu \d+\.\d\d s, wall \d+\.\d\d s, {sprinkled} lines  "
+                     r"this / it: cpu \d+\.\d\d, wall \d+\.\d\d", done.stdout)
+
+
+def test_bench_refuses_a_comparison_with_a_directory_that_is_no_checkout(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "explain_speed.py"), "--size", "1M",
+                           "--dir", str(tmp_path), "--compare", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 2 and done.stderr.strip() == f"not a qwen-doctor checkout: {tmp_path}"
+
+
 def _coverage():
     sys.path.insert(0, str(ROOT / "bench"))
     import explain_coverage
