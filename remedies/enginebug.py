@@ -136,6 +136,20 @@ def _unsupported_deep(exception: str, frame: Frame | None) -> bool:
     return bool(ENGINE_CODE.search(path)) and not STARTUP.search(path)
 
 
+# A library the engines call (an installed package, torch, Triton): an internal invariant raised there with an
+# engine frame above it is the engine handing it what it cannot take. A KeyError there is a registry's refusal
+# of a name (transformers' CONFIG_MAPPING), not counted.
+_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages|torch|triton)[/\\]")
+
+
+def engine_caller(crash: Crash) -> Frame | None:
+    """The deepest engine frame of a root exception raised inside a library the engine called, or None."""
+    frame = crash.frame
+    if frame is None or not _LIBRARY.search(frame.path) or _NAME_LOOKUP.search(crash.exception):
+        return None
+    return next((f for f in reversed(crash.frames[:-1]) if ENGINE_CODE.search(f.path.replace("\\", "/"))), None)
+
+
 def engine_in(frame: Frame | None, lines: Iterable[str]) -> str | None:
     """The engine a crash belongs to: its raise frame's package, else the engine the page names most."""
     if frame is not None:
@@ -157,8 +171,10 @@ def _printed_by(lines: Iterable[str]) -> str | None:
     counts: dict[str, int] = {}
     index = load_templates()
     for line in lines:
-        if _VLLM_RECORD.search(line[:200]):
+        if _VLLM_RECORD.search(line[:200]) or _VLLM_PROCESS.search(line[:200]):
             return "vllm"
+        if _SGLANG_RECORD.search(line[:200]):
+            return "sglang"
         text = normalise(line[:4096]).text.strip()
         if len(text) < MIN_PRINTED or looked >= MAX_PRINTED_LINES:
             continue
@@ -170,6 +186,12 @@ def _printed_by(lines: Iterable[str]) -> str | None:
 
 
 _VLLM_RECORD = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? \[[\w./-]{1,128}:\d{1,7}\]")
+# vLLM's process prefix (vllm/utils decorate_logs: "(EngineCore_DP0 pid=…) ", "(APIServer pid=…) ", "(VllmWorker
+# TP1 pid=…) " / "(Worker_TP1 pid=…) ") and SGLang's record with its rank prefix (python/sglang/srt/utils.py
+# configure_logger: "[%(asctime)s{prefix}] " with prefix " DP0 TP0 EP0" etc.): the page is that engine's output.
+_VLLM_PROCESS = re.compile(r"\((?:EngineCore(?:_DP\d{1,5})?|APIServer|VllmWorker(?: [A-Z]{2}\d{1,5}){0,4}"
+                           r"|Worker(?:_[A-Z]{2}\d{1,5}){0,4}) pid=\d{1,10}\) ")
+_SGLANG_RECORD = re.compile(r"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?: (?:DP|TP|PP|EP|CP|ATTN_DP|MOE_DP)\d{1,5}){1,6}\] ")
 MIN_PRINTED = 24
 MAX_PRINTED_LINES = 200
 
@@ -210,11 +232,13 @@ def crash_verdict(crash: Crash, lines: list[str], located: Located | None = None
         return None
     in_engine = frame is not None and ENGINE_CODE.search(frame.path.replace("\\", "/")) is not None
     unplaced = frame is None or not re.search(r"[/\\]", frame.path)  # no frame, or a bare file name
-    if internal(crash.exception, framed=in_engine) and (in_engine or unplaced):
-        engine = engine_in(frame if in_engine else None, lines)
+    caller = None if in_engine else engine_caller(crash)
+    if internal(crash.exception, framed=in_engine or caller is not None) and (in_engine or unplaced or caller):
+        engine = engine_in(frame if in_engine else caller, lines)
         if engine is None:
             return None
-        where = str(frame) if in_engine and frame is not None else _printed_site(crash.exception, lines, engine)
+        where = (str(frame) if in_engine and frame is not None else f"{frame} (called from {caller})" if caller
+                 else _printed_site(crash.exception, lines, engine))
         return Verdict(_bug(engine, where, frame, lines, _reason_internal(crash.exception), located))
     if _unsupported_deep(crash.exception, frame) and frame is not None:
         engine = engine_in(frame, lines) or "vllm"
