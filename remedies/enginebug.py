@@ -38,11 +38,14 @@ ENGINE_CODE = re.compile(r"(?:^|[/\\])(vllm|sglang|flashinfer|sgl_kernel)[/\\]")
 _ENGINE_OF = {"vllm": "vllm", "sglang": "sglang", "flashinfer": "flashinfer", "sgl_kernel": "sglang"}
 _CLASS = r"^(?:[\w.]{0,200}\.)?"
 # Python's own wordings of an internal invariant (cpython Objects/object.c "'%.100s' object has no attribute",
-# Objects/abstract.c "'%.200s' object is not subscriptable" / "is not iterable" / "is not callable"), torch's
+# Objects/abstract.c "'%.200s' object is not subscriptable" / "is not iterable" / "is not callable", and the
+# wordings that name the type without "object": "unsupported operand type(s) for %.100s: '%.100s' and '%.100s'",
+# "object of type '%.200s' has no len()", "argument of type '%.200s' is not iterable", Python/ceval.c "cannot
+# unpack non-iterable %.200s object", Objects/object.c "'%s' not supported between instances of"), torch's
 # device-side assert (c10/cuda/CUDAException.cpp) and the CUDA runtime's capture error (cudaError_t 900).
 INTERNAL = re.compile(
     _CLASS + r"(?:AssertionError|IndexError|KeyError|UnboundLocalError|ZeroDivisionError|RecursionError)\b"
-    + r"|" + _CLASS + r"(?:AttributeError|TypeError)\b.{0,200}'NoneType' object"
+    + r"|" + _CLASS + r"(?:AttributeError|TypeError)\b.{0,200}\bNoneType\b"
     # the engine's own model classes (vllm/model_executor/models, sglang/srt/models) missing a member that
     # another engine path expects of them: one part of the engine out of step with another
     r"|" + _CLASS + r"AttributeError: '\w{1,100}For(?:CausalLM|ConditionalGeneration)' object has no attribute"

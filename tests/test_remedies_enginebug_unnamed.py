@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from remedies import explain_sources
 
 SITE = "/usr/local/lib/python3.12/dist-packages"
@@ -56,3 +58,17 @@ def test_a_registry_key_error_in_a_library_the_engine_called_is_not_named_a_bug(
 def test_a_frameless_none_on_a_page_of_no_engine_names_no_bug(tmp_path):
     text = "[2026-01-10 08:00:01] starting\n`AttributeError: 'NoneType' object has no attribute 'init_forward_metadata'`\n"
     assert bug_engine(tmp_path, text) is None
+
+
+@pytest.mark.parametrize("exception", [
+    "TypeError: unsupported operand type(s) for *: 'NoneType' and 'int'",
+    "TypeError: cannot unpack non-iterable NoneType object",
+    "TypeError: object of type 'NoneType' has no len()",
+    "TypeError: argument of type 'NoneType' is not iterable",
+])
+def test_pythons_other_wordings_of_an_unexpected_none_in_engine_code_are_bugs(tmp_path, exception):
+    text = ("Traceback (most recent call last):\n"
+            f'  File "{SITE}/sglang/srt/model_executor/model_runner.py", line 2100, in forward\n'
+            "    return self._forward_raw(forward_batch)\n"
+            f"{exception}\n")
+    assert bug_engine(tmp_path, text) == "sglang"
