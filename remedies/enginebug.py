@@ -68,8 +68,14 @@ RIGHT_PARSERS: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     (re.compile(r"(?i)Qwen3[.-]?5|Qwen3-Coder|Qwen3-Next"), frozenset({"qwen3_coder", "qwen3_xml"})),
     (re.compile(r"(?i)Qwen3-(?!Coder|Next)|Qwen2\.5"), frozenset({"hermes"})),
 )
-_PARSER = re.compile(r"--tool[-_]call[-_]parser[= ](?P<p>[\w-]{1,40})")
-_MODEL = re.compile(r"(?i)(?:--model(?:[-_]path)?[= ]|\bserve\s+|model=['\"]?)(?P<m>[\w./-]{3,200})")
+# The flag as typed, and as the engines print their arguments at start-up: vLLM's "non-default args: {...,
+# 'tool_call_parser': 'qwen3_coder'}" (vllm/entrypoints/utils.py log_non_default_args) and the older
+# "args: Namespace(..., tool_call_parser='qwen3_coder')", SGLang's "server_args=ServerArgs(model_path='...',
+# tool_call_parser='qwen3_coder', ...)".
+_PARSER = re.compile(r"--tool[-_]call[-_]parser[= ](?P<p>[\w-]{1,40})"
+                     r"|\btool_call_parser['\"]?\s{0,2}[:=]\s{0,2}['\"](?P<q>[\w-]{1,40})['\"]")
+_MODEL = re.compile(r"(?i)(?:--model(?:[-_]path)?[= ]|\bserve\s+|model(?:_path)?=['\"]?|['\"]model(?:_path)?['\"]:\s{0,2}['\"])"
+                    r"(?P<m>[\w./-]{3,200})")
 # Entries whose first fix is moot when the log shows the user already did it: the engine bug comes first.
 YIELDS = ("QD-R-VLLM-TOOL-PARSER-MISMATCH",)
 # Entries for a failure inside a kernel or a capture the engine's own code ran: named beside the entry when the
@@ -326,7 +332,7 @@ def _parser_moot(lines: list[str]) -> str | None:
     parser = model = None
     for line in lines[:MAX_FEATURE_LINES]:
         named = _PARSER.search(line[:4096]) if parser is None else None
-        parser = named.group("p") if named else parser
+        parser = (named.group("p") or named.group("q")) if named else parser
         hit = _MODEL.search(line[:4096]) if model is None else None
         if hit and any(p.search(hit.group("m")) for p, _ in RIGHT_PARSERS):
             model = hit.group("m")
