@@ -46,10 +46,16 @@ _CLASS = r"^(?:[\w.]{0,200}\.)?"
 INTERNAL = re.compile(
     _CLASS + r"(?:AssertionError|IndexError|KeyError|UnboundLocalError|ZeroDivisionError|RecursionError)\b"
     + r"|" + _CLASS + r"(?:AttributeError|TypeError)\b.{0,200}\bNoneType\b"
+    # a builtin container or scalar where the code expected its own object (a tensor, a config): "'list' object
+    # has no attribute 'zero_'", "'tuple' object is not callable"
+    + r"|" + _CLASS + r"(?:AttributeError|TypeError): '(?:list|tuple|dict|int|float|str|bool|set)' object "
+    r"(?:has no attribute|is not (?:callable|subscriptable))"
     # the engine's own model classes (vllm/model_executor/models, sglang/srt/models) missing a member that
     # another engine path expects of them: one part of the engine out of step with another
     r"|" + _CLASS + r"AttributeError: '\w{1,100}For(?:CausalLM|ConditionalGeneration)' object has no attribute"
     r"|device-side assert triggered|operation not permitted when stream is capturing|cudaErrorStreamCaptureUnsupported"
+    # torch's own refusal of a host sync inside a capture (aten/src/ATen/native/cuda/Copy.cu)
+    r"|Cannot copy between CPU and CUDA tensors during CUDA graph capture"
     # torch's index_put_ check (aten/src/ATen/native/TensorAdvancedIndexing.cpp make_index_put_iterator): the
     # engine's own tensors disagree in shape
     r"|shape mismatch: value tensor of shape .{1,80} cannot be broadcast to indexing result"

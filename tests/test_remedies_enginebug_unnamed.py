@@ -72,3 +72,21 @@ def test_pythons_other_wordings_of_an_unexpected_none_in_engine_code_are_bugs(tm
             "    return self._forward_raw(forward_batch)\n"
             f"{exception}\n")
     assert bug_engine(tmp_path, text) == "sglang"
+
+
+def test_a_builtin_list_where_the_engine_expected_a_tensor_quoted_in_prose_is_a_bug(tmp_path):
+    text = ("After sleep mode level 1, calling /wake_up on a hybrid model with vLLM fails with "
+            "**`AttributeError: 'list' object has no attribute 'zero_'`** on every worker.\n")
+    assert bug_engine(tmp_path, text) == "vllm"
+
+
+def test_a_host_copy_inside_the_engines_graph_capture_is_named_with_the_capture_entry_and_as_a_bug(tmp_path):
+    text = ('Traceback (most recent call last): File "/app/vllm/v1/worker/gpu_model_runner.py", line 3900, in '
+            'capture_model File "/app/vllm/v1/attention/backends/turboquant_attn.py", line 412, in build '
+            "seq_lens = common.seq_lens.tolist() RuntimeError: Cannot copy between CPU and CUDA tensors during CUDA "
+            "graph capture unless the CPU tensor is pinned.\n")
+    log = tmp_path / "paste.log"
+    log.write_text(text, encoding="utf-8")
+    first = explain_sources([log])[0]
+    assert first.remedy.id == "QD-R-CUDA-STREAM-CAPTURING"
+    assert first.engine_bug is not None and first.engine_bug.engine == "vllm"
