@@ -47,3 +47,9 @@ def test_more_gpus_asked_than_ray_has_comes_before_rays_infeasible_request(tmp_p
 
 def test_rays_infeasible_request_alone_is_still_named(tmp_path):
     assert ids(tmp_path, INFEASIBLE["autoscaler v2"])[0] == "QD-R-RAY-INFEASIBLE-REQUEST"
+
+
+
+def test_the_older_releases_gpus_exceed_the_cluster_wording_comes_before_rays_report(tmp_path):
+    old = "ValueError: The number of required GPUs exceeds the total number of available GPUs in the cluster."
+    assert ids(tmp_path, INFEASIBLE["autoscaler v2"], old)[0] == "QD-R-RAY-PG-GPUS-EXCEED"
