@@ -9,7 +9,8 @@ release before the oldest of them.
 
 An advisory is about one crash when its `symptom` matches the root exception, or when the crash was raised at
 its `site` (the module and function of the raise, from the mined templates: scripts/derive_advisories.py) or
-in the same module ("near" it); an advisory with neither is about every crash of its releases.
+in the same module ("near" it); an advisory with neither names no crash (every crash of its releases is no
+evidence of it).
 """
 
 from __future__ import annotations
@@ -92,11 +93,10 @@ class Advisory:
 
     def covers(self, engine: str, release: str, crash_text: str, frame: Frame | None = None) -> bool:
         """Whether this advisory is about that engine release and this crash: its symptom matches the crash, or the
-        crash was raised at or near its site; one with neither is about every crash of its releases."""
+        crash was raised at or near its site. One with neither (a thread that reports a release broken without
+        its message or frames) names no crash: every crash of its releases is not evidence of it."""
         if engine != self.engine or not _in(release, self.releases):
             return False
-        if self.symptom is None and self.site is None:
-            return True
         return bool(self.symptom and self.symptom.search(crash_text)) or self.placement(frame) is not None
 
     def to_dict(self) -> dict[str, Any]:
@@ -374,8 +374,8 @@ def nearest_clean(engine: str, release: str, advisories: Iterable[Advisory]) -> 
 def beside_entry(text: str, frame: Frame | None, log_lines: Callable[[], Iterable[str]],
                  advisories: Iterable[Advisory] | None = None) -> EngineBug | None:
     """An EngineBug to show beside a catalogue entry's finding: the known regressions of the log's release whose
-    symptom is in `text` (the entry's line and root exception) or whose raise site is `frame`'s, else None. An
-    advisory with neither is about every crash of its releases, not about this entry's, and is left out; the
+    symptom is in `text` (the entry's line and root exception) or whose raise site is `frame`'s, else None (an
+    advisory with neither names no crash); the
     log's head (`log_lines`) is read only when some advisory's symptom or site fits."""
     pool = tuple(load_advisories() if advisories is None else advisories)
     fitting = [a for a in pool if (a.symptom is not None and a.symptom.search(text))

@@ -105,6 +105,7 @@ class Crash:
     tight: str = field(default="", compare=False)
     carried_on: int = field(default=0, compare=False)
     statement: str = field(default="", compare=False)
+    frames: tuple[Frame, ...] = field(default=(), compare=False)  # the root exception's traceback, outermost first
 
     @property
     def readings(self) -> tuple[str, ...]:
@@ -336,9 +337,10 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
     if not chain:
         if not frames or state != "frames":
             return None, last
-        return Crash(deepest, "", "", frames[-1], component_of(frames, ""), "cut", statement=statement), last
+        return Crash(deepest, "", "", frames[-1], component_of(frames, ""), "cut", statement=statement,
+                     frames=tuple(frames)), last
     root, root_frames, root_line = chain[0]
     every = [f for _, fs, _ in chain for f in fs]
     return Crash(root_line, root, chain[-1][0], root_frames[-1] if root_frames else None,
                  component_of(root_frames or every, root), "traceback", tight[0] if tight[0] != root else "",
-                 statement=statements[0] if root_frames else ""), last
+                 statement=statements[0] if root_frames else "", frames=tuple(root_frames)), last

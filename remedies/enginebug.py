@@ -38,15 +38,24 @@ ENGINE_CODE = re.compile(r"(?:^|[/\\])(vllm|sglang|flashinfer|sgl_kernel)[/\\]")
 _ENGINE_OF = {"vllm": "vllm", "sglang": "sglang", "flashinfer": "flashinfer", "sgl_kernel": "sglang"}
 _CLASS = r"^(?:[\w.]{0,200}\.)?"
 # Python's own wordings of an internal invariant (cpython Objects/object.c "'%.100s' object has no attribute",
-# Objects/abstract.c "'%.200s' object is not subscriptable" / "is not iterable" / "is not callable"), torch's
+# Objects/abstract.c "'%.200s' object is not subscriptable" / "is not iterable" / "is not callable", and the
+# wordings that name the type without "object": "unsupported operand type(s) for %.100s: '%.100s' and '%.100s'",
+# "object of type '%.200s' has no len()", "argument of type '%.200s' is not iterable", Python/ceval.c "cannot
+# unpack non-iterable %.200s object", Objects/object.c "'%s' not supported between instances of"), torch's
 # device-side assert (c10/cuda/CUDAException.cpp) and the CUDA runtime's capture error (cudaError_t 900).
 INTERNAL = re.compile(
     _CLASS + r"(?:AssertionError|IndexError|KeyError|UnboundLocalError|ZeroDivisionError|RecursionError)\b"
-    + r"|" + _CLASS + r"(?:AttributeError|TypeError)\b.{0,200}'NoneType' object"
+    + r"|" + _CLASS + r"(?:AttributeError|TypeError)\b.{0,200}\bNoneType\b"
+    # a builtin container or scalar where the code expected its own object (a tensor, a config): "'list' object
+    # has no attribute 'zero_'", "'tuple' object is not callable"
+    + r"|" + _CLASS + r"(?:AttributeError|TypeError): '(?:list|tuple|dict|int|float|str|bool|set)' object "
+    r"(?:has no attribute|is not (?:callable|subscriptable))"
     # the engine's own model classes (vllm/model_executor/models, sglang/srt/models) missing a member that
     # another engine path expects of them: one part of the engine out of step with another
     r"|" + _CLASS + r"AttributeError: '\w{1,100}For(?:CausalLM|ConditionalGeneration)' object has no attribute"
     r"|device-side assert triggered|operation not permitted when stream is capturing|cudaErrorStreamCaptureUnsupported"
+    # torch's own refusal of a host sync inside a capture (aten/src/ATen/native/cuda/Copy.cu)
+    r"|Cannot copy between CPU and CUDA tensors during CUDA graph capture"
     # torch's index_put_ check (aten/src/ATen/native/TensorAdvancedIndexing.cpp make_index_put_iterator): the
     # engine's own tensors disagree in shape
     r"|shape mismatch: value tensor of shape .{1,80} cannot be broadcast to indexing result"
@@ -65,8 +74,14 @@ RIGHT_PARSERS: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     (re.compile(r"(?i)Qwen3[.-]?5|Qwen3-Coder|Qwen3-Next"), frozenset({"qwen3_coder", "qwen3_xml"})),
     (re.compile(r"(?i)Qwen3-(?!Coder|Next)|Qwen2\.5"), frozenset({"hermes"})),
 )
-_PARSER = re.compile(r"--tool[-_]call[-_]parser[= ](?P<p>[\w-]{1,40})")
-_MODEL = re.compile(r"(?i)(?:--model(?:[-_]path)?[= ]|\bserve\s+|model=['\"]?)(?P<m>[\w./-]{3,200})")
+# The flag as typed, and as the engines print their arguments at start-up: vLLM's "non-default args: {...,
+# 'tool_call_parser': 'qwen3_coder'}" (vllm/entrypoints/utils.py log_non_default_args) and the older
+# "args: Namespace(..., tool_call_parser='qwen3_coder')", SGLang's "server_args=ServerArgs(model_path='...',
+# tool_call_parser='qwen3_coder', ...)".
+_PARSER = re.compile(r"--tool[-_]call[-_]parser[= ](?P<p>[\w-]{1,40})"
+                     r"|\btool_call_parser['\"]?\s{0,2}[:=]\s{0,2}['\"](?P<q>[\w-]{1,40})['\"]")
+_MODEL = re.compile(r"(?i)(?:--model(?:[-_]path)?[= ]|\bserve\s+|model(?:_path)?=['\"]?|['\"]model(?:_path)?['\"]:\s{0,2}['\"])"
+                    r"(?P<m>[\w./-]{3,200})")
 # Entries whose first fix is moot when the log shows the user already did it: the engine bug comes first.
 YIELDS = ("QD-R-VLLM-TOOL-PARSER-MISMATCH",)
 # Entries for a failure inside a kernel or a capture the engine's own code ran: named beside the entry when the
@@ -136,6 +151,20 @@ def _unsupported_deep(exception: str, frame: Frame | None) -> bool:
     return bool(ENGINE_CODE.search(path)) and not STARTUP.search(path)
 
 
+# A library the engines call (an installed package, torch, Triton): an internal invariant raised there with an
+# engine frame above it is the engine handing it what it cannot take. A KeyError there is a registry's refusal
+# of a name (transformers' CONFIG_MAPPING), not counted.
+_LIBRARY = re.compile(r"[/\\](?:site-packages|dist-packages|torch|triton)[/\\]")
+
+
+def engine_caller(crash: Crash) -> Frame | None:
+    """The deepest engine frame of a root exception raised inside a library the engine called, or None."""
+    frame = crash.frame
+    if frame is None or not _LIBRARY.search(frame.path) or _NAME_LOOKUP.search(crash.exception):
+        return None
+    return next((f for f in reversed(crash.frames[:-1]) if ENGINE_CODE.search(f.path.replace("\\", "/"))), None)
+
+
 def engine_in(frame: Frame | None, lines: Iterable[str]) -> str | None:
     """The engine a crash belongs to: its raise frame's package, else the engine the page names most."""
     if frame is not None:
@@ -157,8 +186,10 @@ def _printed_by(lines: Iterable[str]) -> str | None:
     counts: dict[str, int] = {}
     index = load_templates()
     for line in lines:
-        if _VLLM_RECORD.search(line[:200]):
+        if _VLLM_RECORD.search(line[:200]) or _VLLM_PROCESS.search(line[:200]):
             return "vllm"
+        if _SGLANG_RECORD.search(line[:200]):
+            return "sglang"
         text = normalise(line[:4096]).text.strip()
         if len(text) < MIN_PRINTED or looked >= MAX_PRINTED_LINES:
             continue
@@ -170,6 +201,12 @@ def _printed_by(lines: Iterable[str]) -> str | None:
 
 
 _VLLM_RECORD = re.compile(r"\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})? \[[\w./-]{1,128}:\d{1,7}\]")
+# vLLM's process prefix (vllm/utils decorate_logs: "(EngineCore_DP0 pid=…) ", "(APIServer pid=…) ", "(VllmWorker
+# TP1 pid=…) " / "(Worker_TP1 pid=…) ") and SGLang's record with its rank prefix (python/sglang/srt/utils.py
+# configure_logger: "[%(asctime)s{prefix}] " with prefix " DP0 TP0 EP0" etc.): the page is that engine's output.
+_VLLM_PROCESS = re.compile(r"\((?:EngineCore(?:_DP\d{1,5})?|APIServer|VllmWorker(?: [A-Z]{2}\d{1,5}){0,4}"
+                           r"|Worker(?:_[A-Z]{2}\d{1,5}){0,4}) pid=\d{1,10}\) ")
+_SGLANG_RECORD = re.compile(r"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?: (?:DP|TP|PP|EP|CP|ATTN_DP|MOE_DP)\d{1,5}){1,6}\] ")
 MIN_PRINTED = 24
 MAX_PRINTED_LINES = 200
 
@@ -210,11 +247,13 @@ def crash_verdict(crash: Crash, lines: list[str], located: Located | None = None
         return None
     in_engine = frame is not None and ENGINE_CODE.search(frame.path.replace("\\", "/")) is not None
     unplaced = frame is None or not re.search(r"[/\\]", frame.path)  # no frame, or a bare file name
-    if internal(crash.exception, framed=in_engine) and (in_engine or unplaced):
-        engine = engine_in(frame if in_engine else None, lines)
+    caller = None if in_engine else engine_caller(crash)
+    if internal(crash.exception, framed=in_engine or caller is not None) and (in_engine or unplaced or caller):
+        engine = engine_in(frame if in_engine else caller, lines)
         if engine is None:
             return None
-        where = str(frame) if in_engine and frame is not None else _printed_site(crash.exception, lines, engine)
+        where = (str(frame) if in_engine and frame is not None else f"{frame} (called from {caller})" if caller
+                 else _printed_site(crash.exception, lines, engine))
         return Verdict(_bug(engine, where, frame, lines, _reason_internal(crash.exception), located))
     if _unsupported_deep(crash.exception, frame) and frame is not None:
         engine = engine_in(frame, lines) or "vllm"
@@ -299,7 +338,7 @@ def _parser_moot(lines: list[str]) -> str | None:
     parser = model = None
     for line in lines[:MAX_FEATURE_LINES]:
         named = _PARSER.search(line[:4096]) if parser is None else None
-        parser = named.group("p") if named else parser
+        parser = (named.group("p") or named.group("q")) if named else parser
         hit = _MODEL.search(line[:4096]) if model is None else None
         if hit and any(p.search(hit.group("m")) for p, _ in RIGHT_PARSERS):
             model = hit.group("m")

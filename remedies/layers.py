@@ -18,7 +18,9 @@ needs the lines around it to be told apart from a message):
 - `ranks`: workers (tensor / data parallel ranks, Ray actors, torchrun and mpirun ranks, SGLang's `TP0`)
   printing their tracebacks at the same time, frames of several ranks interleaved: each rank's lines are
   gathered into one block (`remedies.ranks`), the most informative traceback (one that prints its
-  exception, then the one that started first) first.
+  exception, then the one that started first) first;
+- `short-wrap`: a message a web page wrapped at a space right after its first words, the short line joined to
+  the next when together they read as a mined template (`remedies.shortwrap`).
 
 `unwrap(text)` peels every layer found, outermost first, and returns a `View` (the lines as read, each with
 the source line it came from, and the layers peeled), or None when the text holds none of them. Only a
@@ -36,6 +38,7 @@ from remedies.crash import HEADER
 from remedies.exports import peel_export, peel_json, peel_newest_first, peel_pod_prefix
 from remedies.normalise import strip_ansi
 from remedies.ranks import gather
+from remedies.shortwrap import join_short_wraps
 
 MAX_ROUNDS = 4
 MIN_GUTTER = 3
@@ -287,4 +290,5 @@ LAYERS: tuple[tuple[str, Callable[[_Lines], _Lines | None]], ...] = (
     ("export", peel_export),
     ("stern", peel_pod_prefix),
     ("ranks", gather),
+    ("short-wrap", join_short_wraps),
 )

@@ -101,8 +101,8 @@ HEADER = """\
 # thread does not give are derived from the mined raise templates of every release
 # (remedies/signatures/{vllm,sglang}.json) by scripts/derive_advisories.py - do not edit them by hand; run
 # `python scripts/derive_advisories.py --write` after adding an advisory. explain names the advisories of the
-# log's release when its crash sits inside engine code: by symptom, by raise site (or its module), or for every
-# crash when an advisory has neither. Loaded and validated by remedies/advisories.py;
+# log's release when its crash sits inside engine code: by symptom or by raise site (or its module); one with
+# neither names no crash (kept as the record of the thread). Loaded and validated by remedies/advisories.py;
 # tests/test_remedies_advisories.py.
 """
 

@@ -268,3 +268,16 @@ def test_a_flattened_traceback_ending_in_a_bare_assert_is_the_engines_bug(tmp_pa
     (finding,) = explained(tmp_path, line + "\n")
     assert finding.crash is not None and finding.crash.exception == "AssertionError"
     assert finding.engine_bug is not None and "process_batch_result_decode" in finding.engine_bug.raised_at
+
+
+@pytest.mark.parametrize("started", [
+    "(APIServer pid=1) INFO 03-01 10:00:00 [utils.py:233] non-default args: {'model_tag': 'Qwen/Qwen3.5-35B-A3B', "
+    "'enable_auto_tool_choice': True, 'tool_call_parser': 'qwen3_coder', 'model': 'Qwen/Qwen3.5-35B-A3B'}",
+    "INFO 03-01 10:00:00 api_server.py:712] args: Namespace(host=None, port=8000, enable_auto_tool_choice=True, "
+    "tool_call_parser='qwen3_coder', model='Qwen/Qwen3.5-35B-A3B', tokenizer=None)",
+])
+def test_the_parser_and_model_read_from_the_engines_printed_arguments_make_the_crash_a_bug(tmp_path, started):
+    log = started + "\n" + _parser_log("qwen3_coder", "Qwen/Qwen3.5-35B-A3B").split("\n", 1)[1]
+    first = explained(tmp_path, log)[0]
+    assert first.remedy.id == "QD-R-VLLM-TOOL-PARSER-MISMATCH" and first.engine_bug is not None
+    assert "no fix" in first.why
