@@ -38,6 +38,27 @@ def test_the_cli_plans_the_asked_layout_in_full_and_says_the_list_starts_with_it
     assert "(TP 1, PP 1, DP 8, EP)" in result.output
 
 
+def test_dp_alone_keeps_the_engine_defaults_it_leaves_unsaid_pp_1_and_no_expert_parallel():
+    plans = plan_layouts(SPEC, parse_gpus("8xH200"), ServeConfig(dp=4))
+    first = plans[0].config
+    assert (first.tp, first.pp, first.dp, first.expert_parallel) == (2, 1, 4, False)
+    assert any(p.config.expert_parallel for p in plans[1:])   # the EP layouts follow as alternatives
+
+
+def test_dp_with_pp_plans_that_pp_and_fills_tp():
+    first = plan_layouts(SPEC, parse_gpus("8xH200"), ServeConfig(dp=2, pp=2))[0].config
+    assert (first.tp, first.pp, first.dp, first.expert_parallel) == (2, 2, 2, False)
+
+
+def test_an_asked_layout_that_leaves_gpus_idle_says_so_in_the_text_and_the_json_report():
+    result = run("--gpus", "8xH200", "--dp", "3")
+    assert "(TP 2, PP 1, DP 3)" in result.output
+    assert "uses 6 of the 8 GPUs: 2 stay idle" in result.output
+    report = json.loads(run("--gpus", "8xH200", "--dp", "3", "--format", "json").output)
+    assert "TP 2 x PP 1 x DP 3 uses 6 of the 8 GPUs: 2 stay idle" in report["sections"]["plan"]["notes"]
+    assert not any("idle" in line for line in run("--gpus", "8xH200", "--dp", "4").output.splitlines())
+
+
 def test_expert_parallel_alone_plans_the_best_layout_with_ep():
     plans = plan_layouts(SPEC, parse_gpus("4xH200"), ServeConfig(expert_parallel=True))
     assert plans[0].config.expert_parallel
