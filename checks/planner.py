@@ -26,14 +26,14 @@ def _model(ctx: CheckContext) -> Any:
 
 
 def _serve_config(ctx: CheckContext) -> Any:
-    """Every memory setting of the deployment (the profile's, with the user's overrides under deploy), then
-    explicit options, and the installed backend version."""
+    """Every memory setting of the facts' environment, then of the deployment (the profile's, with the user's
+    overrides under deploy), then explicit options, and the installed backend version."""
     from doctor.deployment.version import engine_version
     from doctor.planner import ServeConfig
-    from doctor.planner.flags import deployment_kwargs
+    from doctor.planner.flags import deployment_kwargs, env_kwargs
 
     backend = ctx.backend or "vllm"
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = env_kwargs(ctx.facts.env)
     deployment = ctx.deployment or (ctx.profile.deployment() if ctx.profile is not None else None)
     if deployment is not None:
         values.update(deployment_kwargs(deployment))

@@ -146,6 +146,11 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
     report_out = report_out.reading(_config_file(model), from_log)
     report_out.check()
     spec = get_model(model)
+    bundle = _load_facts(gpus) if facts else None
+    if bundle is not None:
+        from doctor.planner.flags import env_kwargs
+
+        kwargs = {**env_kwargs(bundle.env), **kwargs}   # the engine's environment there; flags and profile win
     if from_log:
         from doctor.planner.bootlog import read_log_text
         from doctor.planner.sglang_bootlog import is_sglang_log, sglang_boot_log_from_text
@@ -158,7 +163,7 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
             logged = sglang_logged_config(sg_boot, ServeConfig(backend_version=kwargs.get("backend_version")))
             wanted = logged.with_(**kwargs)
             backend = "sglang"
-            result, layouts = sglang_replan(spec, sg_boot, logged, wanted, _hardware(gpus, facts) if gpus else None), []
+            result, layouts = sglang_replan(spec, sg_boot, logged, wanted, _hardware(gpus, bundle) if gpus else None), []
         else:
             from doctor.planner.bootlog import boot_log_from_text
             from doctor.planner.replan import logged_config, logged_gpu, replan
@@ -169,13 +174,13 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
             boot = boot_log_from_text(log_text, from_log)
             logged = logged_config(boot, ServeConfig())
             wanted = logged.with_(**kwargs)
-            hardware = _hardware(gpus, facts) if gpus else parse_gpus(f"{wanted.world_size}x{logged_gpu(boot).name}:"
+            hardware = _hardware(gpus, bundle) if gpus else parse_gpus(f"{wanted.world_size}x{logged_gpu(boot).name}:"
                                                                          f"{boot.total_gib}")
             result, layouts = replan(spec, boot, logged, wanted, hardware), []
     else:
         if gpus is None:
             raise PlanInputError("plan needs --gpus (e.g. --gpus 2xH200), or --from-log with a vLLM boot log")
-        hardware = _hardware(gpus, facts)
+        hardware = _hardware(gpus, bundle)
         cfg = ServeConfig(backend=backend, **kwargs)
         cfg.validate()
         if "tp" in kwargs:
@@ -198,16 +203,22 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
     sys.exit(0 if result.fits else 1)
 
 
-def _hardware(gpus: str, facts: bool) -> Any:
-    """The GPUs of `--gpus`, or of the facts bundle at `gpus` (with what other processes held on them)."""
+def _load_facts(path: str) -> Any:
+    """The facts bundle of --facts."""
+    from doctor.facts.model import Facts
+
+    return Facts.load(path)
+
+
+def _hardware(gpus: str, bundle: Any) -> Any:
+    """The GPUs of `--gpus`, or of the facts `bundle` (with what other processes held on them) where one is read."""
     from doctor.planner import parse_gpus
 
-    if not facts:
+    if bundle is None:
         return parse_gpus(gpus)
-    from doctor.facts.model import Facts
     from doctor.planner.startup import facts_hardware
 
-    return facts_hardware(Facts.load(gpus))
+    return facts_hardware(bundle)
 
 
 def _config_file(model: str) -> Path | None:

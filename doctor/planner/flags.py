@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from doctor.deployment import Deployment, Settings, SettingError, read_engine_args
@@ -119,6 +120,23 @@ def config_from_settings(settings: Settings) -> dict[str, Any]:
     return out
 
 
+V2_RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
+
+
+def env_kwargs(env: Mapping[str, str]) -> dict[str, Any]:
+    """The ServeConfig fields an engine's environment sets: VLLM_USE_V2_MODEL_RUNNER (vllm/envs.py
+    `maybe_convert_bool`: bool(int(value)), None when unset; read in 0.22.0, 0.26.0 and the 0.32.0 CPU build;
+    0.20.1 reads it as bool(int(value or "0"))). A value int() refuses stops vLLM at start-up: PlanInputError."""
+    value = env.get(V2_RUNNER_ENV)
+    if value is None:
+        return {}
+    try:
+        return {"v2_model_runner": bool(int(value))}
+    except ValueError:
+        raise PlanInputError(f"{V2_RUNNER_ENV}={value!r} is not an integer (vLLM reads it with int() and does not "
+                             "start): set it to 0 or 1") from None
+
+
 def config_kwargs(argv: list[str]) -> dict[str, Any]:
     """The ServeConfig fields a foreign command line sets (the last occurrence of a flag wins), read through
     the deployment's settings table."""
@@ -143,15 +161,9 @@ def serve_config_from_argv(backend: str, argv: list[str], **overrides: Any) -> S
 
 
 def deployment_kwargs(deployment: Deployment) -> dict[str, Any]:
-    """The ServeConfig fields a Deployment sets; PlanInputError on a setting that does not read as its kind."""
+    """The ServeConfig fields a Deployment sets, from its flags and its environment (env_kwargs); PlanInputError on
+    a setting that does not read as its kind."""
     try:
-        return config_from_settings(deployment.settings)
+        return {**env_kwargs(deployment.env), **config_from_settings(deployment.settings)}
     except SettingError as exc:
         raise PlanInputError(str(exc)) from None
-
-
-def serve_config_of(deployment: Deployment, **overrides: Any) -> ServeConfig:
-    """ServeConfig for a Deployment; `overrides` (not None) win over its settings."""
-    kwargs = deployment_kwargs(deployment)
-    kwargs.update({k: v for k, v in overrides.items() if v is not None})
-    return ServeConfig(backend=deployment.backend, **kwargs)

@@ -364,13 +364,17 @@ def v1_model_runner(cfg: ServeConfig) -> bool:
     up to 0.28.0 `_is_default_v2_model_runner_model` returns False for a hybrid model unless its architecture is
     in DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (Qwen3.5 / 3.6 are not); from 0.29.0 V2 is the CUDA default unless
     the configuration has a feature V2 lacks (V1_ONLY_METHODS; its other unsupported features, e.g. stock
-    torch.compile, are not read); 0.34.0 has no V1 GPU runner left. VLLM_USE_V2_MODEL_RUNNER overrides it and is
-    not read here."""
+    torch.compile, are not read); 0.34.0 has no V1 GPU runner left. VLLM_USE_V2_MODEL_RUNNER, where the deployment's
+    or the facts' environment sets it (cfg.v2_model_runner, flags.env_kwargs), decides before any of that up to
+    0.33 (use_v2_model_runner returns it first: read in 0.22.0, 0.26.0 and the 0.32.0 CPU build; 0.20.1 turns V2
+    on only with it); 0.34.0's envs.py has no such variable."""
     v = Version(Version(cfg.backend_version or ASSUMED_VLLM_VERSION).base_version)
-    if v < Version("0.29.0"):
-        return True
     if v >= Version("0.34.0"):
         return False
+    if cfg.v2_model_runner is not None:
+        return not cfg.v2_model_runner
+    if v < Version("0.29.0"):
+        return True
     method = (cfg.speculative_method or "mtp").lower()
     method = "mtp" if method in MTP_METHODS else method
     if v < Version("0.30.0"):
