@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,9 @@ from doctor.cli import options
 @click.command()
 @click.option("--gpus", default=None, metavar="NxGPU",
               help="GPUs to plan for, e.g. 8xA100-80G, 2xH200, 1xGB10, 1xMYGPU:96:9.0 (GiB as torch reports it).")
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=None, metavar="N",
+              help="GPUs of each node where --gpus spans several (ranks fill the nodes in order): an expert-parallel "
+              "group across nodes gets DeepEP's RDMA buffer. Default: one node.")
 @click.option("--facts", "facts_path", default=None, metavar="BUNDLE",
               help="Plan for the GPUs a `qwen-doctor collect` bundle records (plain or gzip), with the memory other "
               "processes held on them when it was collected (instead of --gpus).")
@@ -66,7 +70,8 @@ from doctor.cli import options
 @click.option("--overhead-gib", type=float, default=None,
               help="Override the estimated activations + CUDA graphs + non-torch memory per GPU.")
 @options.report_outputs
-def plan(gpus, facts_path, profile_name, from_log, model, backend, backend_version, tp, pp, dp, enable_expert_parallel,
+def plan(gpus, gpus_per_node, facts_path, profile_name, from_log, model, backend, backend_version, tp, pp, dp,
+         enable_expert_parallel,
          kv_cache_dtype, max_model_len, max_num_seqs, gpu_memory_utilization, kv_cache_memory, mem_fraction_static,
          max_num_batched_tokens, language_model_only, mm_encoder_tp_mode, mtp_tokens, speculative_config,
          engine_flags, no_prefix_caching, enable_prefix_caching, enforce_eager, block_size, overhead_gib,
@@ -118,7 +123,7 @@ def plan(gpus, facts_path, profile_name, from_log, model, backend, backend_versi
             raise PlanInputError("give --gpus or --facts, not both (--facts plans the GPUs its bundle records)")
         report_out = report_out.reading(facts_path)
     _run(gpus or facts_path, model or "Qwen/Qwen3.5-35B-A3B", backend or "vllm", {**base, **given}, from_log,
-         report_out, facts=facts_path is not None)
+         report_out, facts=facts_path is not None, gpus_per_node=gpus_per_node)
 
 
 def _split_flags(text: str) -> list[str]:
@@ -133,7 +138,7 @@ def _split_flags(text: str) -> list[str]:
 
 
 def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], from_log: str | None,
-         report_out: Any, facts: bool = False) -> None:
+         report_out: Any, facts: bool = False, gpus_per_node: int | None = None) -> None:
     """Plan and print; `gpus` is a facts bundle's path where `facts` is set."""
     from doctor.models import get_model
     from doctor.planner import ServeConfig, parse_gpus
@@ -180,7 +185,7 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
     else:
         if gpus is None:
             raise PlanInputError("plan needs --gpus (e.g. --gpus 2xH200), or --from-log with a vLLM boot log")
-        hardware = _hardware(gpus, bundle)
+        hardware = replace(_hardware(gpus, bundle), gpus_per_node=gpus_per_node)
         cfg = ServeConfig(backend=backend, **kwargs)
         cfg.validate()
         if "tp" in kwargs:

@@ -12,7 +12,7 @@ from doctor.planner.divisibility import RuleResult, check_divisibility, valid_te
 from doctor.planner.hardware import GIB, Hardware
 from doctor.planner.errors import PlanInputError
 from doctor.planner.extensible import extensible_cache_bytes, utilization_note
-from doctor.planner.overhead import VllmOverhead, v1_model_runner, vllm_overhead_terms
+from doctor.planner.overhead import VllmOverhead, ep_group_spans_nodes, v1_model_runner, vllm_overhead_terms
 from doctor.planner.sglang_kv import LOAD_BUFFER_BYTES, rules_of, sglang_capacity, sglang_pools
 from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
 from doctor.planner.startup import startup_findings
@@ -99,7 +99,8 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
         weights = {"measured": measured.weights_bytes, "total": measured.weights_bytes}
     if cfg.backend == "vllm":
         total = hw.gpu.usable_bytes
-        terms = vllm_overhead_terms(spec, cfg, hw.gpu, last_stage=pp_rank == cfg.pp - 1, pinned_memory=hw.pinned_memory)
+        terms = vllm_overhead_terms(spec, cfg, hw.gpu, last_stage=pp_rank == cfg.pp - 1, pinned_memory=hw.pinned_memory,
+                                    internode=ep_group_spans_nodes(cfg, hw.gpus_per_node, pp_rank))
         overhead = int(cfg.overhead_gib * GIB) if cfg.overhead_gib is not None else terms.total
         if measured is not None and measured.overhead_bytes is not None:
             overhead = measured.overhead_bytes
