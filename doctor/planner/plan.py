@@ -17,7 +17,7 @@ from doctor.planner.sglang_kv import LOAD_BUFFER_BYTES, rules_of, sglang_capacit
 from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
 from doctor.planner.startup import startup_findings
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
-from doctor.planner.versions import nearest_covered, resolve_version, vllm_rules
+from doctor.planner.versions import model_support_problem, nearest_covered, resolve_version, vllm_rules
 from doctor.planner.wsl import device_state_note, uva_startup_problem, wsl_note
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.weights import pp_partition, rank_weights
@@ -279,7 +279,9 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
 
     `config.backend_version` None means the installed engine, else the newest version known.
     """
-    _, version_note = nearest_covered(config.backend, resolve_version(config.backend, config.backend_version))
+    asked = resolve_version(config.backend, config.backend_version)
+    _, version_note = nearest_covered(config.backend, asked)
+    unsupported = model_support_problem(config.backend, asked, model.architecture)
     config = resolve_config(model, config)
     result = _evaluate(model, hardware, config, measured)
     result.notes = [version_note] if version_note else []
@@ -302,4 +304,7 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
     if refused:
         result.problems.append(refused[0])
         result.suggestions = [refused[1], *result.suggestions]
+    if unsupported:   # the engine does not load the model at all: first of all
+        result.problems.insert(0, unsupported[0])
+        result.suggestions = [unsupported[1]]
     return result

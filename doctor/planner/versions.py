@@ -61,6 +61,28 @@ def nearest_covered(backend: str, version: str) -> tuple[str, str | None]:
                   f"planned with {near}'s")
 
 
+# Architectures whose first release per engine is version_matrix.yaml's `qwen35_minimum` (the Qwen3.5 / 3.6 family)
+QWEN35_ARCHITECTURES = ("Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration")
+
+
+def model_support_problem(backend: str, version: str, architecture: str) -> tuple[str, str] | None:
+    """(problem, fix) where `version` of `backend` is a release older than the first that loads `architecture`
+    (doctor/data/version_matrix.yaml qwen35_minimum, each with its source: vLLM 0.17.0, SGLang 0.5.9), else None.
+    A development or pre-release build of an older base version is not judged: nightlies carry the architecture
+    before its release (the adadrag DGX Spark boot ran Qwen3.5 on a "0.16.0" nightly image)."""
+    from doctor.knowledge import version_matrix
+
+    if architecture not in QWEN35_ARCHITECTURES or backend not in ENGINE_NAMES:
+        return None
+    asked = Version(version)
+    minimum, source = version_matrix().minimum[backend]
+    if asked.is_prerelease or asked.is_devrelease or asked.local or asked >= minimum:
+        return None
+    name = ENGINE_NAMES[backend]
+    return (f"{name} {version} cannot load {architecture}: the first release with it is {minimum} ({source})",
+            f"use {name} {minimum} or later (--backend-version {minimum})")
+
+
 # Integrated GPUs, free memory: (first version reading MemAvailable, first keying on cudaDevAttrIntegrated
 # instead of UMA_CAPABILITIES), and the last version before each; sources in vllm_rules / sglang_rules.
 UMA_AVAILABLE_SINCE = {"vllm": ("0.11.1", "0.20.0"), "sglang": ("0.5.4", "0.5.9")}
