@@ -83,3 +83,11 @@ def test_plan_gpus_per_node_plans_the_rdma_buffer_off_each_rank_s_kv_cache():
     one_node, two_nodes = cache(), cache("--gpus-per-node", "8")
     assert one_node - two_nodes == 1 << 30
     assert cache("--gpus-per-node", "16") == one_node
+
+
+def test_a_profile_that_spans_nodes_is_planned_on_its_nodes():
+    from doctor.profile_plan import plan_profile
+    from profiles import load_profile
+
+    assert plan_profile(load_profile("vllm-multinode")).hardware.gpus_per_node == 8
+    assert plan_profile(load_profile("vllm-fp8")).hardware.gpus_per_node is None

@@ -115,6 +115,10 @@ def plan(gpus, gpus_per_node, facts_path, profile_name, from_log, model, backend
         backend = profile.backend
         model = model or profile.model
         base = deployment_kwargs(profile.deployment())
+        if gpus_per_node is None:
+            from doctor.profile_plan import profile_gpus_per_node
+
+            gpus_per_node = profile_gpus_per_node(profile)
         if gpus is None and facts_path is None and profile.hardware.gpu_count:
             raise PlanInputError(f"plan --profile {profile.name} needs --gpus (the profile wants "
                                  f"{profile.hardware.gpu_count} GPUs of at least {profile.hardware.min_gpu_memory_gib} GiB)")
