@@ -135,7 +135,9 @@ def vllm_rules(version: str) -> VllmRules:
       `current_platform.is_integrated_gpu()` (platforms/cuda.py: torch's `is_integrated`, i.e.
       cudaDevAttrIntegrated; vllm PR #35356). Read in the 0.11.0, 0.11.1, 0.11.2, 0.12.0, 0.13.0, 0.15.0,
       0.17.0-0.19.1, 0.20.0 and 0.32.0 wheels. A GB10 on 0.24.0 reads MemAvailable (vllm issue #48140, the
-      reporter's retraction: is_integrated True, the ValueError showed MemAvailable).
+      reporter's retraction: is_integrated True, the ValueError showed MemAvailable). 0.34.0 moves the rule into
+      utils/mem_utils.py device_memory_info (integrated GPU, not under WSL), which also sizes the extensible KV
+      cache from the memory free after warmup (v1/worker/extensible_kv_cache.py): MemAvailable there too.
     - unquantized fused MoE: model_executor/layers/fused_moe/unquantized_fused_moe_method.py calls
       fused_moe.py `fused_experts` (fused_experts_impl: caches allocated and freed per call) in the 0.11.2 and
       0.13.0 wheels, and a FusedMoEModularKernel over TritonExperts from the 0.14.1 wheel on (read in 0.14.1,
