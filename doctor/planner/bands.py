@@ -29,9 +29,11 @@ MIN_CLASS_BOOTS = 3
 
 
 def features(spec: "ModelSpec", cfg: "ServeConfig") -> list[str]:
-    """The plan's features a class must have seen: TP > 1, speculative decoding, vLLM 0.34's extensible KV cache,
+    """The plan's features a class must have seen: TP > 1, PP > 1, DP > 1, expert parallelism (its communication
+    buffers and gathered activations are terms of their own), speculative decoding, vLLM 0.34's extensible KV cache,
     the checkpoint's quantisation."""
-    out = ["TP > 1"] if cfg.tp > 1 else []
+    out = [name for name, on in (("TP > 1", cfg.tp > 1), ("PP > 1", cfg.pp > 1), ("DP > 1", cfg.dp > 1),
+                                 ("expert parallelism", cfg.expert_parallel and cfg.ep_size > 1)) if on]
     if cfg.mtp_tokens:
         out.append("speculative decoding")
     if cfg.extensible_kv_on:
