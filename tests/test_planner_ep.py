@@ -91,3 +91,19 @@ def test_a_profile_that_spans_nodes_is_planned_on_its_nodes():
 
     assert plan_profile(load_profile("vllm-multinode")).hardware.gpus_per_node == 8
     assert plan_profile(load_profile("vllm-fp8")).hardware.gpus_per_node is None
+
+
+def test_a_re_plan_from_a_log_onto_nodes_adds_the_rdma_buffer_too():
+    import json
+
+    from click.testing import CliRunner
+
+    from doctor.cli.main import cli
+    from tests.conftest import FIXTURES
+
+    args = ["plan", "--from-log", str(FIXTURES / "h200-rehearsal" / "vllm-bf16-lm-only.log"), "--gpus", "8xH200",
+            "--tp", "1", "--dp", "8", "--enable-expert-parallel", "--flag", "--all2all-backend deepep_high_throughput",
+            "--format", "json"]
+    caches = [json.loads(CliRunner().invoke(cli, [*args, *extra]).output)["sections"]["plan"]["ranks"][0]["cache_bytes"]
+              for extra in ((), ("--gpus-per-node", "4"))]
+    assert caches[0] - caches[1] == 1 << 30

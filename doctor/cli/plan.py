@@ -185,6 +185,7 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
             wanted = logged.with_(**kwargs)
             hardware = _hardware(gpus, bundle) if gpus else parse_gpus(f"{wanted.world_size}x{logged_gpu(boot).name}:"
                                                                          f"{boot.total_gib}")
+            hardware = replace(hardware, gpus_per_node=gpus_per_node)
             result, layouts = replan(spec, boot, logged, wanted, hardware), []
     else:
         if gpus is None:
