@@ -63,6 +63,9 @@ def test_deepep_high_throughput_across_nodes_adds_an_rdma_buffer_of_the_same_siz
     assert all2all_buffer_bytes(SPEC, ht, 8192, internode=True) == 2 << 30
     low_latency = ht.with_(all2all_backend="deepep_low_latency")   # its RDMA buffer is there on one node too
     assert all2all_buffer_bytes(SPEC, low_latency, 256, internode=True) == all2all_buffer_bytes(SPEC, low_latency, 256)
+    # the environment's VLLM_DEEPEP_BUFFER_SIZE_MB sizes both; FORCE_INTRA_NODE drops the RDMA buffer
+    assert all2all_buffer_bytes(SPEC, ht.with_(deepep_buffer_mb=512), 8192, internode=True) == 1 << 30
+    assert all2all_buffer_bytes(SPEC, ht.with_(deepep_force_intranode=True), 8192, internode=True) == 1 << 30
 
 
 def test_plan_gpus_per_node_plans_the_rdma_buffer_off_each_rank_s_kv_cache():

@@ -1,5 +1,6 @@
-"""VLLM_USE_V2_MODEL_RUNNER is read from the deployment's and the facts' environment (never from the environment
-qwen-doctor itself runs in) and decides vLLM's model runner up to 0.33, as config/vllm.py use_v2_model_runner does."""
+"""vLLM's memory environment variables (VLLM_USE_V2_MODEL_RUNNER, the DeepEP buffer sizes) are read from the
+deployment's and the facts' environment, never from the environment qwen-doctor itself runs in;
+VLLM_USE_V2_MODEL_RUNNER decides vLLM's model runner up to 0.33, as config/vllm.py use_v2_model_runner does."""
 
 from __future__ import annotations
 
@@ -33,6 +34,8 @@ def test_the_variable_reads_as_vllm_reads_it():
     assert env_kwargs({}) == {}
     with pytest.raises(PlanInputError, match="VLLM_USE_V2_MODEL_RUNNER='true' is not an integer"):
         env_kwargs({"VLLM_USE_V2_MODEL_RUNNER": "true"})
+    assert env_kwargs({"VLLM_DEEPEP_BUFFER_SIZE_MB": "2048", "VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE": "1"}) == \
+        {"deepep_buffer_mb": 2048, "deepep_force_intranode": True}
 
 
 def _bundle(tmp_path, env: dict[str, str]):

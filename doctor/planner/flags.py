@@ -120,21 +120,31 @@ def config_from_settings(settings: Settings) -> dict[str, Any]:
     return out
 
 
-V2_RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
+# vLLM environment variables that change memory -> (ServeConfig field, how vllm/envs.py reads the value)
+ENGINE_ENV = {
+    "VLLM_USE_V2_MODEL_RUNNER": ("v2_model_runner", lambda v: bool(int(v))),
+    "VLLM_DEEPEP_BUFFER_SIZE_MB": ("deepep_buffer_mb", int),
+    "VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE": ("deepep_force_intranode", lambda v: bool(int(v))),
+}
 
 
 def env_kwargs(env: Mapping[str, str]) -> dict[str, Any]:
-    """The ServeConfig fields an engine's environment sets: VLLM_USE_V2_MODEL_RUNNER (vllm/envs.py
-    `maybe_convert_bool`: bool(int(value)), None when unset; read in 0.22.0, 0.26.0 and the 0.32.0 CPU build;
-    0.20.1 reads it as bool(int(value or "0"))). A value int() refuses stops vLLM at start-up: PlanInputError."""
-    value = env.get(V2_RUNNER_ENV)
-    if value is None:
-        return {}
-    try:
-        return {"v2_model_runner": bool(int(value))}
-    except ValueError:
-        raise PlanInputError(f"{V2_RUNNER_ENV}={value!r} is not an integer (vLLM reads it with int() and does not "
-                             "start): set it to 0 or 1") from None
+    """The ServeConfig fields an engine's environment sets (ENGINE_ENV), each read as vllm/envs.py reads it:
+    VLLM_USE_V2_MODEL_RUNNER `maybe_convert_bool` (bool(int(value)), None when unset; read in 0.22.0, 0.26.0 and
+    the 0.32.0 CPU build; 0.20.1 reads bool(int(value or "0"))), VLLM_DEEPEP_BUFFER_SIZE_MB int(value or "1024"),
+    VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE bool(int(value or "0")) (both read in 0.20.1-0.34.0). A value int()
+    refuses stops vLLM at start-up: PlanInputError."""
+    out: dict[str, Any] = {}
+    for name, (field, parse) in ENGINE_ENV.items():
+        value = env.get(name)
+        if value is None:
+            continue
+        try:
+            out[field] = parse(value)
+        except ValueError:
+            raise PlanInputError(f"{name}={value!r} is not an integer (vLLM reads it with int() and does not "
+                                 "start)") from None
+    return out
 
 
 def config_kwargs(argv: list[str]) -> dict[str, Any]:

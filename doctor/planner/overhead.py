@@ -242,7 +242,6 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
 # --all2all-backend values that all-gather every DP rank's tokens before the experts (vllm/config/parallel.py
 # All2AllBackend; "naive" and "pplx" fall back to allgather_reducescatter from 0.2x, ParallelConfig.__post_init__)
 GATHERING_ALL2ALL = ("allgather_reducescatter", "naive", "pplx")
-DEEPEP_BUFFER_BYTES = 1024 << 20       # envs.VLLM_DEEPEP_BUFFER_SIZE_MB default (1024), num_nvl_bytes
 DEEPEP_ALIGNMENT = 128                 # LEGACY_NUM_BUFFER_ALIGNMENT_BYTES (DeepEP csrc/kernels/legacy/compiled.cuh)
 BATCHED_DP_BACKENDS = ("deepep_low_latency", "nixl_ep")
 BATCHED_DP_TOKENS = 256                # SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP
@@ -312,11 +311,11 @@ def ep_group_spans_nodes(cfg: ServeConfig, gpus_per_node: int | None, pp_rank: i
 def all2all_buffer_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, internode: bool = False) -> int:
     """Buffers an all2all backend allocates outside torch (cudaMalloc / NVSHMEM), counted as non-torch memory, per
     rank of an expert-parallel group of more than one rank (distributed/device_communicators/all2all.py, 0.32.0):
-    - deepep_high_throughput: the NVLink buffer of VLLM_DEEPEP_BUFFER_SIZE_MB (DeepEPHTAll2AllManager
-      _make_all2all_kwargs), and where the group spans nodes (`internode`: ep_group_spans_nodes) an RDMA buffer of
-      the same size (`num_rdma_bytes = VLLM_DEEPEP_BUFFER_SIZE_MB * 1024 * 1024` unless
-      VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE, not read here; the same in the 0.20.1, 0.22.0, 0.26.0 and
-      0.34.0 wheels);
+    - deepep_high_throughput: the NVLink buffer of VLLM_DEEPEP_BUFFER_SIZE_MB (cfg.deepep_buffer_mb;
+      DeepEPHTAll2AllManager _make_all2all_kwargs), and where the group spans nodes (`internode`:
+      ep_group_spans_nodes) an RDMA buffer of the same size (`num_rdma_bytes = VLLM_DEEPEP_BUFFER_SIZE_MB * 1024 *
+      1024` unless VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE, cfg.deepep_force_intranode; the same in the 0.20.1,
+      0.22.0, 0.26.0 and 0.34.0 wheels);
     - deepep_low_latency: the same NVLink buffer + the low-latency RDMA buffer for max_num_batched_tokens
       dispatched tokens per DP rank (DeepEPLLAll2AllManager: FusedMoEConfig.max_num_tokens, the hidden size,
       the checkpoint's routed experts; deepep_low_latency_rdma_bytes);
@@ -325,10 +324,11 @@ def all2all_buffer_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, interno
     backend = (cfg.all2all_backend or "").lower()
     if not (cfg.expert_parallel and cfg.ep_size > 1) or spec.moe is None:
         return 0
+    nvl = cfg.deepep_buffer_mb << 20
     if backend == "deepep_high_throughput":
-        return DEEPEP_BUFFER_BYTES * (2 if internode else 1)
+        return nvl * (2 if internode and not cfg.deepep_force_intranode else 1)
     if backend == "deepep_low_latency":
-        return DEEPEP_BUFFER_BYTES + deepep_low_latency_rdma_bytes(spec.hidden_size, spec.moe.num_experts, tokens)
+        return nvl + deepep_low_latency_rdma_bytes(spec.hidden_size, spec.moe.num_experts, tokens)
     return 0
 
 
