@@ -36,6 +36,10 @@ def test_the_cli_plans_the_asked_layout_in_full_and_says_the_list_starts_with_it
     result = run("--gpus", "8xH200", "--dp", "8", "--enable-expert-parallel")
     assert "the one asked for first" in result.output
     assert "(TP 1, PP 1, DP 8, EP)" in result.output
+    plans = plan_layouts(SPEC, parse_gpus("8xH200"), ServeConfig(dp=8, expert_parallel=True))
+    asked = plans[0].max_concurrency * 8
+    better = sum(1 for p in plans[1:] if p.fits and p.max_concurrency * p.config.dp > asked)
+    assert f"then the others best first, {better} of them serving more requests" in result.output
 
 
 def test_dp_alone_keeps_the_engine_defaults_it_leaves_unsaid_pp_1_and_no_expert_parallel():
