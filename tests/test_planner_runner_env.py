@@ -34,6 +34,7 @@ def test_the_variable_reads_as_vllm_reads_it():
     assert env_kwargs({}) == {}
     with pytest.raises(PlanInputError, match="VLLM_USE_V2_MODEL_RUNNER='true' is not an integer"):
         env_kwargs({"VLLM_USE_V2_MODEL_RUNNER": "true"})
+    assert env_kwargs({"VLLM_USE_V2_MODEL_RUNNER": "true"}, backend="sglang") == {}   # SGLang reads none of them
     assert env_kwargs({"VLLM_DEEPEP_BUFFER_SIZE_MB": "2048", "VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE": "1"}) == \
         {"deepep_buffer_mb": 2048, "deepep_force_intranode": True}
 
@@ -75,3 +76,14 @@ def test_a_deployment_s_environment_sets_it():
     deployment = from_argv(["vllm", "serve", "Qwen/Qwen3.5-35B-A3B"], "vllm", {"VLLM_USE_V2_MODEL_RUNNER": "0"})
     assert deployment_kwargs(deployment)["v2_model_runner"] is False
 
+
+
+def test_check_fails_the_plan_where_the_engine_would_not_read_its_variable_and_skips_divisibility():
+    from doctor.facts.model import Facts
+    from tests.conftest import run
+
+    results = run(Facts(facts_with("h200", env={"VLLM_USE_V2_MODEL_RUNNER": "yes"}).data),
+                  only=("QD-PLAN-001", "QD-PLAN-002"))
+    [plan_result], [divisibility] = results["QD-PLAN-002"], results["QD-PLAN-001"]
+    assert plan_result.status.value == "fail" and "VLLM_USE_V2_MODEL_RUNNER='yes' is not an integer" in plan_result.summary
+    assert divisibility.status.value == "skip" and "see QD-PLAN-002" in divisibility.summary

@@ -159,7 +159,7 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
     if bundle is not None:
         from doctor.planner.flags import env_kwargs
 
-        kwargs = {**env_kwargs(bundle.env), **kwargs}   # the engine's environment there; flags and profile win
+        kwargs = {**env_kwargs(bundle.env, backend), **kwargs}   # the engine's environment there; flags and profile win
     if from_log:
         from doctor.planner.bootlog import read_log_text
         from doctor.planner.sglang_bootlog import is_sglang_log, sglang_boot_log_from_text

@@ -29,7 +29,7 @@ def serve_config(spec: LaunchSpec, backend_version: str | None = None, facts: Fa
     from doctor.planner.flags import deployment_kwargs, env_kwargs
 
     deployment = spec.deployment or from_argv(spec.argv, spec.backend, spec.env)
-    inherited = env_kwargs(facts.env) if facts is not None else {}
+    inherited = env_kwargs(facts.env, deployment.backend) if facts is not None else {}
     kwargs = {**inherited, **deployment_kwargs(deployment)}
     if backend_version is not None:
         kwargs["backend_version"] = backend_version

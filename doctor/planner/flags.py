@@ -128,13 +128,16 @@ ENGINE_ENV = {
 }
 
 
-def env_kwargs(env: Mapping[str, str]) -> dict[str, Any]:
-    """The ServeConfig fields an engine's environment sets (ENGINE_ENV), each read as vllm/envs.py reads it:
+def env_kwargs(env: Mapping[str, str], backend: str = "vllm") -> dict[str, Any]:
+    """The ServeConfig fields a vLLM engine's environment sets (ENGINE_ENV; none for SGLang, which reads none of
+    them), each read as vllm/envs.py reads it:
     VLLM_USE_V2_MODEL_RUNNER `maybe_convert_bool` (bool(int(value)), None when unset; read in 0.22.0, 0.26.0 and
     the 0.32.0 CPU build; 0.20.1 reads bool(int(value or "0"))), VLLM_DEEPEP_BUFFER_SIZE_MB int(value or "1024"),
     VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE bool(int(value or "0")) (both read in 0.20.1-0.34.0). A value int()
     refuses stops vLLM at start-up: PlanInputError."""
     out: dict[str, Any] = {}
+    if backend != "vllm":
+        return out
     for name, (field, parse) in ENGINE_ENV.items():
         value = env.get(name)
         if value is None:
@@ -174,6 +177,6 @@ def deployment_kwargs(deployment: Deployment) -> dict[str, Any]:
     """The ServeConfig fields a Deployment sets, from its flags and its environment (env_kwargs); PlanInputError on
     a setting that does not read as its kind."""
     try:
-        return {**env_kwargs(deployment.env), **config_from_settings(deployment.settings)}
+        return {**env_kwargs(deployment.env, deployment.backend), **config_from_settings(deployment.settings)}
     except SettingError as exc:
         raise PlanInputError(str(exc)) from None
