@@ -85,6 +85,8 @@ def test_plan_gpus_per_node_plans_the_rdma_buffer_off_each_rank_s_kv_cache():
 
     one_node, two_nodes = cache(), cache("--gpus-per-node", "8")
     assert one_node - two_nodes == 1 << 30
+    report = json.loads(CliRunner().invoke(cli, [*args, "--gpus-per-node", "8"]).output)
+    assert report["sections"]["plan"]["gpus"]["per_node"] == 8
     assert cache("--gpus-per-node", "16") == one_node
 
 

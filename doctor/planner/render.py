@@ -196,7 +196,7 @@ def plan_to_dict(p: Plan) -> dict[str, Any]:
         "schema": 1,
         "model": p.model.name,
         "gpus": {"name": p.hardware.gpu.name, "count": p.hardware.count, "memory_bytes": p.hardware.gpu.memory_bytes,
-                 "compute_capability": p.hardware.gpu.compute_capability},
+                 "compute_capability": p.hardware.gpu.compute_capability, "per_node": p.hardware.gpus_per_node},
         "config": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__},
         "max_model_len": p.max_model_len,
         "kv_bytes_per_token": p.kv_bytes_per_token,
