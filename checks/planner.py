@@ -26,14 +26,14 @@ def _model(ctx: CheckContext) -> Any:
 
 
 def _serve_config(ctx: CheckContext) -> Any:
-    """Every memory setting of the deployment (the profile's, with the user's overrides under deploy), then
-    explicit options, and the installed backend version."""
+    """Every memory setting of the facts' environment, then of the deployment (the profile's, with the user's
+    overrides under deploy), then explicit options, and the installed backend version."""
     from doctor.deployment.version import engine_version
     from doctor.planner import ServeConfig
-    from doctor.planner.flags import deployment_kwargs
+    from doctor.planner.flags import deployment_kwargs, env_kwargs
 
     backend = ctx.backend or "vllm"
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = env_kwargs(ctx.facts.env, backend)
     deployment = ctx.deployment or (ctx.profile.deployment() if ctx.profile is not None else None)
     if deployment is not None:
         values.update(deployment_kwargs(deployment))
@@ -60,7 +60,12 @@ def divisibility(ctx: CheckContext) -> Outcome:
         return fail(f"the model cannot be read: {exc}",
                     fix=["Point --model at a checkpoint directory that holds config.json (the same path the "
                          "engine gets), or give a registry name such as Qwen/Qwen3.5-35B-A3B-FP8."])
-    cfg = _serve_config(ctx)
+    from doctor.planner.errors import PlanInputError
+
+    try:
+        cfg = _serve_config(ctx)
+    except PlanInputError as exc:   # a setting or engine variable that does not read (QD-PLAN-002 fails)
+        return skip(f"the deployment cannot be read: {exc} (see QD-PLAN-002)")
     results = check_divisibility(spec, cfg)
     hard = [r for r in results if not r.ok and r.severity == "fail"]
     soft = [r for r in results if not r.ok and r.severity == "warn"]
@@ -100,13 +105,16 @@ def fits(ctx: CheckContext) -> Outcome:
         spec = _model(ctx)
     except ModelConfigError:
         return skip("the model cannot be read (see QD-PLAN-001)")
-    cfg = _serve_config(ctx)
+    from doctor.planner.errors import PlanInputError
+
+    try:
+        cfg = _serve_config(ctx)
+    except PlanInputError as exc:   # the engine reads the value the same way and does not start
+        return fail(f"the engine does not start: {exc}", fix=["Give the setting or variable a value the engine reads."])
     if any(not r.ok and r.severity == "fail" for r in check_divisibility(spec, cfg)):
         return skip(f"TP={cfg.tp} cannot split {spec.name} (see QD-PLAN-001)")
     if cfg.world_size > len(used):
         return skip(f"TP x PP x DP = {cfg.world_size} exceeds the {len(used)} GPU(s) in use (see QD-GPU-001)")
-    from doctor.planner.errors import PlanInputError
-
     try:
         result = plan(spec, Hardware(gpu, len(used), others, pinned), cfg)
     except PlanInputError as exc:   # e.g. a drafter the planner cannot size: say so, do not guess

@@ -65,7 +65,6 @@ def mamba_concurrency_limit(ctx: CheckContext) -> Outcome:
     start when --max-num-seqs exceeds them with FULL CUDA graphs (speculative decoding), earlier it caps
     (vllm#38270, #37416, #49064)."""
     from doctor.errors import DoctorError
-    from doctor.planner import Hardware
     from doctor.profile_plan import plan_profile
     from doctor.recipe_rules import MAMBA_SOURCE, mamba_concurrency
     from doctor.suggest import machine_from_facts
@@ -76,7 +75,7 @@ def mamba_concurrency_limit(ctx: CheckContext) -> Outcome:
     machine = machine_from_facts(ctx.facts) if ctx.facts.knows("gpus") else None
     version = ctx.facts.package_version("vllm")
     try:
-        hardware = Hardware(machine.gpu, max(1, profile.hardware.gpu_count)) if machine else None
+        hardware = machine.hardware(max(1, profile.hardware.gpu_count)) if machine else None
         planned = plan_profile(profile, hardware, version)
     except DoctorError as exc:
         return skip(f"profile {profile.name} cannot be planned here: {exc}")

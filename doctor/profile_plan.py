@@ -42,6 +42,11 @@ def profile_gpus(profile: "Profile", gpu: str | None = None) -> str | None:
     return f"{max(1, profile.hardware.gpu_count) * max(1, profile.nodes)}x{name}"
 
 
+def profile_gpus_per_node(profile: "Profile") -> int | None:
+    """The GPUs of each node of a profile that spans nodes (its hardware.gpu_count), None for one node."""
+    return max(1, profile.hardware.gpu_count) if profile.nodes > 1 else None
+
+
 def profile_deployment(profile: "Profile") -> "Deployment":
     """The profile's Deployment, with a `<name>` placeholder for each required variable left unset."""
     return profile.deployment({key: f"<{key}>" for key, default in profile.variables.items() if default is None})
@@ -61,7 +66,7 @@ def plan_profile(profile: "Profile", hardware: "Hardware | None" = None, version
         if gpus is None:
             raise PlanInputError(f"profile {profile.name}: no GPU to plan on (a CPU profile, or no catalogue GPU "
                                  f"has {profile.hardware.min_gpu_memory_gib:g} GiB)")
-        hardware = parse_gpus(gpus)
+        hardware = replace(parse_gpus(gpus), gpus_per_node=profile_gpus_per_node(profile))
     kwargs = deployment_kwargs(profile_deployment(profile))
     if version:
         kwargs["backend_version"] = version

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from doctor.facts.model import Facts
-    from doctor.planner.hardware import GPU
+    from doctor.planner.hardware import GPU, Hardware
     from profiles import Profile
 
 GIB = 1 << 30
@@ -24,12 +24,21 @@ GIB = 1 << 30
 
 @dataclass(frozen=True)
 class Machine:
-    """The facts suggest reads: one GPU model, how many, and the installed engines' versions (None: absent or
-    unknown)."""
+    """The facts suggest reads: one GPU model, how many, the installed engines' versions (None: absent or
+    unknown), and what the plan of a profile reads beside them: the memory other processes hold on each GPU at
+    start-up and whether the engine gets pinned host memory (doctor/planner/startup.py facts_hardware)."""
 
     gpu: "GPU"
     count: int
     engines: dict[str, str | None] = field(default_factory=dict)
+    other_process_bytes: int = 0
+    pinned_memory: bool | None = None
+
+    def hardware(self, count: int) -> "Hardware":
+        """`count` of this machine's GPUs as the planner takes them, with their start-up memory."""
+        from doctor.planner import Hardware
+
+        return Hardware(self.gpu, count, self.other_process_bytes, self.pinned_memory)
 
     def __str__(self) -> str:
         return f"{self.count}x{self.gpu.name}"
@@ -67,18 +76,27 @@ def machine_from_gpus(text: str, engines: dict[str, str | None] | None = None) -
 
 
 def machine_from_facts(facts: "Facts") -> Machine | None:
-    """The machine a facts bundle describes: its visible GPUs (the first one's model) and engine versions;
-    None without a GPU."""
+    """The machine a facts bundle describes, as `plan --facts` and deploy's KV prediction read it (the smallest
+    visible GPU, what other processes hold at start-up, pinned memory: startup.facts_hardware), and its engine
+    versions; where the bundle records no GPU memory, the first visible GPU by its catalogue name. None without
+    a GPU."""
     from doctor.gpus import visible_gpus
+    from doctor.planner.errors import PlanInputError
     from doctor.planner.hardware import gpu_from_facts
+    from doctor.planner.startup import facts_hardware
 
     gpus, _ = visible_gpus(facts)
     if not gpus:
         return None
-    first = gpus[0]
-    gpu = gpu_from_facts(first.get("name"), int((first.get("memory") or {}).get("total") or 0),
-                         first.get("compute_capability"))
-    return Machine(gpu, len(gpus), {b: facts.package_version(b) for b in ("vllm", "sglang")})
+    engines = {b: facts.package_version(b) for b in ("vllm", "sglang")}
+    try:
+        found = facts_hardware(facts)
+    except PlanInputError:
+        first = gpus[0]
+        gpu = gpu_from_facts(first.get("name"), int((first.get("memory") or {}).get("total") or 0),
+                             first.get("compute_capability"))
+        return Machine(gpu, len(gpus), engines)
+    return Machine(found.gpu, found.count, engines, found.other_process_bytes, found.pinned_memory)
 
 
 def precision_of(profile: "Profile") -> str:
@@ -111,7 +129,6 @@ def judge(profile: "Profile", machine: Machine) -> Verdict:
     from packaging.version import InvalidVersion, Version
 
     from doctor.errors import DoctorError
-    from doctor.planner import Hardware
     from doctor.profile_plan import plan_profile
 
     hw = profile.hardware
@@ -142,7 +159,7 @@ def judge(profile: "Profile", machine: Machine) -> Verdict:
     if reasons:
         return Verdict(profile, reasons)
     try:
-        planned = plan_profile(profile, Hardware(machine.gpu, needed), installed)
+        planned = plan_profile(profile, machine.hardware(needed), installed)
     except DoctorError as exc:
         return Verdict(profile, [f"cannot be planned: {exc}"])
     if not planned.fits:

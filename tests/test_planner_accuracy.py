@@ -215,6 +215,18 @@ def test_a_plan_s_band_is_its_hardware_class_s_and_says_where_no_boot_was_measur
     rel, why = plan_band(spec_5090)
     assert "not measured with speculative decoding" in why
     assert rel >= classes["consumer Blackwell"]["gap_gib"] * GIB / spec_5090.ranks[0].cache_bytes
+    # no logged boot ran vLLM 0.29+ (the V2 model runner): a Hopper plan of 0.30 says so, 0.26's does not
+    v2 = plan(get_model("Qwen/Qwen3.5-35B-A3B"), parse_gpus("1xH200"), ServeConfig(backend_version="0.30.0"))
+    assert "Hopper: not measured with the V2 model runner (vLLM 0.29+)" in plan_band(v2)[1]
+    v1 = plan(get_model("Qwen/Qwen3.5-35B-A3B"), parse_gpus("1xH200"),
+              ServeConfig(backend_version="0.30.0", v2_model_runner=False))
+    assert "not measured" not in plan_band(v1)[1]
+    # no logged boot of any class ran data or expert parallelism: a Hopper plan with them says so
+    ep_h200 = plan(get_model("Qwen/Qwen3.5-35B-A3B"), parse_gpus("8xH200"),
+                   ServeConfig(backend_version="0.26.0", dp=8, expert_parallel=True))
+    rel, why = plan_band(ep_h200)
+    assert "Hopper: not measured with DP > 1, expert parallelism" in why
+    assert rel >= classes["Hopper"]["gap_gib"] * GIB / ep_h200.ranks[0].cache_bytes and "terms' uncertainty" in why
 
 
 def test_a_class_that_misses_the_kv_target_says_so_with_the_engine_s_run_to_run_spread():

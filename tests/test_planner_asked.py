@@ -11,7 +11,7 @@ from doctor.cli.main import cli
 from doctor.models import get_model
 from doctor.planner import ServeConfig, parse_gpus, plan
 from doctor.planner.layouts import plan_layouts
-from doctor.planner.versions import covered_range, nearest_covered
+from doctor.planner.versions import covered_range, model_support_problem, nearest_covered
 
 SPEC = get_model("Qwen/Qwen3.5-35B-A3B")
 
@@ -36,6 +36,31 @@ def test_the_cli_plans_the_asked_layout_in_full_and_says_the_list_starts_with_it
     result = run("--gpus", "8xH200", "--dp", "8", "--enable-expert-parallel")
     assert "the one asked for first" in result.output
     assert "(TP 1, PP 1, DP 8, EP)" in result.output
+    plans = plan_layouts(SPEC, parse_gpus("8xH200"), ServeConfig(dp=8, expert_parallel=True))
+    asked = plans[0].max_concurrency * 8
+    better = sum(1 for p in plans[1:] if p.fits and p.max_concurrency * p.config.dp > asked)
+    assert f"then the others best first, {better} of them serving more requests" in result.output
+
+
+def test_dp_alone_keeps_the_engine_defaults_it_leaves_unsaid_pp_1_and_no_expert_parallel():
+    plans = plan_layouts(SPEC, parse_gpus("8xH200"), ServeConfig(dp=4))
+    first = plans[0].config
+    assert (first.tp, first.pp, first.dp, first.expert_parallel) == (2, 1, 4, False)
+    assert any(p.config.expert_parallel for p in plans[1:])   # the EP layouts follow as alternatives
+
+
+def test_dp_with_pp_plans_that_pp_and_fills_tp():
+    first = plan_layouts(SPEC, parse_gpus("8xH200"), ServeConfig(dp=2, pp=2))[0].config
+    assert (first.tp, first.pp, first.dp, first.expert_parallel) == (2, 2, 2, False)
+
+
+def test_an_asked_layout_that_leaves_gpus_idle_says_so_in_the_text_and_the_json_report():
+    result = run("--gpus", "8xH200", "--dp", "3")
+    assert "(TP 2, PP 1, DP 3)" in result.output
+    assert "uses 6 of the 8 GPUs: 2 stay idle" in result.output
+    report = json.loads(run("--gpus", "8xH200", "--dp", "3", "--format", "json").output)
+    assert "TP 2 x PP 1 x DP 3 uses 6 of the 8 GPUs: 2 stay idle" in report["sections"]["plan"]["notes"]
+    assert not any("idle" in line for line in run("--gpus", "8xH200", "--dp", "4").output.splitlines())
 
 
 def test_expert_parallel_alone_plans_the_best_layout_with_ep():
@@ -60,8 +85,10 @@ def test_an_asked_dp_no_accepted_layout_holds_is_still_planned():
 def test_a_version_older_than_the_rules_says_so_in_one_line_and_plans_with_the_oldest_covered():
     oldest, newest = covered_range("vllm")
     result = run("--gpus", "1xH200", "--tp", "1", "--backend-version", "0.6.4")
-    notes = [line for line in result.output.splitlines() if "0.6.4" in line]
+    notes = [line for line in result.output.splitlines() if "0.6.4" in line and line.strip().startswith("!")]
     assert len(notes) == 1 and f"planned with {oldest}'s" in notes[0] and f"({oldest}-{newest})" in notes[0]
+    # and no vLLM that old loads the model at all: the plan says so first and exits 1
+    assert result.exit_code == 1 and "vLLM 0.6.4 cannot load Qwen3_5MoeForConditionalGeneration" in result.output
     assert f"vllm {oldest} " in result.output.splitlines()[0]
     same = run("--gpus", "1xH200", "--tp", "1", "--backend-version", oldest, "--format", "json")
     older = run("--gpus", "1xH200", "--tp", "1", "--backend-version", "0.6.4", "--format", "json")
@@ -84,3 +111,17 @@ def test_covered_versions_and_builds_of_them_plan_as_asked_without_a_note():
         assert nearest_covered("vllm", version) == (version, None)
     p = plan(SPEC, parse_gpus("1xH200"), ServeConfig(backend_version="0.26.0", language_model_only=True))
     assert p.notes == [] and p.config.backend_version == "0.26.0"
+
+
+def test_a_release_older_than_the_first_that_loads_the_model_is_a_problem_with_the_release_to_use():
+    problem, fix = model_support_problem("vllm", "0.15.1", "Qwen3_5MoeForConditionalGeneration")
+    assert problem.startswith("vLLM 0.15.1 cannot load Qwen3_5MoeForConditionalGeneration: the first release with "
+                              "it is 0.17.0") and fix == "use vLLM 0.17.0 or later (--backend-version 0.17.0)"
+    assert model_support_problem("sglang", "0.5.8", "Qwen3_5MoeForConditionalGeneration")[0].startswith(
+        "SGLang 0.5.8 cannot load")
+    for backend, version in (("vllm", "0.17.0"), ("sglang", "0.5.9"), ("vllm", "0.16.1rc1.dev26+g4721bb3aa")):
+        assert model_support_problem(backend, version, "Qwen3_5MoeForConditionalGeneration") is None
+    assert model_support_problem("vllm", "0.12.0", "LlamaForCausalLM") is None      # not the family the rule reads
+    old = plan(SPEC, parse_gpus("1xH200"), ServeConfig(backend_version="0.15.1"))
+    assert not old.fits and old.problems[0].startswith("vLLM 0.15.1 cannot load")
+    assert old.suggestions == ["use vLLM 0.17.0 or later (--backend-version 0.17.0)"]

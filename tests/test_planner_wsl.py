@@ -178,8 +178,9 @@ def test_a_re_plan_of_a_boot_that_logged_no_pinned_memory_moves_the_device_state
     assert grown("\n".join([fallback, *lines])) - grown("\n".join(lines)) == pytest.approx(64 * 65536 * 16, abs=1)
 
 
-@pytest.mark.parametrize("env, expected", [({}, "fail"), ({"VLLM_WSL2_ENABLE_PIN_MEMORY": "1"}, "ok")])
-def test_check_plans_a_wsl2_machine_with_the_pinned_memory_its_environment_gives_vllm(env, expected):
+@pytest.mark.parametrize("env, expected", [({}, "fail"), ({"VLLM_WSL2_ENABLE_PIN_MEMORY": "1"}, "ok"),
+                                           ({"VLLM_USE_V2_MODEL_RUNNER": "0"}, "ok")])   # the other way out
+def test_check_plans_a_wsl2_machine_with_the_pinned_memory_and_runner_its_environment_gives_vllm(env, expected):
     from doctor.facts.model import Facts
     from tests.conftest import facts_with, run
 

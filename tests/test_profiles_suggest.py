@@ -68,3 +68,35 @@ def test_every_profile_shows_provenance_and_planned_kv_tokens(capsys: pytest.Cap
         assert "imported from" in provenance or "hand-written from" in provenance
         if name != "cpu-tiny":
             assert " KV tokens on " in planned and planned.endswith("fits"), (name, planned)
+
+
+def _held(packages: dict[str, str | None], held_gib: float):
+    """The H200 fixture with another tenant holding `held_gib` of the GPU when the facts were taken."""
+    from doctor.facts.model import Facts
+    from doctor.planner.hardware import GIB, get_gpu
+    from tests.conftest import facts_with
+
+    data = facts_with("h200", packages=packages).data
+    gpu = data["nvml"]["gpus"][0]   # NVML's free memory at rest is torch's total (doctor/planner/startup.py)
+    gpu["memory"] = {**gpu["memory"], "free": get_gpu("H200").usable_bytes - int(held_gib * GIB)}
+    gpu["processes"] = [{"pid": 4242, "name": "trainer", "used_memory": int(held_gib * GIB)}]
+    return Facts(data)
+
+
+def test_suggest_plans_a_profile_on_what_plan_facts_reads_the_memory_other_processes_hold() -> None:
+    from doctor.planner.startup import facts_hardware
+    from doctor.profile_plan import plan_profile
+
+    profile = load_profile("sglang-fp8")   # SGLang's pools are a share of the memory free before the load
+    clean, busy = (_held({"vllm": None, "sglang": None}, gib) for gib in (0, 40))
+    verdicts = [judge(profile, machine_from_facts(facts)) for facts in (clean, busy)]
+    assert all(v.fits for v in verdicts) and verdicts[1].kv_tokens < verdicts[0].kv_tokens
+    assert verdicts[1].kv_tokens == plan_profile(profile, facts_hardware(busy)).kv_tokens
+
+
+def test_suggest_rejects_a_vllm_profile_that_would_not_start_beside_another_tenant() -> None:
+    machine = machine_from_facts(_held({"vllm": "0.26.0", "sglang": None}, 40))
+    verdict = judge(load_profile("recipe-qwen3.6-fp8-h200"), machine)
+    assert not verdict.fits
+    assert "on startup is less than desired GPU memory utilization" in verdict.reasons[0]
+    assert "other processes hold 40.00 GiB of each H200 at start-up" in verdict.reasons[0]

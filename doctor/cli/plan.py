@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,9 @@ from doctor.cli import options
 @click.command()
 @click.option("--gpus", default=None, metavar="NxGPU",
               help="GPUs to plan for, e.g. 8xA100-80G, 2xH200, 1xGB10, 1xMYGPU:96:9.0 (GiB as torch reports it).")
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=None, metavar="N",
+              help="GPUs of each node where --gpus spans several (ranks fill the nodes in order): an expert-parallel "
+              "group across nodes gets DeepEP's RDMA buffer. Default: one node.")
 @click.option("--facts", "facts_path", default=None, metavar="BUNDLE",
               help="Plan for the GPUs a `qwen-doctor collect` bundle records (plain or gzip), with the memory other "
               "processes held on them when it was collected (instead of --gpus).")
@@ -66,7 +70,8 @@ from doctor.cli import options
 @click.option("--overhead-gib", type=float, default=None,
               help="Override the estimated activations + CUDA graphs + non-torch memory per GPU.")
 @options.report_outputs
-def plan(gpus, facts_path, profile_name, from_log, model, backend, backend_version, tp, pp, dp, enable_expert_parallel,
+def plan(gpus, gpus_per_node, facts_path, profile_name, from_log, model, backend, backend_version, tp, pp, dp,
+         enable_expert_parallel,
          kv_cache_dtype, max_model_len, max_num_seqs, gpu_memory_utilization, kv_cache_memory, mem_fraction_static,
          max_num_batched_tokens, language_model_only, mm_encoder_tp_mode, mtp_tokens, speculative_config,
          engine_flags, no_prefix_caching, enable_prefix_caching, enforce_eager, block_size, overhead_gib,
@@ -110,6 +115,10 @@ def plan(gpus, facts_path, profile_name, from_log, model, backend, backend_versi
         backend = profile.backend
         model = model or profile.model
         base = deployment_kwargs(profile.deployment())
+        if gpus_per_node is None:
+            from doctor.profile_plan import profile_gpus_per_node
+
+            gpus_per_node = profile_gpus_per_node(profile)
         if gpus is None and facts_path is None and profile.hardware.gpu_count:
             raise PlanInputError(f"plan --profile {profile.name} needs --gpus (the profile wants "
                                  f"{profile.hardware.gpu_count} GPUs of at least {profile.hardware.min_gpu_memory_gib} GiB)")
@@ -118,7 +127,7 @@ def plan(gpus, facts_path, profile_name, from_log, model, backend, backend_versi
             raise PlanInputError("give --gpus or --facts, not both (--facts plans the GPUs its bundle records)")
         report_out = report_out.reading(facts_path)
     _run(gpus or facts_path, model or "Qwen/Qwen3.5-35B-A3B", backend or "vllm", {**base, **given}, from_log,
-         report_out, facts=facts_path is not None)
+         report_out, facts=facts_path is not None, gpus_per_node=gpus_per_node)
 
 
 def _split_flags(text: str) -> list[str]:
@@ -133,7 +142,7 @@ def _split_flags(text: str) -> list[str]:
 
 
 def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], from_log: str | None,
-         report_out: Any, facts: bool = False) -> None:
+         report_out: Any, facts: bool = False, gpus_per_node: int | None = None) -> None:
     """Plan and print; `gpus` is a facts bundle's path where `facts` is set."""
     from doctor.models import get_model
     from doctor.planner import ServeConfig, parse_gpus
@@ -146,6 +155,11 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
     report_out = report_out.reading(_config_file(model), from_log)
     report_out.check()
     spec = get_model(model)
+    bundle = _load_facts(gpus) if facts else None
+    if bundle is not None:
+        from doctor.planner.flags import env_kwargs
+
+        kwargs = {**env_kwargs(bundle.env, backend), **kwargs}   # the engine's environment there; flags and profile win
     if from_log:
         from doctor.planner.bootlog import read_log_text
         from doctor.planner.sglang_bootlog import is_sglang_log, sglang_boot_log_from_text
@@ -158,7 +172,7 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
             logged = sglang_logged_config(sg_boot, ServeConfig(backend_version=kwargs.get("backend_version")))
             wanted = logged.with_(**kwargs)
             backend = "sglang"
-            result, layouts = sglang_replan(spec, sg_boot, logged, wanted, _hardware(gpus, facts) if gpus else None), []
+            result, layouts = sglang_replan(spec, sg_boot, logged, wanted, _hardware(gpus, bundle) if gpus else None), []
         else:
             from doctor.planner.bootlog import boot_log_from_text
             from doctor.planner.replan import logged_config, logged_gpu, replan
@@ -169,13 +183,14 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
             boot = boot_log_from_text(log_text, from_log)
             logged = logged_config(boot, ServeConfig())
             wanted = logged.with_(**kwargs)
-            hardware = _hardware(gpus, facts) if gpus else parse_gpus(f"{wanted.world_size}x{logged_gpu(boot).name}:"
+            hardware = _hardware(gpus, bundle) if gpus else parse_gpus(f"{wanted.world_size}x{logged_gpu(boot).name}:"
                                                                          f"{boot.total_gib}")
+            hardware = replace(hardware, gpus_per_node=gpus_per_node)
             result, layouts = replan(spec, boot, logged, wanted, hardware), []
     else:
         if gpus is None:
             raise PlanInputError("plan needs --gpus (e.g. --gpus 2xH200), or --from-log with a vLLM boot log")
-        hardware = _hardware(gpus, facts)
+        hardware = replace(_hardware(gpus, bundle), gpus_per_node=gpus_per_node)
         cfg = ServeConfig(backend=backend, **kwargs)
         cfg.validate()
         if "tp" in kwargs:
@@ -198,16 +213,22 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
     sys.exit(0 if result.fits else 1)
 
 
-def _hardware(gpus: str, facts: bool) -> Any:
-    """The GPUs of `--gpus`, or of the facts bundle at `gpus` (with what other processes held on them)."""
+def _load_facts(path: str) -> Any:
+    """The facts bundle of --facts."""
+    from doctor.facts.model import Facts
+
+    return Facts.load(path)
+
+
+def _hardware(gpus: str, bundle: Any) -> Any:
+    """The GPUs of `--gpus`, or of the facts `bundle` (with what other processes held on them) where one is read."""
     from doctor.planner import parse_gpus
 
-    if not facts:
+    if bundle is None:
         return parse_gpus(gpus)
-    from doctor.facts.model import Facts
     from doctor.planner.startup import facts_hardware
 
-    return facts_hardware(Facts.load(gpus))
+    return facts_hardware(bundle)
 
 
 def _config_file(model: str) -> Path | None:

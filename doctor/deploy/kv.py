@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from doctor.deploy.spec import LaunchSpec
 from doctor.deployment.version import engine_version
@@ -20,14 +20,20 @@ class KVPrediction:
     basis: str
 
 
-def serve_config(spec: LaunchSpec, backend_version: str | None = None):
-    """The planner's ServeConfig for this deployment: every memory setting it has, under the rules of the
-    backend version that runs."""
+def serve_config(spec: LaunchSpec, backend_version: str | None = None, facts: Facts | None = None):
+    """The planner's ServeConfig for this deployment: every memory setting it has (its flags and environment over
+    the environment the facts recorded, which the engine inherits), under the rules of the backend version that
+    runs."""
     from doctor.deployment import from_argv
-    from doctor.planner.flags import serve_config_of
+    from doctor.planner import ServeConfig
+    from doctor.planner.flags import deployment_kwargs, env_kwargs
 
     deployment = spec.deployment or from_argv(spec.argv, spec.backend, spec.env)
-    return serve_config_of(deployment, backend_version=backend_version)
+    inherited = env_kwargs(facts.env, deployment.backend) if facts is not None else {}
+    kwargs = {**inherited, **deployment_kwargs(deployment)}
+    if backend_version is not None:
+        kwargs["backend_version"] = backend_version
+    return ServeConfig(backend=deployment.backend, **kwargs)
 
 
 def check_options(spec: LaunchSpec) -> dict[str, object]:
@@ -41,7 +47,7 @@ def check_options(spec: LaunchSpec) -> dict[str, object]:
 def predict(spec: LaunchSpec, model: str, facts: Facts | None) -> KVPrediction:
     """Predict the logged KV tokens: vLLM-CPU from VLLM_CPU_KVCACHE_SPACE, GPUs through `plan()`."""
     from doctor.models import get_model
-    from doctor.planner import Hardware, plan
+    from doctor.planner import plan
     from doctor.planner.errors import PlanInputError
     from doctor.planner.hardware import GIB
     from doctor.planner.startup import facts_hardware
@@ -50,7 +56,7 @@ def predict(spec: LaunchSpec, model: str, facts: Facts | None) -> KVPrediction:
 
     try:
         model_spec = get_model(model)
-        cfg = serve_config(spec, engine_version(spec.backend, facts))
+        cfg = serve_config(spec, engine_version(spec.backend, facts), facts)
     except Exception as exc:  # the planner refuses this model or flag set: no prediction, say why
         return KVPrediction(None, f"the planner cannot size {model!r}: {exc}")
     max_len = cfg.max_model_len or model_spec.max_position_embeddings
@@ -66,7 +72,7 @@ def predict(spec: LaunchSpec, model: str, facts: Facts | None) -> KVPrediction:
         found = facts_hardware(facts)
     except PlanInputError as exc:
         return KVPrediction(None, str(exc))
-    hardware = Hardware(found.gpu, cfg.world_size, found.other_process_bytes)
+    hardware = replace(found, count=cfg.world_size)
     try:
         p = plan(model_spec, hardware, cfg)
     except Exception as exc:

@@ -29,11 +29,18 @@ MIN_CLASS_BOOTS = 3
 
 
 def features(spec: "ModelSpec", cfg: "ServeConfig") -> list[str]:
-    """The plan's features a class must have seen: TP > 1, speculative decoding, vLLM 0.34's extensible KV cache,
+    """The plan's features a class must have seen: TP > 1, PP > 1, DP > 1, expert parallelism (its communication
+    buffers and gathered activations are terms of their own), speculative decoding, vLLM's V2 model runner (its
+    profile run, request state and speculator graphs: overhead.v1_model_runner), vLLM 0.34's extensible KV cache,
     the checkpoint's quantisation."""
-    out = ["TP > 1"] if cfg.tp > 1 else []
+    from doctor.planner.overhead import v1_model_runner
+
+    out = [name for name, on in (("TP > 1", cfg.tp > 1), ("PP > 1", cfg.pp > 1), ("DP > 1", cfg.dp > 1),
+                                 ("expert parallelism", cfg.expert_parallel and cfg.ep_size > 1)) if on]
     if cfg.mtp_tokens:
         out.append("speculative decoding")
+    if cfg.backend == "vllm" and spec.is_hybrid and not v1_model_runner(cfg):
+        out.append("the V2 model runner (vLLM 0.29+)")
     if cfg.extensible_kv_on:
         out.append("the extensible KV cache (vLLM 0.34+)")
     return out + [f"{spec.quantization.method} checkpoints"]

@@ -61,6 +61,10 @@ class ServeConfig:
     overhead_gib: float | None = None          # activations + CUDA graphs + non-torch memory per GPU
     kv_cache_memory_gib: float | None = None   # vLLM --kv-cache-memory (bytes there): skips the budget
     backend_version: str | None = None         # the engine version whose rules apply (None: newest known)
+    deepep_buffer_mb: int = 1024               # vLLM VLLM_DEEPEP_BUFFER_SIZE_MB (envs.py default 1024)
+    deepep_force_intranode: bool = False       # vLLM VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE
+    v2_model_runner: bool | None = None        # vLLM VLLM_USE_V2_MODEL_RUNNER from the deployment's or facts'
+                                               # environment (None: unset, the version's choice)
 
     @property
     def world_size(self) -> int:

@@ -59,8 +59,13 @@ Read from vLLM 0.26.0 (the files of the published wheel):
   draft decode graphs at query length 1. With the default greedy draft sampling no draft-logits cache is
   allocated (speculator.py: only draft_sample_method "probabilistic" keeps max_num_seqs x k x vocabulary
   logits); the graphs hold num_reqs x k rows of draft logits while they run: 32 requests x 15 tokens x 248,320
-  x 2 bytes = 0.22 GiB at the 512-token ceiling. The target's own capture plan per release is capture.py's (the
-  uniform decode sizes of 0.29+ included). Not planned: no public boot of this family on 0.29-0.33 with a
+  x 2 bytes = 0.22 GiB at the 512-token ceiling. In 0.34.0 (config/vllm.py get_draft_decode_cudagraph_request_sizes,
+  v1/worker/gpu/spec_decode/autoregressive/speculator.py, cudagraph_utils.py CudaGraphManager._init_candidates)
+  the draft prefill graphs take n x (1 + k) tokens for n on the request grid up to min(max_num_seqs, the ceiling /
+  (1 + k)), as the target's decode graphs do, while the one-token draft decode graphs (EAGLE, EAGLE3, single-module
+  MTP, draft models, k >= 2) take n x 1 tokens for n on the grid up to max_num_seqs itself, past the target's cap
+  ("their graphs are small"): the drafter's graphs are not capture sizes x (1 + k) throughout. The target's own
+  capture plan per release is capture.py's (the uniform decode sizes of 0.29+ included). Not planned: no public boot of this family on 0.29-0.33 with a
   drafter is held to size the speculator graphs' increments or how far their pool reuses those logits.
 - A DFlash graph pool of several GiB is not a release's: between the merges of vllm-project/vllm#50488 and #54418
   (nightly builds only) the uniform decode sizes reached max_num_seqs x (1 + k) tokens, 2,176 in DFlash's nightly CI,

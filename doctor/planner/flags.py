@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from doctor.deployment import Deployment, Settings, SettingError, read_engine_args
@@ -119,6 +120,36 @@ def config_from_settings(settings: Settings) -> dict[str, Any]:
     return out
 
 
+# vLLM environment variables that change memory -> (ServeConfig field, how vllm/envs.py reads the value)
+ENGINE_ENV = {
+    "VLLM_USE_V2_MODEL_RUNNER": ("v2_model_runner", lambda v: bool(int(v))),
+    "VLLM_DEEPEP_BUFFER_SIZE_MB": ("deepep_buffer_mb", int),
+    "VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE": ("deepep_force_intranode", lambda v: bool(int(v))),
+}
+
+
+def env_kwargs(env: Mapping[str, str], backend: str = "vllm") -> dict[str, Any]:
+    """The ServeConfig fields a vLLM engine's environment sets (ENGINE_ENV; none for SGLang, which reads none of
+    them), each read as vllm/envs.py reads it:
+    VLLM_USE_V2_MODEL_RUNNER `maybe_convert_bool` (bool(int(value)), None when unset; read in 0.22.0, 0.26.0 and
+    the 0.32.0 CPU build; 0.20.1 reads bool(int(value or "0"))), VLLM_DEEPEP_BUFFER_SIZE_MB int(value or "1024"),
+    VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE bool(int(value or "0")) (both read in 0.20.1-0.34.0). A value int()
+    refuses stops vLLM at start-up: PlanInputError."""
+    out: dict[str, Any] = {}
+    if backend != "vllm":
+        return out
+    for name, (field, parse) in ENGINE_ENV.items():
+        value = env.get(name)
+        if value is None:
+            continue
+        try:
+            out[field] = parse(value)
+        except ValueError:
+            raise PlanInputError(f"{name}={value!r} is not an integer (vLLM reads it with int() and does not "
+                                 "start)") from None
+    return out
+
+
 def config_kwargs(argv: list[str]) -> dict[str, Any]:
     """The ServeConfig fields a foreign command line sets (the last occurrence of a flag wins), read through
     the deployment's settings table."""
@@ -143,15 +174,9 @@ def serve_config_from_argv(backend: str, argv: list[str], **overrides: Any) -> S
 
 
 def deployment_kwargs(deployment: Deployment) -> dict[str, Any]:
-    """The ServeConfig fields a Deployment sets; PlanInputError on a setting that does not read as its kind."""
+    """The ServeConfig fields a Deployment sets, from its flags and its environment (env_kwargs); PlanInputError on
+    a setting that does not read as its kind."""
     try:
-        return config_from_settings(deployment.settings)
+        return {**env_kwargs(deployment.env, deployment.backend), **config_from_settings(deployment.settings)}
     except SettingError as exc:
         raise PlanInputError(str(exc)) from None
-
-
-def serve_config_of(deployment: Deployment, **overrides: Any) -> ServeConfig:
-    """ServeConfig for a Deployment; `overrides` (not None) win over its settings."""
-    kwargs = deployment_kwargs(deployment)
-    kwargs.update({k: v for k, v in overrides.items() if v is not None})
-    return ServeConfig(backend=deployment.backend, **kwargs)

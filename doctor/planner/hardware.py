@@ -60,6 +60,7 @@ class Hardware:
     other_process_bytes: int = 0
     pinned_memory: bool | None = None   # pinned host memory for the engine; None: the platform's default (not
                                         # under WSL2 unless VLLM_WSL2_ENABLE_PIN_MEMORY=1: doctor/planner/wsl.py)
+    gpus_per_node: int | None = None    # GPUs of each node, ranks filling nodes in order; None: all on one node
 
     @property
     def pins_memory(self) -> bool:

@@ -5,8 +5,10 @@ block vs moe_intermediate_size / TP: divisibility.py), PP from 1 to the layer co
 parallelism is tried wherever TP x DP > 1 on a MoE model (vLLM fused_moe: experts over TP x DP ranks).
 Ranking: layouts that fit first, then by total requests at max-model-len (per-replica concurrency x DP),
 then by fewer pipeline stages and smaller TP (less communication).
-What the user asked for comes first: an explicit --dp N (N > 1) or --enable-expert-parallel without --tp plans
-that layout (TP = GPUs / (PP x DP); with EP alone, the best layout with EP), and the others follow, best first.
+What the user asked for comes first: an explicit --dp N (N > 1) without --tp plans exactly that layout, what it
+leaves unsaid at the engine's default (PP 1 unless --pp, expert parallelism only with --enable-expert-parallel, as
+vLLM's ParallelConfig and SGLang's ServerArgs default them) and TP = GPUs / (PP x DP); --enable-expert-parallel
+alone plans the best layout with EP. The others follow, best first; a GPU the asked layout leaves idle is noted.
 """
 
 from __future__ import annotations
@@ -51,7 +53,11 @@ def asks_layout(cfg: ServeConfig) -> bool:
 
 
 def _is_asked(asked: ServeConfig, c: ServeConfig) -> bool:
-    return (asked.dp == 1 or c.dp == asked.dp) and (not asked.expert_parallel or c.expert_parallel)
+    """Whether layout `c` is the one `asked` names: its DP, PP and EP as given (or their defaults) where DP is
+    given; any layout with EP where EP alone is."""
+    if asked.dp == 1:
+        return c.expert_parallel
+    return (c.dp, c.pp, c.expert_parallel) == (asked.dp, asked.pp, asked.expert_parallel)
 
 
 def plan_layouts(spec: ModelSpec, hardware: Hardware, cfg: ServeConfig) -> list[Plan]:
@@ -66,4 +72,8 @@ def plan_layouts(spec: ModelSpec, hardware: Hardware, cfg: ServeConfig) -> list[
     else:
         tp = max(1, hardware.count // (cfg.pp * cfg.dp))
         first = plan(spec, hardware, cfg.with_(tp=tp))
+    idle = hardware.count - first.config.world_size
+    if idle > 0:
+        first.notes.append(f"TP {first.config.tp} x PP {first.config.pp} x DP {first.config.dp} uses "
+                           f"{first.config.world_size} of the {hardware.count} GPUs: {idle} stay idle")
     return [first] + [p for p in plans if p is not first]

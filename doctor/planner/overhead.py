@@ -242,7 +242,6 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
 # --all2all-backend values that all-gather every DP rank's tokens before the experts (vllm/config/parallel.py
 # All2AllBackend; "naive" and "pplx" fall back to allgather_reducescatter from 0.2x, ParallelConfig.__post_init__)
 GATHERING_ALL2ALL = ("allgather_reducescatter", "naive", "pplx")
-DEEPEP_BUFFER_BYTES = 1024 << 20       # envs.VLLM_DEEPEP_BUFFER_SIZE_MB default (1024), num_nvl_bytes
 DEEPEP_ALIGNMENT = 128                 # LEGACY_NUM_BUFFER_ALIGNMENT_BYTES (DeepEP csrc/kernels/legacy/compiled.cuh)
 BATCHED_DP_BACKENDS = ("deepep_low_latency", "nixl_ep")
 BATCHED_DP_TOKENS = 256                # SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP
@@ -297,12 +296,26 @@ def deepep_low_latency_rdma_bytes(hidden: int, num_experts: int, tokens: int) ->
     return (total + DEEPEP_ALIGNMENT) // DEEPEP_ALIGNMENT * DEEPEP_ALIGNMENT
 
 
-def all2all_buffer_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
+def ep_group_spans_nodes(cfg: ServeConfig, gpus_per_node: int | None, pp_rank: int = 0) -> bool:
+    """Whether the expert-parallel group of pipeline stage `pp_rank` holds ranks of more than one node
+    (device_communicators/base_device_communicator.py: `internode = not all(in_the_same_node_as(cpu_group))`).
+    distributed/parallel_state.py initialize_model_parallel lays the ranks out as (DP, PP, PCP, TP), TP innermost,
+    and the EP group of a stage is its DP x TP ranks: rank = (d x PP + stage) x TP + t (read in 0.32.0); ranks fill
+    the nodes in order, `gpus_per_node` each (None: one node)."""
+    if not gpus_per_node or not (cfg.expert_parallel and cfg.ep_size > 1):
+        return False
+    nodes = {((d * cfg.pp + pp_rank) * cfg.tp + t) // gpus_per_node for d in range(cfg.dp) for t in range(cfg.tp)}
+    return len(nodes) > 1
+
+
+def all2all_buffer_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, internode: bool = False) -> int:
     """Buffers an all2all backend allocates outside torch (cudaMalloc / NVSHMEM), counted as non-torch memory, per
     rank of an expert-parallel group of more than one rank (distributed/device_communicators/all2all.py, 0.32.0):
-    - deepep_high_throughput: the NVLink buffer of VLLM_DEEPEP_BUFFER_SIZE_MB (DeepEPHTAll2AllManager
-      _make_all2all_kwargs; the RDMA buffer of the same size is allocated only when the group spans nodes, which
-      a plan of one node's GPUs does not);
+    - deepep_high_throughput: the NVLink buffer of VLLM_DEEPEP_BUFFER_SIZE_MB (cfg.deepep_buffer_mb;
+      DeepEPHTAll2AllManager _make_all2all_kwargs), and where the group spans nodes (`internode`:
+      ep_group_spans_nodes) an RDMA buffer of the same size (`num_rdma_bytes = VLLM_DEEPEP_BUFFER_SIZE_MB * 1024 *
+      1024` unless VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE, cfg.deepep_force_intranode; the same in the 0.20.1,
+      0.22.0, 0.26.0 and 0.34.0 wheels);
     - deepep_low_latency: the same NVLink buffer + the low-latency RDMA buffer for max_num_batched_tokens
       dispatched tokens per DP rank (DeepEPLLAll2AllManager: FusedMoEConfig.max_num_tokens, the hidden size,
       the checkpoint's routed experts; deepep_low_latency_rdma_bytes);
@@ -311,10 +324,11 @@ def all2all_buffer_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
     backend = (cfg.all2all_backend or "").lower()
     if not (cfg.expert_parallel and cfg.ep_size > 1) or spec.moe is None:
         return 0
+    nvl = cfg.deepep_buffer_mb << 20
     if backend == "deepep_high_throughput":
-        return DEEPEP_BUFFER_BYTES
+        return nvl * (2 if internode and not cfg.deepep_force_intranode else 1)
     if backend == "deepep_low_latency":
-        return DEEPEP_BUFFER_BYTES + deepep_low_latency_rdma_bytes(spec.hidden_size, spec.moe.num_experts, tokens)
+        return nvl + deepep_low_latency_rdma_bytes(spec.hidden_size, spec.moe.num_experts, tokens)
     return 0
 
 
@@ -364,13 +378,17 @@ def v1_model_runner(cfg: ServeConfig) -> bool:
     up to 0.28.0 `_is_default_v2_model_runner_model` returns False for a hybrid model unless its architecture is
     in DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES (Qwen3.5 / 3.6 are not); from 0.29.0 V2 is the CUDA default unless
     the configuration has a feature V2 lacks (V1_ONLY_METHODS; its other unsupported features, e.g. stock
-    torch.compile, are not read); 0.34.0 has no V1 GPU runner left. VLLM_USE_V2_MODEL_RUNNER overrides it and is
-    not read here."""
+    torch.compile, are not read); 0.34.0 has no V1 GPU runner left. VLLM_USE_V2_MODEL_RUNNER, where the deployment's
+    or the facts' environment sets it (cfg.v2_model_runner, flags.env_kwargs), decides before any of that up to
+    0.33 (use_v2_model_runner returns it first: read in 0.22.0, 0.26.0 and the 0.32.0 CPU build; 0.20.1 turns V2
+    on only with it); 0.34.0's envs.py has no such variable."""
     v = Version(Version(cfg.backend_version or ASSUMED_VLLM_VERSION).base_version)
-    if v < Version("0.29.0"):
-        return True
     if v >= Version("0.34.0"):
         return False
+    if cfg.v2_model_runner is not None:
+        return not cfg.v2_model_runner
+    if v < Version("0.29.0"):
+        return True
     method = (cfg.speculative_method or "mtp").lower()
     method = "mtp" if method in MTP_METHODS else method
     if v < Version("0.30.0"):
@@ -595,15 +613,16 @@ def wsl_host_bytes(coef: Coefficients) -> int:
 
 
 def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True,
-                        pinned_memory: bool | None = None) -> VllmOverhead:
+                        pinned_memory: bool | None = None, internode: bool = False) -> VllmOverhead:
     """Each overhead term for one rank of this configuration on this GPU (of the last pipeline stage, else of
     an earlier one), under cfg.backend_version's rules and the coefficients in force (coefficients.current());
-    pinned_memory: whether the engine gets pinned host memory (None: the platform's default, hardware.pins_memory)."""
+    pinned_memory: whether the engine gets pinned host memory (None: the platform's default, hardware.pins_memory);
+    internode: whether the rank's expert-parallel group spans nodes (ep_group_spans_nodes)."""
     rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
     coef = current()
     inputs = overhead_inputs(spec, cfg, gpu, last_stage)
     non_torch = (coef.non_torch(cfg.tp) + (NON_TORCH_EP_BYTES if cfg.expert_parallel and cfg.ep_size > 1 else 0)
-                 + all2all_buffer_bytes(spec, cfg, inputs.max_num_batched_tokens))
+                 + all2all_buffer_bytes(spec, cfg, inputs.max_num_batched_tokens, internode))
     if gpu.unified:
         non_torch += uma_host_bytes(coef)
     if gpu.virtualised:
@@ -632,6 +651,6 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
            "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
-           "all2all_buffer_bytes", "batched_dp_moe", "deepep_low_latency_rdma_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
+           "all2all_buffer_bytes", "ep_group_spans_nodes", "batched_dp_moe", "deepep_low_latency_rdma_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
            "rejection_sampler_bytes", "v1_model_runner", "sampler_logits_only", "sampler_phase",
            "MIB"]

@@ -12,12 +12,12 @@ from doctor.planner.divisibility import RuleResult, check_divisibility, valid_te
 from doctor.planner.hardware import GIB, Hardware
 from doctor.planner.errors import PlanInputError
 from doctor.planner.extensible import extensible_cache_bytes, utilization_note
-from doctor.planner.overhead import VllmOverhead, v1_model_runner, vllm_overhead_terms
+from doctor.planner.overhead import VllmOverhead, ep_group_spans_nodes, v1_model_runner, vllm_overhead_terms
 from doctor.planner.sglang_kv import LOAD_BUFFER_BYTES, rules_of, sglang_capacity, sglang_pools
 from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
 from doctor.planner.startup import startup_findings
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
-from doctor.planner.versions import nearest_covered, resolve_version, vllm_rules
+from doctor.planner.versions import model_support_problem, nearest_covered, resolve_version, vllm_rules
 from doctor.planner.wsl import device_state_note, uva_startup_problem, wsl_note
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.weights import pp_partition, rank_weights
@@ -99,7 +99,8 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
         weights = {"measured": measured.weights_bytes, "total": measured.weights_bytes}
     if cfg.backend == "vllm":
         total = hw.gpu.usable_bytes
-        terms = vllm_overhead_terms(spec, cfg, hw.gpu, last_stage=pp_rank == cfg.pp - 1, pinned_memory=hw.pinned_memory)
+        terms = vllm_overhead_terms(spec, cfg, hw.gpu, last_stage=pp_rank == cfg.pp - 1, pinned_memory=hw.pinned_memory,
+                                    internode=ep_group_spans_nodes(cfg, hw.gpus_per_node, pp_rank))
         overhead = int(cfg.overhead_gib * GIB) if cfg.overhead_gib is not None else terms.total
         if measured is not None and measured.overhead_bytes is not None:
             overhead = measured.overhead_bytes
@@ -278,7 +279,9 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
 
     `config.backend_version` None means the installed engine, else the newest version known.
     """
-    _, version_note = nearest_covered(config.backend, resolve_version(config.backend, config.backend_version))
+    asked = resolve_version(config.backend, config.backend_version)
+    _, version_note = nearest_covered(config.backend, asked)
+    unsupported = model_support_problem(config.backend, asked, model.architecture)
     config = resolve_config(model, config)
     result = _evaluate(model, hardware, config, measured)
     result.notes = [version_note] if version_note else []
@@ -301,4 +304,7 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
     if refused:
         result.problems.append(refused[0])
         result.suggestions = [refused[1], *result.suggestions]
+    if unsupported:   # the engine does not load the model at all: first of all
+        result.problems.insert(0, unsupported[0])
+        result.suggestions = [unsupported[1]]
     return result

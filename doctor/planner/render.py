@@ -69,8 +69,13 @@ def render_layouts(plans: list[Plan]) -> str:
     """One line per layout, best first (the one asked for, layouts.asks_layout, before them)."""
     from doctor.planner.layouts import asks_layout
 
-    head = ("the one asked for first, then the others best first; the first is planned below"
-            if asks_layout(plans[0].config) else "best first; the best is planned below")
+    head = "best first; the best is planned below"
+    if asks_layout(plans[0].config):
+        asked = plans[0]
+        better = sum(1 for p in plans[1:] if p.fits and (not asked.fits or p.max_concurrency * p.config.dp
+                                                         > asked.max_concurrency * asked.config.dp))
+        head = (f"the one asked for first, then the others best first, {better} of them serving more requests; "
+                "the first is planned below")
     lines = [f"layouts of {plans[0].hardware} ({head}):"]
     for i, p in enumerate(plans, 1):
         c = p.config
@@ -191,7 +196,7 @@ def plan_to_dict(p: Plan) -> dict[str, Any]:
         "schema": 1,
         "model": p.model.name,
         "gpus": {"name": p.hardware.gpu.name, "count": p.hardware.count, "memory_bytes": p.hardware.gpu.memory_bytes,
-                 "compute_capability": p.hardware.gpu.compute_capability},
+                 "compute_capability": p.hardware.gpu.compute_capability, "per_node": p.hardware.gpus_per_node},
         "config": {k: getattr(cfg, k) for k in cfg.__dataclass_fields__},
         "max_model_len": p.max_model_len,
         "kv_bytes_per_token": p.kv_bytes_per_token,

@@ -14,7 +14,7 @@ from doctor.planner.bootlog import BootLog
 from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
 from doctor.planner.hardware import GIB, GPU, Hardware
-from doctor.planner.overhead import vllm_overhead_terms
+from doctor.planner.overhead import ep_group_spans_nodes, vllm_overhead_terms
 from doctor.planner.plan import Measured, Plan, plan, resolve_config
 from doctor.planner.sglang_bootlog import SglangBootLog
 from doctor.planner.startup import NOISE_BYTES, STARTUP_USED_BYTES
@@ -55,9 +55,11 @@ def replan(spec: ModelSpec, boot: BootLog, logged: ServeConfig, wanted: ServeCon
         logged_overhead = sum(parts) * GIB + (boot.graph_estimate_gib or 0) * GIB
     if hardware.pinned_memory is None and boot.no_pinned_memory:
         hardware = replace(hardware, pinned_memory=False)   # as the logged engine ran (WSL2)
-    pinned = hardware.pinned_memory
-    model_delta = (vllm_overhead_terms(spec, wanted, gpu, pinned_memory=pinned).total
-                   - vllm_overhead_terms(spec, logged, gpu, pinned_memory=pinned).total)
+    pinned, per_node = hardware.pinned_memory, hardware.gpus_per_node
+    model_delta = (vllm_overhead_terms(spec, wanted, gpu, pinned_memory=pinned,
+                                       internode=ep_group_spans_nodes(wanted, per_node)).total
+                   - vllm_overhead_terms(spec, logged, gpu, pinned_memory=pinned,
+                                         internode=ep_group_spans_nodes(logged, per_node)).total)
     weights_delta = rank_weights(spec, wanted)["total"] - rank_weights(spec, logged)["total"]
     measured = Measured(weights_bytes=int(boot.weights_gib * GIB + weights_delta),
                         overhead_bytes=int(logged_overhead + model_delta))

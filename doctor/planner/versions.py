@@ -61,6 +61,28 @@ def nearest_covered(backend: str, version: str) -> tuple[str, str | None]:
                   f"planned with {near}'s")
 
 
+# Architectures whose first release per engine is version_matrix.yaml's `qwen35_minimum` (the Qwen3.5 / 3.6 family)
+QWEN35_ARCHITECTURES = ("Qwen3_5MoeForConditionalGeneration", "Qwen3_5ForConditionalGeneration")
+
+
+def model_support_problem(backend: str, version: str, architecture: str) -> tuple[str, str] | None:
+    """(problem, fix) where `version` of `backend` is a release older than the first that loads `architecture`
+    (doctor/data/version_matrix.yaml qwen35_minimum, each with its source: vLLM 0.17.0, SGLang 0.5.9), else None.
+    A development or pre-release build of an older base version is not judged: nightlies carry the architecture
+    before its release (the adadrag DGX Spark boot ran Qwen3.5 on a "0.16.0" nightly image)."""
+    from doctor.knowledge import version_matrix
+
+    if architecture not in QWEN35_ARCHITECTURES or backend not in ENGINE_NAMES:
+        return None
+    asked = Version(version)
+    minimum, source = version_matrix().minimum[backend]
+    if asked.is_prerelease or asked.is_devrelease or asked.local or asked >= minimum:
+        return None
+    name = ENGINE_NAMES[backend]
+    return (f"{name} {version} cannot load {architecture}: the first release with it is {minimum} ({source})",
+            f"use {name} {minimum} or later (--backend-version {minimum})")
+
+
 # Integrated GPUs, free memory: (first version reading MemAvailable, first keying on cudaDevAttrIntegrated
 # instead of UMA_CAPABILITIES), and the last version before each; sources in vllm_rules / sglang_rules.
 UMA_AVAILABLE_SINCE = {"vllm": ("0.11.1", "0.20.0"), "sglang": ("0.5.4", "0.5.9")}
@@ -113,7 +135,9 @@ def vllm_rules(version: str) -> VllmRules:
       `current_platform.is_integrated_gpu()` (platforms/cuda.py: torch's `is_integrated`, i.e.
       cudaDevAttrIntegrated; vllm PR #35356). Read in the 0.11.0, 0.11.1, 0.11.2, 0.12.0, 0.13.0, 0.15.0,
       0.17.0-0.19.1, 0.20.0 and 0.32.0 wheels. A GB10 on 0.24.0 reads MemAvailable (vllm issue #48140, the
-      reporter's retraction: is_integrated True, the ValueError showed MemAvailable).
+      reporter's retraction: is_integrated True, the ValueError showed MemAvailable). 0.34.0 moves the rule into
+      utils/mem_utils.py device_memory_info (integrated GPU, not under WSL), which also sizes the extensible KV
+      cache from the memory free after warmup (v1/worker/extensible_kv_cache.py): MemAvailable there too.
     - unquantized fused MoE: model_executor/layers/fused_moe/unquantized_fused_moe_method.py calls
       fused_moe.py `fused_experts` (fused_experts_impl: caches allocated and freed per call) in the 0.11.2 and
       0.13.0 wheels, and a FusedMoEModularKernel over TritonExperts from the 0.14.1 wheel on (read in 0.14.1,
