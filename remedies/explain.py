@@ -30,6 +30,7 @@ from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.prose import prose_crashes
+from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
 from remedies.reader import STDIN
 from remedies.rootcause import Root, cited_sites, root_near, stack_near, window_in
 from remedies.source import Located, locate, locate_at, sampled_entry
@@ -360,6 +361,11 @@ def explain_sources(
             with views.open(source) as stream:
                 for match in prose_crashes(stream):
                     collector.add(match, str(source))
+    if collector.wants_crashes() and collector.unknown() is None:
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                for match in signed_crashes(stream):
+                    collector.add(match, str(source))
     heads: dict[str, list[str]] = {}
 
     def head(source: str) -> list[str]:
@@ -458,15 +464,29 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
         root = finding.root
         verdict = entry_verdict(finding.remedy.id, finding.line, root.exception if root else None,
                                 root.frame if root else None, lambda: head(finding.first.source))
+        verdict = verdict or speculative_fault(finding.remedy.id, head(finding.first.source))
         if verdict is not None:
             own = finding.fix or finding.remedy.render_fix({})
             return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))
         return _advised(finding, head)
     bug = crash_bug(finding.crash, head(finding.first.source), finding.located)
-    if bug is None:  # raised outside engine code, or printed without frames: a known regression's words still count
-        return _advised(finding, head)
+    if bug is None:
+        return _signed(finding, head)
     bug = _without_raise(bug, finding.located)
     return replace(finding, engine_bug=bug, fix=bug.steps())
+
+
+def _signed(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
+    """A crash no frame places in engine code that a sign names the engine's bug (`remedies.bugsigns`), with the
+    kernel source position the sign names as its raise site; else the known regression its words match, if any."""
+    assert finding.crash is not None
+    bug = signed_bug(finding.crash.exception, head(finding.first.source), finding.crash.frame, finding.line)
+    if bug is None:  # raised outside engine code, or printed without frames: a known regression's words still count
+        return _advised(finding, head)
+    root = finding.root
+    if root is None and bug.frame is not None:
+        root = Root(finding.crash.exception, bug.frame, "", finding.located)
+    return replace(finding, engine_bug=bug, fix=bug.steps(), root=root)
 
 
 def _without_raise(bug: EngineBug, located: Located | None) -> EngineBug:
