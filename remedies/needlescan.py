@@ -5,14 +5,18 @@ The file scan (`remedies.matcher`) looks for its level-1 needles (`remedies.pref
 ~90% of `explain`'s time on a big healthy log. An Aho-Corasick automaton (ahocorasick_rs, the Rust
 aho-corasick crate's DFA) reports every occurrence of every needle in one pass, at a cost that does not
 grow with the number of needles; each occurrence names its line, so the lines found are exactly those that
-the per-needle passes found.
+the per-needle passes found. Where the library is not installed (an environment set up before it became a
+dependency, a platform without its wheel) the same lines are found with one `bytes.find` pass per needle.
 """
 
 from __future__ import annotations
 
 from typing import Iterable
 
-from ahocorasick_rs import BytesAhoCorasick, Implementation
+try:
+    from ahocorasick_rs import BytesAhoCorasick, Implementation
+except ImportError:  # pragma: no cover - exercised by tests that hide the module
+    BytesAhoCorasick = None
 
 
 class NeedleScan:
@@ -25,14 +29,16 @@ class NeedleScan:
         self.needles = tuple(labels)
         self._labels = tuple(frozenset(labels[needle]) for needle in self.needles)
         self._automaton = (BytesAhoCorasick(list(self.needles), implementation=Implementation.DFA)
-                           if self.needles else None)
+                           if self.needles and BytesAhoCorasick is not None else None)
 
     def line_starts(self, chunk: bytes | bytearray, limit: int) -> dict[int, set[int]]:
         """The start of each line of chunk[:limit] that holds a whole needle within chunk[:limit], with the
         labels of all the needles it holds."""
         starts: dict[int, set[int]] = {}
-        if self._automaton is None or limit <= 0:
+        if not self.needles or limit <= 0:
             return starts
+        if self._automaton is None:
+            return self._line_starts_by_find(chunk, limit)
         with memoryview(chunk) as whole, whole[:limit] as window:
             hits = self._automaton.find_matches_as_indexes(window, overlapping=True)
         line_start, line_end = 0, -1
@@ -42,4 +48,17 @@ class NeedleScan:
                 line_end = chunk.find(b"\n", pos, limit)
                 line_end = limit if line_end < 0 else line_end
             starts.setdefault(line_start, set()).update(self._labels[index])
+        return starts
+
+    def _line_starts_by_find(self, chunk: bytes | bytearray, limit: int) -> dict[int, set[int]]:
+        """line_starts without the automaton: one `bytes.find` pass per needle."""
+        starts: dict[int, set[int]] = {}
+        for needle, labels in zip(self.needles, self._labels):
+            pos = chunk.find(needle, 0, limit)
+            while pos >= 0:
+                starts.setdefault(chunk.rfind(b"\n", 0, pos) + 1, set()).update(labels)
+                end = chunk.find(b"\n", pos, limit)
+                if end < 0:
+                    break
+                pos = chunk.find(needle, end, limit)
         return starts

@@ -128,3 +128,17 @@ def test_a_chunk_without_a_needle_costs_no_byte_search_whatever_the_number_of_ne
     CountingBuffer.finds = 0
     assert list(matcher.scan(io.BytesIO(healthy_log(50000)))) == []
     assert len(matcher.needles) >= min(entries or 100, 10) and CountingBuffer.finds == 0
+
+
+def test_without_the_automaton_library_the_same_lines_are_found(monkeypatch):
+    """An environment without ahocorasick_rs (set up before it became a dependency, or a platform with no wheel)
+    scans with one pass per needle and finds the same lines and labels."""
+    import remedies.needlescan as needlescan
+
+    plan = [(b"CUDA error", frozenset({0})), (b"rror", frozenset({1})), (b"NCCL WARN", frozenset({2}))]
+    chunk = b"ok\nCUDA error: x\nNCCL WARN y\nterror\nnothing\n"
+    with_automaton = NeedleScan(plan).line_starts(chunk, len(chunk))
+    monkeypatch.setattr(needlescan, "BytesAhoCorasick", None)
+    without = needlescan.NeedleScan(plan)
+    assert without._automaton is None
+    assert without.line_starts(chunk, len(chunk)) == with_automaton == per_needle_passes(plan, chunk, len(chunk))
