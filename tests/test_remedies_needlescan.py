@@ -130,6 +130,20 @@ def test_a_chunk_without_a_needle_costs_no_byte_search_whatever_the_number_of_ne
     assert len(matcher.needles) >= min(entries or 100, 10) and CountingBuffer.finds == 0
 
 
+def test_a_scan_for_crashes_leaves_the_catalogue_scan_as_it_was(monkeypatch):
+    """Scanning a stream for crashes and entries at once (stdin) once grew the catalogue scan's needle list by
+    the crash markers at every chunk, so every later scan with that matcher read the markers' lines too."""
+    matcher = Matcher()
+    markers = "Traceback (most recent call last):\n  File \"/srv/app.py\", line 3, in serve\n    serve()\nqueue.Empty\n"
+    assert not any(n in markers for n in matcher.needles)
+    log = (healthy_log(20000).decode() + markers).encode() * 3  # over WRAP_SCAN_BYTES: the catalogue needles
+    assert any(m.crash is not None for m in matcher.scan(io.BytesIO(log), crashes=True))
+    normalised: list[str] = []
+    real = matcher_module.normalise
+    monkeypatch.setattr(matcher_module, "normalise", lambda text: normalised.append(text) or real(text))
+    assert list(matcher.scan(io.BytesIO(log))) == [] and normalised == []
+
+
 def test_without_the_automaton_library_the_same_lines_are_found(monkeypatch):
     """An environment without ahocorasick_rs (set up before it became a dependency, or a platform with no wheel)
     scans with one pass per needle and finds the same lines and labels."""
