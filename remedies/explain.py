@@ -30,7 +30,7 @@ from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.prose import prose_crashes
-from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
+from remedies.bugsigns import KERNEL_FAULTS, signed_bug, signed_crashes, speculative_fault
 from remedies.reader import STDIN
 from remedies.rootcause import Root, cited_sites, root_near, stack_near, window_in
 from remedies.source import Located, locate, locate_at, sampled_entry
@@ -464,7 +464,8 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
         root = finding.root
         verdict = entry_verdict(finding.remedy.id, finding.line, root.exception if root else None,
                                 root.frame if root else None, lambda: head(finding.first.source))
-        verdict = verdict or speculative_fault(finding.remedy.id, head(finding.first.source))
+        if verdict is None and finding.remedy.id in KERNEL_FAULTS:   # only a kernel fault reads the log's head
+            verdict = speculative_fault(finding.remedy.id, head(finding.first.source))
         if verdict is not None:
             own = finding.fix or finding.remedy.render_fix({})
             return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))

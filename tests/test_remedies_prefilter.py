@@ -52,7 +52,9 @@ def test_lines_full_of_needles_and_samples_scan_exactly_like_every_regex_on_ever
     lines = []
     for _ in range(1500):
         noise = " ".join(rng.choice(needles) for _ in range(rng.randint(1, 4)))
-        lines.append(f"{noise} {rng.choice(samples)}" if rng.random() < 0.3 else f"INFO {noise} done")
+        # each line a record of its own (a logger prefix), so that no line continues the one before it
+        lines.append(f"INFO 05-31 09:09:48 [t.py:1] {noise} {rng.choice(samples)}" if rng.random() < 0.3
+                     else f"INFO 05-31 09:09:48 [t.py:1] {noise} done")
     data = "\n".join(lines).encode()
     expected = [
         (lineno, r.id)
