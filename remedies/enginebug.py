@@ -73,6 +73,15 @@ ENGINE_WORD = re.compile(r"(?i)(?<![A-Za-z0-9])(vllm|sglang)(?![A-Za-z0-9])")  #
 RIGHT_PARSERS: tuple[tuple[re.Pattern[str], frozenset[str]], ...] = (
     (re.compile(r"(?i)Qwen3[.-]?5|Qwen3-Coder|Qwen3-Next"), frozenset({"qwen3_coder", "qwen3_xml"})),
     (re.compile(r"(?i)Qwen3-(?!Coder|Next)|Qwen2\.5"), frozenset({"hermes"})),
+    # vLLM's tool-calling guide (docs/features/tool_calling.md): each family with the parser it documents
+    (re.compile(r"(?i)Hermes-[23]"), frozenset({"hermes"})),
+    (re.compile(r"(?i)Mistral-[\w.-]*Instruct"), frozenset({"mistral"})),
+    (re.compile(r"(?i)Llama-3\.[123]"), frozenset({"llama3_json"})),
+    (re.compile(r"(?i)Llama-4"), frozenset({"llama4_pythonic", "llama4_json"})),
+    (re.compile(r"(?i)DeepSeek-V3"), frozenset({"deepseek_v3", "deepseek_v31"})),
+    (re.compile(r"(?i)Kimi-K2"), frozenset({"kimi_k2"})),
+    (re.compile(r"(?i)GLM-4\.[56]"), frozenset({"glm45"})),
+    (re.compile(r"(?i)gpt-oss"), frozenset({"openai"})),
 )
 # The flag as typed, and as the engines print their arguments at start-up: vLLM's "non-default args: {...,
 # 'tool_call_parser': 'qwen3_coder'}" (vllm/entrypoints/utils.py log_non_default_args) and the older

@@ -281,3 +281,16 @@ def test_the_parser_and_model_read_from_the_engines_printed_arguments_make_the_c
     first = explained(tmp_path, log)[0]
     assert first.remedy.id == "QD-R-VLLM-TOOL-PARSER-MISMATCH" and first.engine_bug is not None
     assert "no fix" in first.why
+
+
+@pytest.mark.parametrize("parser, model", [("hermes", "NousResearch/Hermes-3-Llama-3.1-8B"),
+                                           ("llama3_json", "meta-llama/Llama-3.1-8B-Instruct"),
+                                           ("mistral", "mistralai/Mistral-7B-Instruct-v0.3")])
+def test_other_families_documented_parser_makes_a_parser_crash_an_engine_bug(tmp_path, parser, model):
+    first = explained(tmp_path, _parser_log(parser, model))[0]
+    assert first.remedy.id == "QD-R-VLLM-TOOL-PARSER-MISMATCH" and first.engine_bug is not None
+
+
+def test_a_llama_served_with_the_hermes_parser_keeps_the_mismatch_advice(tmp_path):
+    first = explained(tmp_path, _parser_log("hermes", "meta-llama/Llama-3.1-8B-Instruct"))[0]
+    assert first.remedy.id == "QD-R-VLLM-TOOL-PARSER-MISMATCH" and first.engine_bug is None

@@ -3,7 +3,7 @@
 prefill.py / decode.py print "{Prefill|Decode} transfer failed for request rank={} {req.rid=} {req.bootstrap_room=}"
 and append " with exception {}" only when the sender's failure_exception() raises; Mooncake's TCP transport
 (tcp_transport.cpp) logs "ClientSession::writeBody failed. ... Error: {message} (value: {errno})" (older releases:
-"Session::writeBody failed."); NIXL (nixl/conn.py) and mori (mori/conn.py) have their own lines. The Ascend backend
+"Session::writeBody failed."); NIXL (nixl/conn.py) has its own lines. The Ascend backend
 subclasses Mooncake's KV manager and prints Mooncake's lines.
 """
 
@@ -60,8 +60,6 @@ def test_the_prefill_line_with_the_transports_error_beside_it_names_the_transfer
     "RuntimeError: NIXL transfer encountered ERR room=8812",
     "[2026-03-02 14:20:11 TP0] NIXL transport error for room 8812: NIXL_ERR_REMOTE_DISCONNECT",
     "Exception: KVSender transfer encountered an error.",
-    "[2026-03-02 14:20:11 TP0] Transfer for room 8812 failed due to node failure",
-    "[2026-03-02 14:20:11 TP0] Mori transfer worker failed for room 8812",
 ])
 def test_the_other_transports_failures_name_the_transfer_failure(tmp_path, line):
     assert first_id(tmp_path, line + "\n") == PD
