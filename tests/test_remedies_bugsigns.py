@@ -118,7 +118,8 @@ def test_an_illegal_memory_access_with_speculative_decoding_names_the_engine_bug
 
 
 def test_an_illegal_memory_access_without_speculative_decoding_stays_the_entrys_alone():
-    assert speculative_fault("QD-R-CUDA-ILLEGAL-MEMORY-ACCESS", ["vllm serve Qwen/Qwen3-8B", "CUDA error"]) is None
+    assert speculative_fault("QD-R-CUDA-ILLEGAL-MEMORY-ACCESS",
+                             lambda: ["vllm serve Qwen/Qwen3-8B", "CUDA error"]) is None
 
 
 def test_healthy_records_that_mention_issues_raise_nothing(tmp_path):

@@ -65,3 +65,16 @@ def test_a_nats_traceback_names_the_client_frame_that_raised(tmp_path):
     (finding,) = explain.explain_sources([log])
     assert finding.remedy.id == "QD-R-HOST-DYNAMO-NATS-UNREACHABLE"
     assert finding.root is not None and finding.root.frame is not None and "nats/js" in finding.root.frame.path
+
+
+def test_nccls_last_error_line_outranks_the_result_code_that_wraps_it(tmp_path):
+    log = tmp_path / "helm-issue.md"
+    log.write_text(
+        "The engine pod fails at init:\n"
+        "`torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+        "ProcessGroupNCCL.cpp:3356, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.21.5`\n"
+        "`ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.`\n"
+        "`Last error:`\n"
+        "`Error while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)`\n")
+    assert [f.remedy.id for f in explain.explain_sources([log])] == [
+        "QD-R-NCCL-SHM-NO-SPACE", "QD-R-NCCL-SYSTEM-CALL", "QD-R-NCCL-SYSTEM-ERROR"]
