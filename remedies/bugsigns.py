@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from remedies.advisories import engine_release
 from remedies.bugfeatures import MAX_FEATURE_LINES, features
@@ -250,11 +250,12 @@ SPECULATIVE = re.compile(r"(?i)--speculative[-_](?:config|algorithm|algo|model|m
 KERNEL_FAULTS = ("QD-R-CUDA-ILLEGAL-MEMORY-ACCESS",)
 
 
-def speculative_fault(entry_id: str, lines: list[str]) -> Verdict | None:
-    """An engine bug beside a kernel-fault entry when the log names speculative decoding, else None."""
+def speculative_fault(entry_id: str, read_lines: Callable[[], list[str]]) -> Verdict | None:
+    """An engine bug beside a kernel-fault entry when the log names speculative decoding, else None; the log's
+    lines are read (`read_lines`) only for those entries."""
     if entry_id not in KERNEL_FAULTS:
         return None
-    head = lines[:MAX_FEATURE_LINES]
+    head = read_lines()[:MAX_FEATURE_LINES]
     if not any(SPECULATIVE.search(line[:4096]) for line in head):
         return None
     engine = engine_in(None, head)

@@ -176,10 +176,16 @@ def fatal_looking(line: Line) -> bool:
 
 def progress(line: Line) -> bool:
     """Whether a line shows a server carrying on: a record of its own at INFO / DEBUG level or without one,
-    not indented (a traceback frame or a wrapped message), neither fatal-looking nor a shutdown notice."""
+    not indented (a traceback frame or a wrapped message), neither fatal-looking, a shutdown notice nor an
+    answer of 5xx."""
     text = line.text
     return (line.record and line.level in PROGRESS_LEVELS and bool(text.strip()) and text[:1] not in " \t"
-            and not fatal_looking(line) and not _SHUTDOWN.search(text))
+            and not fatal_looking(line) and not _SHUTDOWN.search(text) and not _FAILED_ANSWER.search(text))
+
+
+# An access record answering 5xx (uvicorn's `"POST /v1/... HTTP/1.1" 503 Service Unavailable`): a server that
+# fails every request after an exception is not carrying on.
+_FAILED_ANSWER = re.compile(r'HTTP/\d(?:\.\d)?" 5\d\d\b')
 
 
 def final_group(events: Iterable[Crash]) -> list[Crash]:

@@ -29,8 +29,9 @@ from remedies.loader import load_catalogue
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
+from remedies.partial import scan_partial
 from remedies.prose import prose_crashes
-from remedies.bugsigns import KERNEL_FAULTS, signed_bug, signed_crashes, speculative_fault
+from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
 from remedies.reader import STDIN
 from remedies.rootcause import Root, cited_sites, root_near, stack_near, window_in
 from remedies.source import Located, locate, locate_at, sampled_entry
@@ -348,6 +349,11 @@ def explain_sources(
                     for match in matcher.scan_retyped(stream):
                         collector.add(match, str(source))
     if collector.wants_crashes():
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                for match in scan_partial(stream):
+                    collector.add(match, str(source))
+    if collector.wants_crashes():
         for source in files:
             _scan(matcher, collector, source, parallel_min_bytes, workers, crashes=True, catalogue=False,
                   views=views)
@@ -432,6 +438,8 @@ def _with_root(finding: Finding, views: Sources) -> Finding:
         return finding
     root = root_near(finding.first.source, finding.first.line, (*finding.before, finding.line, *finding.after),
                      views.lines(finding.first.source))
+    if root is None and finding.crash is None:
+        return _cited_root(finding)
     if root is None or (finding.crash is not None and root.frame is None):
         return finding
     if finding.crash is None:
@@ -442,6 +450,18 @@ def _with_root(finding: Finding, views: Sources) -> Finding:
     crash = replace(finding.crash, frame=root.frame, component=component)
     remedy = finding.remedy if finding.located is not None else replace(finding.remedy, component=component)
     return replace(finding, crash=crash, root=root, remedy=remedy)
+
+
+def _cited_root(finding: Finding) -> Finding:
+    """An entry's finding on a message printed without a traceback: the raise sites its mined templates and its
+    sources place the message at (`remedies.rootcause.cited_sites`), as its root, when it has any."""
+    cited = cited_sites(finding.remedy.id, finding.remedy.source)
+    if not cited:
+        return finding
+    return replace(finding, root=Root(finding.line.strip()[:MAX_ROOT_TEXT], None, "", None, cited=cited))
+
+
+MAX_ROOT_TEXT = 400
 
 
 def _fit_to_log(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
@@ -464,8 +484,7 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
         root = finding.root
         verdict = entry_verdict(finding.remedy.id, finding.line, root.exception if root else None,
                                 root.frame if root else None, lambda: head(finding.first.source))
-        if verdict is None and finding.remedy.id in KERNEL_FAULTS:   # only a kernel fault reads the log's head
-            verdict = speculative_fault(finding.remedy.id, head(finding.first.source))
+        verdict = verdict or speculative_fault(finding.remedy.id, lambda: head(finding.first.source))
         if verdict is not None:
             own = finding.fix or finding.remedy.render_fix({})
             return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))

@@ -42,7 +42,8 @@ ENGINES = ("vllm", "sglang")
 MAX_EXCEPTION = 600
 MAX_CITED = 3
 # A catalogue source that cites engine code: `vllm-project/vllm vllm/lora/peft_helper.py (validate_legal)`.
-_CITED_FILE = re.compile(r"^[\w.-]{1,64}/[\w.-]{1,100} (?P<path>[\w./-]{1,200}\.(?:py|cc|cpp|cu|cuh|h|c))\b(?P<rest>.*)$")
+_CITED_FILE = re.compile(r"^[\w.-]{1,64}/[\w.-]{1,100} (?P<path>[\w./-]{1,200}\.(?:py|cc|cpp|cu|cuh|h|c|go|rs))\b"
+                         r"(?P<rest>.*)$")
 
 
 @dataclass(frozen=True)

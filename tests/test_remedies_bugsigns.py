@@ -118,7 +118,8 @@ def test_an_illegal_memory_access_with_speculative_decoding_names_the_engine_bug
 
 
 def test_an_illegal_memory_access_without_speculative_decoding_stays_the_entrys_alone():
-    assert speculative_fault("QD-R-CUDA-ILLEGAL-MEMORY-ACCESS", ["vllm serve Qwen/Qwen3-8B", "CUDA error"]) is None
+    assert speculative_fault("QD-R-CUDA-ILLEGAL-MEMORY-ACCESS",
+                             lambda: ["vllm serve Qwen/Qwen3-8B", "CUDA error"]) is None
 
 
 def test_healthy_records_that_mention_issues_raise_nothing(tmp_path):
@@ -133,3 +134,17 @@ def test_a_request_for_an_issue_the_server_carried_on_after_is_no_crash(tmp_path
     assert explained(tmp_path, (
         "(EngineCore pid=1) ERROR 12-02 21:41:15 [backend_xgrammar.py:162] Failed to advance FSM for request "
         "chatcmpl-1 for tokens 0. Please file an issue.\n" + served * 4)) == []
+
+
+def test_an_assert_followed_by_503_answers_is_the_crash_not_a_survived_error(tmp_path):
+    failed = 'INFO:     10.0.0.5:51234 - "POST /v1/chat/completions HTTP/1.1" 503 Service Unavailable\n'
+    found = explained(tmp_path, (
+        "**vLLM dies under load (prefix caching, CPU offload)**\n\n```\n"
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/vllm/distributed/kv_transfer/kv_connector/v1/'
+        'offloading_connector.py", line 301, in update_state_after_alloc\n'
+        "    assert len(block_ids) >= num_blocks\nAssertionError\n" + failed * 4 + "```\n\n```\n"
+        "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for "
+        "the root cause.\n```\n"))
+    assert found[0].engine_bug is not None and "update_state_after_alloc" in found[0].engine_bug.raised_at
+    assert found[-1].remedy.id == "QD-R-VLLM-ENGINE-DEAD"

@@ -56,12 +56,17 @@ def test_lines_full_of_needles_and_samples_scan_exactly_like_every_regex_on_ever
         lines.append(f"INFO 05-31 09:09:48 [t.py:1] {noise} {rng.choice(samples)}" if rng.random() < 0.3
                      else f"INFO 05-31 09:09:48 [t.py:1] {noise} done")
     data = "\n".join(lines).encode()
+    # A line an entry with a `context` matches is decided by the lines before it (remedies.matcher
+    # with_context: the contextual entry, when its context holds, replaces the generic one), which this
+    # line-by-line model does not follow: such lines are left out of both sides.
+    contextual = {lineno for lineno, line in enumerate(lines, start=1) for r in load_catalogue() for f in r.forms()
+                  if f.context_regex is not None and f.literal in line and f.regex.search(line)}
     expected = [
         (lineno, r.id)
         for lineno, line in enumerate(lines, start=1)
         for r in load_catalogue()
         if any(f.literal in line for f in r.forms()) and r.regex.search(line)
-        and r.context is None  # no line here has a traceback
+        and r.context is None and lineno not in contextual  # no line here has a traceback
     ]
-    found = [(m.lineno, m.remedy.id) for m in Matcher().scan(io.BytesIO(data))]
+    found = [(m.lineno, m.remedy.id) for m in Matcher().scan(io.BytesIO(data)) if m.lineno not in contextual]
     assert sorted(found) == sorted(expected) and len(expected) > 400

@@ -1,0 +1,39 @@
+"""An entry matched on a message printed without a traceback names the raise site its sources know.
+
+The sites come from the entry's linked mined templates (remedies/template_links.json) or, without any, from the
+files its `source` cites (asyncio's BaseEventLoop.create_server for a port in use; the CDI library's
+pkg/cdi/cache.go for an unresolvable device).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remedies import explain
+
+
+@pytest.mark.parametrize("line, entry, site", [
+    ("open-webui-1  | ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8080): address "
+     "already in use\n", "QD-R-VLLM-PORT-IN-USE", "asyncio/base_events.py"),
+    ("Error: unable to start container: setting up CDI devices: unresolvable CDI devices nvidia.com/gpu=all\n",
+     "QD-R-CUDA-CDI-UNRESOLVABLE", "pkg/cdi/cache.go"),
+])
+def test_a_message_without_traceback_gets_the_entrys_cited_raise_site(tmp_path, line, entry, site):
+    log = tmp_path / "paste.log"
+    log.write_text(line)
+    (finding,) = explain.explain_sources([log])
+    assert finding.remedy.id == entry
+    assert finding.root is not None and finding.root.frame is None
+    assert any(site in cited for cited in finding.root.cited)
+    assert "the entry's engine sources place the raise in" in finding.why
+
+
+def test_an_entry_whose_sources_cite_no_file_gets_no_invented_site(tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text("docker: Error response from daemon: failed to create task for container: "
+                   "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open "
+                   "shared object file: no such file or directory: unknown.\n")
+    found = explain.explain_sources([log])
+    assert found and all(f.root is None or not f.root.cited for f in found)
