@@ -22,8 +22,9 @@ from remedies.matcher import MAX_LINE, WRAP_SCAN_BYTES, Match
 from remedies.model import Remedy
 from remedies.normalise import normalise
 
-MIN_RUN = 48
-MIN_BEYOND = 12
+MIN_RUN = 32  # as remedies.templates.MIN_PREFIX: the fixed characters a cut message must cover
+MIN_BEYOND = 3  # the run reaches past the literal (into its figure or its next words)
+QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "TRACE")  # records that report no failure
 _FIGURE = re.compile(r"\{[^{}]{0,40}\}|\d+(?:\.\d+)?")
 _ELLIPSIS = re.compile(r"\.{3}|…")
 
@@ -101,8 +102,9 @@ def scan_partial(stream: BinaryIO, named: set[str] | None = None) -> Iterator[Ma
     data = stream.read(WRAP_SCAN_BYTES + 1)[:WRAP_SCAN_BYTES]
     seen = set(named or ())
     for lineno, raw in enumerate(data.decode("utf-8", errors="replace").split("\n"), 1):
-        text = normalise(raw[:MAX_LINE]).text.strip()
-        if len(text) < MIN_RUN:
+        line = normalise(raw[:MAX_LINE])
+        text = line.text.strip()
+        if len(text) < MIN_RUN or line.level in QUIET_LEVELS:
             continue
         remedy = partial_entry(text)
         if remedy is not None and remedy.id not in seen:
