@@ -17,6 +17,7 @@ import re
 from functools import lru_cache
 from typing import BinaryIO, Iterator
 
+from remedies.crash import exception_line
 from remedies.loader import load_catalogue
 from remedies.matcher import MAX_LINE, WRAP_SCAN_BYTES, Match
 from remedies.model import Remedy
@@ -77,7 +78,7 @@ def _cut(line: str, begin: int, end: int, from_start: bool) -> bool:
     leading clause was cut), or it starts the wording and ends where the quote ends (its tail was cut). A run
     inside a whole sentence that goes on differently is another message, not a cut one."""
     before = line[:begin].rstrip()
-    if not before or before[-1] in _BOUNDARY:
+    if before and before[-1] in _BOUNDARY:
         return True
     after = line[end:].lstrip()
     return from_start and (not after or after[0] in _BOUNDARY)
@@ -104,8 +105,8 @@ def scan_partial(stream: BinaryIO, named: set[str] | None = None) -> Iterator[Ma
     for lineno, raw in enumerate(data.decode("utf-8", errors="replace").split("\n"), 1):
         line = normalise(raw[:MAX_LINE])
         text = line.text.strip()
-        if len(text) < MIN_RUN or line.level in QUIET_LEVELS:
-            continue
+        if len(text) < MIN_RUN or line.level in QUIET_LEVELS or exception_line(text):
+            continue  # a short line, a record reporting no failure, or an exception line (the crash scan's)
         remedy = partial_entry(text)
         if remedy is not None and remedy.id not in seen:
             seen.add(remedy.id)

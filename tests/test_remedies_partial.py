@@ -48,3 +48,9 @@ def test_a_prose_paraphrase_is_explained_with_the_entrys_generic_fix(tmp_path):
 
 def test_a_whole_message_that_differs_before_the_shared_run_is_another_message():
     assert partial_entry("OSError: libavutil.so.60: cannot open shared object file: No such file or directory") is None
+
+
+def test_a_whole_exception_line_is_left_to_the_crash_scan():
+    line = ("ImportError: cannot import name 'snapshot_download_x' from 'huggingface_hub' "
+            "(/usr/local/lib/python3.12/dist-packages/huggingface_hub/__init__.py)")
+    assert partial_entry(line) is None
