@@ -17,13 +17,15 @@ import re
 from functools import lru_cache
 from typing import BinaryIO, Iterator
 
+from remedies.crash import exception_line
 from remedies.loader import load_catalogue
 from remedies.matcher import MAX_LINE, WRAP_SCAN_BYTES, Match
 from remedies.model import Remedy
 from remedies.normalise import normalise
 
-MIN_RUN = 48
-MIN_BEYOND = 12
+MIN_RUN = 32  # as remedies.templates.MIN_PREFIX: the fixed characters a cut message must cover
+MIN_BEYOND = 3  # the run reaches past the literal (into its figure or its next words)
+QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "TRACE")  # records that report no failure
 _FIGURE = re.compile(r"\{[^{}]{0,40}\}|\d+(?:\.\d+)?")
 _ELLIPSIS = re.compile(r"\.{3}|…")
 
@@ -76,7 +78,7 @@ def _cut(line: str, begin: int, end: int, from_start: bool) -> bool:
     leading clause was cut), or it starts the wording and ends where the quote ends (its tail was cut). A run
     inside a whole sentence that goes on differently is another message, not a cut one."""
     before = line[:begin].rstrip()
-    if not before or before[-1] in _BOUNDARY:
+    if before and before[-1] in _BOUNDARY:
         return True
     after = line[end:].lstrip()
     return from_start and (not after or after[0] in _BOUNDARY)
@@ -101,9 +103,10 @@ def scan_partial(stream: BinaryIO, named: set[str] | None = None) -> Iterator[Ma
     data = stream.read(WRAP_SCAN_BYTES + 1)[:WRAP_SCAN_BYTES]
     seen = set(named or ())
     for lineno, raw in enumerate(data.decode("utf-8", errors="replace").split("\n"), 1):
-        text = normalise(raw[:MAX_LINE]).text.strip()
-        if len(text) < MIN_RUN:
-            continue
+        line = normalise(raw[:MAX_LINE])
+        text = line.text.strip()
+        if len(text) < MIN_RUN or line.level in QUIET_LEVELS or exception_line(text):
+            continue  # a short line, a record reporting no failure, or an exception line (the crash scan's)
         remedy = partial_entry(text)
         if remedy is not None and remedy.id not in seen:
             seen.add(remedy.id)

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from remedies import explain
+from remedies.loader import load_catalogue
+from remedies.rootcause import cited_sites
 
 
 @pytest.mark.parametrize("line, entry, site", [
@@ -37,3 +39,9 @@ def test_an_entry_whose_sources_cite_no_file_gets_no_invented_site(tmp_path):
                    "shared object file: no such file or directory: unknown.\n")
     found = explain.explain_sources([log])
     assert found and all(f.root is None or not f.root.cited for f in found)
+
+
+def test_nccls_shm_entry_cites_the_nccl_source_that_prints_its_warning():
+    entry = load_catalogue().get("QD-R-NCCL-SHM-NO-SPACE")
+    assert entry is not None
+    assert any(site.startswith("src/misc/shmutils.cc") for site in cited_sites(entry.id, entry.source))

@@ -26,9 +26,16 @@ def test_a_quote_without_its_leading_clause_names_the_entry():
     assert found is not None and found.id == "QD-R-VLLM-MAMBA-BLOCKS"
 
 
-def test_the_literal_alone_in_a_sentence_is_too_short_to_count():
+def test_a_short_fragment_or_the_literal_inside_a_sentence_does_not_count():
     assert partial_entry("a message about how max seqs exceeds available Mamba cache blocks (the cache) here") is None
-    assert len("exceeds available Mamba cache blocks (") < MIN_RUN
+    assert partial_entry("the log says `… Mamba cache blocks (196)` again") is None  # the literal is cut
+    assert partial_entry("the log says `…exceeds available Mamba cache blocks` and stops") is None  # nothing past it
+    assert len("Mamba cache blocks (#)") < MIN_RUN
+
+
+def test_a_quote_of_the_middle_of_the_message_names_the_entry():
+    found = partial_entry("the pod log ends with `...exceeds available Mamba cache blocks (682)...`")
+    assert found is not None and found.id == "QD-R-VLLM-MAMBA-BLOCKS"
 
 
 def test_a_prose_paraphrase_is_explained_with_the_entrys_generic_fix(tmp_path):
@@ -41,3 +48,9 @@ def test_a_prose_paraphrase_is_explained_with_the_entrys_generic_fix(tmp_path):
 
 def test_a_whole_message_that_differs_before_the_shared_run_is_another_message():
     assert partial_entry("OSError: libavutil.so.60: cannot open shared object file: No such file or directory") is None
+
+
+def test_a_whole_exception_line_is_left_to_the_crash_scan():
+    line = ("ImportError: cannot import name 'snapshot_download_x' from 'huggingface_hub' "
+            "(/usr/local/lib/python3.12/dist-packages/huggingface_hub/__init__.py)")
+    assert partial_entry(line) is None
