@@ -17,17 +17,9 @@ from remedies.needlescan import NeedleScan
 
 
 def per_needle_passes(plan: list[tuple[bytes, frozenset[int]]], chunk: bytes, limit: int) -> dict[int, set[int]]:
-    """The line starts one `bytes.find` pass per needle finds (the scan before the one-pass automaton)."""
-    starts: dict[int, set[int]] = {}
-    for needle, labels in plan:
-        pos = chunk.find(needle, 0, limit)
-        while pos >= 0:
-            starts.setdefault(chunk.rfind(b"\n", 0, pos) + 1, set()).update(labels)
-            end = chunk.find(b"\n", pos, limit)
-            if end < 0:
-                break
-            pos = chunk.find(needle, end, limit)
-    return starts
+    """The line starts one `bytes.find` pass per needle finds (the scan before the one-pass automaton, kept as
+    the fallback where ahocorasick_rs is missing)."""
+    return NeedleScan(plan)._line_starts_by_find(chunk, limit)
 
 
 def test_the_one_pass_finds_the_lines_and_labels_of_one_pass_per_needle():
