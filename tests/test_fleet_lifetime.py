@@ -48,8 +48,17 @@ def _start_check(tmp_path: Path, mode: str, node_timeout: float) -> tuple[subpro
     env = {**os.environ, "PYTHONPATH": str(ROOT), "QD_STUB_MODE": mode, "QD_STUB_PIDS": str(pids)}
     proc = subprocess.Popen([sys.executable, "-c", WRAPPER, "check", "--spark", "local[1]", "--only", "QD-FLEET-001",
                              "--format", "json", "--node-timeout", str(node_timeout), "--timeout", "2"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+                            preexec_fn=_default_stopping_signals)
     return proc, pids
+
+
+def _default_stopping_signals() -> None:
+    """In the child: SIGINT / SIGTERM / SIGHUP at their default action, as from a terminal. `main(argv)` leaves the
+    handlers to the program that embeds it, and a suite started in the background (`cmd &`, nohup) would otherwise
+    hand the child SIGINT / SIGHUP ignored."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def _runner_pids(pids: Path, proc: subprocess.Popen[str]) -> list[int]:
