@@ -224,6 +224,15 @@ def _fix_steps(value: Any, bad: Any) -> list[FixStep]:
     return steps
 
 
+def _require_strings(item: Any, keys: tuple[str, ...], field: str, bad: Any) -> None:
+    """One item of a list field: a mapping of exactly these keys, each a non-empty string."""
+    if not isinstance(item, dict) or set(item) != set(keys) or not all(
+        isinstance(v, str) and v.strip() for v in item.values()
+    ):
+        named = ", ".join(f"'{k}'" for k in keys[:-1]) + f" and '{keys[-1]}'"
+        raise bad(f"'{field}' item must have non-empty {named}: {item!r}")
+
+
 def _variants(value: Any, samples: tuple[str, ...], bad: Any) -> tuple[Variant, ...]:
     """`variants:` - wordings that name the entry only with their own context (literal, pattern, context);
     each needs a sample its literal and pattern match."""
@@ -231,10 +240,7 @@ def _variants(value: Any, samples: tuple[str, ...], bad: Any) -> tuple[Variant, 
         raise bad("'variants' must be a list of at most 2 {literal, pattern, context} mappings")
     found = []
     for item in value:
-        if not isinstance(item, dict) or set(item) != {"literal", "pattern", "context"} or not all(
-            isinstance(v, str) and v.strip() for v in item.values()
-        ):
-            raise bad(f"'variants' item must have non-empty 'literal', 'pattern' and 'context': {item!r}")
+        _require_strings(item, ("literal", "pattern", "context"), "variants", bad)
         try:
             regex, context_regex = re.compile(item["pattern"]), re.compile(item["context"])
         except re.error as exc:
@@ -251,10 +257,7 @@ def _wordings(value: Any, bad: Any) -> list[Wording]:
         raise bad("'versions' must be a list of {package, releases, template} mappings")
     wordings = []
     for item in value:
-        if not isinstance(item, dict) or set(item) != {"package", "releases", "template"} or not all(
-            isinstance(v, str) and v.strip() for v in item.values()
-        ):
-            raise bad(f"'versions' item must have non-empty 'package', 'releases' and 'template': {item!r}")
+        _require_strings(item, ("package", "releases", "template"), "versions", bad)
         if item["package"] not in SIGNATURE_PACKAGES:
             raise bad(f"'versions' package must be one of {', '.join(SIGNATURE_PACKAGES)}, got {item['package']!r}")
         try:
