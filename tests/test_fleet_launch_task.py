@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 
 import psutil
@@ -92,3 +94,36 @@ def test_a_worker_killed_outright_takes_the_engine_group_with_it() -> None:
     finally:
         if worker.poll() is None:
             worker.kill()
+
+
+def test_the_sweep_lets_a_group_that_is_already_stopping_exit_and_names_nothing() -> None:
+    code = ("import signal, sys, time\n"
+            "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(1), sys.exit(0)))\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], start_new_session=True, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        os.killpg(proc.pid, signal.SIGTERM)
+        assert sweep(proc.pid, settle=10) == []
+        assert proc.wait(timeout=10) == 0  # it finished its own stop: the sweep did not kill it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_an_engine_starts_with_no_signal_blocked_even_from_a_worker_that_blocks_sigint() -> None:
+    """A Ray worker runs the node task with SIGINT blocked; the engine must not inherit that mask."""
+    seen: dict[str, str] = {}
+
+    def start() -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        code = "print([l for l in open('/proc/self/status') if l.startswith('SigBlk')][0], flush=True)"
+        for item in run_engine([sys.executable, "-c", code], {}, grace=1):
+            for line in item.get("lines", ()):
+                seen.setdefault("mask", line)
+
+    worker = threading.Thread(target=start)
+    worker.start()
+    worker.join(timeout=30)
+    assert int(seen["mask"].split()[-1], 16) == 0, seen

@@ -123,7 +123,7 @@ def test_sglang_starts_one_process_per_node_with_its_rank_and_stops_them_all(tmp
     reach = results["QD-FLEET-011"]  # each node listened on NCCL's address (lo here), the other connected
     assert reach["status"] == "ok" and reach["evidence"]["pairs"] == 2, reach
     for check_id in ("QD-DEPLOY-START", "QD-DEPLOY-CHAT", "QD-DEPLOY-STREAM", "QD-DEPLOY-FLEET-STOP"):
-        assert results[check_id]["status"] == "ok", results[check_id]
+        assert results[check_id]["status"] == "ok", json.dumps(results[check_id], indent=1)
     deployment = report["sections"]["deployment"]
     assert deployment["head_address"] == "127.0.0.1" and deployment["nodes"].count("--node-rank") == 2
     assert json.loads((Path(deployment["fleet_run"]) / "fleet-plan.json").read_text())["address"] == cluster.address

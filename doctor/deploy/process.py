@@ -43,9 +43,12 @@ PR_SET_PDEATHSIG = 1
 
 def die_with_parent(parent: int) -> Callable[[], None]:
     """A preexec function: the child gets SIGTERM when `parent` dies (Linux), and exits at once if the
-    parent is already gone. Elsewhere it does nothing (the guard process still covers the group)."""
+    parent is already gone. Elsewhere it does nothing (the guard process still covers the group). The child also
+    starts with no signal blocked, as from a terminal: a mask is inherited, and a Ray worker blocks SIGINT."""
 
     def preexec() -> None:
+        with contextlib.suppress(OSError, AttributeError):
+            signal.pthread_sigmask(signal.SIG_SETMASK, ())
         if sys.platform.startswith("linux"):
             with contextlib.suppress(OSError, AttributeError):
                 ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)

@@ -22,6 +22,7 @@ from typing import Any, Iterator
 BATCH_S = 0.2
 MAX_BATCH = 200
 EXIT_DRAIN_S = 1.0
+SWEEP_SETTLE_S = 3.0  # what a group already signalled gets to exit before the sweep kills it
 
 
 def _read_lines(stream: Any, out: "queue.Queue[str | None]") -> None:
@@ -101,14 +102,22 @@ def run_engine(argv: list[str], env: dict[str, str], grace: float = 10.0) -> Ite
             proc.wait()
 
 
-def sweep(pgid: int) -> list[int]:
-    """Kill whatever is left of a process group on this node; the pids that were still there."""
+def sweep(pgid: int, settle: float = SWEEP_SETTLE_S) -> list[int]:
+    """Kill whatever is left of a process group on this node; the pids that were still there.
+
+    A group whose processes are still exiting (signalled by the node's stop, or killed a moment ago) gets up to
+    `settle` seconds to go on its own: only what outlives that is killed and named."""
     import psutil
 
+    from doctor.deploy.guard import _group_alive
+
+    deadline = time.monotonic() + settle
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.1)
     left = []
     for p in psutil.process_iter(["pid", "status"]):
         try:
-            if os.getpgid(p.pid) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+            if os.getpgid(p.pid) == pgid and p.info["status"] not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD):
                 left.append(p.pid)
         except (ProcessLookupError, PermissionError, psutil.Error):
             continue
