@@ -9,8 +9,9 @@ SIGTERM that the caller set to be ignored (`nohup`) stays ignored.
 
 Python cannot raise out of a finalizer (`__del__`, a weakref callback, a generator closed by the collector): a
 signal that lands in one is printed as "Exception ignored in ..." with a traceback and the command goes on.
-While a command runs, such a swallowed signal is kept silent (`sys.unraisablehook`) and raised again when the
-command returns (`raise_swallowed`), so it still ends in its one line and exit code.
+While a command runs, such a swallowed signal is kept silent (`sys.unraisablehook`) and delivered again a moment later
+(REDELIVER_AFTER_S), so the command stops; should that one land in a finalizer too (up to REDELIVER_MAX times), it is
+raised when the command returns (`raise_swallowed`), so it still ends in its one line and exit code.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from types import FrameType
 from doctor.stop_signals import LINE, LINES, SIGNAL_NAMES, Signalled, exit_code, signum_of
 
 EXIT_INTERRUPTED = 130
+REDELIVER_AFTER_S = 0.05  # once the finalizer has returned
+REDELIVER_MAX = 3  # a swallowed signal sent again at most this often; then it waits for the return
 __all__ = ["EXIT_INTERRUPTED", "LINE", "LINES", "SIGNAL_NAMES", "Interrupted", "Signalled", "exit_code",
            "signum_of", "exit_at_once", "ignore_at_exit", "raise_interrupt", "raise_swallowed"]
 _CALLER_IGNORED = frozenset(s for s in (signal.SIGTERM, signal.SIGHUP) if signal.getsignal(s) == signal.SIG_IGN)
@@ -88,7 +91,12 @@ class _Swallowed:
 
 def _keep_swallowed(unraisable: sys.UnraisableHookArgs) -> None:
     if isinstance(unraisable.exc_value, KeyboardInterrupt):
-        _Swallowed.signals.append(signum_of(unraisable.exc_value))
+        signum = signum_of(unraisable.exc_value)
+        _Swallowed.signals.append(signum)
+        if len(_Swallowed.signals) <= REDELIVER_MAX:
+            timer = threading.Timer(REDELIVER_AFTER_S, os.kill, (os.getpid(), signum))
+            timer.daemon = True  # sent from here, its handler would run inside this hook and be lost
+            timer.start()
         return
     _Swallowed.previous_hook(unraisable)
 
