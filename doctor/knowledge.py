@@ -34,6 +34,12 @@ def parse_version(text: str | None) -> Version | None:
         return None
 
 
+def development_build(version: Version) -> bool:
+    """A nightly, release candidate or source build (0.16.1rc1.dev204+g5f4ab3b1c): it may carry what its base
+    release lacks. A release built for one CUDA or CPU (0.16.0+cu130) is that release."""
+    return bool(version.is_prerelease or version.is_devrelease)
+
+
 def _spec(text: str, where: str) -> SpecifierSet:
     try:
         return SpecifierSet(text)

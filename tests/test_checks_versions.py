@@ -106,3 +106,22 @@ def test_both_backends_installed_are_each_checked():
     facts = facts_with(packages={"vllm": "0.17.0", "sglang": "0.5.9", "torch": "2.9.1"})
     results = run(facts, only=("QD-VER-002",))
     assert {r.subject: r.status.value for r in results["QD-VER-002"]} == {"vllm": "fail", "sglang": "ok"}
+
+
+@pytest.mark.parametrize("build", ["0.16.1rc1.dev204+g5f4ab3b1c", "0.16.0.dev0", "0.16.1rc2"])
+def test_a_development_build_of_an_older_release_is_a_warning_as_the_planner_does_not_judge_it(build: str):
+    """Nightlies carry an architecture before its release (a DGX Spark boot ran Qwen3.5 on a "0.16.0" nightly)."""
+    facts = facts_with(packages={"vllm": build, "torch": "2.9.1", "transformers": "4.57.1"})
+    result = run(facts, backend="vllm", only=("QD-VER-001",))["QD-VER-001"][0]
+    assert result.status.value == "warn" and "development build" in result.summary
+    assert result.remedy_ids == ["QD-R-VLLM-ARCH-UNSUPPORTED"]
+
+
+def test_a_development_build_of_a_supporting_release_passes():
+    facts = facts_with(packages={"vllm": "0.17.1.dev3+gabc", "torch": "2.10.0", "transformers": "4.57.6"})
+    assert run(facts, backend="vllm", only=("QD-VER-001",))["QD-VER-001"][0].status.value == "ok"
+
+
+def test_a_release_built_for_one_cuda_is_that_release():
+    facts = facts_with(packages={"vllm": "0.16.0+cu130", "torch": "2.9.1", "transformers": "4.57.1"})
+    assert run(facts, backend="vllm", only=("QD-VER-001",))["QD-VER-001"][0].status.value == "fail"

@@ -62,3 +62,16 @@ def test_a_model_directory_without_config_json_is_a_failure_not_a_crash(tmp_path
     results = run(load_fixture("h200"), backend="vllm", only=("QD-PLAN",), model=str(tmp_path))
     assert status_of(results, "QD-PLAN-001") == ["fail"] and "config.json" in results["QD-PLAN-001"][0].summary
     assert status_of(results, "QD-PLAN-002") == ["skip"]
+
+
+def test_a_release_too_old_for_qwen35_is_reported_once_by_the_version_check_not_again_as_a_fit_failure():
+    facts = facts_with(packages={"vllm": "0.16.0", "torch": "2.9.1", "transformers": "4.57.1"})
+    results = run(facts, backend="vllm", only=("QD-VER-001", "QD-PLAN-002"))
+    assert status(results, "QD-VER-001") == Status.FAIL
+    fit = results["QD-PLAN-002"][0]
+    assert fit.status == Status.SKIP and "see QD-VER-001" in fit.summary
+
+
+def test_a_supported_release_still_gets_its_fit_planned():
+    facts = facts_with(packages={"vllm": "0.17.1", "torch": "2.10.0", "transformers": "4.57.6"})
+    assert status(run(facts, backend="vllm", only=("QD-PLAN-002",)), "QD-PLAN-002") == Status.OK

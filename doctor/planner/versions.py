@@ -70,13 +70,13 @@ def model_support_problem(backend: str, version: str, architecture: str) -> tupl
     (doctor/data/version_matrix.yaml qwen35_minimum, each with its source: vLLM 0.17.0, SGLang 0.5.9), else None.
     A development or pre-release build of an older base version is not judged: nightlies carry the architecture
     before its release (the adadrag DGX Spark boot ran Qwen3.5 on a "0.16.0" nightly image)."""
-    from doctor.knowledge import version_matrix
+    from doctor.knowledge import development_build, version_matrix
 
     if architecture not in QWEN35_ARCHITECTURES or backend not in ENGINE_NAMES:
         return None
     asked = Version(version)
     minimum, source = version_matrix().minimum[backend]
-    if asked.is_prerelease or asked.is_devrelease or asked.local or asked >= minimum:
+    if development_build(asked) or asked >= minimum:
         return None
     name = ENGINE_NAMES[backend]
     return (f"{name} {version} cannot load {architecture}: the first release with it is {minimum} ({source})",
