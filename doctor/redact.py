@@ -137,6 +137,8 @@ class _Scan:
         norm = _normal(m.group(1))
         if not _secret_normal(norm) or (norm == "KEY" and "=" not in m.group(2)):
             return None
+        if m.start() > 0 and text[m.start() - 1] in "/\\" and ":" in m.group(2):
+            return None  # a file path's last component (`/etc/passwd: cannot open`), not a key
         i = _BLANKS.match(text, m.end()).end()
         if norm.endswith("AUTHORIZATION"):
             return self._authorization(text, m.start(), i)
@@ -301,14 +303,16 @@ class _Values:
         self.values.add(value)
 
 
-def _view_spans(view: textviews.View) -> list[tuple[int, int]]:
-    """Spans of the view holding a secret: what the provider rules and the name / flag / header passes find."""
+def _view_spans(view: textviews.View, in_place: set[str]) -> list[tuple[int, int]]:
+    """Spans of the view holding a secret: what the provider rules and the name / flag / header passes find, at
+    every place the value occurs. A value shorter than MIN_SECRET_LEN that the passes find in the text itself
+    (`in_place`) is left to them, which replace it where it stands: `passwd: a` must not take every `a` with it."""
     text = view[0]
     spans: list[tuple[int, int]] = []
     values = _Values()
     _standard_passes(text, _Scan(values, min_len=1), blocks=False)
     for value in values.values:
-        if not value.strip() or value == REDACTED:
+        if not value.strip() or value == REDACTED or (value in in_place and len(value) < MIN_SECRET_LEN):
             continue
         start = text.find(value)
         while start >= 0:
@@ -323,7 +327,9 @@ def _in_views(text: str, scan: _Scan) -> str:
     extra = textviews.views(text)
     if not extra:
         return text
-    spans = [span for view in extra for span in _view_spans(view)]
+    in_place = _Values()
+    _standard_passes(text, _Scan(in_place, min_len=1))
+    spans = [span for view in extra for span in _view_spans(view, in_place.values)]
     return _replace_spans(text, spans, scan) if spans else text
 
 

@@ -115,3 +115,19 @@ def test_a_recorded_bundle_loses_nothing_but_its_hostname(name: str):
     assert hidden["packages"] == data["packages"], "four-part versions (cudnn 9.19.0.56) are not IP addresses"
     assert hidden["hostname"] == hidden["host"]["hostname"] == "[HOST-1]"
     assert {**hidden, "hostname": "vm", "host": {**hidden["host"], "hostname": "vm"}} == data
+
+
+def test_a_short_secret_value_is_replaced_where_it_stands_not_at_every_place_its_letters_occur():
+    text = "db:\n  password: a\n  comment: a mapping with a value\n"
+    assert redact_text(text) == "db:\n  password: [REDACTED]\n  comment: a mapping with a value\n"
+
+
+def test_a_secret_of_full_length_is_still_replaced_wherever_else_it_appears():
+    text = "DB_PASSWORD: hunter22 then hunter22 again\nline2 hunter22\n"
+    assert "hunter22" not in redact_text(text)
+
+
+@pytest.mark.parametrize("path", ["../../etc/passwd", "/run/secrets/api_key", "C:\\\\creds\\\\token"])
+def test_a_file_path_ending_in_a_secret_like_name_is_a_path_not_a_key(path: str):
+    line = f"qwen-doctor: error: {path}: a profile must be a YAML mapping, got str\n"
+    assert redact_text(line) == line
