@@ -50,7 +50,7 @@ def peel_json(lines: _Lines) -> _Lines | None:
         if stripped.startswith("{") and stripped.endswith("}"):
             try:
                 record = json.loads(stripped)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past the decoder's stack: not a record
                 continue
             if isinstance(record, dict) and _message(record) is not None and _logged(record):
                 records[index] = record

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
 import os
@@ -12,6 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "tests" / "data" / "logs"
@@ -136,3 +138,24 @@ def test_a_log_with_some_binary_junk_is_still_explained(tmp_path: Path):
     log.write_bytes(b"INFO start\n" * 200 + b"\x00\xff\xfe garbage \x01\x02\n" * 20 + OOM.encode() + b"\n")
     done = qd("explain", str(log))
     assert done.returncode == 1 and b"QD-R-TORCH-CUDA-OOM" in done.stdout
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be", "utf-32", "utf-8-sig"])
+def test_a_log_saved_with_a_byte_order_mark_is_read_as_text(tmp_path: Path, codec: str):
+    """PowerShell 5.1's `docker logs vllm > vllm.log` writes UTF-16 LE with a BOM."""
+    text = "INFO start\n" * 50 + OOM + "\n"
+    encoded = text.encode(codec) if codec != "utf-16-be" else codecs.BOM_UTF16_BE + text.encode(codec)
+    log = tmp_path / "vllm.log"
+    log.write_bytes(encoded)
+    packed = tmp_path / "vllm.log.gz"
+    packed.write_bytes(gzip.compress(encoded))
+    for args, stdin in (((str(log),), None), ((str(packed),), None), (("-",), encoded)):
+        done = qd("explain", *args, stdin=stdin)
+        assert done.returncode == 1 and b"QD-R-TORCH-CUDA-OOM" in done.stdout, (args, done.stderr)
+
+
+def test_a_json_line_nested_past_the_decoders_stack_is_not_a_crash(tmp_path: Path):
+    log = tmp_path / "deep.log"
+    log.write_text('{"error": ' * 5000 + '"x"' + "}" * 5000 + "\n" + OOM + "\n")
+    done = qd("explain", str(log))
+    assert done.returncode == 1 and b"QD-R-TORCH-CUDA-OOM" in done.stdout and b"internal error" not in done.stderr

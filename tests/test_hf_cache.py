@@ -122,3 +122,11 @@ def test_check_hf_offline_end_to_end_reads_the_cache_without_network(tmp_path: P
     assert results["QD-HF-001"]["status"] == "skip"
     assert results["QD-HF-003"]["status"] == "fail"
     assert done.returncode == 1
+
+
+def test_a_shard_whose_header_nests_past_what_json_can_read_is_named_unreadable(tmp_path: Path):
+    header = b"[" * 200_000 + b"]" * 200_000
+    shard = tmp_path / "model-00001-of-00001.safetensors"
+    shard.write_bytes(struct.pack("<Q", len(header)) + header)
+    state = hf_cache.shard_state(shard)
+    assert state["present"] and "not a readable safetensors file" in state["error"]

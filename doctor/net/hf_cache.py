@@ -98,6 +98,9 @@ def shard_state(path: Path) -> dict[str, Any]:
                 raise ValueError(f"header length {length} does not fit in {size} bytes")
             header = json.loads(fh.read(length).decode("utf-8"))
         ends = [t["data_offsets"][1] for k, t in header.items() if k != "__metadata__"]
+    except RecursionError:
+        state["error"] = "not a readable safetensors file: its header nests deeper than JSON can be read"
+        return state
     except (OSError, ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
         state["error"] = f"not a readable safetensors file: {exc}"
         return state
