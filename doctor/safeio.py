@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 from doctor.compressed import refusal
 from doctor.errors import DoctorError
 from doctor.outfile import kind_of
+from doctor.unicode_text import utf8_bytes
 
 MiB = 1 << 20
 BUNDLE_MAX_BYTES = 64 * MiB
@@ -75,8 +76,9 @@ def read_text(path: str | Path, what: str, limit: int) -> str:
     packed = refusal(data)
     if packed:
         raise InputError(f"cannot read {what} {path}: {packed}")
+
     try:
-        return data.decode("utf-8")
+        return utf8_bytes(data).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"cannot read {what} {path}: not UTF-8 text (byte {exc.start})") from None
 
@@ -128,7 +130,7 @@ def load_json(raw: bytes | str, what: str, name: str) -> Any:
     JSON_MAX_INT_DIGITS digits, finite numbers only (no NaN / Infinity / 1e999); InputError names the problem."""
     label = f"{what} {name}".rstrip()
     try:
-        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        text = utf8_bytes(raw).decode("utf-8") if isinstance(raw, bytes) else raw.removeprefix("\ufeff")
         if nested_deeper(text):
             raise InputError(f"{label}: nested deeper than {JSON_MAX_DEPTH} levels")
         data = json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_no_constant)

@@ -58,9 +58,9 @@ def open_log(source: str | Path) -> Iterator[BinaryIO]:
 
 
 def _unicode_as_utf8(stream: "_Guarded", peekable: bool) -> BinaryIO:
-    """A log with a UTF-16 / UTF-32 / UTF-8 byte-order mark as UTF-8 text (`remedies.unicode_logs`); any
+    """A log with a UTF-16 / UTF-32 / UTF-8 byte-order mark as UTF-8 text (`doctor.unicode_text`); any
     other stream unchanged (its first bytes replayed where it cannot peek)."""
-    from remedies.unicode_logs import as_utf8, encoding_of
+    from doctor.unicode_text import as_utf8, encoding_of
 
     if peekable:
         found = encoding_of(stream.peek(4)[:4])

@@ -244,3 +244,17 @@ def test_a_dump_quoted_in_a_reply_reads_as_the_dump_itself(name, tmp_path):
     quoted, plain = Facts.load(path), dump(name)
     assert quoted.origin["format"] == plain.origin["format"] and quoted.gpus == plain.gpus
     assert quoted.packages == plain.packages and quoted.nvml == plain.nvml
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-8-sig"])
+def test_a_dump_or_bundle_saved_by_powershell_reads_as_the_same_facts(tmp_path: Path, codec: str):
+    """`python collect_env.py > env.txt` in PowerShell 5.1 writes UTF-16 LE with a BOM; Notepad saves UTF-8 with one."""
+    dump = DUMPS / "healthy-vllm-13497-rtx4090.txt"
+    bundle = Path(__file__).parent / "fixtures" / "h200.json"
+    for original in (dump, bundle):
+        saved = tmp_path / f"{codec}-{original.name}"
+        saved.write_bytes(original.read_text(encoding="utf-8").encode(codec))
+        read, expected = Facts.load(saved).data, Facts.load(original).data
+        for facts in (read, expected):
+            facts.get("origin", {}).pop("source", None)  # the file's own name
+        assert read == expected

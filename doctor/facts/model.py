@@ -132,10 +132,11 @@ class Facts:
     def load(cls, path: str | Path) -> "Facts":
         """Read a bundle; any problem becomes a one-line BadBundle."""
         from doctor.safeio import BUNDLE_MAX_BYTES, BadJSON, InputError, load_json, read_bytes
+        from doctor.unicode_text import utf8_bytes
 
         p = Path(path)
         try:
-            raw = _gunzipped(read_bytes(p, "bundle", BUNDLE_MAX_BYTES), p)
+            raw = utf8_bytes(_gunzipped(read_bytes(p, "bundle", BUNDLE_MAX_BYTES), p))
         except InputError as exc:
             raise BadBundle(str(exc)) from None
         if raw.lstrip()[:1] not in (b"{", b"[") and _is_text(raw):

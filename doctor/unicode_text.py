@@ -1,9 +1,10 @@
-"""Logs saved as UTF-16 or UTF-32 with a byte-order mark, read as the UTF-8 the matcher scans.
+"""Text saved as UTF-16 or UTF-32 with a byte-order mark, read as the UTF-8 everything else reads.
 
-Windows PowerShell 5.1's `>` and `Out-File` write UTF-16 LE with a BOM (`docker logs vllm > vllm.log`, the
-Windows side of a WSL2 or Docker Desktop set-up); read byte by byte, every other byte of such a log is NUL and no
-message matches. The BOM names the encoding (Unicode Standard, section 23.8 "Specials"); a log without one is
-left as it is, and a UTF-8 BOM is dropped.
+Windows PowerShell 5.1's `>` and `Out-File` write UTF-16 LE with a BOM (`docker logs vllm > vllm.log`,
+`python collect_env.py > env.txt` on the Windows side of WSL2 or Docker Desktop), and Notepad and `Out-File
+-Encoding utf8` start UTF-8 with one. Read as bytes, every other byte of a UTF-16 log is NUL and no message matches;
+a BOM ahead of JSON or YAML makes a valid document unreadable. The BOM names the encoding (Unicode Standard,
+section 23.8 "Specials"); text without one is left as it is, and a UTF-8 BOM is dropped.
 """
 
 from __future__ import annotations
@@ -24,6 +25,15 @@ def encoding_of(head: bytes) -> tuple[str, int] | None:
         if head.startswith(bom):
             return codec, len(bom)
     return None
+
+
+def utf8_bytes(raw: bytes) -> bytes:
+    """`raw` as UTF-8 bytes: decoded by its BOM when it has one (undecodable units become U+FFFD), else as it is."""
+    found = encoding_of(raw[:4])
+    if found is None:
+        return raw
+    codec, bom = found
+    return raw[bom:].decode(codec, errors="replace").encode("utf-8")
 
 
 def as_utf8(stream: BinaryIO, codec: str) -> BinaryIO:
