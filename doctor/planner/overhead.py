@@ -56,9 +56,9 @@ non-KV - estimate, the estimate only gated by VLLM_MEMORY_PROFILER_ESTIMATE_CUDA
 the pool by its size; nothing in the source makes it negative on a discrete GPU (a graph only allocates). The
 negative estimates held are all GB10 boots of 0.20.x with MTP and PIECEWISE graphs only (fp8 KV under FlashInfer),
 while GB10 boots of 0.22 with the same drafter and mode logged +0.18 / +0.19 GiB: host memory released during the
-capture window (not a term the flags decide). The plan keeps a positive estimate; those boots' 2.1-2.3 GiB shortfall
-is that sign (0.9 GiB logged negative + 0.39 GiB planned) plus the unified-memory host term's spread, both inside
-the GB10 band.
+capture window (not a term the flags decide). The plan keeps a positive estimate. Those boots' 2.1-2.3 GiB
+shortfall was the old forward heuristic's (hidden x 12 + conv x 4 per token, 9.5 GiB at 65,536 tokens against the
+7.7 GiB the source's tensors sum to: activation_bytes); with the source's figure they plan within -1.0 / +1.1%.
 Coefficients (bytes per sampler logit, scale of the forward estimate, non-torch bytes, first-capture bytes,
 bytes per further captured graph, actual over estimated graph memory, host bytes on unified memory) are fitted
 on the logged boots of tests/data/published_kv/ and validated leave-one-out (doctor/planner/fit.py,
@@ -77,6 +77,7 @@ from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import Coefficients, current
 from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
 from doctor.planner.engine_defaults import vllm_batch_defaults_of
+from doctor.planner.forward import eager_widths, moe_piece_widths, piece_widths
 from doctor.planner.capture import capture_plan, capture_sizes, graph_count, graph_modes
 from doctor.planner.hardware import GIB, MIB, GPU, pins_memory
 from doctor.planner.methods import MTP_METHODS
@@ -196,6 +197,39 @@ def marlin_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> MoeWorkspace
     return MoeWorkspace(workspace, workspace if rules.fused_moe_modular else 0)
 
 
+# Bytes per activation element the CUTLASS MoE GEMMs read: NVFP4 packs two values a byte (+ one FP8 scale per 16),
+# FP8 one; otherwise the model dtype.
+QUANTIZED_INPUT_BYTES = {"nvfp4": 0.5 + 1 / 16, "fp8": 1.0}
+
+
+def flashinfer_cutlass_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> MoeWorkspace:
+    """FlashInferExperts over `tokens` tokens (M) on one rank, the routed experts' backend where neither Triton,
+    Marlin nor vLLM's own CUTLASS FP4 runs them (the NVFP4 boots log "Using 'FLASHINFER_CUTLASS' NvFp4 MoE
+    backend").
+
+    vLLM's side (fused_moe/experts/flashinfer_cutlass_moe.py workspace_shapes, 0.20.1-0.32.0): workspace13 (M, K)
+    and the output (M, K x 2 for NVFP4's packed K, else K) share one modular-kernel buffer, M x H elements, kept
+    by the WorkspaceManager (modular_kernel.py _allocate_buffers); its input quantised beforehand (a1q).
+    FlashInfer's side: flashinfer_cutlass_fused_moe allocates, for the call only, the TensorRT-LLM
+    CutlassMoeFCRunner workspace (flashinfer-ai/flashinfer csrc/fused_moe/cutlass_backend/
+    cutlass_fused_moe_kernels.cuh getWorkspaceDeviceBufferSizes): over k x M expanded rows, the GEMM inputs
+    (permuted_data k M H in the input type, overlapped with fc2_result k M H in the output type and fc1_result
+    k M I) + the GEMM outputs (glu_inter k M 2I in the output type for a gated activation, overlapped with
+    fc2_result) + blocked_row_to_unpermuted_row (E_local x M int32) + the row maps (2 k M int32)."""
+    act = dtype_bytes(spec.dtype)
+    h, topk = spec.hidden_size, spec.moe.experts_per_token
+    inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
+    experts = spec.moe.num_experts // (cfg.ep_size if cfg.expert_parallel and cfg.ep_size > 1 else 1)
+    quant = QUANTIZED_INPUT_BYTES.get(spec.quantization.method, act)
+    rows = tokens * topk
+    inputs = max(rows * h * quant, rows * h * act, rows * inter * quant)
+    outputs = max(rows * 2 * inter * act, rows * h * act, rows * inter * quant)
+    transient = int(inputs + outputs + experts * tokens * 4 + 2 * rows * 4 + tokens * h * quant)
+    rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
+    persistent = int(tokens * h * act) if rules.fused_moe_modular else 0
+    return MoeWorkspace(transient + persistent, persistent)
+
+
 @dataclass(frozen=True)
 class MoeWorkspace:
     """The fused-MoE buffers of one MoE layer on one rank: at its peak, and what stays allocated after it."""
@@ -232,7 +266,7 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
     if marlin_experts(spec, cfg, capability):
         return marlin_bytes(spec, cfg, tokens)
     if not triton_experts(spec, cfg, capability):
-        return MoeWorkspace(int(tokens * topk * (max(2 * inter, h) + inter) * act), 0)
+        return flashinfer_cutlass_bytes(spec, cfg, tokens)
     if not rules.fused_moe_modular:
         return MoeWorkspace(int(m * topk * (max(2 * inter, h) + inter) * act), 0)
     workspace = m * topk * (max(inter, h) + max(2 * inter, h)) * act + (tokens * h * act if m < tokens else 0)
@@ -341,17 +375,19 @@ def allreduce_output_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> in
 
 
 def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> int:
-    """Peak activation of one dummy forward over `tokens` tokens on one rank (estimate, upper-leaning):
-    residual stream and norms, the fused-MoE workspaces (moe_workspace) over the tokens the experts run over
-    (dispatched_tokens, with what the all-gather holds: gathered_bytes), the Gated DeltaNet projections
-    and, at TP > 1, the all-reduce output (allreduce_output_bytes)."""
+    """Peak of profile_run's dummy forward over `tokens` tokens on one rank, from the tensors the source keeps
+    alive (doctor/planner/forward.py): the fused-MoE workspace the modular kernel keeps (moe_workspace, over the
+    tokens the experts run over: dispatched_tokens) + the larger of the largest compiled piece's end (or, with
+    --enforce-eager, the largest layer's locals) and the MoE block's own moment: what its piece holds, its
+    tensors, the experts' transient workspaces, what an all-gather of DP ranks' tokens holds (gathered_bytes) and,
+    at TP > 1, the all-reduce output (allreduce_output_bytes)."""
     act = dtype_bytes(spec.dtype)
-    hidden = tokens * spec.hidden_size * act * 12
-    gdn = 0.0
-    if spec.linear_attention:
-        gdn = tokens * spec.linear_attention.conv_dim / cfg.tp * act * 4
-    moe = moe_workspace(spec, cfg, dispatched_tokens(cfg, tokens), capability).peak + gathered_bytes(spec, cfg, tokens)
-    return int(hidden + gdn) + moe + allreduce_output_bytes(spec, cfg, tokens)
+    compiled = not cfg.enforce_eager
+    workspace = moe_workspace(spec, cfg, dispatched_tokens(cfg, tokens), capability)
+    layers = (piece_widths(spec, cfg.tp) if compiled else eager_widths(spec, cfg.tp)) * tokens * act
+    moe_block = (moe_piece_widths(spec, cfg.tp, compiled) * tokens * act + workspace.peak - workspace.persistent
+                 + gathered_bytes(spec, cfg, tokens) + allreduce_output_bytes(spec, cfg, tokens))
+    return int(workspace.persistent + max(layers, moe_block))
 
 
 def sampler_held_bytes(spec: ModelSpec, tokens: int, seqs: int) -> int:
@@ -467,14 +503,25 @@ def encoder_profile_tokens(spec: ModelSpec, cfg: ServeConfig, max_num_batched_to
 
 
 def encoder_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
-    """Peak of the vision encoder over `tokens` merged image tokens = merge^2 x tokens patches through the ViT
-    (estimate, upper-leaning: hidden states and the MLP's intermediate of the widest layer)."""
+    """Peak of the vision encoder over `tokens` merged image tokens = merge^2 x tokens patches (P) through the ViT,
+    run eagerly (no torch.compile of the encoder by default), beside its pixel values (encoder_input_bytes).
+    Read in vLLM 0.26.0 (models/qwen3_vl.py Qwen3_VisionTransformer.forward, Qwen3_VisionBlock.forward,
+    Qwen3_VisionMLP; models/qwen2_5_vl.py Qwen2_5_VisionAttention.forward), per patch, D = vision hidden size:
+    held through every block: the position embeddings (encoder_metadata["pos_embeds"], [P, D]) and the residual
+    stream x [P, D], with the block's normed input [P, D] its caller keeps while attn / mlp run; in attention, the
+    locals alive at its output projection: qkv [P, 3D / TP], the contiguous q-k copy and its rotated copy [P, 2D /
+    TP] each, the rearranged context [P, D / TP], and the projection's output [P, D]: 8 D / TP; in the MLP,
+    linear_fc1's output and act_fn's [P, I / TP] each (the output [P, D] as in attention). Deepstack layers keep
+    their merged features [P / merge^2, out hidden] to the end."""
     v = spec.vision
     if v is None or cfg.language_model_only or not tokens:
         return 0
     patches = tokens * v.spatial_merge_size ** 2
     tp = 1 if cfg.mm_encoder_tp_mode == "data" else cfg.tp
-    return int(patches * (v.hidden_size * 6 + v.intermediate_size / tp * 2) * dtype_bytes(spec.dtype))
+    d = v.hidden_size
+    block = 4 * d + max(8 * d / tp, 2 * v.intermediate_size / tp)
+    deepstack = v.deepstack_layers * tokens * v.out_hidden_size
+    return int((patches * block + deepstack) * dtype_bytes(spec.dtype))
 
 
 def encoder_input_bytes(spec: ModelSpec, tokens: int) -> int:
@@ -602,9 +649,11 @@ def wsl_host_bytes(coef: Coefficients) -> int:
     paravirtualised (dxgkrnl) and shared with the Windows host, whose own use moves during the run, and the
     driver's allocations go through WDDM. Not derivable from the flags: fitted on the WSL2 boots of
     tests/data/published_kv/ (fit.py), 0 when none is held. Native Linux RTX 5090 boots (club-3090) need none.
-    Those boots are all one machine's (99sono's RTX 5090); their gaps without the term are 0.96-1.14 GiB at 4,096 to
-    8,192 batched tokens whatever the release, the eager boot included (so not the CUDA graphs), and 0.7-0.8 GiB at
-    16,384-32,768 (the activation term's error at large batches, shared with GB10's 65,536-token boots). Another
+    Those boots are all one machine's (99sono's RTX 5090); with the forward pass taken from the source
+    (activation_bytes) their gaps without the term are 1.17-1.36 GiB on 0.20.0 at 4,096-8,192 batched tokens, the
+    eager boot included (so not the CUDA graphs), 1.65 GiB at 16,384, and 1.58-1.72 GiB on the held-out 0.19.2 boots
+    at 8,192 and 32,768 alike: a release / run offset of the host's share, not a term of the batch (bench/
+    plan_accuracy.py prints them; the old heuristic's 0.96-1.14 vs 0.7-0.8 GiB split was its own error). Another
     machine's figure agrees in size: an RTX 5090 Laptop under WSL2 starts at utilisation 0.944 but not 0.95, on two
     machines, its owner reading 0.3 GiB of overhead in nvidia-smi at rest and up to 1.31 GiB in use
     (noonghunna/club-3090#102). What one machine's desktop holds is its own: doctor/planner/wsl.py's note asks
@@ -650,7 +699,7 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "spec_full_decode", "activation_bytes",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
-           "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
+           "triton_experts", "flashinfer_cutlass_bytes", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
            "all2all_buffer_bytes", "ep_group_spans_nodes", "batched_dp_moe", "deepep_low_latency_rdma_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
            "rejection_sampler_bytes", "v1_model_runner", "sampler_logits_only", "sampler_phase",
            "MIB"]
