@@ -12,7 +12,7 @@ from doctor.planner.bootlog import parse_boot_log
 from doctor.planner.config import ServeConfig
 from doctor.planner.forward import attention_widths, eager_widths, gdn_widths, moe_piece_widths, piece_widths
 from doctor.planner.hardware import GIB
-from doctor.planner.overhead import activation_bytes, encoder_bytes, moe_workspace
+from doctor.planner.overhead import activation_bytes, encoder_bytes, fused_gdn_spec_decode, moe_workspace
 from doctor.planner.plan import resolve_config
 
 BF16 = get_model("Qwen/Qwen3.5-35B-A3B")
@@ -93,3 +93,14 @@ def test_the_vision_encoder_holds_its_blocks_locals_per_patch():
     per_patch = 4 * v.hidden_size + max(8 * v.hidden_size, 2 * v.intermediate_size)
     assert encoder_bytes(BF16, ServeConfig(), tokens) == tokens * v.spatial_merge_size ** 2 * per_patch * 2
     assert encoder_bytes(BF16, ServeConfig(language_model_only=True), tokens) == 0
+
+
+def test_from_0_32_speculative_decoding_s_fused_gdn_op_hands_on_only_core_attn_out():
+    # vllm::qwen_gdn_attention_core_fused_norm_packed takes mixed_qkvz and ba; out_proj follows it at once
+    mtp = ServeConfig(backend_version="0.32.0", mtp_tokens=1)
+    assert fused_gdn_spec_decode(BF16, mtp, (9, 0))
+    assert not fused_gdn_spec_decode(BF16, mtp.with_(backend_version="0.26.0"), (9, 0))
+    assert not fused_gdn_spec_decode(BF16, ServeConfig(backend_version="0.32.0"), (9, 0))
+    assert not fused_gdn_spec_decode(BF16, mtp.with_(mamba_ssm_cache_dtype="float16"), (9, 0))
+    assert piece_widths(BF16, 1, fused_gdn=True) == 4096 + 2 * H + (9216 + 4096 + 512 + 4096 + 4096)
+    assert activation_bytes(BF16, mtp, 32768) < activation_bytes(BF16, mtp.with_(backend_version="0.26.0"), 32768)

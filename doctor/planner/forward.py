@@ -27,6 +27,14 @@ Read in vLLM 0.20.1, 0.22.0 and 0.26.0 (the wheels) and 0.32.0 (the CPU build), 
     layers/attention/attention.py) before `unified_kv_cache_update` (split off: the FlashAttention and FlashInfer
     backends set forward_includes_kv_cache_update = False);
   - the residual stream: the residual handed in and the one the fused add-norm makes ([T, H] each).
+- With speculative decoding, from 0.32.0 (qwen_gdn_linear_attn.py: VLLM_GDN_DECODE_KERNEL "cuda" by default and
+  enable_fused_gdn_spec_decode on a BF16 model with 128-wide heads, BF16 conv state and an FP32 / BF16 recurrent
+  state on compute capability 8.0+), forward_cuda hands mixed_qkvz and ba to one op,
+  vllm::qwen_gdn_attention_core_fused_norm_packed (a splitting op), and projects core_attn_out right after it:
+  only core_attn_out goes on to the next piece (fused_gdn_widths).
+- The V2 model runner (0.29+, v1/worker/gpu/model_runner.py profile_run, read in 0.32.0) runs the same dummy
+  forward: `_dummy_run(max_num_tokens, skip_attn=True, is_profile=True)` builds no attention metadata, and
+  `need_eager` only turns the CUDA graphs off, not torch.compile.
 - The MoE block inside a piece (qwen3_next.py Qwen3NextSparseMoeBlock): the normed input and the new residual
   [T, H], the router logits [T, E] (ReplicatedLinear in the model dtype), top-k weights (float32) and ids (int32),
   the shared expert's output [T, H] beside the routed output [T, H], and the experts' workspaces
@@ -71,6 +79,13 @@ def gdn_widths(spec: ModelSpec, tp: int) -> LayerWidths:
     return LayerWidths(made=made, handed=qkvz + core, eager=made + 2 * core + spec.hidden_size)
 
 
+def fused_gdn_widths(spec: ModelSpec, tp: int) -> LayerWidths:
+    """A GDN layer through the fused spec-decode op: it makes the same projections, hands on core_attn_out only."""
+    widths = gdn_widths(spec, tp)
+    core = spec.linear_attention.num_value_heads * spec.linear_attention.value_head_dim // tp
+    return LayerWidths(made=widths.made, handed=core, eager=widths.eager)
+
+
 def attention_widths(spec: ModelSpec, tp: int) -> LayerWidths:
     """A softmax attention layer: qkv_proj's output, q and k after norm and RoPE, the gate copy, the output."""
     at = spec.attention
@@ -83,28 +98,31 @@ def attention_widths(spec: ModelSpec, tp: int) -> LayerWidths:
     return LayerWidths(made=made, handed=q + gate, eager=made + 2 * gate + spec.hidden_size)
 
 
-def layer_widths(spec: ModelSpec, layer_type: str, tp: int) -> LayerWidths:
-    return gdn_widths(spec, tp) if layer_type == GDN and spec.linear_attention else attention_widths(spec, tp)
+def layer_widths(spec: ModelSpec, layer_type: str, tp: int, fused_gdn: bool = False) -> LayerWidths:
+    """The widths of a layer of this kind; fused_gdn: GDN layers take the fused spec-decode op (fused_gdn_widths)."""
+    if layer_type == GDN and spec.linear_attention:
+        return fused_gdn_widths(spec, tp) if fused_gdn else gdn_widths(spec, tp)
+    return attention_widths(spec, tp)
 
 
-def piece_widths(spec: ModelSpec, tp: int) -> int:
+def piece_widths(spec: ModelSpec, tp: int, fused_gdn: bool = False) -> int:
     """The largest piece's end under torch.compile: what the previous layer handed on + the residual handed in +
     the residual made + what the next layer's projections make, over the consecutive layer pairs of the model."""
     kinds = list(dict.fromkeys(spec.layer_types)) or [ATTENTION]
     pairs = set(zip(spec.layer_types, spec.layer_types[1:])) or {(kinds[0], kinds[0])}
     first = layer_widths(spec, spec.layer_types[0] if spec.layer_types else ATTENTION, tp).made + spec.hidden_size
-    return max([first] + [layer_widths(spec, a, tp).handed + 2 * spec.hidden_size + layer_widths(spec, b, tp).made
-                          for a, b in pairs])
+    return max([first] + [layer_widths(spec, a, tp, fused_gdn).handed + 2 * spec.hidden_size
+                          + layer_widths(spec, b, tp, fused_gdn).made for a, b in pairs])
 
 
-def moe_piece_widths(spec: ModelSpec, tp: int, compiled: bool) -> int:
+def moe_piece_widths(spec: ModelSpec, tp: int, compiled: bool, fused_gdn: bool = False) -> int:
     """What sits beside the experts' workspaces while the MoE block runs: what the piece holds (compiled: the
     largest hand-on of any layer kind + the residual handed in; eager: nothing beyond the stream), the residual
     and normed input [T, H] each, the router logits [T, E], top-k weights and ids (8 bytes a choice = 4
     elements), the shared expert's output and the routed output [T, H] each (a dense MLP instead: its
     gate_up [T, 2 I / TP] and output [T, H])."""
     h = spec.hidden_size
-    held = (max(layer_widths(spec, k, tp).handed for k in set(spec.layer_types) or {ATTENTION}) + h
+    held = (max(layer_widths(spec, k, tp, fused_gdn).handed for k in set(spec.layer_types) or {ATTENTION}) + h
             if compiled else 0)
     if spec.moe:
         shared = h if spec.moe.shared_expert_intermediate_size else 0
@@ -120,5 +138,5 @@ def eager_widths(spec: ModelSpec, tp: int) -> int:
     return 2 * spec.hidden_size + max(layer_widths(spec, k, tp).eager for k in set(spec.layer_types) or {ATTENTION})
 
 
-__all__ = ["LayerWidths", "gdn_widths", "attention_widths", "layer_widths", "piece_widths", "moe_piece_widths",
+__all__ = ["LayerWidths", "gdn_widths", "fused_gdn_widths", "attention_widths", "layer_widths", "piece_widths", "moe_piece_widths",
            "eager_widths"]

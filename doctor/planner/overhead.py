@@ -374,6 +374,25 @@ def allreduce_output_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> in
     return tokens * spec.hidden_size * dtype_bytes(spec.dtype) if cfg.tp > 1 else 0
 
 
+# qwen_gdn_linear_attn.py _fused_gdn_decode_unsupported_reason (0.32.0): the fused kernel's head widths and the
+# recurrent-state dtypes it takes (FUSED_GDN_STATE_DTYPES)
+FUSED_GDN_HEAD_DIM = 128
+FUSED_GDN_STATE_DTYPES = ("bfloat16", "float32")
+
+
+def fused_gdn_spec_decode(spec: ModelSpec, cfg: ServeConfig, capability: tuple[int, int]) -> bool:
+    """Whether the GDN layers run vLLM's fused spec-decode op (doctor/planner/forward.py): speculative decoding on
+    a release that has it (versions.vllm_rules fused_gdn_spec_decode), a BF16 model with 128-wide non-interleaved
+    heads (Qwen3.5 / 3.6, not Qwen3-Next), an FP32 or BF16 recurrent state (--mamba-ssm-cache-dtype) and compute
+    capability 8.0+; VLLM_GDN_DECODE_KERNEL=triton (not read from the deployment here) would turn it off."""
+    la = spec.linear_attention
+    rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
+    state = cfg.mamba_ssm_cache_dtype if cfg.mamba_ssm_cache_dtype not in (None, "auto") else la.ssm_dtype if la else ""
+    return bool(la and cfg.mtp_tokens > 0 and rules.fused_gdn_spec_decode and spec.dtype == "bfloat16"
+                and la.key_head_dim == la.value_head_dim == FUSED_GDN_HEAD_DIM and "Next" not in spec.architecture
+                and state in FUSED_GDN_STATE_DTYPES and capability >= (8, 0))
+
+
 def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> int:
     """Peak of profile_run's dummy forward over `tokens` tokens on one rank, from the tensors the source keeps
     alive (doctor/planner/forward.py): the fused-MoE workspace the modular kernel keeps (moe_workspace, over the
@@ -383,9 +402,10 @@ def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability:
     at TP > 1, the all-reduce output (allreduce_output_bytes)."""
     act = dtype_bytes(spec.dtype)
     compiled = not cfg.enforce_eager
+    fused = fused_gdn_spec_decode(spec, cfg, capability)
     workspace = moe_workspace(spec, cfg, dispatched_tokens(cfg, tokens), capability)
-    layers = (piece_widths(spec, cfg.tp) if compiled else eager_widths(spec, cfg.tp)) * tokens * act
-    moe_block = (moe_piece_widths(spec, cfg.tp, compiled) * tokens * act + workspace.peak - workspace.persistent
+    layers = (piece_widths(spec, cfg.tp, fused) if compiled else eager_widths(spec, cfg.tp)) * tokens * act
+    moe_block = (moe_piece_widths(spec, cfg.tp, compiled, fused) * tokens * act + workspace.peak - workspace.persistent
                  + gathered_bytes(spec, cfg, tokens) + allreduce_output_bytes(spec, cfg, tokens))
     return int(workspace.persistent + max(layers, moe_block))
 
@@ -699,7 +719,7 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "spec_full_decode", "activation_bytes",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
-           "triton_experts", "flashinfer_cutlass_bytes", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
+           "triton_experts", "flashinfer_cutlass_bytes", "fused_gdn_spec_decode", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
            "all2all_buffer_bytes", "ep_group_spans_nodes", "batched_dp_moe", "deepep_low_latency_rdma_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
            "rejection_sampler_bytes", "v1_model_runner", "sampler_logits_only", "sampler_phase",
            "MIB"]
