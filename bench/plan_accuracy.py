@@ -306,7 +306,7 @@ def forward_table(entries: list[dict], coefficients) -> None:
     from doctor.planner.bootlog import parse_boot_log
     from doctor.planner.config import ServeConfig
     from doctor.planner.hardware import GIB, parse_gpus
-    from doctor.planner.overhead import overhead_inputs, sampler_phase
+    from doctor.planner.overhead import forward_peak, overhead_inputs, sampler_phase
     from doctor.planner.plan import resolve_config
 
     print("\nForward-bound boots (the logged peak against the sum of the tensors the source keeps alive)")
@@ -322,6 +322,10 @@ def forward_table(entries: list[dict], coefficients) -> None:
         forward = (inputs.forward_bytes + inputs.encoder_outputs + inputs.encoder_inputs) / GIB
         print(f"{e['id']:<44} {inputs.max_num_batched_tokens:>6} tokens  logged {boot.activation_gib:.2f} GiB  "
               f"source {forward:.2f} GiB ({forward / boot.activation_gib - 1:+.1%}){'  held out' * bool(e.get('held_out'))}")
+        peak = forward_peak(spec, cfg, inputs.max_num_batched_tokens, parse_gpus(e["gpus"]).gpu.capability)
+        print(f"  at {peak.moment}:")
+        for name, size, source in peak.tensors:
+            print(f"    {size / GIB:6.2f} GiB  {name}  ({source})")
     print(f"forward scale in force: {coefficients.forward_scale:.3f} (1: the source's sum is used as it is)")
 
 

@@ -10,9 +10,10 @@ import yaml
 from doctor.models import get_model
 from doctor.planner.bootlog import parse_boot_log
 from doctor.planner.config import ServeConfig
-from doctor.planner.forward import attention_widths, eager_widths, gdn_widths, moe_piece_widths, piece_widths
+from doctor.planner.forward import attention_layer, eager_tensors, gdn_layer, moe_tensors, piece_tensors, width
 from doctor.planner.hardware import GIB
-from doctor.planner.overhead import activation_bytes, encoder_bytes, fused_gdn_spec_decode, moe_workspace
+from doctor.planner.overhead import (activation_bytes, encoder_bytes, forward_peak, fused_gdn_spec_decode,
+                                     moe_workspace)
 from doctor.planner.plan import resolve_config
 
 BF16 = get_model("Qwen/Qwen3.5-35B-A3B")
@@ -24,27 +25,27 @@ PUBLISHED = Path(__file__).parent / "data" / "published_kv" / "vllm.yaml"
 def test_a_gdn_layer_makes_its_projections_and_hands_on_qkvz_and_its_output_buffer():
     # in_proj_qkvz [T, 2 x 16 x 128 + 2 x 32 x 128], b and a [T, 32] each (ba [T, 64] while they are copied),
     # core_attn_out [T, 32 x 128]; z (a view of in_proj_qkvz's output) and core_attn_out go on to the next piece
-    widths = gdn_widths(BF16, 1)
-    assert widths.made == 12288 + 2 * 64 + 4096
-    assert widths.handed == 12288 + 4096
+    gdn = gdn_layer(BF16, 1)
+    assert [t.width for t in gdn.made] == [12288, 64, 64, 4096]
+    assert width(gdn.handed) == 12288 + 4096
 
 
 def test_a_gated_attention_layer_makes_qkv_q_k_the_gate_and_its_output_before_the_kv_cache_update():
     # qkv_proj [T, 16 x 256 x 2 + 2 x 2 x 256], q [T, 4096], k [T, 512], gate [T, 4096], output [T, 4096]
-    widths = attention_widths(BF16, 1)
-    assert widths.made == 9216 + 4096 + 512 + 4096 + 4096
-    assert widths.handed == 4096 + 4096
+    attention = attention_layer(BF16, 1)
+    assert [t.width for t in attention.made] == [9216, 4096, 512, 4096, 4096]
+    assert width(attention.handed) == 4096 + 4096
 
 
 def test_the_largest_piece_ends_at_an_attention_layer_after_a_gdn_layer():
     # the GDN layer's hand-on + the residual handed in + the residual made + the attention layer's projections
-    assert piece_widths(BF16, 1) == (12288 + 4096) + 2 * H + (9216 + 4096 + 512 + 4096 + 4096)
+    assert width(piece_tensors(BF16, 1)) == (12288 + 4096) + 2 * H + (9216 + 4096 + 512 + 4096 + 4096)
 
 
 def test_tp_shards_the_projections_but_not_the_residual_stream():
     # at TP 4 the two KV heads are replicated, one a rank: k and v are 256 wide each
-    assert piece_widths(BF16, 4) == (3072 + 1024) + 2 * H + ((1024 + 1024 + 2 * 256) + 1024 + 256 + 1024 + 1024)
-    assert gdn_widths(BF16, 4).made == gdn_widths(BF16, 1).made // 4
+    assert width(piece_tensors(BF16, 4)) == (3072 + 1024) + 2 * H + ((1024 + 1024 + 2 * 256) + 1024 + 256 + 1024 + 1024)
+    assert width(gdn_layer(BF16, 4).made) == width(gdn_layer(BF16, 1).made) // 4
 
 
 def test_nothing_of_the_gdn_core_or_the_attention_kernels_scales_with_the_tokens_beyond_the_projections():
@@ -53,24 +54,32 @@ def test_nothing_of_the_gdn_core_or_the_attention_kernels_scales_with_the_tokens
     cfg = ServeConfig(backend_version="0.26.0")
     per_token = (activation_bytes(BF16, cfg, 32768) - activation_bytes(BF16, cfg, 16384)) / 16384
     kept = moe_workspace(BF16, cfg, 1).persistent
-    assert per_token == pytest.approx(kept + piece_widths(BF16, 1) * 2, rel=1e-6)
+    assert per_token == pytest.approx(kept + width(piece_tensors(BF16, 1)) * 2, rel=1e-6)
 
 
 def test_eager_mode_holds_no_piece_inputs_and_peaks_lower_than_compiled():
     compiled = activation_bytes(BF16, ServeConfig(backend_version="0.26.0"), 32768)
     eager = activation_bytes(BF16, ServeConfig(backend_version="0.26.0", enforce_eager=True), 32768)
     assert eager < compiled
-    assert moe_piece_widths(BF16, 1, compiled=False) < moe_piece_widths(BF16, 1, compiled=True)
-    assert eager_widths(BF16, 1) < piece_widths(BF16, 1)
+    assert width(moe_tensors(BF16, 1, compiled=False)) < width(moe_tensors(BF16, 1, compiled=True))
+    assert width(eager_tensors(BF16, 1)) < width(piece_tensors(BF16, 1))
 
 
 def test_flashinfer_s_runner_makes_the_moe_block_the_nvfp4_peak():
     # NVFP4 on SM120 / GB10 (FlashInfer CUTLASS): the runner's k M H buffers outweigh any attention piece
-    cfg = ServeConfig(backend_version="0.20.2")
-    ws = moe_workspace(NVFP4, cfg, 65536, (12, 1))
-    moe = moe_piece_widths(NVFP4, 1, True) * 65536 * 2 + ws.peak - ws.persistent
-    assert moe > piece_widths(NVFP4, 1) * 65536 * 2
-    assert activation_bytes(NVFP4, cfg, 65536, (12, 1)) == ws.persistent + moe
+    peak = forward_peak(NVFP4, ServeConfig(backend_version="0.20.2"), 65536, (12, 1))
+    assert peak.moment == "the MoE block"
+    names = [name for name, _, _ in peak.tensors]
+    assert names[0] == "fused-MoE workspace the modular kernel keeps"
+    assert "the experts' own workspaces for the call" in names and "router logits" in names
+    assert peak.total == activation_bytes(NVFP4, ServeConfig(backend_version="0.20.2"), 65536, (12, 1))
+
+
+def test_bf16_on_hopper_peaks_at_the_piece_ending_at_an_attention_layer():
+    peak = forward_peak(BF16, ServeConfig(backend_version="0.26.0"), 32768)
+    assert peak.moment == "a torch.compile piece's end"
+    assert [size for _, size, _ in peak.tensors][1:] == [
+        w * 32768 * 2 for w in (12288, 4096, H, H, 9216, 4096, 512, 4096, 4096)]
 
 
 def test_the_held_out_h200_boot_at_32768_tokens_logs_what_the_source_sums_to():
@@ -102,5 +111,5 @@ def test_from_0_32_speculative_decoding_s_fused_gdn_op_hands_on_only_core_attn_o
     assert not fused_gdn_spec_decode(BF16, mtp.with_(backend_version="0.26.0"), (9, 0))
     assert not fused_gdn_spec_decode(BF16, ServeConfig(backend_version="0.32.0"), (9, 0))
     assert not fused_gdn_spec_decode(BF16, mtp.with_(mamba_ssm_cache_dtype="float16"), (9, 0))
-    assert piece_widths(BF16, 1, fused_gdn=True) == 4096 + 2 * H + (9216 + 4096 + 512 + 4096 + 4096)
+    assert width(piece_tensors(BF16, 1, fused_gdn=True)) == 4096 + 2 * H + (9216 + 4096 + 512 + 4096 + 4096)
     assert activation_bytes(BF16, mtp, 32768) < activation_bytes(BF16, mtp.with_(backend_version="0.26.0"), 32768)

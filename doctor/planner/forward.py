@@ -31,7 +31,7 @@ Read in vLLM 0.20.1, 0.22.0 and 0.26.0 (the wheels) and 0.32.0 (the CPU build), 
   enable_fused_gdn_spec_decode on a BF16 model with 128-wide heads, BF16 conv state and an FP32 / BF16 recurrent
   state on compute capability 8.0+), forward_cuda hands mixed_qkvz and ba to one op,
   vllm::qwen_gdn_attention_core_fused_norm_packed (a splitting op), and projects core_attn_out right after it:
-  only core_attn_out goes on to the next piece (fused_gdn_widths).
+  only core_attn_out goes on to the next piece (gdn_layer, fused).
 - The V2 model runner (0.29+, v1/worker/gpu/model_runner.py profile_run, read in 0.32.0) runs the same dummy
   forward: `_dummy_run(max_num_tokens, skip_attn=True, is_profile=True)` builds no attention metadata, and
   `need_eager` only turns the CUDA graphs off, not torch.compile.
@@ -47,96 +47,132 @@ Read in vLLM 0.20.1, 0.22.0 and 0.26.0 (the wheels) and 0.32.0 (the CPU build), 
 - Not modelled: the MTP / EAGLE drafter's dummy run over the same tokens (one attention + MoE layer whose pieces
   hold less than the target's GDN pieces), activation quantisation beside the FP8 / NVFP4 GEMMs (under one byte
   per hidden element).
-Widths are in elements of the model dtype per token; the caller multiplies by tokens and dtype bytes.
+Each tensor is named with the source that keeps it (Tensor); widths are elements of the model dtype per token, and
+the caller multiplies by tokens and dtype bytes (overhead.forward_peak).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from doctor.models.spec import ModelSpec
 
 GDN = "linear_attention"
 ATTENTION = "full_attention"
+GDN_SOURCE = "mamba/gdn/qwen_gdn_linear_attn.py forward_cuda"
+ATTENTION_SOURCE = "models/qwen3_next.py Qwen3NextAttention.forward"
+DECODER_SOURCE = "models/qwen3_next.py Qwen3NextDecoderLayer.forward"
+MOE_SOURCE = "models/qwen3_next.py Qwen3NextSparseMoeBlock.forward"
 
 
 @dataclass(frozen=True)
-class LayerWidths:
-    """Per-token widths (elements) of what one attention layer makes and hands on, on one rank."""
+class Tensor:
+    """One tensor alive at the peak: its name, its width per token (elements of the model dtype), its source."""
 
-    made: int      # alive when the piece that ends at this layer's attention op returns (the projections)
-    handed: int    # passed beyond the attention op to the next piece
-    eager: int     # its forward's locals at their largest with --enforce-eager
+    name: str
+    width: int
+    source: str
 
 
-def gdn_widths(spec: ModelSpec, tp: int) -> LayerWidths:
-    """A Gated DeltaNet layer: mixed_qkvz, b and a (with ba while they are copied), core_attn_out."""
+@dataclass(frozen=True)
+class Layer:
+    """What one attention layer makes (alive when the piece ending at its attention op returns), hands on beyond
+    that op to the next piece, and adds to its locals with --enforce-eager, on one rank."""
+
+    made: tuple[Tensor, ...]
+    handed: tuple[Tensor, ...]
+    eager: tuple[Tensor, ...]
+
+
+def width(tensors: Iterable[Tensor]) -> int:
+    """Elements per token of these tensors together."""
+    return sum(t.width for t in tensors)
+
+
+def gdn_layer(spec: ModelSpec, tp: int, fused: bool = False) -> Layer:
+    """A Gated DeltaNet layer; fused: the spec-decode op takes its projections, only core_attn_out goes on."""
     la = spec.linear_attention
     kd, vd = la.num_key_heads * la.key_head_dim, la.num_value_heads * la.value_head_dim
-    qkvz, core, gates = (2 * kd + 2 * vd) // tp, vd // tp, 2 * la.num_value_heads // tp
-    made = qkvz + 2 * gates + core
-    # eager: + z's contiguous copy and RMSNormGated's output, then out_proj's [T, H]
-    return LayerWidths(made=made, handed=qkvz + core, eager=made + 2 * core + spec.hidden_size)
+    qkvz = Tensor("in_proj_qkvz output (mixed_qkv and z view it)", (2 * kd + 2 * vd) // tp, GDN_SOURCE)
+    ba = Tensor("in_proj_ba output", 2 * la.num_value_heads // tp, GDN_SOURCE)
+    b_a = Tensor("b.contiguous(), a.contiguous()", 2 * la.num_value_heads // tp, GDN_SOURCE)
+    core = Tensor("core_attn_out (torch.zeros)", vd // tp, GDN_SOURCE)
+    eager = (Tensor("z.reshape copy (layernorm_guard rmsnorm_fn)", vd // tp, "layers/layernorm.py RMSNormGated"),
+             Tensor("RMSNormGated output", vd // tp, "layers/layernorm.py RMSNormGated"),
+             Tensor("out_proj output", spec.hidden_size, GDN_SOURCE))
+    return Layer(made=(qkvz, ba, b_a, core), handed=(core,) if fused else (qkvz, core), eager=eager)
 
 
-def fused_gdn_widths(spec: ModelSpec, tp: int) -> LayerWidths:
-    """A GDN layer through the fused spec-decode op: it makes the same projections, hands on core_attn_out only."""
-    widths = gdn_widths(spec, tp)
-    core = spec.linear_attention.num_value_heads * spec.linear_attention.value_head_dim // tp
-    return LayerWidths(made=widths.made, handed=core, eager=widths.eager)
-
-
-def attention_widths(spec: ModelSpec, tp: int) -> LayerWidths:
+def attention_layer(spec: ModelSpec, tp: int) -> Layer:
     """A softmax attention layer: qkv_proj's output, q and k after norm and RoPE, the gate copy, the output."""
     at = spec.attention
     q = at.num_heads * at.head_dim // tp
-    kv = max(1, at.num_kv_heads // tp) * at.head_dim
+    kv = max(1, at.num_kv_heads // tp) * at.head_dim   # KV heads are replicated where TP exceeds them
     gate = q if at.output_gate else 0
-    qkv = q + gate + 2 * kv
-    made = qkv + q + kv + gate + q
-    # eager: + sigmoid(gate) and the gated product, then o_proj's [T, H]
-    return LayerWidths(made=made, handed=q + gate, eager=made + 2 * gate + spec.hidden_size)
+    gated = (Tensor("gate (reshape copy / fused_qk_rmsnorm_rope_gate)", gate, ATTENTION_SOURCE),) if gate else ()
+    made = (Tensor("qkv_proj output (v views it)", q + gate + 2 * kv, ATTENTION_SOURCE),
+            Tensor("q after q_norm and RoPE", q, ATTENTION_SOURCE), Tensor("k after k_norm and RoPE", kv, ATTENTION_SOURCE),
+            *gated, Tensor("attention output (torch.empty)", q, "layers/attention/attention.py Attention.forward"))
+    eager = ((Tensor("sigmoid(gate)", gate, ATTENTION_SOURCE), Tensor("gated output", gate, ATTENTION_SOURCE))
+             if gate else ()) + (Tensor("o_proj output", spec.hidden_size, ATTENTION_SOURCE),)
+    return Layer(made=made, handed=(made[-1], *gated), eager=eager)
 
 
-def layer_widths(spec: ModelSpec, layer_type: str, tp: int, fused_gdn: bool = False) -> LayerWidths:
-    """The widths of a layer of this kind; fused_gdn: GDN layers take the fused spec-decode op (fused_gdn_widths)."""
+def layer(spec: ModelSpec, layer_type: str, tp: int, fused_gdn: bool = False) -> Layer:
+    """A layer of this kind; fused_gdn: GDN layers take the fused spec-decode op."""
     if layer_type == GDN and spec.linear_attention:
-        return fused_gdn_widths(spec, tp) if fused_gdn else gdn_widths(spec, tp)
-    return attention_widths(spec, tp)
+        return gdn_layer(spec, tp, fused_gdn)
+    return attention_layer(spec, tp)
 
 
-def piece_widths(spec: ModelSpec, tp: int, fused_gdn: bool = False) -> int:
+def residual(name: str, spec: ModelSpec) -> Tensor:
+    return Tensor(name, spec.hidden_size, DECODER_SOURCE)
+
+
+def piece_tensors(spec: ModelSpec, tp: int, fused_gdn: bool = False) -> tuple[Tensor, ...]:
     """The largest piece's end under torch.compile: what the previous layer handed on + the residual handed in +
     the residual made + what the next layer's projections make, over the consecutive layer pairs of the model."""
     kinds = list(dict.fromkeys(spec.layer_types)) or [ATTENTION]
     pairs = set(zip(spec.layer_types, spec.layer_types[1:])) or {(kinds[0], kinds[0])}
-    first = layer_widths(spec, spec.layer_types[0] if spec.layer_types else ATTENTION, tp).made + spec.hidden_size
-    return max([first] + [layer_widths(spec, a, tp, fused_gdn).handed + 2 * spec.hidden_size
-                          + layer_widths(spec, b, tp, fused_gdn).made for a, b in pairs])
+    first = (residual("embedding output (the first residual)", spec), *layer(spec, kinds[0], tp).made)
+    ends = [first] + [(*layer(spec, a, tp, fused_gdn).handed, residual("residual handed in", spec),
+                       residual("residual made (fused add + RMSNorm)", spec), *layer(spec, b, tp, fused_gdn).made)
+                      for a, b in sorted(pairs)]
+    return max(ends, key=width)
 
 
-def moe_piece_widths(spec: ModelSpec, tp: int, compiled: bool, fused_gdn: bool = False) -> int:
+def moe_tensors(spec: ModelSpec, tp: int, compiled: bool, fused_gdn: bool = False) -> tuple[Tensor, ...]:
     """What sits beside the experts' workspaces while the MoE block runs: what the piece holds (compiled: the
     largest hand-on of any layer kind + the residual handed in; eager: nothing beyond the stream), the residual
-    and normed input [T, H] each, the router logits [T, E], top-k weights and ids (8 bytes a choice = 4
-    elements), the shared expert's output and the routed output [T, H] each (a dense MLP instead: its
-    gate_up [T, 2 I / TP] and output [T, H])."""
+    and the normed input, the router logits [T, E], top-k weights and ids (8 bytes a choice = 4 elements), the
+    shared expert's output and the routed output (a dense MLP instead: its gate_up [T, 2 I / TP] and output)."""
     h = spec.hidden_size
-    held = (max(layer_widths(spec, k, tp, fused_gdn).handed for k in set(spec.layer_types) or {ATTENTION}) + h
-            if compiled else 0)
+    held: tuple[Tensor, ...] = ()
+    if compiled:
+        kinds = set(spec.layer_types) or {ATTENTION}
+        held = (*max((layer(spec, k, tp, fused_gdn).handed for k in sorted(kinds)), key=width),
+                residual("residual handed in", spec))
+    stream = (residual("residual", spec), residual("post_attention_layernorm output", spec))
     if spec.moe:
-        shared = h if spec.moe.shared_expert_intermediate_size else 0
-        block = spec.moe.num_experts + 4 * spec.moe.experts_per_token + shared + h
+        shared = ((Tensor("shared expert output", h, MOE_SOURCE),) if spec.moe.shared_expert_intermediate_size
+                  else ())
+        block = (Tensor("router logits", spec.moe.num_experts, MOE_SOURCE),
+                 Tensor("top-k weights (float32) and ids (int32)", 4 * spec.moe.experts_per_token, MOE_SOURCE),
+                 *shared, Tensor("routed experts' output", h, MOE_SOURCE))
     else:
-        block = 2 * spec.dense_intermediate_size // tp + h
-    return held + 2 * h + block
+        block = (Tensor("gate_up_proj output", 2 * spec.dense_intermediate_size // tp, "models/qwen2_moe.py MLP"),
+                 Tensor("down_proj output", h, "models/qwen2_moe.py MLP"))
+    return (*held, *stream, *block)
 
 
-def eager_widths(spec: ModelSpec, tp: int) -> int:
+def eager_tensors(spec: ModelSpec, tp: int) -> tuple[Tensor, ...]:
     """The largest attention layer's locals with --enforce-eager, beside the residual and the normed input its
     caller holds."""
-    return 2 * spec.hidden_size + max(layer_widths(spec, k, tp).eager for k in set(spec.layer_types) or {ATTENTION})
+    kinds = set(spec.layer_types) or {ATTENTION}
+    largest = max(((*layer(spec, k, tp).made, *layer(spec, k, tp).eager) for k in sorted(kinds)), key=width)
+    return (residual("residual", spec), residual("input_layernorm output (the caller's argument)", spec), *largest)
 
 
-__all__ = ["LayerWidths", "gdn_widths", "fused_gdn_widths", "attention_widths", "layer_widths", "piece_widths", "moe_piece_widths",
-           "eager_widths"]
+__all__ = ["Tensor", "Layer", "width", "gdn_layer", "attention_layer", "layer", "piece_tensors", "moe_tensors",
+           "eager_tensors"]

@@ -77,7 +77,7 @@ from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import Coefficients, current
 from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
 from doctor.planner.engine_defaults import vllm_batch_defaults_of
-from doctor.planner.forward import eager_widths, moe_piece_widths, piece_widths
+from doctor.planner.forward import Tensor, eager_tensors, moe_tensors, piece_tensors
 from doctor.planner.capture import capture_plan, capture_sizes, graph_count, graph_modes
 from doctor.planner.hardware import GIB, MIB, GPU, pins_memory
 from doctor.planner.methods import MTP_METHODS
@@ -393,7 +393,20 @@ def fused_gdn_spec_decode(spec: ModelSpec, cfg: ServeConfig, capability: tuple[i
                 and state in FUSED_GDN_STATE_DTYPES and capability >= (8, 0))
 
 
-def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> int:
+@dataclass(frozen=True)
+class ForwardPeak:
+    """The dummy forward's peak on one rank: the moment that sets it and the tensors alive there, each as
+    (name, bytes, source)."""
+
+    moment: str
+    tensors: tuple[tuple[str, int, str], ...]
+
+    @property
+    def total(self) -> int:
+        return sum(size for _, size, _ in self.tensors)
+
+
+def forward_peak(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> ForwardPeak:
     """Peak of profile_run's dummy forward over `tokens` tokens on one rank, from the tensors the source keeps
     alive (doctor/planner/forward.py): the fused-MoE workspace the modular kernel keeps (moe_workspace, over the
     tokens the experts run over: dispatched_tokens) + the larger of the largest compiled piece's end (or, with
@@ -404,10 +417,27 @@ def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability:
     compiled = not cfg.enforce_eager
     fused = fused_gdn_spec_decode(spec, cfg, capability)
     workspace = moe_workspace(spec, cfg, dispatched_tokens(cfg, tokens), capability)
-    layers = (piece_widths(spec, cfg.tp, fused) if compiled else eager_widths(spec, cfg.tp)) * tokens * act
-    moe_block = (moe_piece_widths(spec, cfg.tp, compiled, fused) * tokens * act + workspace.peak - workspace.persistent
-                 + gathered_bytes(spec, cfg, tokens) + allreduce_output_bytes(spec, cfg, tokens))
-    return int(workspace.persistent + max(layers, moe_block))
+
+    def sized(tensors: tuple[Tensor, ...]) -> list[tuple[str, int, str]]:
+        return [(t.name, int(t.width * tokens * act), t.source) for t in tensors if t.width]
+
+    kept = [("fused-MoE workspace the modular kernel keeps", workspace.persistent,
+             "fused_moe/modular_kernel.py _allocate_buffers")]
+    layers = sized(piece_tensors(spec, cfg.tp, fused) if compiled else eager_tensors(spec, cfg.tp))
+    moe = sized(moe_tensors(spec, cfg.tp, compiled, fused)) + [
+        ("the experts' own workspaces for the call", workspace.peak - workspace.persistent, "overhead.moe_workspace"),
+        ("the DP ranks' gathered tokens", gathered_bytes(spec, cfg, tokens), "overhead.gathered_bytes"),
+        ("the all-reduce output", allreduce_output_bytes(spec, cfg, tokens), "overhead.allreduce_output_bytes")]
+    if sum(size for _, size, _ in moe) > sum(size for _, size, _ in layers):
+        moment, chosen = "the MoE block", moe
+    else:
+        moment, chosen = ("a torch.compile piece's end" if compiled else "the largest layer's locals"), layers
+    return ForwardPeak(moment, tuple(t for t in kept + chosen if t[1]))
+
+
+def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> int:
+    """The dummy forward's peak over `tokens` tokens on one rank (forward_peak)."""
+    return forward_peak(spec, cfg, tokens, capability).total
 
 
 def sampler_held_bytes(spec: ModelSpec, tokens: int, seqs: int) -> int:
@@ -719,7 +749,7 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "spec_full_decode", "activation_bytes",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
            "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
-           "triton_experts", "flashinfer_cutlass_bytes", "fused_gdn_spec_decode", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
+           "triton_experts", "flashinfer_cutlass_bytes", "fused_gdn_spec_decode", "forward_peak", "ForwardPeak", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
            "all2all_buffer_bytes", "ep_group_spans_nodes", "batched_dp_moe", "deepep_low_latency_rdma_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
            "rejection_sampler_bytes", "v1_model_runner", "sampler_logits_only", "sampler_phase",
            "MIB"]
