@@ -12,8 +12,8 @@ from doctor.planner.bootlog import parse_boot_log
 from doctor.planner.config import ServeConfig
 from doctor.planner.forward import attention_layer, eager_tensors, gdn_layer, moe_tensors, piece_tensors, width
 from doctor.planner.hardware import GIB
-from doctor.planner.overhead import (activation_bytes, encoder_bytes, forward_peak, fused_gdn_spec_decode,
-                                     moe_workspace)
+from doctor.planner.moe import moe_workspace
+from doctor.planner.overhead import activation_bytes, encoder_bytes, forward_peak, fused_gdn_spec_decode
 from doctor.planner.plan import resolve_config
 
 BF16 = get_model("Qwen/Qwen3.5-35B-A3B")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from doctor.models import get_model
 from doctor.planner import ServeConfig
 from doctor.planner.bootlog import parse_boot_log
-from doctor.planner.overhead import moe_workspace
+from doctor.planner.moe import moe_workspace
 
 NVFP4 = get_model("nvidia/Qwen3.6-35B-A3B-NVFP4")
 
@@ -111,7 +111,7 @@ def test_without_the_extensible_cache_0_34_plans_as_before_with_its_0_92_default
 
 
 def test_int4_and_ampere_fp8_experts_run_on_marlin_with_its_workspaces():
-    from doctor.planner.overhead import marlin_experts
+    from doctor.planner.moe import marlin_experts
 
     int4, fp8 = get_model("Qwen/Qwen3.5-35B-A3B-GPTQ-Int4"), get_model("Qwen/Qwen3.5-35B-A3B-FP8")
     cfg = ServeConfig(tp=2, backend_version="0.26.0")

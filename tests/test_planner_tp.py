@@ -11,9 +11,9 @@ from doctor.models import get_model
 from doctor.planner.coefficients import shipped
 from doctor.planner.config import ServeConfig
 from doctor.planner.hardware import GIB, parse_gpus
-from doctor.planner.overhead import (allreduce_output_bytes, logits_gather_bytes, moe_workspace, overhead_inputs,
-                                     peak_activation, sampler_held_bytes, sampler_phase, triton_experts,
-                                     vllm_overhead_terms)
+from doctor.planner.moe import moe_workspace, triton_experts
+from doctor.planner.overhead import (allreduce_output_bytes, logits_gather_bytes, overhead_inputs,
+                                     peak_activation, sampler_held_bytes, sampler_phase, vllm_overhead_terms)
 from doctor.planner.plan import resolve_config
 from doctor.planner.versions import vllm_rules
 
