@@ -1,6 +1,7 @@
 """What vLLM's profile run holds at the peak of its dummy forward over max_num_batched_tokens, tensor by tensor.
 
-Read in vLLM 0.20.1, 0.22.0 and 0.26.0 (the wheels) and 0.32.0 (the CPU build), the same in each where not said:
+Read in vLLM 0.19.1, 0.20.1, 0.22.0, 0.25.1, 0.26.0, 0.30.0 and 0.31.0 (the wheels) and 0.32.0 (the CPU build), the
+same in each where not said:
 
 - The dummy forward runs without attention metadata: `_dummy_run(max_num_tokens, is_profile=True)` builds it only
   `if force_attention or cudagraph_runtime_mode == CUDAGraphMode.FULL` (v1/worker/gpu_model_runner.py), and the
@@ -27,7 +28,7 @@ Read in vLLM 0.20.1, 0.22.0 and 0.26.0 (the wheels) and 0.32.0 (the CPU build), 
     layers/attention/attention.py) before `unified_kv_cache_update` (split off: the FlashAttention and FlashInfer
     backends set forward_includes_kv_cache_update = False);
   - the residual stream: the residual handed in and the one the fused add-norm makes ([T, H] each).
-- With speculative decoding, from 0.32.0 (qwen_gdn_linear_attn.py: VLLM_GDN_DECODE_KERNEL "cuda" by default and
+- With speculative decoding, from 0.32.0 (absent from 0.26.0, 0.30.0 and 0.31.0; qwen_gdn_linear_attn.py: VLLM_GDN_DECODE_KERNEL "cuda" by default and
   enable_fused_gdn_spec_decode on a BF16 model with 128-wide heads, BF16 conv state and an FP32 / BF16 recurrent
   state on compute capability 8.0+), forward_cuda hands mixed_qkvz and ba to one op,
   vllm::qwen_gdn_attention_core_fused_norm_packed (a splitting op), and projects core_attn_out right after it:
@@ -38,8 +39,10 @@ Read in vLLM 0.20.1, 0.22.0 and 0.26.0 (the wheels) and 0.32.0 (the CPU build), 
 - The MoE block inside a piece (qwen3_next.py Qwen3NextSparseMoeBlock): the normed input and the new residual
   [T, H], the router logits [T, E] (ReplicatedLinear in the model dtype), top-k weights (float32) and ids (int32),
   the shared expert's output [T, H] beside the routed output [T, H], and the experts' workspaces
-  (overhead.moe_workspace: the modular kernel's persistent WorkspaceManager buffers from 0.14, held from the
-  first MoE layer on, and each backend's own transient ones); at TP > 1 the all-reduce output [T, H].
+  (moe.moe_workspace: the modular kernel's persistent WorkspaceManager buffers from 0.14, held from the first MoE
+  layer on, and each backend's own transient ones; one chunk of all the tokens in every release read:
+  `_allocate_buffers(..., M_full, M_full, ...)`, no VLLM_FUSED_MOE_CHUNK_SIZE in modular_kernel.py); at TP > 1
+  the all-reduce output [T, H].
 - With --enforce-eager nothing is split: each layer's module frame holds its locals until it returns, the caller
   its normed input; RMSNormGated.forward_cuda (layernorm_guard rmsnorm_fn) reshapes the strided z into a
   contiguous copy [T, Vd / TP] besides its output, and the gated attention output takes sigmoid(gate) and the

@@ -165,7 +165,7 @@ def vllm_rules(version: str) -> VllmRules:
         uma_by_capability=v < Version(UMA_AVAILABLE_SINCE["vllm"][1]),
         fused_moe_chunk=(32768 if v < Version("0.13.0") else 16384 if v < Version("0.18.0") else None),
         fused_moe_modular=v >= Version("0.14.0"),
-        # qwen_gdn_linear_attn.py enable_fused_gdn_spec_decode: in the 0.32.0 build, not in 0.26.0 (0.27-0.31 unread)
+        # qwen_gdn_linear_attn.py enable_fused_gdn_spec_decode: in the 0.32.0 build, not in 0.26.0, 0.30.0 or 0.31.0
         fused_gdn_spec_decode=v >= Version("0.32.0"),
     )
 
