@@ -113,3 +113,12 @@ def test_from_0_32_speculative_decoding_s_fused_gdn_op_hands_on_only_core_attn_o
     assert not fused_gdn_spec_decode(BF16, mtp.with_(mamba_ssm_cache_dtype="float16"), (9, 0))
     assert width(piece_tensors(BF16, 1, fused_gdn=True)) == 4096 + 2 * H + (9216 + 4096 + 512 + 4096 + 4096)
     assert activation_bytes(BF16, mtp, 32768) < activation_bytes(BF16, mtp.with_(backend_version="0.26.0"), 32768)
+
+
+def test_a_dense_mlp_holds_gate_up_and_the_activation_at_once():
+    from dataclasses import replace
+
+    dense = replace(BF16, moe=None, dense_intermediate_size=17408)
+    names = {t.name: t.width for t in moe_tensors(dense, 2, compiled=False)}
+    assert names["gate_up_proj output (or down_proj's after it)"] == 17408 and names["SiluAndMul output"] == 8704
+    assert "router logits" not in names

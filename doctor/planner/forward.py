@@ -149,7 +149,8 @@ def moe_tensors(spec: ModelSpec, tp: int, compiled: bool, fused_gdn: bool = Fals
     """What sits beside the experts' workspaces while the MoE block runs: what the piece holds (compiled: the
     largest hand-on of any layer kind + the residual handed in; eager: nothing beyond the stream), the residual
     and the normed input, the router logits [T, E], top-k weights and ids (8 bytes a choice = 4 elements), the
-    shared expert's output and the routed output (a dense MLP instead: its gate_up [T, 2 I / TP] and output)."""
+    shared expert's output and the routed output (a dense MLP instead: its gate_up [T, 2 I / TP] and the
+    activation's output [T, I / TP])."""
     h = spec.hidden_size
     held: tuple[Tensor, ...] = ()
     if compiled:
@@ -164,8 +165,12 @@ def moe_tensors(spec: ModelSpec, tp: int, compiled: bool, fused_gdn: bool = Fals
                  Tensor("top-k weights (float32) and ids (int32)", 4 * spec.moe.experts_per_token, MOE_SOURCE),
                  *shared, Tensor("routed experts' output", h, MOE_SOURCE))
     else:
-        block = (Tensor("gate_up_proj output", 2 * spec.dense_intermediate_size // tp, "models/qwen2_moe.py MLP"),
-                 Tensor("down_proj output", h, "models/qwen2_moe.py MLP"))
+        # the activation's output [T, I / TP] beside gate_up_proj's [T, 2 I / TP], or beside down_proj's [T, H]
+        # once gate_up's is freed, whichever is wider
+        inter = spec.dense_intermediate_size // tp
+        block = (Tensor("gate_up_proj output (or down_proj's after it)", max(2 * inter, h),
+                        "models/qwen2_moe.py Qwen2MoeMLP.forward"),
+                 Tensor("SiluAndMul output", inter, "models/qwen2_moe.py Qwen2MoeMLP.forward"))
     return (*held, *stream, *block)
 
 
