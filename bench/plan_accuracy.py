@@ -320,8 +320,9 @@ def forward_table(entries: list[dict], coefficients) -> None:
         if inputs.forward_bytes < sampler_phase(inputs, coefficients):
             continue
         forward = (inputs.forward_bytes + inputs.encoder_outputs + inputs.encoder_inputs) / GIB
+        held_out = "  held out" if e.get("held_out") else ""
         print(f"{e['id']:<44} {inputs.max_num_batched_tokens:>6} tokens  logged {boot.activation_gib:.2f} GiB  "
-              f"source {forward:.2f} GiB ({forward / boot.activation_gib - 1:+.1%}){'  held out' * bool(e.get('held_out'))}")
+              f"source {forward:.2f} GiB ({forward / boot.activation_gib - 1:+.1%}){held_out}")
         peak = forward_peak(spec, cfg, inputs.max_num_batched_tokens, parse_gpus(e["gpus"]).gpu.capability)
         print(f"  at {peak.moment}:")
         for name, size, source in peak.tensors:

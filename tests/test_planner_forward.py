@@ -1,4 +1,4 @@
-"""The dummy forward's peak as vLLM's source keeps tensors alive (doctor/planner/forward.py, overhead.activation_bytes)."""
+"""The dummy forward's peak as vLLM's source keeps tensors alive (doctor/planner/forward.py, overhead.forward_peak)."""
 
 from __future__ import annotations
 

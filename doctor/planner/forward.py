@@ -28,9 +28,10 @@ same in each where not said:
     layers/attention/attention.py) before `unified_kv_cache_update` (split off: the FlashAttention and FlashInfer
     backends set forward_includes_kv_cache_update = False);
   - the residual stream: the residual handed in and the one the fused add-norm makes ([T, H] each).
-- With speculative decoding, from 0.32.0 (absent from 0.26.0, 0.30.0 and 0.31.0; qwen_gdn_linear_attn.py: VLLM_GDN_DECODE_KERNEL "cuda" by default and
-  enable_fused_gdn_spec_decode on a BF16 model with 128-wide heads, BF16 conv state and an FP32 / BF16 recurrent
-  state on compute capability 8.0+), forward_cuda hands mixed_qkvz and ba to one op,
+- With speculative decoding, from 0.32.0 (absent from 0.26.0, 0.30.0 and 0.31.0; qwen_gdn_linear_attn.py:
+  VLLM_GDN_DECODE_KERNEL "cuda" by default and enable_fused_gdn_spec_decode on a BF16 model with 128-wide heads,
+  BF16 conv state and an FP32 / BF16 recurrent state on compute capability 8.0+), forward_cuda hands mixed_qkvz and
+  ba to one op,
   vllm::qwen_gdn_attention_core_fused_norm_packed (a splitting op), and projects core_attn_out right after it:
   only core_attn_out goes on to the next piece (gdn_layer, fused).
 - The V2 model runner (0.29+, v1/worker/gpu/model_runner.py profile_run, read in 0.32.0) runs the same dummy
@@ -115,7 +116,8 @@ def attention_layer(spec: ModelSpec, tp: int) -> Layer:
     gate = q if at.output_gate else 0
     gated = (Tensor("gate (reshape copy / fused_qk_rmsnorm_rope_gate)", gate, ATTENTION_SOURCE),) if gate else ()
     made = (Tensor("qkv_proj output (v views it)", q + gate + 2 * kv, ATTENTION_SOURCE),
-            Tensor("q after q_norm and RoPE", q, ATTENTION_SOURCE), Tensor("k after k_norm and RoPE", kv, ATTENTION_SOURCE),
+            Tensor("q after q_norm and RoPE", q, ATTENTION_SOURCE),
+            Tensor("k after k_norm and RoPE", kv, ATTENTION_SOURCE),
             *gated, Tensor("attention output (torch.empty)", q, "layers/attention/attention.py Attention.forward"))
     eager = ((Tensor("sigmoid(gate)", gate, ATTENTION_SOURCE), Tensor("gated output", gate, ATTENTION_SOURCE))
              if gate else ()) + (Tensor("o_proj output", spec.hidden_size, ATTENTION_SOURCE),)

@@ -129,8 +129,8 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
       profile_run's sampler runs on top of them. With H >= 2 I_rank both are H wide whatever the TP.
     - up to 0.13: fused_experts_impl's [M, topk, max(2 I_rank, H)] + [M x topk, I_rank], freed after each call.
     vLLM's CUTLASS FP4 experts (--moe-backend cutlass on NVFP4): cutlass_fp4_bytes; Marlin (INT4, FP8 on Ampere,
-    --moe-backend marlin): marlin_bytes; both read in the source. Other experts (FlashInfer) size their workspaces per backend: the fused_experts_impl shapes
-    are kept as an estimate there, not derived, and nothing is counted as persistent."""
+    --moe-backend marlin): marlin_bytes; the others FlashInfer CUTLASS's (the oracle's first choice for NVFP4 on
+    SM100 / SM120): flashinfer_cutlass_bytes; each read in the source."""
     if not spec.moe:
         return MoeWorkspace(0, 0)
     act = dtype_bytes(spec.dtype)
@@ -152,4 +152,5 @@ def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
     return MoeWorkspace(int(workspace), int(workspace))
 
 
-__all__ = ["triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "marlin_experts", "marlin_bytes", "QUANTIZED_INPUT_BYTES", "flashinfer_cutlass_bytes", "MoeWorkspace", "moe_workspace"]
+__all__ = ["triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "marlin_experts", "marlin_bytes",
+           "QUANTIZED_INPUT_BYTES", "flashinfer_cutlass_bytes", "MoeWorkspace", "moe_workspace"]

@@ -81,8 +81,7 @@ from doctor.planner.forward import Tensor, eager_tensors, moe_tensors, piece_ten
 from doctor.planner.capture import capture_plan, capture_sizes, graph_count, graph_modes
 from doctor.planner.hardware import GIB, MIB, GPU, pins_memory
 from doctor.planner.methods import MTP_METHODS
-from doctor.planner.moe import (MoeWorkspace, cutlass_fp4_bytes, flashinfer_cutlass_bytes, marlin_bytes,
-                                 marlin_experts, moe_workspace, triton_experts, vllm_cutlass_fp4)
+from doctor.planner.moe import moe_workspace
 from doctor.planner.versions import vllm_rules
 from doctor.planner.wsl import device_state_bytes
 
@@ -609,11 +608,11 @@ def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
     return vllm_overhead_terms(spec, cfg, gpu).total
 
 
-__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "wsl_host_bytes",
-           "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "spec_full_decode", "activation_bytes",
+__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes",
+           "wsl_host_bytes", "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes",
+           "spec_full_decode", "activation_bytes", "forward_peak", "ForwardPeak", "fused_gdn_spec_decode",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
-           "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
-           "triton_experts", "flashinfer_cutlass_bytes", "fused_gdn_spec_decode", "forward_peak", "ForwardPeak", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
-           "all2all_buffer_bytes", "ep_group_spans_nodes", "batched_dp_moe", "deepep_low_latency_rdma_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
-           "rejection_sampler_bytes", "v1_model_runner", "sampler_logits_only", "sampler_phase",
-           "MIB"]
+           "image_item_tokens", "peak_activation", "cudagraph_estimate", "dispatched_tokens", "gathered_bytes",
+           "all2all_buffer_bytes", "ep_group_spans_nodes", "batched_dp_moe", "deepep_low_latency_rdma_bytes",
+           "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "rejection_sampler_bytes",
+           "v1_model_runner", "sampler_logits_only", "sampler_phase", "MIB"]
