@@ -48,6 +48,8 @@ same in each where not said:
   its normed input; RMSNormGated.forward_cuda (layernorm_guard rmsnorm_fn) reshapes the strided z into a
   contiguous copy [T, Vd / TP] besides its output, and the gated attention output takes sigmoid(gate) and the
   product beside the attention output.
+- The last piece ends with the final norm's output [T, H], the forward's return, which profile_run holds through
+  the sampler's run (overhead.sampler_held_bytes); it holds less than the pieces before it.
 - Not modelled: the MTP / EAGLE drafter's dummy run over the same tokens (one attention + MoE layer whose pieces
   hold less than the target's GDN pieces), activation quantisation beside the FP8 / NVFP4 GEMMs (under one byte
   per hidden element).
