@@ -44,7 +44,8 @@ def test_the_largest_piece_ends_at_an_attention_layer_after_a_gdn_layer():
 
 def test_tp_shards_the_projections_but_not_the_residual_stream():
     # at TP 4 the two KV heads are replicated, one a rank: k and v are 256 wide each
-    assert width(piece_tensors(BF16, 4)) == (3072 + 1024) + 2 * H + ((1024 + 1024 + 2 * 256) + 1024 + 256 + 1024 + 1024)
+    attention = (1024 + 1024 + 2 * 256) + 1024 + 256 + 1024 + 1024
+    assert width(piece_tensors(BF16, 4)) == (3072 + 1024) + 2 * H + attention
     assert width(gdn_layer(BF16, 4).made) == width(gdn_layer(BF16, 1).made) // 4
 
 
