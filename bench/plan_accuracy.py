@@ -298,6 +298,60 @@ def term_uncertainty(entries: list[dict], coefficients, weights_rel: float | Non
             "graph_gib": round(max(graph) + 5e-3, 2), "weights_rel": weights_rel or 0.01}
 
 
+def forward_table(entries: list[dict], coefficients) -> None:
+    """The boots whose logged peak the dummy forward sets (its source estimate over the sampler phase's): the peak
+    against the source's sum (overhead.activation_bytes, doctor/planner/forward.py), and the forward scale in
+    force (fit.py fits it only on such boots outside the held-out set)."""
+    from doctor.models import get_model
+    from doctor.planner.bootlog import parse_boot_log
+    from doctor.planner.config import ServeConfig
+    from doctor.planner.hardware import GIB, parse_gpus
+    from doctor.planner.overhead import forward_peak, overhead_inputs, sampler_phase
+    from doctor.planner.plan import resolve_config
+
+    print("\nForward-bound boots (the logged peak against the sum of the tensors the source keeps alive)")
+    for e in entries:
+        boot = parse_boot_log("\n".join(e.get("log", [])))
+        if "vllm" not in e or not boot.activation_gib or not (e.get("predict") or e.get("plan_as")):
+            continue
+        spec = get_model(e.get("plan_as") or e["model"])
+        cfg = resolve_config(spec, ServeConfig(backend_version=str(e["vllm"]), **e["flags"]))
+        inputs = overhead_inputs(spec, cfg, parse_gpus(e["gpus"]).gpu)
+        if inputs.forward_bytes < sampler_phase(inputs, coefficients):
+            continue
+        forward = (inputs.forward_bytes + inputs.encoder_outputs + inputs.encoder_inputs) / GIB
+        held_out = "  held out" if e.get("held_out") else ""
+        print(f"{e['id']:<44} {inputs.max_num_batched_tokens:>6} tokens  logged {boot.activation_gib:.2f} GiB  "
+              f"source {forward:.2f} GiB ({forward / boot.activation_gib - 1:+.1%}){held_out}")
+        peak = forward_peak(spec, cfg, inputs.max_num_batched_tokens, parse_gpus(e["gpus"]).gpu.capability)
+        print(f"  at {peak.moment}:")
+        for name, size, source in peak.tensors:
+            print(f"    {size / GIB:6.2f} GiB  {name}  ({source})")
+    print(f"forward scale in force: {coefficients.forward_scale:.3f} (1: the source's sum is used as it is)")
+
+
+def wsl_gap_table(entries: list[dict], coefficients) -> None:
+    """What each WSL2 boot's plan leaves unexplained (fit.wsl_gap: the non-torch memory the plan would need), by
+    release and batched tokens: what the forward term explains shows as no trend with the tokens."""
+    from doctor.planner.fit import wsl_gap
+    from doctor.planner.hardware import GIB, parse_gpus
+
+    rows = [e for e in entries if "vllm" in e and parse_gpus(e["gpus"]).gpu.virtualised
+            and any("Model loading took" in line for line in e["log"])
+            and any("Available KV cache memory" in line for line in e["log"])]
+    if not rows:
+        return
+    print("\nWSL2: the memory each boot's plan leaves unexplained, without the WSL2 term (GiB)")
+    for e in sorted(rows, key=lambda e: (str(e["vllm"]), e["flags"].get("max_num_batched_tokens") or 0)):
+        eager = " eager" if e["flags"].get("enforce_eager") else ""
+        print(f"{e['id']:<50} vLLM {str(e['vllm']):<18} {e['flags'].get('max_num_batched_tokens') or '-':>6} "
+              f"tokens{eager:<6} {wsl_gap(e, coefficients) / GIB:.2f}{'  held out' * bool(e.get('held_out'))}")
+    print(f"fitted WSL2 term (mean over the boots not held out): {(coefficients.wsl_non_torch_bytes or 0) / GIB:.2f} "
+          "GiB. Not reachable to 6%: the pools are 0.3-3 GiB, one configuration booted twice logged 0.14 GiB apart, "
+          "and the host's share moves by release and run (vLLM counts every byte the Windows host takes or frees "
+          "during the profile as its own: doctor/planner/wsl.py)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="refit and refresh doctor/planner/calibration.yaml")
@@ -342,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     if held_out:
         print(f"Held out only: KV error mean {sum(out) / len(out):.2%}, max {max(out):.2%} over {len(out)} boots; "
               f"KV memory mean {sum(gaps) / len(gaps):.2f} GiB, max {max(gaps):.2f} GiB over {len(gaps)} boots")
+    forward_table(entries, coefficients)
+    wsl_gap_table(entries, coefficients)
     terms = term_uncertainty(entries, coefficients, round(max(wts) + 5e-4, 3) if wts else None)
     print(f"Terms' uncertainty (the bound of a class without boots): {terms}")
     sglang_rows = sglang_residuals(entries)

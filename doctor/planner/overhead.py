@@ -56,9 +56,9 @@ non-KV - estimate, the estimate only gated by VLLM_MEMORY_PROFILER_ESTIMATE_CUDA
 the pool by its size; nothing in the source makes it negative on a discrete GPU (a graph only allocates). The
 negative estimates held are all GB10 boots of 0.20.x with MTP and PIECEWISE graphs only (fp8 KV under FlashInfer),
 while GB10 boots of 0.22 with the same drafter and mode logged +0.18 / +0.19 GiB: host memory released during the
-capture window (not a term the flags decide). The plan keeps a positive estimate; those boots' 2.1-2.3 GiB shortfall
-is that sign (0.9 GiB logged negative + 0.39 GiB planned) plus the unified-memory host term's spread, both inside
-the GB10 band.
+capture window (not a term the flags decide). The plan keeps a positive estimate. Those boots' 2.1-2.3 GiB
+shortfall was the old forward heuristic's (hidden x 12 + conv x 4 per token, 9.5 GiB at 65,536 tokens against the
+7.7 GiB the source's tensors sum to: activation_bytes); with the source's figure they plan within -1.0 / +1.1%.
 Coefficients (bytes per sampler logit, scale of the forward estimate, non-torch bytes, first-capture bytes,
 bytes per further captured graph, actual over estimated graph memory, host bytes on unified memory) are fitted
 on the logged boots of tests/data/published_kv/ and validated leave-one-out (doctor/planner/fit.py,
@@ -77,9 +77,11 @@ from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import Coefficients, current
 from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
 from doctor.planner.engine_defaults import vllm_batch_defaults_of
+from doctor.planner.forward import Tensor, eager_tensors, moe_tensors, piece_tensors
 from doctor.planner.capture import capture_plan, capture_sizes, graph_count, graph_modes
 from doctor.planner.hardware import GIB, MIB, GPU, pins_memory
 from doctor.planner.methods import MTP_METHODS
+from doctor.planner.moe import moe_workspace
 from doctor.planner.versions import vllm_rules
 from doctor.planner.wsl import device_state_bytes
 
@@ -132,111 +134,6 @@ def spec_full_decode(cfg: ServeConfig, gpu: GPU) -> bool:
     major = gpu.capability[0]
     fp8_kv = str(cfg.kv_cache_dtype or "auto").lower().startswith("fp8")
     return major == 10 or not fp8_kv or major == 9
-
-
-def triton_experts(spec: ModelSpec, cfg: ServeConfig, capability: tuple[int, int]) -> bool:
-    """Whether vLLM runs this checkpoint's routed experts with its Triton fused-MoE kernels (fused_moe/oracle,
-    0.26.0): unquantized on GPUs below compute capability 10 (Hopper moves the FlashInfer backends behind Triton,
-    TRTLLM needs SM100, FlashInfer CUTLASS SM90/100/120: on Ampere and Ada Triton is the first that runs);
-    block FP8 on Hopper with TP ("prefer Triton for TP and FI CUTLASS for EP", oracle/fp8.py)."""
-    method = spec.quantization.method
-    if method == "none":
-        return capability[0] < 10
-    return method == "fp8" and capability[0] == 9 and not (cfg.expert_parallel and cfg.ep_size > 1)
-
-
-def vllm_cutlass_fp4(spec: ModelSpec, cfg: ServeConfig) -> bool:
-    """Whether vLLM runs this checkpoint's routed experts with its own CUTLASS FP4 kernels (NVFP4 with
-    --moe-backend cutlass: oracle/nvfp4.py map_nvfp4_backend "cutlass" -> VLLM_CUTLASS). Left to the oracle, an
-    NVFP4 checkpoint on SM100 / SM120 takes FLASHINFER_CUTLASS, the first supported backend of its order
-    (select_nvfp4_moe_backend, read in 0.32.0; the GB10 and RTX 5090 boots log "Using 'FLASHINFER_CUTLASS' NvFp4
-    MoE backend")."""
-    return spec.quantization.method == "nvfp4" and (cfg.moe_backend or "").lower() == "cutlass"
-
-
-def cutlass_fp4_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> MoeWorkspace:
-    """CutlassExpertsFp4 over `tokens` tokens (M) on one rank (fused_moe/experts/cutlass_moe.py, read in 0.32.0).
-
-    workspace_shapes: (M x topk, max(2N, K)) + (M x topk, N) + the (M, K) output, N = I_rank, K = hidden size, in
-    the activation dtype, taken from the modular kernel's workspace (kept, from 0.14: moe_workspace).
-    run_cutlass_moe_fp4 allocates besides them, all alive when the call ends: the rows shuffled into expert order
-    (`a = ops.shuffle_rows(a, a_map)`, M x topk x K), the second GEMM's output shuffled back
-    (`c3 = ops.shuffle_rows(c3, c_map)`) and its top-k weighted product before the sum
-    (`(c3.view(m, num_topk, k) * topk_weights...).sum(dim=1)`), each M x topk x K; the FP4 copies of the
-    activations (K / 2 bytes + a scale per 16 values) are freed before that."""
-    act = dtype_bytes(spec.dtype)
-    h, topk = spec.hidden_size, spec.moe.experts_per_token
-    inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
-    workspace = int(tokens * topk * (max(2 * inter, h) + inter) * act + tokens * h * act)
-    temporaries = 3 * tokens * topk * h * act
-    rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
-    return MoeWorkspace(workspace + temporaries, workspace if rules.fused_moe_modular else 0)
-
-
-def marlin_experts(spec: ModelSpec, cfg: ServeConfig, capability: tuple[int, int]) -> bool:
-    """Whether vLLM runs the routed experts with its Marlin kernels: weight-only INT4 checkpoints (GPTQ, AWQ,
-    AutoRound: oracle/int_wna16.py, MARLIN first), FP8 below compute capability 8.9 (no FP8 tensor cores: the
-    Triton and CUTLASS FP8 backends do not run, oracle/fp8.py falls to MARLIN, W8A16) and --moe-backend marlin
-    (read in 0.32.0)."""
-    method = spec.quantization.method
-    if (cfg.moe_backend or "").lower() == "marlin":
-        return method != "none"
-    return method == "int" or (method == "fp8" and capability < (8, 9))
-
-
-def marlin_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> MoeWorkspace:
-    """MarlinExperts.workspace_shapes over `tokens` tokens (M) on one rank (fused_moe/experts/marlin_moe.py, read in
-    0.32.0): (M x topk, max(N, K)) + (M x topk x max(2N, K)) + the (M, K) output, N = I_rank, K = hidden size, in
-    the activation dtype, from the modular kernel's workspace (kept from 0.14, moe_workspace)."""
-    act = dtype_bytes(spec.dtype)
-    h, topk = spec.hidden_size, spec.moe.experts_per_token
-    inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
-    workspace = int((tokens * topk * (max(inter, h) + max(2 * inter, h)) + tokens * h) * act)
-    rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
-    return MoeWorkspace(workspace, workspace if rules.fused_moe_modular else 0)
-
-
-@dataclass(frozen=True)
-class MoeWorkspace:
-    """The fused-MoE buffers of one MoE layer on one rank: at its peak, and what stays allocated after it."""
-
-    peak: int
-    persistent: int
-
-
-def moe_workspace(spec: ModelSpec, cfg: ServeConfig, tokens: int,
-                  capability: tuple[int, int] = (9, 0)) -> MoeWorkspace:
-    """The fused-MoE workspaces over `tokens` tokens (M), per vLLM version (versions.vllm_rules).
-
-    Triton experts (triton_experts), I_rank = moe_intermediate_size / TP (the experts' weights are sharded, the
-    hidden states are not), M chunked at fused_moe_chunk where the version chunks:
-    - from 0.14: TritonExperts.workspace_shapes (fused_moe.py 0.14.1-0.20.2, experts/triton_moe.py 0.24.0-0.26.0)
-      [M, topk, max(I_rank, H)] + [M, topk, max(2 I_rank, H)], taken at once by modular_kernel.py
-      _allocate_buffers (+ the [M_full, H] output where M is chunked) from the WorkspaceManager, which keeps them:
-      profile_run's sampler runs on top of them. With H >= 2 I_rank both are H wide whatever the TP.
-    - up to 0.13: fused_experts_impl's [M, topk, max(2 I_rank, H)] + [M x topk, I_rank], freed after each call.
-    vLLM's CUTLASS FP4 experts (--moe-backend cutlass on NVFP4): cutlass_fp4_bytes; Marlin (INT4, FP8 on Ampere,
-    --moe-backend marlin): marlin_bytes; both read in the source. Other experts (FlashInfer) size their workspaces per backend: the fused_experts_impl shapes
-    are kept as an estimate there, not derived, and nothing is counted as persistent."""
-    if not spec.moe:
-        return MoeWorkspace(0, 0)
-    act = dtype_bytes(spec.dtype)
-    h = spec.hidden_size
-    inter = spec.moe.intermediate_size / (1 if cfg.expert_parallel else cfg.tp)
-    topk = spec.moe.experts_per_token
-    rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
-    chunk = rules.fused_moe_chunk
-    m = min(tokens, chunk) if chunk else tokens
-    if vllm_cutlass_fp4(spec, cfg):
-        return cutlass_fp4_bytes(spec, cfg, tokens)
-    if marlin_experts(spec, cfg, capability):
-        return marlin_bytes(spec, cfg, tokens)
-    if not triton_experts(spec, cfg, capability):
-        return MoeWorkspace(int(tokens * topk * (max(2 * inter, h) + inter) * act), 0)
-    if not rules.fused_moe_modular:
-        return MoeWorkspace(int(m * topk * (max(2 * inter, h) + inter) * act), 0)
-    workspace = m * topk * (max(inter, h) + max(2 * inter, h)) * act + (tokens * h * act if m < tokens else 0)
-    return MoeWorkspace(int(workspace), int(workspace))
 
 
 # --all2all-backend values that all-gather every DP rank's tokens before the experts (vllm/config/parallel.py
@@ -340,18 +237,70 @@ def allreduce_output_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> in
     return tokens * spec.hidden_size * dtype_bytes(spec.dtype) if cfg.tp > 1 else 0
 
 
-def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> int:
-    """Peak activation of one dummy forward over `tokens` tokens on one rank (estimate, upper-leaning):
-    residual stream and norms, the fused-MoE workspaces (moe_workspace) over the tokens the experts run over
-    (dispatched_tokens, with what the all-gather holds: gathered_bytes), the Gated DeltaNet projections
-    and, at TP > 1, the all-reduce output (allreduce_output_bytes)."""
+# qwen_gdn_linear_attn.py _fused_gdn_decode_unsupported_reason (0.32.0): the fused kernel's head widths and the
+# recurrent-state dtypes it takes (FUSED_GDN_STATE_DTYPES)
+FUSED_GDN_HEAD_DIM = 128
+FUSED_GDN_STATE_DTYPES = ("bfloat16", "float32")
+
+
+def fused_gdn_spec_decode(spec: ModelSpec, cfg: ServeConfig, capability: tuple[int, int]) -> bool:
+    """Whether the GDN layers run vLLM's fused spec-decode op (doctor/planner/forward.py): speculative decoding on
+    a release that has it (versions.vllm_rules fused_gdn_spec_decode), a BF16 model with 128-wide non-interleaved
+    heads (Qwen3.5 / 3.6, not Qwen3-Next), an FP32 or BF16 recurrent state (--mamba-ssm-cache-dtype) and compute
+    capability 8.0+; VLLM_GDN_DECODE_KERNEL=triton (not read from the deployment here) would turn it off."""
+    la = spec.linear_attention
+    rules = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION)
+    state = cfg.mamba_ssm_cache_dtype if cfg.mamba_ssm_cache_dtype not in (None, "auto") else la.ssm_dtype if la else ""
+    return bool(la and cfg.mtp_tokens > 0 and rules.fused_gdn_spec_decode and spec.dtype == "bfloat16"
+                and la.key_head_dim == la.value_head_dim == FUSED_GDN_HEAD_DIM and "Next" not in spec.architecture
+                and state in FUSED_GDN_STATE_DTYPES and capability >= (8, 0))
+
+
+@dataclass(frozen=True)
+class ForwardPeak:
+    """The dummy forward's peak on one rank: the moment that sets it and the tensors alive there, each as
+    (name, bytes, source)."""
+
+    moment: str
+    tensors: tuple[tuple[str, int, str], ...]
+
+    @property
+    def total(self) -> int:
+        return sum(size for _, size, _ in self.tensors)
+
+
+def forward_peak(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> ForwardPeak:
+    """Peak of profile_run's dummy forward over `tokens` tokens on one rank, from the tensors the source keeps
+    alive (doctor/planner/forward.py): the fused-MoE workspace the modular kernel keeps (moe_workspace, over the
+    tokens the experts run over: dispatched_tokens) + the larger of the largest compiled piece's end (or, with
+    --enforce-eager, the largest layer's locals) and the MoE block's own moment: what its piece holds, its
+    tensors, the experts' transient workspaces, what an all-gather of DP ranks' tokens holds (gathered_bytes) and,
+    at TP > 1, the all-reduce output (allreduce_output_bytes)."""
     act = dtype_bytes(spec.dtype)
-    hidden = tokens * spec.hidden_size * act * 12
-    gdn = 0.0
-    if spec.linear_attention:
-        gdn = tokens * spec.linear_attention.conv_dim / cfg.tp * act * 4
-    moe = moe_workspace(spec, cfg, dispatched_tokens(cfg, tokens), capability).peak + gathered_bytes(spec, cfg, tokens)
-    return int(hidden + gdn) + moe + allreduce_output_bytes(spec, cfg, tokens)
+    compiled = not cfg.enforce_eager
+    fused = fused_gdn_spec_decode(spec, cfg, capability)
+    workspace = moe_workspace(spec, cfg, dispatched_tokens(cfg, tokens), capability)
+
+    def sized(tensors: tuple[Tensor, ...]) -> list[tuple[str, int, str]]:
+        return [(t.name, int(t.width * tokens * act), t.source) for t in tensors if t.width]
+
+    kept = [("fused-MoE workspace the modular kernel keeps", workspace.persistent,
+             "fused_moe/modular_kernel.py _allocate_buffers")]
+    layers = sized(piece_tensors(spec, cfg.tp, fused) if compiled else eager_tensors(spec, cfg.tp))
+    moe = sized(moe_tensors(spec, cfg.tp, compiled, fused)) + [
+        ("the experts' own workspaces for the call", workspace.peak - workspace.persistent, "overhead.moe_workspace"),
+        ("the DP ranks' gathered tokens", gathered_bytes(spec, cfg, tokens), "overhead.gathered_bytes"),
+        ("the all-reduce output", allreduce_output_bytes(spec, cfg, tokens), "overhead.allreduce_output_bytes")]
+    if sum(size for _, size, _ in moe) > sum(size for _, size, _ in layers):
+        moment, chosen = "the MoE block", moe
+    else:
+        moment, chosen = ("a torch.compile piece's end" if compiled else "the largest layer's locals"), layers
+    return ForwardPeak(moment, tuple(t for t in kept + chosen if t[1]))
+
+
+def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> int:
+    """The dummy forward's peak over `tokens` tokens on one rank (forward_peak)."""
+    return forward_peak(spec, cfg, tokens, capability).total
 
 
 def sampler_held_bytes(spec: ModelSpec, tokens: int, seqs: int) -> int:
@@ -467,14 +416,25 @@ def encoder_profile_tokens(spec: ModelSpec, cfg: ServeConfig, max_num_batched_to
 
 
 def encoder_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int) -> int:
-    """Peak of the vision encoder over `tokens` merged image tokens = merge^2 x tokens patches through the ViT
-    (estimate, upper-leaning: hidden states and the MLP's intermediate of the widest layer)."""
+    """Peak of the vision encoder over `tokens` merged image tokens = merge^2 x tokens patches (P) through the ViT,
+    run eagerly (no torch.compile of the encoder by default), beside its pixel values (encoder_input_bytes).
+    Read in vLLM 0.26.0 (models/qwen3_vl.py Qwen3_VisionTransformer.forward, Qwen3_VisionBlock.forward,
+    Qwen3_VisionMLP; models/qwen2_5_vl.py Qwen2_5_VisionAttention.forward), per patch, D = vision hidden size:
+    held through every block: the position embeddings (encoder_metadata["pos_embeds"], [P, D]) and the residual
+    stream x [P, D], with the block's normed input [P, D] its caller keeps while attn / mlp run; in attention, the
+    locals alive at its output projection: qkv [P, 3D / TP], the contiguous q-k copy and its rotated copy [P, 2D /
+    TP] each, the rearranged context [P, D / TP], and the projection's output [P, D]: 8 D / TP; in the MLP,
+    linear_fc1's output and act_fn's [P, I / TP] each (the output [P, D] as in attention). Deepstack layers keep
+    their merged features [P / merge^2, out hidden] to the end."""
     v = spec.vision
     if v is None or cfg.language_model_only or not tokens:
         return 0
     patches = tokens * v.spatial_merge_size ** 2
     tp = 1 if cfg.mm_encoder_tp_mode == "data" else cfg.tp
-    return int(patches * (v.hidden_size * 6 + v.intermediate_size / tp * 2) * dtype_bytes(spec.dtype))
+    d = v.hidden_size
+    block = 4 * d + max(8 * d / tp, 2 * v.intermediate_size / tp)
+    deepstack = v.deepstack_layers * tokens * v.out_hidden_size
+    return int((patches * block + deepstack) * dtype_bytes(spec.dtype))
 
 
 def encoder_input_bytes(spec: ModelSpec, tokens: int) -> int:
@@ -602,9 +562,11 @@ def wsl_host_bytes(coef: Coefficients) -> int:
     paravirtualised (dxgkrnl) and shared with the Windows host, whose own use moves during the run, and the
     driver's allocations go through WDDM. Not derivable from the flags: fitted on the WSL2 boots of
     tests/data/published_kv/ (fit.py), 0 when none is held. Native Linux RTX 5090 boots (club-3090) need none.
-    Those boots are all one machine's (99sono's RTX 5090); their gaps without the term are 0.96-1.14 GiB at 4,096 to
-    8,192 batched tokens whatever the release, the eager boot included (so not the CUDA graphs), and 0.7-0.8 GiB at
-    16,384-32,768 (the activation term's error at large batches, shared with GB10's 65,536-token boots). Another
+    Those boots are all one machine's (99sono's RTX 5090); with the forward pass taken from the source
+    (activation_bytes) their gaps without the term are 1.17-1.36 GiB on 0.20.0 at 4,096-8,192 batched tokens, the
+    eager boot included (so not the CUDA graphs), 1.65 GiB at 16,384, and 1.58-1.72 GiB on the held-out 0.19.2 boots
+    at 8,192 and 32,768 alike: a release / run offset of the host's share, not a term of the batch (bench/
+    plan_accuracy.py prints them; the old heuristic's 0.96-1.14 vs 0.7-0.8 GiB split was its own error). Another
     machine's figure agrees in size: an RTX 5090 Laptop under WSL2 starts at utilisation 0.944 but not 0.95, on two
     machines, its owner reading 0.3 GiB of overhead in nvidia-smi at rest and up to 1.31 GiB in use
     (noonghunna/club-3090#102). What one machine's desktop holds is its own: doctor/planner/wsl.py's note asks
@@ -646,11 +608,11 @@ def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
     return vllm_overhead_terms(spec, cfg, gpu).total
 
 
-__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes", "wsl_host_bytes",
-           "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes", "spec_full_decode", "activation_bytes",
+__all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_terms", "uma_host_bytes",
+           "wsl_host_bytes", "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes",
+           "spec_full_decode", "activation_bytes", "forward_peak", "ForwardPeak", "fused_gdn_spec_decode",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
-           "image_item_tokens", "peak_activation", "cudagraph_estimate", "moe_workspace", "MoeWorkspace",
-           "triton_experts", "vllm_cutlass_fp4", "cutlass_fp4_bytes", "dispatched_tokens", "gathered_bytes", "marlin_experts", "marlin_bytes",
-           "all2all_buffer_bytes", "ep_group_spans_nodes", "batched_dp_moe", "deepep_low_latency_rdma_bytes", "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes",
-           "rejection_sampler_bytes", "v1_model_runner", "sampler_logits_only", "sampler_phase",
-           "MIB"]
+           "image_item_tokens", "peak_activation", "cudagraph_estimate", "dispatched_tokens", "gathered_bytes",
+           "all2all_buffer_bytes", "ep_group_spans_nodes", "batched_dp_moe", "deepep_low_latency_rdma_bytes",
+           "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "rejection_sampler_bytes",
+           "v1_model_runner", "sampler_logits_only", "sampler_phase", "MIB"]

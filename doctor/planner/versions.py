@@ -106,6 +106,7 @@ class VllmRules:
     fused_moe_chunk: int | None = None   # tokens per fused-MoE chunk (None: one chunk of all the tokens)
     fused_moe_modular: bool = True       # Triton MoE through the modular kernel's persistent workspace
     estimate_gpu_memory_utilization: float = 0.92   # 0.34+: the default when the extensible KV cache is off
+    fused_gdn_spec_decode: bool = False  # with speculative decoding, the GDN layer's one fused op (forward.py)
 
 
 def vllm_rules(version: str) -> VllmRules:
@@ -164,6 +165,8 @@ def vllm_rules(version: str) -> VllmRules:
         uma_by_capability=v < Version(UMA_AVAILABLE_SINCE["vllm"][1]),
         fused_moe_chunk=(32768 if v < Version("0.13.0") else 16384 if v < Version("0.18.0") else None),
         fused_moe_modular=v >= Version("0.14.0"),
+        # qwen_gdn_linear_attn.py enable_fused_gdn_spec_decode: in the 0.32.0 build, not in 0.26.0, 0.30.0 or 0.31.0
+        fused_gdn_spec_decode=v >= Version("0.32.0"),
     )
 
 
