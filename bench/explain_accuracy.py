@@ -117,8 +117,7 @@ def names_site(evidence: dict[str, Any]) -> bool:
     crash, root = evidence.get("crash") or {}, evidence.get("root") or {}
     located = [evidence.get("raised_by") or {}, root.get("raised_by") or {}]
     return bool(crash.get("raised_at") or root.get("raised_at") or root.get("cited")
-                or any(found.get("sites") for found in located)
-                or (evidence.get("engine_bug") or {}).get("raised_at"))
+                or any(found.get("sites") for found in located))
 
 
 def _score(items: list[tuple[Path, str]], show_misses: bool, sites: bool = False) -> int:

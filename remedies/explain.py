@@ -25,6 +25,7 @@ from remedies.enginebug import crash_bug, entry_verdict, steps_for
 from remedies.figures import log_model, uses_log_figures
 from remedies.inferred import INFERRED
 from remedies.levels import as_context
+from remedies.nativesites import native_sites
 from remedies.loader import load_catalogue
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
@@ -130,7 +131,11 @@ class Finding:
         if self.precursor:
             parts.append(f"nearest known precursor: {self.precursor}")
         text = "; ".join(parts) + "."
-        return f"{text} {self.located.why()}" if self.located is not None else text
+        if self.located is not None:
+            return f"{text} {self.located.why()}"
+        if crash.frame is None and self.root is not None and self.root.cited:
+            return f"{text} {self.root.cited_site()}"
+        return text
 
 
 class Collector:
@@ -380,7 +385,7 @@ def explain_sources(
         return heads[source]
 
     found = _ranked([_name_dependency(f, head, views) for f in collector.findings()])
-    found = [_with_root(f, views) if f.remedy.severity == "error" and i < MAX_ROOTS else f
+    found = [_with_root(f, views) if f.remedy.severity in ROOTED and i < MAX_ROOTS else f
              for i, f in enumerate(found)]
     found = _regression_first([_name_engine_bug(_fit_to_log(finding, head), head) for finding in found], head)
     return [_in_source(finding, views) for finding in found]
@@ -419,7 +424,10 @@ def _name_dependency(finding: Finding, head: Callable[[str], list[str]], views: 
     return replace(finding, remedy=entry, crash=None, located=None, precursor=None, dependency=facts)
 
 
-MAX_ROOTS = 1  # error findings (root cause first) given their root exception and raise site: the root cause
+MAX_ROOTS = 1  # findings (root cause first) given their root exception and raise site: the root cause
+# The severities whose first finding is the log's named cause: an error, else a warning-level entry (a request the
+# server refused, such as a prompt over the context length, is a warning of the server's and the client's failure).
+ROOTED = ("error", "warning")
 
 
 def _in_source(finding: Finding, views: Sources) -> Finding:
@@ -441,10 +449,12 @@ def _with_root(finding: Finding, views: Sources) -> Finding:
     if root is None and finding.crash is None:
         return _cited_root(finding)
     if root is None or (finding.crash is not None and root.frame is None):
-        return finding
+        return _native_root(finding)
     if finding.crash is None:
         if root.frame is None and root.located is None:
-            root = replace(root, cited=cited_sites(finding.remedy.id, finding.remedy.source))
+            cited = cited_sites(finding.remedy.id, finding.remedy.source)
+            native = () if cited else native_sites(root.exception, finding.line)
+            root = replace(root, cited=cited or native, native=bool(native))
         return replace(finding, root=root)
     component = component_of([root.frame], finding.crash.exception) if root.frame else finding.crash.component
     crash = replace(finding.crash, frame=root.frame, component=component)
@@ -456,9 +466,23 @@ def _cited_root(finding: Finding) -> Finding:
     """An entry's finding on a message printed without a traceback: the raise sites its mined templates and its
     sources place the message at (`remedies.rootcause.cited_sites`), as its root, when it has any."""
     cited = cited_sites(finding.remedy.id, finding.remedy.source)
+    native = () if cited else native_sites(finding.line)
+    if not cited and not native:
+        return finding
+    return replace(finding, root=Root(finding.line.strip()[:MAX_ROOT_TEXT], None, "", None, cited=cited or native,
+                                      native=bool(native)))
+
+
+def _native_root(finding: Finding) -> Finding:
+    """A crash printed without frames or a mined template, whose message a native component builds
+    (`remedies.nativesites`): the C / C++ function that raises it, as its root's cited site."""
+    crash = finding.crash
+    if crash is None or crash.frame is not None or finding.located is not None:
+        return finding
+    cited = native_sites(crash.exception, finding.line)
     if not cited:
         return finding
-    return replace(finding, root=Root(finding.line.strip()[:MAX_ROOT_TEXT], None, "", None, cited=cited))
+    return replace(finding, root=Root(crash.exception, None, "", None, cited=cited, native=True))
 
 
 MAX_ROOT_TEXT = 400
@@ -506,6 +530,9 @@ def _signed(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
     root = finding.root
     if root is None and bug.frame is not None:
         root = Root(finding.crash.exception, bug.frame, "", finding.located)
+    if bug.frame is None and root is not None and root.native and root.cited:
+        built = root.cited[0].split(" when `", 1)[0]
+        bug = replace(bug, raised_at=f"{bug.raised_at}; its message is built in {built}")
     return replace(finding, engine_bug=bug, fix=bug.steps(), root=root)
 
 

@@ -57,6 +57,7 @@ class Root:
     cited: tuple[str, ...] = ()
     below: bool = False
     inferred: bool = False
+    native: bool = False  # `cited` names the C / C++ function that builds the message (`remedies.nativesites`)
 
     def site(self) -> str:
         """Where it was raised, as the log's traceback says it."""
@@ -75,11 +76,15 @@ class Root:
         if self.located is not None:
             return f"{text} {self.located.why()}"
         if self.frame is None and self.cited:
-            return (f"{text} The log prints no traceback for it; the entry's engine sources place the raise in "
-                    f"{'; '.join(self.cited)}.")
+            return f"{text} {self.cited_site()}"
         if self.frame is None:
             return f"{text} The log prints no traceback for it and no mined engine release raises these words."
         return text
+
+    def cited_site(self) -> str:
+        """Where the sources place a raise the log prints no traceback for."""
+        whose = "its native sources" if self.native else "the entry's engine sources"
+        return f"The log prints no traceback for it; {whose} place the raise in {'; '.join(self.cited)}."
 
     def to_dict(self) -> dict[str, object]:
         return {"exception": self.exception, "inferred": self.inferred,
