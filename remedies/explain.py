@@ -26,6 +26,7 @@ from remedies.figures import log_model, uses_log_figures
 from remedies.inferred import INFERRED
 from remedies.levels import as_context
 from remedies.nativesites import native_sites
+from remedies.recordsite import record_site
 from remedies.loader import load_catalogue
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
@@ -123,6 +124,8 @@ class Finding:
         if crash.frame is not None:
             own = self.root is not None and self.root.frame == crash.frame
             parts.append(self.root.site() if own and self.root is not None else f"raised at {crash.frame}")
+        elif self.root is not None and self.root.logged:
+            parts.append(self.root.site())
         parts.append(f"component: {crash.component}")
         if crash.final != crash.exception:
             parts.append(f"final exception: {crash.final}")
@@ -454,7 +457,8 @@ def _with_root(finding: Finding, views: Sources) -> Finding:
         if root.frame is None and root.located is None:
             cited = cited_sites(finding.remedy.id, finding.remedy.source)
             native = () if cited else native_sites(root.exception, finding.line)
-            root = replace(root, cited=cited or native, native=bool(native))
+            logged = None if cited or native else record_site(finding.line, root.exception)
+            root = replace(root, cited=cited or native, native=bool(native), frame=logged, logged=logged is not None)
         return replace(finding, root=root)
     component = component_of([root.frame], finding.crash.exception) if root.frame else finding.crash.component
     crash = replace(finding.crash, frame=root.frame, component=component)
@@ -464,25 +468,30 @@ def _with_root(finding: Finding, views: Sources) -> Finding:
 
 def _cited_root(finding: Finding) -> Finding:
     """An entry's finding on a message printed without a traceback: the raise sites its mined templates and its
-    sources place the message at (`remedies.rootcause.cited_sites`), as its root, when it has any."""
+    sources place the message at (`remedies.rootcause.cited_sites`), else the native function that builds it
+    (`remedies.nativesites`), else the position its record's prefix names (`remedies.recordsite`), as its root."""
     cited = cited_sites(finding.remedy.id, finding.remedy.source)
     native = () if cited else native_sites(finding.line)
-    if not cited and not native:
+    logged = None if cited or native else record_site(finding.line)
+    if not cited and not native and logged is None:
         return finding
-    return replace(finding, root=Root(finding.line.strip()[:MAX_ROOT_TEXT], None, "", None, cited=cited or native,
-                                      native=bool(native)))
+    return replace(finding, root=Root(finding.line.strip()[:MAX_ROOT_TEXT], logged, "", None, cited=cited or native,
+                                      native=bool(native), logged=logged is not None))
 
 
 def _native_root(finding: Finding) -> Finding:
-    """A crash printed without frames or a mined template, whose message a native component builds
-    (`remedies.nativesites`): the C / C++ function that raises it, as its root's cited site."""
+    """A crash printed without frames or a mined template: the C / C++ function that builds its message
+    (`remedies.nativesites`) as its root's cited site, else the source position its record's prefix names
+    (`remedies.recordsite`)."""
     crash = finding.crash
     if crash is None or crash.frame is not None or finding.located is not None:
         return finding
     cited = native_sites(crash.exception, finding.line)
-    if not cited:
+    logged = None if cited else record_site(finding.line, crash.exception)
+    if not cited and logged is None:
         return finding
-    return replace(finding, root=Root(crash.exception, None, "", None, cited=cited, native=True))
+    return replace(finding, root=Root(crash.exception, logged, "", None, cited=cited, native=bool(cited),
+                                      logged=logged is not None))
 
 
 MAX_ROOT_TEXT = 400

@@ -58,11 +58,14 @@ class Root:
     below: bool = False
     inferred: bool = False
     native: bool = False  # `cited` names the C / C++ function that builds the message (`remedies.nativesites`)
+    logged: bool = False  # `frame` is the position the log record's own prefix names (`remedies.recordsite`)
 
     def site(self) -> str:
         """Where it was raised, as the log's traceback says it."""
         if self.frame is None:
             return ""
+        if self.logged:
+            return f"printed at {self.frame} (the source position its log record names)"
         if self.below:  # its traceback was printed after it, and may have been cut before the raise
             return f"raised below {self.frame}, the deepest frame of the traceback printed after it"
         return f"raised at {self.frame}" + (f" (`{self.statement}`)" if self.statement else "")
