@@ -35,7 +35,7 @@ from remedies.partial import scan_partial
 from remedies.prose import prose_crashes
 from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
 from remedies.reader import STDIN
-from remedies.rootcause import Root, cited_sites, root_near, stack_near, window_in
+from remedies.rootcause import Root, cited_sites, cut_traceback_near, root_near, stack_near, window_in
 from remedies.source import Located, locate, locate_at, sampled_entry
 from remedies.views import Sources, excerpt
 
@@ -124,7 +124,7 @@ class Finding:
         if crash.frame is not None:
             own = self.root is not None and self.root.frame == crash.frame
             parts.append(self.root.site() if own and self.root is not None else f"raised at {crash.frame}")
-        elif self.root is not None and self.root.logged:
+        elif self.root is not None and self.root.frame is not None:
             parts.append(self.root.site())
         parts.append(f"component: {crash.component}")
         if crash.final != crash.exception:
@@ -452,7 +452,7 @@ def _with_root(finding: Finding, views: Sources) -> Finding:
     if root is None and finding.crash is None:
         return _cited_root(finding)
     if root is None or (finding.crash is not None and root.frame is None):
-        return _native_root(finding)
+        return _native_root(finding, views)
     if finding.crash is None:
         if root.frame is None and root.located is None:
             cited = cited_sites(finding.remedy.id, finding.remedy.source)
@@ -479,19 +479,25 @@ def _cited_root(finding: Finding) -> Finding:
                                       native=bool(native), logged=logged is not None))
 
 
-def _native_root(finding: Finding) -> Finding:
+def _native_root(finding: Finding, views: Sources) -> Finding:
     """A crash printed without frames or a mined template: the C / C++ function that builds its message
     (`remedies.nativesites`) as its root's cited site, else the source position its record's prefix names
-    (`remedies.recordsite`)."""
+    (`remedies.recordsite`), else the deepest frame of a traceback pasted after it and cut before its exception
+    (`remedies.rootcause.cut_traceback_near`), which the raise is below."""
     crash = finding.crash
     if crash is None or crash.frame is not None or finding.located is not None:
         return finding
     cited = native_sites(crash.exception, finding.line)
-    logged = None if cited else record_site(finding.line, crash.exception)
-    if not cited and logged is None:
+    if cited:
+        return replace(finding, root=Root(crash.exception, None, "", None, cited=cited, native=True))
+    logged = record_site(finding.line, crash.exception)
+    if logged is not None:
+        return replace(finding, root=Root(crash.exception, logged, "", None, logged=True))
+    cut = cut_traceback_near(finding.first.source, finding.first.line, (*finding.before, finding.line, *finding.after),
+                             views.lines(finding.first.source))
+    if cut is None:
         return finding
-    return replace(finding, root=Root(crash.exception, logged, "", None, cited=cited, native=bool(cited),
-                                      logged=logged is not None))
+    return replace(finding, root=Root(crash.exception, cut, "", None, below=True))
 
 
 MAX_ROOT_TEXT = 400

@@ -181,6 +181,26 @@ def stack_near(source: str, lineno: int, context: Iterable[str] = (), at: int = 
     return text, _frames_above(read, exc) or _frames_within(text, text)
 
 
+def cut_traceback_near(source: str, lineno: int, context: Iterable[str] = (),
+                       lines: list[str] | None = None) -> Frame | None:
+    """The deepest engine frame (else the deepest frame) of a traceback that starts within FORWARD lines after
+    line `lineno` and is cut before its exception line (a paste that quotes the exception in prose or a heading,
+    then only part of the traceback), or None; `lines` as for `root_near`."""
+    found = window_in(source, lineno, lines)
+    lines, at = found if found is not None else (list(context), len(list(context)) // 2)
+    read = [normalise(line) for line in lines]
+    for index in range(at + 1, min(len(read), at + FORWARD)):
+        if not read[index].text.strip().startswith(HEADER):
+            continue
+        end = index + 1
+        while end < len(read) and (_FRAME.match(read[end].text) or read[end].text[:1] in " \t"):
+            end += 1
+        if end < len(read) and _is_exception(read, end):
+            return None  # a whole traceback: its own exception is the crash scan's
+        return _engine_frame(_frames_above(read, end))[0]
+    return None
+
+
 def root_of(lines: list[str], at: int) -> Root | None:
     """The root exception among raw `lines` for the finding at index `at` (see the module doc)."""
     read = [normalise(line) for line in lines]
