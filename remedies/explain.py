@@ -469,14 +469,14 @@ def _with_root(finding: Finding, views: Sources) -> Finding:
 def _cited_root(finding: Finding) -> Finding:
     """An entry's finding on a message printed without a traceback: the raise sites its mined templates and its
     sources place the message at (`remedies.rootcause.cited_sites`), else the native function that builds it
-    (`remedies.nativesites`), else the position its record's prefix names (`remedies.recordsite`), as its root."""
+    (`remedies.nativesites`), else the position its record's prefix names (`remedies.recordsite`); with none of
+    them, the message alone is the root the log names."""
     cited = cited_sites(finding.remedy.id, finding.remedy.source)
     native = () if cited else native_sites(finding.line)
     logged = None if cited or native else record_site(finding.line)
-    if not cited and not native and logged is None:
-        return finding
     return replace(finding, root=Root(finding.line.strip()[:MAX_ROOT_TEXT], logged, "", None, cited=cited or native,
-                                      native=bool(native), logged=logged is not None))
+                                      native=bool(native), logged=logged is not None,
+                                      alone=not cited and not native and logged is None))
 
 
 def _native_root(finding: Finding, views: Sources) -> Finding:
@@ -521,7 +521,7 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
         if native is not None:
             return replace(finding, engine_bug=native)
         root = finding.root
-        verdict = entry_verdict(finding.remedy.id, finding.line, root.exception if root else None,
+        verdict = entry_verdict(finding.remedy.id, finding.line, root.exception if root and not root.alone else None,
                                 root.frame if root else None, lambda: head(finding.first.source))
         verdict = verdict or speculative_fault(finding.remedy.id, lambda: head(finding.first.source))
         if verdict is not None:

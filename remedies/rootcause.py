@@ -59,6 +59,7 @@ class Root:
     inferred: bool = False
     native: bool = False  # `cited` names the C / C++ function that builds the message (`remedies.nativesites`)
     logged: bool = False  # `frame` is the position the log record's own prefix names (`remedies.recordsite`)
+    alone: bool = False  # no exception line near the entry's message: the message itself is the root
 
     def site(self) -> str:
         """Where it was raised, as the log's traceback says it."""
@@ -184,13 +185,16 @@ def stack_near(source: str, lineno: int, context: Iterable[str] = (), at: int = 
 def cut_traceback_near(source: str, lineno: int, context: Iterable[str] = (),
                        lines: list[str] | None = None) -> Frame | None:
     """The deepest engine frame (else the deepest frame) of a traceback that starts within FORWARD lines after
-    line `lineno` and is cut before its exception line (a paste that quotes the exception in prose or a heading,
-    then only part of the traceback), or None; `lines` as for `root_near`."""
+    line `lineno` (its header, or its first frame when the paste dropped the header) and is cut before its
+    exception line (a paste that quotes the exception in prose or a heading, or puts it above its frames, then
+    only part of the traceback), or None; `lines` as for `root_near`."""
     found = window_in(source, lineno, lines)
     lines, at = found if found is not None else (list(context), len(list(context)) // 2)
     read = [normalise(line) for line in lines]
     for index in range(at + 1, min(len(read), at + FORWARD)):
-        if not read[index].text.strip().startswith(HEADER):
+        if _FRAME.match(read[index].text):
+            index -= 1  # a traceback pasted without its header starts at this frame
+        elif not read[index].text.strip().startswith(HEADER):
             continue
         end = index + 1
         while end < len(read) and (_FRAME.match(read[end].text) or read[end].text[:1] in " \t"):

@@ -280,3 +280,15 @@ def test_a_whole_traceback_after_prose_keeps_its_own_exception(tmp_path):
     (finding, *_) = explain_sources([log])
     assert finding.crash is not None and finding.crash.frame is not None
     assert finding.crash.frame.line == 412
+
+
+def test_an_exception_pasted_above_its_headerless_frames_is_placed_below_the_deepest_engine_frame(tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text("[2026-01-10 08:00:00 TP0] IndexError: list index out of range\n"
+                   '[2026-01-10 08:00:00 TP0]   File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", '
+                   "line 1502, in get_next_batch_to_run\n"
+                   "[2026-01-10 08:00:00 TP0]     req = self.waiting_queue[0]\n")
+    (finding, *_) = explain_sources([log])
+    root = finding.root
+    assert root is not None and root.below and root.frame is not None
+    assert (root.frame.line, root.frame.function) == (1502, "get_next_batch_to_run")
