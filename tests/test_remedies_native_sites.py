@@ -52,6 +52,10 @@ def test_a_sites_file_is_read_in_order(tmp_path):
     ("RuntimeError: Error Internal", "csrc/cutlass_extensions/common.hpp::CUTLASS_CHECK"),
     ("nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared "
      "object file: no such file or directory", "src/xfuncs.h::xdlopen"),
+    ("nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown",
+     "src/driver.c::driver_init_1_svc"),
+    ("kernel: NVRM: Xid (PCI:0000:07:00): 48, pid='<unknown>', name=<unknown>, An uncorrectable double bit error",
+     "kernel_rc.c::krcReportXid_IMPL"),
 ])
 def test_native_messages_are_placed_in_the_function_that_builds_them(line, site):
     assert any(site in cited for cited in native_sites(line))
