@@ -8,6 +8,14 @@ tests/data/logs), or a directory of healthy logs (`--healthy`, as tests/data/hea
     python bench/explain_accuracy.py tests/data/corpus --misses
     python bench/explain_accuracy.py tests/data/healthy --healthy
     python bench/explain_accuracy.py tests/data/corpus --carry wrap80   # as a terminal would have cut it
+    python bench/explain_accuracy.py tests/data/corpus --sites          # root exception and raise site named
+
+`--sites` also counts the failing logs whose report names the root exception and its raise site, read from
+the JSON report's findings (`results[].evidence` of `qwen-doctor explain --format json`, i.e.
+`Finding.to_dict()`): the root is `crash.exception` or `root.exception`; the raise site is a traceback frame
+(`crash.raised_at`, `root.raised_at`), a mined template's site (`raised_by.sites`, `root.raised_by.sites`), a
+site the entry's sources cite (`root.cited`) or an engine bug's (`engine_bug.raised_at`). Any finding of the
+report counts; the logs that miss either are listed.
 
 `--carry` rewrites every log as a transport would have delivered it before scoring (in a temporary
 directory): `prefix` (docker compose name, docker timestamp, Ray process prefix on every line), `wrap80`
@@ -24,7 +32,7 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import yaml
 
@@ -83,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--healthy", action="store_true", help="every log is healthy: count alarms")
     parser.add_argument("--misses", action="store_true", help="list the cases named wrongly")
     parser.add_argument("--carry", choices=[*CARRIERS, "all"], help="score the logs as this transport delivers them")
+    parser.add_argument("--sites", action="store_true", help="count the logs whose report names root and raise site")
     args = parser.parse_args(argv)
     items = cases(args.corpus, args.healthy)
     workdir = Path(tempfile.mkdtemp(prefix="qd-accuracy-")) if args.carry else None
@@ -92,17 +101,38 @@ def main(argv: list[str] | None = None) -> int:
             step = workdir / carrier
             step.mkdir()
             items = carried(items, carrier, step)
-        return _score(items, args.misses)
+        return _score(items, args.misses, args.sites)
     finally:
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _score(items: list[tuple[Path, str]], show_misses: bool) -> int:
-    failing = right = silent = alarms = healthy = 0
-    misses = []
+def names_root(evidence: dict[str, Any]) -> bool:
+    """Whether a finding's JSON evidence names the root exception."""
+    return any((evidence.get(key) or {}).get("exception") for key in ("crash", "root"))
+
+
+def names_site(evidence: dict[str, Any]) -> bool:
+    """Whether a finding's JSON evidence names where the root exception was raised."""
+    crash, root = evidence.get("crash") or {}, evidence.get("root") or {}
+    located = [evidence.get("raised_by") or {}, root.get("raised_by") or {}]
+    return bool(crash.get("raised_at") or root.get("raised_at") or root.get("cited")
+                or any(found.get("sites") for found in located))
+
+
+def _score(items: list[tuple[Path, str]], show_misses: bool, sites: bool = False) -> int:
+    failing = right = silent = alarms = healthy = rooted = sited = 0
+    misses, unsited = [], []
     for path, expect in items:
         findings = explain_sources([path])
+        if sites and expect != "none":
+            evidence = [finding.to_dict() for finding in findings]
+            root_ok = any(names_root(e) for e in evidence)
+            site_ok = any(names_site(e) for e in evidence)
+            rooted += root_ok
+            sited += site_ok
+            if not (root_ok and site_ok):
+                unsited.append(f"{path.name}:{'' if root_ok else ' no root'}{'' if site_ok else ' no raise site'}")
         first = findings[0].remedy.id if findings else None
         if expect == "none":
             healthy += 1
@@ -120,6 +150,9 @@ def _score(items: list[tuple[Path, str]], show_misses: bool) -> int:
               f"silent: {silent}")
     if healthy:
         print(f"healthy logs: {healthy}, with any finding: {alarms}")
+    if sites and failing:
+        print(f"root exception named: {rooted}/{failing}, raise site named: {sited}/{failing}")
+        print("\n".join(unsited))
     if show_misses:
         print("\n".join(misses))
     return 0

@@ -25,6 +25,8 @@ from remedies.enginebug import crash_bug, entry_verdict, steps_for
 from remedies.figures import log_model, uses_log_figures
 from remedies.inferred import INFERRED
 from remedies.levels import as_context
+from remedies.nativesites import native_sites
+from remedies.recordsite import record_site
 from remedies.loader import load_catalogue
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
@@ -33,7 +35,7 @@ from remedies.partial import scan_partial
 from remedies.prose import prose_crashes
 from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
 from remedies.reader import STDIN
-from remedies.rootcause import Root, cited_sites, root_near, stack_near, window_in
+from remedies.rootcause import Root, cited_sites, cut_traceback_near, root_near, stack_near, window_in
 from remedies.source import Located, locate, locate_at, sampled_entry
 from remedies.views import Sources, excerpt
 
@@ -122,6 +124,8 @@ class Finding:
         if crash.frame is not None:
             own = self.root is not None and self.root.frame == crash.frame
             parts.append(self.root.site() if own and self.root is not None else f"raised at {crash.frame}")
+        elif self.root is not None and self.root.frame is not None:
+            parts.append(self.root.site())
         parts.append(f"component: {crash.component}")
         if crash.final != crash.exception:
             parts.append(f"final exception: {crash.final}")
@@ -130,7 +134,11 @@ class Finding:
         if self.precursor:
             parts.append(f"nearest known precursor: {self.precursor}")
         text = "; ".join(parts) + "."
-        return f"{text} {self.located.why()}" if self.located is not None else text
+        if self.located is not None:
+            return f"{text} {self.located.why()}"
+        if crash.frame is None and self.root is not None and self.root.cited:
+            return f"{text} {self.root.cited_site()}"
+        return text
 
 
 class Collector:
@@ -380,7 +388,7 @@ def explain_sources(
         return heads[source]
 
     found = _ranked([_name_dependency(f, head, views) for f in collector.findings()])
-    found = [_with_root(f, views) if f.remedy.severity == "error" and i < MAX_ROOTS else f
+    found = [_with_root(f, views) if f.remedy.severity in ROOTED and i < MAX_ROOTS else f
              for i, f in enumerate(found)]
     found = _regression_first([_name_engine_bug(_fit_to_log(finding, head), head) for finding in found], head)
     return [_in_source(finding, views) for finding in found]
@@ -419,7 +427,10 @@ def _name_dependency(finding: Finding, head: Callable[[str], list[str]], views: 
     return replace(finding, remedy=entry, crash=None, located=None, precursor=None, dependency=facts)
 
 
-MAX_ROOTS = 1  # error findings (root cause first) given their root exception and raise site: the root cause
+MAX_ROOTS = 1  # findings (root cause first) given their root exception and raise site: the root cause
+# The severities whose first finding is the log's named cause: an error, else a warning-level entry (a request the
+# server refused, such as a prompt over the context length, is a warning of the server's and the client's failure).
+ROOTED = ("error", "warning")
 
 
 def _in_source(finding: Finding, views: Sources) -> Finding:
@@ -441,10 +452,13 @@ def _with_root(finding: Finding, views: Sources) -> Finding:
     if root is None and finding.crash is None:
         return _cited_root(finding)
     if root is None or (finding.crash is not None and root.frame is None):
-        return finding
+        return _native_root(finding, views)
     if finding.crash is None:
         if root.frame is None and root.located is None:
-            root = replace(root, cited=cited_sites(finding.remedy.id, finding.remedy.source))
+            cited = cited_sites(finding.remedy.id, finding.remedy.source)
+            native = () if cited else native_sites(root.exception, finding.line)
+            logged = None if cited or native else record_site(finding.line, root.exception)
+            root = replace(root, cited=cited or native, native=bool(native), frame=logged, logged=logged is not None)
         return replace(finding, root=root)
     component = component_of([root.frame], finding.crash.exception) if root.frame else finding.crash.component
     crash = replace(finding.crash, frame=root.frame, component=component)
@@ -454,11 +468,36 @@ def _with_root(finding: Finding, views: Sources) -> Finding:
 
 def _cited_root(finding: Finding) -> Finding:
     """An entry's finding on a message printed without a traceback: the raise sites its mined templates and its
-    sources place the message at (`remedies.rootcause.cited_sites`), as its root, when it has any."""
+    sources place the message at (`remedies.rootcause.cited_sites`), else the native function that builds it
+    (`remedies.nativesites`), else the position its record's prefix names (`remedies.recordsite`); with none of
+    them, the message alone is the root the log names."""
     cited = cited_sites(finding.remedy.id, finding.remedy.source)
-    if not cited:
+    native = () if cited else native_sites(finding.line)
+    logged = None if cited or native else record_site(finding.line)
+    return replace(finding, root=Root(finding.line.strip()[:MAX_ROOT_TEXT], logged, "", None, cited=cited or native,
+                                      native=bool(native), logged=logged is not None,
+                                      alone=not cited and not native and logged is None))
+
+
+def _native_root(finding: Finding, views: Sources) -> Finding:
+    """A crash printed without frames or a mined template: the C / C++ function that builds its message
+    (`remedies.nativesites`) as its root's cited site, else the source position its record's prefix names
+    (`remedies.recordsite`), else the deepest frame of a traceback pasted after it and cut before its exception
+    (`remedies.rootcause.cut_traceback_near`), which the raise is below."""
+    crash = finding.crash
+    if crash is None or crash.frame is not None or finding.located is not None:
         return finding
-    return replace(finding, root=Root(finding.line.strip()[:MAX_ROOT_TEXT], None, "", None, cited=cited))
+    cited = native_sites(crash.exception, finding.line)
+    if cited:
+        return replace(finding, root=Root(crash.exception, None, "", None, cited=cited, native=True))
+    logged = record_site(finding.line, crash.exception)
+    if logged is not None:
+        return replace(finding, root=Root(crash.exception, logged, "", None, logged=True))
+    cut = cut_traceback_near(finding.first.source, finding.first.line, (*finding.before, finding.line, *finding.after),
+                             views.lines(finding.first.source))
+    if cut is None:
+        return finding
+    return replace(finding, root=Root(crash.exception, cut, "", None, below=True))
 
 
 MAX_ROOT_TEXT = 400
@@ -482,7 +521,7 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
         if native is not None:
             return replace(finding, engine_bug=native)
         root = finding.root
-        verdict = entry_verdict(finding.remedy.id, finding.line, root.exception if root else None,
+        verdict = entry_verdict(finding.remedy.id, finding.line, root.exception if root and not root.alone else None,
                                 root.frame if root else None, lambda: head(finding.first.source))
         verdict = verdict or speculative_fault(finding.remedy.id, lambda: head(finding.first.source))
         if verdict is not None:
@@ -506,6 +545,9 @@ def _signed(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
     root = finding.root
     if root is None and bug.frame is not None:
         root = Root(finding.crash.exception, bug.frame, "", finding.located)
+    if bug.frame is None and root is not None and root.native and root.cited:
+        built = root.cited[0].split(" when `", 1)[0]
+        bug = replace(bug, raised_at=f"{bug.raised_at}; its message is built in {built}")
     return replace(finding, engine_bug=bug, fix=bug.steps(), root=root)
 
 

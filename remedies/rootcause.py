@@ -57,11 +57,16 @@ class Root:
     cited: tuple[str, ...] = ()
     below: bool = False
     inferred: bool = False
+    native: bool = False  # `cited` names the C / C++ function that builds the message (`remedies.nativesites`)
+    logged: bool = False  # `frame` is the position the log record's own prefix names (`remedies.recordsite`)
+    alone: bool = False  # no exception line near the entry's message: the message itself is the root
 
     def site(self) -> str:
         """Where it was raised, as the log's traceback says it."""
         if self.frame is None:
             return ""
+        if self.logged:
+            return f"printed at {self.frame} (the source position its log record names)"
         if self.below:  # its traceback was printed after it, and may have been cut before the raise
             return f"raised below {self.frame}, the deepest frame of the traceback printed after it"
         return f"raised at {self.frame}" + (f" (`{self.statement}`)" if self.statement else "")
@@ -75,11 +80,15 @@ class Root:
         if self.located is not None:
             return f"{text} {self.located.why()}"
         if self.frame is None and self.cited:
-            return (f"{text} The log prints no traceback for it; the entry's engine sources place the raise in "
-                    f"{'; '.join(self.cited)}.")
+            return f"{text} {self.cited_site()}"
         if self.frame is None:
             return f"{text} The log prints no traceback for it and no mined engine release raises these words."
         return text
+
+    def cited_site(self) -> str:
+        """Where the sources place a raise the log prints no traceback for."""
+        whose = "its native sources" if self.native else "the entry's engine sources"
+        return f"The log prints no traceback for it; {whose} place the raise in {'; '.join(self.cited)}."
 
     def to_dict(self) -> dict[str, object]:
         return {"exception": self.exception, "inferred": self.inferred,
@@ -171,6 +180,29 @@ def stack_near(source: str, lineno: int, context: Iterable[str] = (), at: int = 
         return None
     text = read[exc].text.strip()
     return text, _frames_above(read, exc) or _frames_within(text, text)
+
+
+def cut_traceback_near(source: str, lineno: int, context: Iterable[str] = (),
+                       lines: list[str] | None = None) -> Frame | None:
+    """The deepest engine frame (else the deepest frame) of a traceback that starts within FORWARD lines after
+    line `lineno` (its header, or its first frame when the paste dropped the header) and is cut before its
+    exception line (a paste that quotes the exception in prose or a heading, or puts it above its frames, then
+    only part of the traceback), or None; `lines` as for `root_near`."""
+    found = window_in(source, lineno, lines)
+    lines, at = found if found is not None else (list(context), len(list(context)) // 2)
+    read = [normalise(line) for line in lines]
+    for index in range(at + 1, min(len(read), at + FORWARD)):
+        if _FRAME.match(read[index].text):
+            index -= 1  # a traceback pasted without its header starts at this frame
+        elif not read[index].text.strip().startswith(HEADER):
+            continue
+        end = index + 1
+        while end < len(read) and (_FRAME.match(read[end].text) or read[end].text[:1] in " \t"):
+            end += 1
+        if end < len(read) and _is_exception(read, end):
+            return None  # a whole traceback: its own exception is the crash scan's
+        return _engine_frame(_frames_above(read, end))[0]
+    return None
 
 
 def root_of(lines: list[str], at: int) -> Root | None:

@@ -34,9 +34,7 @@ def test_a_message_without_traceback_gets_the_entrys_cited_raise_site(tmp_path, 
 
 def test_an_entry_whose_sources_cite_no_file_gets_no_invented_site(tmp_path):
     log = tmp_path / "paste.log"
-    log.write_text("docker: Error response from daemon: failed to create task for container: "
-                   "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open "
-                   "shared object file: no such file or directory: unknown.\n")
+    log.write_text("$ nvidia-smi\nFailed to initialize NVML: Driver/library version mismatch\n")
     found = explain.explain_sources([log])
     assert found and all(f.root is None or not f.root.cited for f in found)
 
@@ -45,3 +43,15 @@ def test_nccls_shm_entry_cites_the_nccl_source_that_prints_its_warning():
     entry = load_catalogue().get("QD-R-NCCL-SHM-NO-SPACE")
     assert entry is not None
     assert any(site.startswith("src/misc/shmutils.cc") for site in cited_sites(entry.id, entry.source))
+
+
+def test_a_warning_level_entry_named_first_gets_its_root_and_mined_raise_site(tmp_path):
+    log = tmp_path / "client.log"
+    log.write_text('openai.BadRequestError: Error code: 400 - {"object": "error", "message": "This model\'s maximum '
+                   "context length is 16384 tokens. However, you requested 122946 tokens (112946 in the messages, "
+                   '10000 in the completion). Please reduce the length of the messages or completion."}\n')
+    (finding, *_) = explain.explain_sources([log])
+    assert finding.remedy.id == "QD-R-VLLM-CONTEXT-EXCEEDED" and finding.remedy.severity == "warning"
+    assert finding.root is not None
+    sites = finding.root.cited or tuple(s.where for s in (finding.root.located.sites if finding.root.located else ()))
+    assert any("serving_engine.py" in site or "serving" in site for site in sites)

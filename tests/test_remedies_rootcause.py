@@ -246,3 +246,49 @@ def test_a_native_abort_or_a_prefixed_traceback_tail_is_never_silent(tmp_path, l
     assert findings, "a failing log must name its root exception"
     first = findings[0]
     assert root in first.why and first.remedy.component == component
+
+
+CUT_AFTER_PROSE = """\
+**Bug**: under load the engine dies with **AssertionError** in `allocate_slots`; the traceback we kept:
+
+```
+ERROR 06-23 06:27:21 [core.py:1229] Traceback (most recent call last):
+ERROR 06-23 06:27:21 [core.py:1229]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 701, in run_busy_loop
+ERROR 06-23 06:27:21 [core.py:1229]     self._process_engine_step()
+ERROR 06-23 06:27:21 [core.py:1229]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/core/sched/scheduler.py", line 412, in schedule
+ERROR 06-23 06:27:21 [core.py:1229]     new_blocks = self.kv_cache_manager.allocate_slots(request, num_new_tokens)
+```
+"""
+
+
+def test_an_exception_quoted_in_prose_is_placed_below_the_deepest_frame_of_the_cut_traceback_after_it(tmp_path):
+    log = tmp_path / "report.md"
+    log.write_text(CUT_AFTER_PROSE)
+    (finding, *_) = explain_sources([log])
+    root = finding.root
+    assert root is not None and root.below and root.frame is not None
+    assert (root.frame.path.rsplit("/", 1)[-1], root.frame.line, root.frame.function) == ("scheduler.py", 412,
+                                                                                          "schedule")
+    assert "raised below /usr/local/lib/python3.12/dist-packages/vllm/v1/core/sched/scheduler.py, line 412" in (
+        finding.why)
+
+
+def test_a_whole_traceback_after_prose_keeps_its_own_exception(tmp_path):
+    log = tmp_path / "report.md"
+    whole = CUT_AFTER_PROSE.rstrip().removesuffix("```") + "ERROR 06-23 06:27:21 [core.py:1229] AssertionError\n```\n"
+    log.write_text(whole)
+    (finding, *_) = explain_sources([log])
+    assert finding.crash is not None and finding.crash.frame is not None
+    assert finding.crash.frame.line == 412
+
+
+def test_an_exception_pasted_above_its_headerless_frames_is_placed_below_the_deepest_engine_frame(tmp_path):
+    log = tmp_path / "paste.log"
+    log.write_text("[2026-01-10 08:00:00 TP0] IndexError: list index out of range\n"
+                   '[2026-01-10 08:00:00 TP0]   File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", '
+                   "line 1502, in get_next_batch_to_run\n"
+                   "[2026-01-10 08:00:00 TP0]     req = self.waiting_queue[0]\n")
+    (finding, *_) = explain_sources([log])
+    root = finding.root
+    assert root is not None and root.below and root.frame is not None
+    assert (root.frame.line, root.frame.function) == (1502, "get_next_batch_to_run")
