@@ -80,14 +80,24 @@ def test_python_m_doctor_ends_a_sigterm_the_same_way(tmp_path: Path) -> None:
     assert (proc.returncode, err.splitlines()[-1:]) in [(143, [LINES[signal.SIGTERM]]), (0, []), (1, [])], err
 
 
+# A command whose object's finalizer swallows a SIGTERM, as a signal landing in a finalizer is raised there.
+SWALLOWING = (
+    "import signal, time\n"
+    "from doctor.cli import interrupt\n"
+    "interrupt.raise_interrupt()\n"
+    "class Closing:\n"
+    "    def __del__(self):\n"
+    "        raise interrupt.Signalled(signal.SIGTERM)\n"
+)
+
+
+def _swallowing(rest: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", SWALLOWING + rest], capture_output=True, text=True, timeout=60,
+                          cwd=ROOT)
+
+
 def test_a_signal_a_finalizer_swallowed_is_silent_and_still_stops_the_command_that_goes_on() -> None:
-    program = (
-        "import signal, time\n"
-        "from doctor.cli import interrupt\n"
-        "interrupt.raise_interrupt()\n"
-        "class Closing:\n"
-        "    def __del__(self):\n"
-        "        raise interrupt.Signalled(signal.SIGTERM)  # as a signal landing in a finalizer raises it\n"
+    done = _swallowing(
         "try:\n"
         "    Closing()\n"
         "    time.sleep(10)  # the command's next step\n"
@@ -95,19 +105,12 @@ def test_a_signal_a_finalizer_swallowed_is_silent_and_still_stops_the_command_th
         "except KeyboardInterrupt as exc:\n"
         "    print('stopped', interrupt.signum_of(exc))\n"
     )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.stdout.splitlines() == [f"stopped {int(signal.SIGTERM)}"]
     assert done.stderr == ""  # no "Exception ignored in ..." traceback
 
 
 def test_a_swallowed_signal_whose_redelivery_meets_another_handler_is_raised_when_the_command_returns() -> None:
-    program = (
-        "import signal, time\n"
-        "from doctor.cli import interrupt\n"
-        "interrupt.raise_interrupt()\n"
-        "class Closing:\n"
-        "    def __del__(self):\n"
-        "        raise interrupt.Signalled(signal.SIGTERM)\n"
+    done = _swallowing(
         "signal.signal(signal.SIGTERM, lambda *_: None)  # as if a library took the handler over\n"
         "Closing()\n"
         "time.sleep(0.5)\n"
@@ -117,6 +120,5 @@ def test_a_swallowed_signal_whose_redelivery_meets_another_handler_is_raised_whe
         "except interrupt.Interrupted as exc:\n"
         "    print('raised again', exc.signum)\n"
     )
-    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert done.stdout.splitlines() == ["the command went on", f"raised again {int(signal.SIGTERM)}"]
     assert done.stderr == ""
