@@ -26,7 +26,7 @@ from remedies.figures import log_model, uses_log_figures
 from remedies.inferred import INFERRED
 from remedies.levels import as_context
 from remedies.nativesites import native_sites
-from remedies.recordsite import record_site
+from remedies.recordsite import message_site, record_site
 from remedies.loader import load_catalogue
 from remedies.matcher import Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
@@ -454,7 +454,10 @@ def _with_root(finding: Finding, views: Sources) -> Finding:
     if root is None or (finding.crash is not None and root.frame is None):
         return _native_root(finding, views)
     if finding.crash is None:
-        if root.frame is None and root.located is None:
+        printed = message_site(root.exception) if root.frame is None and root.located is None else None
+        if printed is not None:
+            root = replace(root, frame=printed)
+        elif root.frame is None and root.located is None:
             cited = cited_sites(finding.remedy.id, finding.remedy.source)
             native = () if cited else native_sites(root.exception, finding.line)
             logged = None if cited or native else record_site(finding.line, root.exception)
@@ -480,13 +483,17 @@ def _cited_root(finding: Finding) -> Finding:
 
 
 def _native_root(finding: Finding, views: Sources) -> Finding:
-    """A crash printed without frames or a mined template: the C / C++ function that builds its message
+    """A crash printed without frames or a mined template: the native source position its message prints
+    (`remedies.recordsite.message_site`), else the C / C++ function that builds its message
     (`remedies.nativesites`) as its root's cited site, else the source position its record's prefix names
     (`remedies.recordsite`), else the deepest frame of a traceback pasted after it and cut before its exception
     (`remedies.rootcause.cut_traceback_near`), which the raise is below."""
     crash = finding.crash
     if crash is None or crash.frame is not None or finding.located is not None:
         return finding
+    printed = message_site(crash.exception)
+    if printed is not None:
+        return replace(finding, root=Root(crash.exception, printed, "", None))
     cited = native_sites(crash.exception, finding.line)
     if cited:
         return replace(finding, root=Root(crash.exception, None, "", None, cited=cited, native=True))

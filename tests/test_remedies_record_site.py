@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from remedies import explain
-from remedies.recordsite import record_site
+from remedies.recordsite import message_site, record_site
 
 
 @pytest.mark.parametrize("line, path, number", [
@@ -53,3 +53,31 @@ def test_an_entry_printed_by_a_ray_core_record_names_that_record_as_its_site(tmp
     assert root is not None and root.logged and root.frame is not None
     assert (root.frame.path, root.frame.line) == ("gcs_rpc_client.h", 151)
     assert "printed at gcs_rpc_client.h, line 151" in finding.why
+
+
+@pytest.mark.parametrize("text, path, number", [
+    ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275, "
+     "unhandled cuda error", "../torch/csrc/distributed/c10d/NCCLUtils.hpp", 275),
+    ("CUDA error 100 at /build/vendor/llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu:410: no CUDA-capable device is "
+     "detected", "/build/vendor/llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu", 410),
+    ("UserWarning: the flag is ignored (Triggered internally at ../aten/src/ATen/Context.cpp:77.)",
+     "../aten/src/ATen/Context.cpp", 77),
+])
+def test_a_native_position_printed_inside_a_message_is_read(text, path, number):
+    site = message_site(text)
+    assert site is not None and (site.path, site.line) == (path, number)
+
+
+def test_a_file_named_inside_a_message_without_a_native_source_is_no_site():
+    assert message_site("RuntimeError: could not open config at /etc/app/settings.yaml:3") is None
+
+
+def test_a_crash_that_prints_its_native_position_is_placed_there(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_text("llm_load_tensors: offloading 32 repeating layers to GPU\n"
+                   "CUDA error 700 at /build/vendor/llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu:2313: an illegal "
+                   "memory access was encountered\n")
+    (finding, *_) = explain.explain_sources([log])
+    root = finding.root
+    assert root is not None and root.frame is not None and not root.logged
+    assert (root.frame.path.rsplit("/", 1)[-1], root.frame.line) == ("ggml-cuda.cu", 2313)
