@@ -3,8 +3,7 @@
 Each case is a message rendered from the source that prints it (named beside it), in the shapes users paste:
 nvidia-smi's own text for NVML's driver-not-loaded, Triton's failed ptxas run before and after 3.3, torch's
 device-index assert (raised directly or deferred by lazy init, cut after "device="), TRL's server check giving
-up, SGLang's attention-backend gate for hybrid GDN models on Blackwell, vLLM's BF16 check cut at its raise, and
-huggingface_hub's CacheNotFound.
+up, SGLang's attention-backend gate for hybrid GDN models on Blackwell, and huggingface_hub's CacheNotFound.
 The near misses at the end keep the new wordings from claiming what they do not cover.
 """
 
@@ -73,13 +72,9 @@ NAMED = [
      "attn_backend_wrapper\n    assert prefill_be in allowed and decode_be in allowed, (\nAssertionError: Only "
      "{'triton', 'trtllm_mha', 'flashinfer'} backends are supported on Blackwell GPUs for hybrid GDN models. Got "
      "prefill=flashmla, decode=flashmla.\n", "QD-R-SGLANG-GDN-BLACKWELL-ATTN-BACKEND"),
-    # vllm/worker/worker.py _check_if_gpu_supports_dtype: its one raise, the paste cut before the message
-    ("vLLM BF16 check, traceback cut at the raise",
-     "  File \"/usr/local/lib/python3.10/dist-packages/vllm/worker/worker.py\", line 231, in "
-     "_check_if_gpu_supports_dtype\n    raise ValueError(\n", "QD-R-VLLM-BF16-CAPABILITY"),
     # huggingface_hub utils/_cache_manager.py scan_cache_dir: CacheNotFound for a directory that does not exist
     ("HF cache directory missing, exception line", "huggingface_hub.errors.CacheNotFound: Cache directory not found: "
-     "/root/.cache/huggingface/hub. Please use `cache_dir` argument or set `HF_HUB_CACHE` environment variable.\n",
+     "/srv/hf-cache/hub. Please use `cache_dir` argument or set `HF_HUB_CACHE` environment variable.\n",
      "QD-R-HF-CACHE-NOT-FOUND"),
 ]
 
@@ -90,9 +85,6 @@ NOT_NAMED = [
     # an XPU device-range check words the same condition differently and is not a CUDA visibility problem
     ("XPU device range check", "RuntimeError: device is out of range, device is 2, total number of device is 1.\n",
      "QD-R-TORCH-DEVICE-INDEX-NOT-VISIBLE"),
-    # a bare "raise ValueError(" under any other frame says nothing about the GPU's dtype support
-    ("ValueError raise under another vLLM frame", "  File \"/usr/local/lib/python3.10/dist-packages/vllm/config.py"
-     "\", line 1180, in _get_and_verify_max_len\n    raise ValueError(\n", "QD-R-VLLM-BF16-CAPABILITY"),
     # the same scan given a file is a different mistake, worded differently
     ("HF cache path is a file", "ValueError: Scan cache expects a directory but found a file: /data/hf. Please use "
      "`cache_dir` argument or set `HF_HUB_CACHE` environment variable.\n", "QD-R-HF-CACHE-NOT-FOUND"),
