@@ -50,7 +50,7 @@ CLAIMS = [
     ("QD-R-VLLM-KV-ROLE", "vllm_kv_transfer", "Unsupported kv_role: {}. Supported roles are {}"),
     ("QD-R-VLLM-NIXL-UNAVAILABLE", "vllm_kv_transfer", "NIXL is not available"),
     ("QD-R-CUDA-FLASHINFER-ARCH", "flashinfer", "No supported CUDA architectures found for major versions {}."),
-    ("QD-R-VLLM-WRAPPER-UNREACHABLE", "trl",
+    ("QD-R-VLLM-TRL-SERVER", "trl",
      "The vLLM server can't be reached at {} after {} seconds. Make sure the server is running by running `trl vllm-serve`."),
     ("QD-R-VLLM-INTEGRATION-MISMATCH", "verl",
      "vllm version {} not supported. Currently supported versions are 0.3.1, 0.4.2, 0.5.4, 0.6.3 and 0.7.0+"),
