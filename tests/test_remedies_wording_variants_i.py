@@ -111,3 +111,66 @@ def test_near_misses_stay_silent(tmp_path, line):
     """A healthy 404, a plain 'not found' sentence, a gateway error that is not about a model, another status and the
     monitor's start-up line are not these causes."""
     assert named(tmp_path, line + "\n") == []
+
+
+def findings(tmp_path: Path, text: str) -> list[explain.Finding]:
+    log = tmp_path / "paste.log"
+    log.write_text(text, encoding="utf-8")
+    return explain.explain_sources([log])
+
+
+PROFILING_FRAMES = (
+    'Traceback (most recent call last):\n'
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 283, in run_engine_core\n'
+    '    engine_core = EngineCoreProc(*args, **kwargs)\n'
+    '  File "/usr/local/lib/python3.12/dist-packages/vllm/multimodal/profiling.py", line 110, in get_dummy_processor_inputs\n'
+    '    token = hf_processor.{attr}\n'
+)
+
+
+@pytest.mark.parametrize(("prefix", "error"), [
+    ("", "AttributeError: 'Qwen2VLProcessor' object has no attribute 'image_token'"),
+    ("ERROR 03-10 12:00:01 core.py:291] ", "AttributeError: 'Qwen2_5_VLProcessor' object has no attribute 'video_token'"),
+    ("(EngineCore_DP0 pid=7) ", "AttributeError: Qwen2TokenizerFast has no attribute all_special_tokens_extended"),
+])
+def test_a_transformers_object_missing_an_attribute_the_engine_reads_is_a_version_mismatch(tmp_path, prefix, error):
+    """Raised in a vllm/ frame, but the object is transformers' (a processor or tokenizer of another release):
+    the user pins transformers, so it is the dependency entry and no engine bug."""
+    attr = error.rsplit(" ", 1)[-1].strip("'")
+    text = "".join(prefix + line + "\n" for line in PROFILING_FRAMES.format(attr=attr).splitlines()) + prefix + error + "\n"
+    first = findings(tmp_path, text)[0]
+    assert (first.remedy.id, first.engine_bug) == ("QD-R-VLLM-DEPENDENCY-VERSION", None)
+
+
+def test_the_transformers_5_tokenizer_error_in_an_issue_title_names_the_mismatch(tmp_path):
+    text = ("# [Bug]: AttributeError: Qwen2Tokenizer has no attribute all_special_tokens_extended\n\n```\n"
+            "ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task, "
+            "ray::EngineActor.__init__() (pid=1, ip=10.0.0.1, actor_id=ab, repr=<EngineActor object at 0x7f>)\n```\n")
+    assert [f.remedy.id for f in findings(tmp_path, text)][:1] == ["QD-R-VLLM-DEPENDENCY-VERSION"]
+
+
+def test_an_attribute_missing_on_the_engines_own_object_is_not_called_a_dependency_problem(tmp_path):
+    text = "AttributeError: 'Scheduler' object has no attribute 'waiting_queue'\n"
+    assert "QD-R-VLLM-DEPENDENCY-VERSION" not in [f.remedy.id for f in findings(tmp_path, text)]
+
+
+LONG_LEN_WARNING = ("WARNING 11-02 10:00:00 [model.py:1700] User-specified max_model_len (131072) is greater than the "
+                    "derived max_model_len (max_position_embeddings=40960 or model_max_len")
+INDUCTOR_ASSERT = ("/tmp/torchinductor_root/ab/cab.py:40: unknown: block: [77,0,0], thread: [64,0,0] Assertion "
+                   "`index out of bounds: 0 <= tmp12 < 40960` failed.\n"
+                   "RuntimeError: CUDA error: device-side assert triggered\n")
+
+
+@pytest.mark.parametrize("gap", [0, 20, 60])
+def test_an_out_of_bounds_assert_after_the_long_max_model_len_warning_names_the_max_model_len(tmp_path, gap):
+    """VLLM_ALLOW_LONG_MAX_MODEL_LEN turns the start-up refusal into a warning (vllm/config/model.py
+    _get_and_verify_max_len); a position past the derived limit then fails an Inductor kernel's bounds assert."""
+    filler = "".join(f"INFO 11-02 10:01:{i % 60:02d} [loggers.py:1] Avg prompt throughput: 1.0 tokens/s\n" for i in range(gap))
+    text = LONG_LEN_WARNING + "\n" + filler + INDUCTOR_ASSERT
+    first = findings(tmp_path, text)[0]
+    assert first.remedy.id == "QD-R-VLLM-MAX-MODEL-LEN-DERIVED"
+    assert "--max-model-len 40960" in " ".join(step.text for step in first.steps)
+
+
+def test_an_out_of_bounds_assert_without_the_warning_stays_the_device_assert(tmp_path):
+    assert [f.remedy.id for f in findings(tmp_path, INDUCTOR_ASSERT)][:1] == ["QD-R-CUDA-DEVICE-ASSERT"]
