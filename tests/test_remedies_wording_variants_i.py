@@ -174,3 +174,32 @@ def test_an_out_of_bounds_assert_after_the_long_max_model_len_warning_names_the_
 
 def test_an_out_of_bounds_assert_without_the_warning_stays_the_device_assert(tmp_path):
     assert [f.remedy.id for f in findings(tmp_path, INDUCTOR_ASSERT)][:1] == ["QD-R-CUDA-DEVICE-ASSERT"]
+
+
+ROUTER_WARN = ("2025-11-02T10:00:00.123456Z  WARN sglang_router_rs::core::worker: src/core/worker.rs:563: Health check "
+               "failed for worker {url}: error sending request for url ({url}/health): {error}")
+
+
+@pytest.mark.parametrize("shape", ["bare", "fenced", "compose"])
+def test_a_rust_router_request_it_could_not_build_is_the_routers_bug_at_its_rust_line(tmp_path, shape):
+    text = "Starting the sglang router with one worker.\n" + SHAPES[shape].format(
+        line=ROUTER_WARN.format(url="grpc://10.0.0.5:30001", error="builder error"))
+    first = findings(tmp_path, text)[0]
+    assert first.engine_bug is not None
+    assert "src/core/worker.rs, line 563" in first.why
+
+
+def test_a_router_health_check_refused_by_a_worker_still_starting_is_no_bug(tmp_path):
+    text = "sglang router\n" + ROUTER_WARN.format(url="http://10.0.0.5:30001", error="connection refused") + "\n"
+    assert findings(tmp_path, text) == []
+
+
+@pytest.mark.parametrize("record", [
+    "[Router (Python)] 2025-01-10 10:00:00,123 - ERROR - Error starting router: argument 'worker_urls': 'NoneType' "
+    "object cannot be converted to 'Sequence'",
+    "TypeError: argument 'policy': 'int' object cannot be converted to 'PyString'",
+])
+def test_a_pyo3_conversion_error_of_the_engines_binding_is_an_engine_bug(tmp_path, record):
+    text = "### Feature request\n```bash\n$ python -m sglang_router.launch_router --policy cache_aware\n" + record + "\n```\n"
+    first = findings(tmp_path, text)[0]
+    assert first.engine_bug is not None
