@@ -64,6 +64,10 @@ WORDINGS = {
         'INFO:     172.18.0.3:40122 - "GET /v1//models HTTP/1.1" 404 Not Found',
         'INFO:     10.1.2.3:5512 - "POST //v1/chat/completions HTTP/1.1" 404 Not Found',
     ],
+    "QD-R-SGLANG-MEMORY-SAVER-OOM": [
+        "[torch_memory_saver.cpp] CUresult error: 2 (out of memory)  file=csrc/core.cpp func=allocate line=104",
+        "[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp func=cu_mem_create line=104",
+    ],
     "QD-R-VLLM-SCHEMA-UNSUPPORTED-BY-BACKEND": [
         "ValueError: The provided JSON schema contains features not supported by xgrammar.",
         "vllm.exceptions.VLLMValidationError: Failed to transform json schema into a grammar: Unsupported keyword "
@@ -106,10 +110,11 @@ def test_escaped_json_hard_wrapped_mid_token_names_the_unserved_model(tmp_path):
     '{"error":{"code":404,"message":"route not found"}}',
     "Credentials validation failed with status code 401",
     "[rank0]:[W1204 10:11:12.1 ProcessGroupNCCL.cpp:1000] [PG ID 0 PG GUID 0 Rank 0] using heartbeat timeout 480 s",
+    "[torch_memory_saver.cpp] CUresult error: 1 (invalid argument) file=csrc/core.cpp func=free line=66",
 ])
 def test_near_misses_stay_silent(tmp_path, line):
-    """A healthy 404, a plain 'not found' sentence, a gateway error that is not about a model, another status and the
-    monitor's start-up line are not these causes."""
+    """A healthy 404, a plain 'not found' sentence, a gateway error that is not about a model, another status, the
+    monitor's start-up line and a CUresult other than 2 (out of memory) are not these causes."""
     assert named(tmp_path, line + "\n") == []
 
 
@@ -203,3 +208,12 @@ def test_a_pyo3_conversion_error_of_the_engines_binding_is_an_engine_bug(tmp_pat
     text = "### Feature request\n```bash\n$ python -m sglang_router.launch_router --policy cache_aware\n" + record + "\n```\n"
     first = findings(tmp_path, text)[0]
     assert first.engine_bug is not None
+
+
+def test_the_memory_savers_oom_quoted_in_prose_outranks_the_scheduler_wrapper_below_it(tmp_path):
+    text = ("After the first step the rollout dies with `[torch_memory_saver.cpp] CUresult error  result=2 "
+            "file=csrc/torch_memory_saver.cpp func=cu_mem_create line=104` and then:\n\n```\n"
+            "(SGLangEngine pid=1234) [2025-06-01 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+            '(SGLangEngine pid=1234)   File "/usr/local/lib/python3.10/dist-packages/sglang/srt/managers/scheduler.py", '
+            "line 2300, in run_scheduler_process\n(SGLangEngine pid=1234)     scheduler.event_loop_overlap()\n```\n")
+    assert [f.remedy.id for f in findings(tmp_path, text)][:1] == ["QD-R-SGLANG-MEMORY-SAVER-OOM"]
