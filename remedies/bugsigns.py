@@ -105,6 +105,13 @@ SIGNS: tuple[Sign, ...] = (
          re.compile(r"\b(?:WARN|ERROR)\b.{0,120}src/[\w/]{1,120}\.rs:\d{1,6}.{0,600}\bbuilder error\b"),
          "The engine's Rust router could not build the HTTP request it sends a worker ({where}): it composed a URL "
          "HTTP cannot take for that worker, a dispatch of the router's own."),
+    # ptxas refusing an instruction for the target it compiles (ptxas "Instruction '%s' not supported on .target
+    # '%s'"): a kernel the engine builds (vLLM's csrc NVFP4 / CUTLASS kernels, sgl-kernel) emits an instruction the
+    # architecture in its build list lacks (cvt.e2m1x2 on sm_121), a bug of the engine's build matrix
+    Sign("ptxas instruction not on target", ("not supported on .target",),
+         re.compile(r"Instruction '(?P<instruction>[^'\n]{1,80})' not supported on \.target '(?P<arch>sm_\d{2,3}[af]?)'"),
+         "ptxas refused the instruction {instruction} for {arch} while building the engine's kernels: the engine's "
+         "build compiles a kernel for an architecture that lacks it, a bug of its build matrix."),
 )
 # A Rust log line's source position (tracing / env_logger with file and line): `src/core/worker.rs:563:`.
 RUST_SITE = re.compile(r"(?:^|\s)(?P<crate>\w{1,80}(?:::\w{1,80}){0,8}):? (?P<path>src/[\w/]{1,200}\.rs):(?P<line>\d{1,6})")

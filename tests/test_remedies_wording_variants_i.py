@@ -217,3 +217,17 @@ def test_the_memory_savers_oom_quoted_in_prose_outranks_the_scheduler_wrapper_be
             '(SGLangEngine pid=1234)   File "/usr/local/lib/python3.10/dist-packages/sglang/srt/managers/scheduler.py", '
             "line 2300, in run_scheduler_process\n(SGLangEngine pid=1234)     scheduler.event_loop_overlap()\n```\n")
     assert [f.remedy.id for f in findings(tmp_path, text)][:1] == ["QD-R-SGLANG-MEMORY-SAVER-OOM"]
+
+
+PTXAS = "ptxas error   : Instruction 'cvt with .e2m1x2' not supported on .target 'sm_121'"
+
+
+def test_ptxas_refusing_an_instruction_while_building_the_engine_is_the_engines_build_bug(tmp_path):
+    text = ("Building vLLM from source on GB10 with TORCH_CUDA_ARCH_LIST=12.1a fails in the NVFP4 kernels: "
+            f"{PTXAS} and the build stops.\n")
+    first = findings(tmp_path, text)[0]
+    assert first.engine_bug is not None and "sm_121" in first.why
+
+
+def test_the_same_ptxas_line_on_a_page_that_names_no_engine_is_not_called_an_engine_bug(tmp_path):
+    assert all(f.engine_bug is None for f in findings(tmp_path, PTXAS + "\n"))
