@@ -64,6 +64,10 @@ WORDINGS = {
         'INFO:     172.18.0.3:40122 - "GET /v1//models HTTP/1.1" 404 Not Found',
         'INFO:     10.1.2.3:5512 - "POST //v1/chat/completions HTTP/1.1" 404 Not Found',
     ],
+    "QD-R-NCCL-IB-PORT-ERROR": [
+        "prefill-0:1234:5678 [0] NCCL INFO NET/IB : mlx5_3:1 Got async event : port error",
+        "node-a:77:80 [2] transport/net_ib.cc:120 NCCL WARN NET/IB : mlx5_0:1 Got async event : local catastrophic error",
+    ],
     "QD-R-SGLANG-MEMORY-SAVER-OOM": [
         "[torch_memory_saver.cpp] CUresult error: 2 (out of memory)  file=csrc/core.cpp func=allocate line=104",
         "[torch_memory_saver.cpp] CUresult error  result=2 file=csrc/torch_memory_saver.cpp func=cu_mem_create line=104",
@@ -90,9 +94,10 @@ def test_each_wording_names_its_entry_first_in_every_paste_shape(tmp_path, entry
 
 
 def test_grep_prefixed_lines_name_the_entry(tmp_path):
-    line = WORDINGS["QD-R-NCCL-WATCHDOG-TIMEOUT"][1]
-    assert named(tmp_path, f"prefill-0.log:{line}\nprefill-0.log:ERROR 12-04 10:19:13 [core.py:1] dead\n")[:1] == [
-        "QD-R-NCCL-WATCHDOG-TIMEOUT"]
+    for entry, line in (("QD-R-NCCL-WATCHDOG-TIMEOUT", WORDINGS["QD-R-NCCL-WATCHDOG-TIMEOUT"][1]),
+                        ("QD-R-NCCL-IB-PORT-ERROR", WORDINGS["QD-R-NCCL-IB-PORT-ERROR"][0])):
+        wrapper = "prefill-0.log:(EngineCore_DP0 pid=7) ERROR 11-20 10:05:00 [multiproc_executor.py:140] WorkerProc hit an exception."
+        assert named(tmp_path, f"prefill-0.log:{line}\n{wrapper}\n")[:1] == [entry]
 
 
 def test_escaped_json_hard_wrapped_mid_token_names_the_unserved_model(tmp_path):
@@ -111,10 +116,11 @@ def test_escaped_json_hard_wrapped_mid_token_names_the_unserved_model(tmp_path):
     "Credentials validation failed with status code 401",
     "[rank0]:[W1204 10:11:12.1 ProcessGroupNCCL.cpp:1000] [PG ID 0 PG GUID 0 Rank 0] using heartbeat timeout 480 s",
     "[torch_memory_saver.cpp] CUresult error: 1 (invalid argument) file=csrc/core.cpp func=free line=66",
+    "node:1:2 [0] NCCL INFO NET/IB : mlx5_3:1 Got async event : port active",
 ])
 def test_near_misses_stay_silent(tmp_path, line):
     """A healthy 404, a plain 'not found' sentence, a gateway error that is not about a model, another status, the
-    monitor's start-up line and a CUresult other than 2 (out of memory) are not these causes."""
+    monitor's start-up line, a CUresult other than 2 (out of memory) and a port coming up are not these causes."""
     assert named(tmp_path, line + "\n") == []
 
 
