@@ -37,7 +37,7 @@ def test_the_assert_a_fragment_stops_on_is_the_engines_bug_raised_there(tmp_path
 
 
 def test_an_assert_in_the_users_own_code_is_not_read_as_the_engines(tmp_path):
-    lines = [line.format(path="/home/me/train.py") for line in FRAMES]
+    lines = [line.format(path="/srv/app/train.py") for line in FRAMES]
     finding = first(tmp_path, lines)
     assert finding is None or finding.crash is None or "train.py" not in str(finding.crash.frame)
 
