@@ -91,7 +91,30 @@ SIGNS: tuple[Sign, ...] = (
                     r"|\bplease report this\b|\bthis should (?:never|not) happen\b"),
          "The engine's own message calls the condition a bug and asks for an issue to be filed.",
          failing=True),
+    # PyO3's DowncastError ("'%s' object cannot be converted to '%s'", pyo3 src/err/mod.rs): the engine's Python
+    # wrapper passed its own Rust extension (sglang_router's Router, ...) a value of the wrong type
+    Sign("Rust binding type conversion", ("cannot be converted to",),
+         re.compile(r"'(?P<given>\w{1,40})' object cannot be converted to '(?P<target>\w{1,40})'"),
+         "The engine's Python code handed its Rust extension (a PyO3 binding) a {given} where it takes a {target}: "
+         "the wrapper should have filled or refused that argument itself, a bug of the wrapper.",
+         also=re.compile(r"\bERROR\b|Error\b")),
+    # reqwest's Error Display for a request it could not even build (reqwest src/error.rs Kind::Builder:
+    # "builder error"), logged by the engine's Rust router at its own source line: the URL the router composed
+    # for a worker is one HTTP cannot take (a gRPC worker probed over HTTP, a scheme-less address)
+    Sign("Rust router request build error", ("builder error",),
+         re.compile(r"\b(?:WARN|ERROR)\b.{0,120}src/[\w/]{1,120}\.rs:\d{1,6}.{0,600}\bbuilder error\b"),
+         "The engine's Rust router could not build the HTTP request it sends a worker ({where}): it composed a URL "
+         "HTTP cannot take for that worker, a dispatch of the router's own."),
+    # ptxas refusing an instruction for the target it compiles (ptxas "Instruction '%s' not supported on .target
+    # '%s'"): a kernel the engine builds (vLLM's csrc NVFP4 / CUTLASS kernels, sgl-kernel) emits an instruction the
+    # architecture in its build list lacks (cvt.e2m1x2 on sm_121), a bug of the engine's build matrix
+    Sign("ptxas instruction not on target", ("not supported on .target",),
+         re.compile(r"Instruction '(?P<instruction>[^'\n]{1,80})' not supported on \.target '(?P<arch>sm_\d{2,3}[af]?)'"),
+         "ptxas refused the instruction {instruction} for {arch} while building the engine's kernels: the engine's "
+         "build compiles a kernel for an architecture that lacks it, a bug of its build matrix."),
 )
+# A Rust log line's source position (tracing / env_logger with file and line): `src/core/worker.rs:563:`.
+RUST_SITE = re.compile(r"(?:^|\s)(?P<crate>\w{1,80}(?:::\w{1,80}){0,8}):? (?P<path>src/[\w/]{1,200}\.rs):(?P<line>\d{1,6})")
 # `AssertionError` with no message (an `assert` without one) quoted in a sentence or a heading.
 BARE_ASSERT = re.compile(r"(?:^|[\s`*\"'(\[])(?P<e>(?:[A-Za-z_]\w{0,40}\.){0,4}AssertionError)(?=[`*\"')\],.;!]|\s*$)")
 _BARE_REASON = ("A bare AssertionError (an `assert` without a message) is an internal invariant of the engine's "
@@ -130,10 +153,12 @@ class _Blank(dict):  # type: ignore[type-arg]
 
 
 def kernel_frame(text: str) -> Frame | None:
-    """The C++ / CUDA source position of a vendored kernel library that a line names, as a frame."""
+    """The C++ / CUDA source position of a vendored kernel library, or the Rust source position a Rust log line
+    names, as a frame."""
     hit = KERNEL_SITE.search(text)
     if hit is None:
-        return None
+        rust = RUST_SITE.search(text)
+        return Frame(rust.group("path"), int(rust.group("line")), rust.group("crate")) if rust else None
     function = "DG_HOST_ASSERT" if re.search(r"(?i)deep_?gemm", hit.group("path")) else ""
     return Frame(hit.group("path"), int(hit.group("line")), function)
 
@@ -237,7 +262,7 @@ def signed_crashes(stream: BinaryIO) -> Iterator[Match]:
 def _component(frame: Frame | None) -> str:
     if frame is not None and re.search(r"(?i)deep_?gemm", frame.path):
         return "deep_gemm"
-    return "cuda" if frame is not None else "engine"
+    return "cuda" if frame is not None and not frame.path.endswith(".rs") else "engine"
 
 
 # Speculative decoding named in a log or its prose: the flags (vLLM --speculative-config, SGLang

@@ -34,6 +34,7 @@ from remedies.parallel import scan_parallel
 from remedies.partial import scan_partial
 from remedies.prose import prose_crashes
 from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
+from remedies.fragment import fragment_crashes
 from remedies.reader import STDIN
 from remedies.rootcause import Root, cited_sites, cut_traceback_near, root_near, stack_near, window_in
 from remedies.source import Located, locate, locate_at, sampled_entry
@@ -379,6 +380,11 @@ def explain_sources(
         for source in filter(excerpt, files):
             with views.open(source) as stream:
                 for match in signed_crashes(stream):
+                    collector.add(match, str(source))
+    if collector.wants_crashes() and collector.unknown() is None:
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                for match in fragment_crashes(stream):
                     collector.add(match, str(source))
     heads: dict[str, list[str]] = {}
 
