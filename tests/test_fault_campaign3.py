@@ -3,7 +3,12 @@ Each is refused in one line with exit 2 (never an internal error), and nothing t
 
 from __future__ import annotations
 
+import json
+import os
+import pty
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,3 +51,36 @@ def test_a_valued_engine_option_given_as_a_switch_is_a_bad_profile(work: Path, a
     before = snapshot(work)
     assert_refused(qd(*argv, cwd=work), words)
     assert snapshot(work) == before
+
+
+def _record(runs: Path, name: str, **fields: object) -> Path:
+    runs.mkdir(parents=True, exist_ok=True)
+    record = {"pid": 4_000_001, "create_time": 5.0, "host": "127.0.0.1", "port": 8000, "profile": "p",
+              "backend": "vllm", "log": "l", "started_at": "s", **fields}
+    path = runs / name
+    path.write_text(json.dumps(record))
+    return path
+
+
+def test_a_stale_record_is_removed_whatever_its_file_is_named(tmp_path: Path):
+    """A record copied or renamed by hand is still the record --stop says it removed."""
+    renamed = _record(tmp_path / "runs", "copied-by-hand.json")
+    done = qd("deploy", "--stop", "all", env={"QWEN_DOCTOR_STATE_DIR": str(tmp_path)})
+    assert done.returncode == 0 and "4000001: already gone (stale record removed)" in done.stderr, done.stderr
+    assert not renamed.exists()
+
+
+def test_deploy_status_shows_a_records_control_characters_escaped_even_on_a_terminal(tmp_path: Path):
+    """click strips ANSI only from a pipe: on a terminal, a hand-edited record must not repaint the screen."""
+    _record(tmp_path / "runs", "r.json", host="h\x1b[2J", profile="p\x9b31m", log="l\u202e")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QWEN_DOCTOR_STATE_DIR": str(tmp_path), "NO_COLOR": "1"}
+    main, child = pty.openpty()
+    try:
+        done = subprocess.run([sys.executable, "-m", "doctor", "deploy", "--status"], stdout=child,
+                              stderr=subprocess.PIPE, env=env, timeout=60)
+        shown = os.read(main, 1 << 16).decode()
+    finally:
+        os.close(main)
+        os.close(child)
+    assert done.returncode == 0 and "4000001  stale  h:8000" in shown, (shown, done.stderr)
+    assert not set(shown) & {"\x1b", "\x9b", "\u202e"}, shown
