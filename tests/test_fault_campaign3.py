@@ -84,3 +84,48 @@ def test_deploy_status_shows_a_records_control_characters_escaped_even_on_a_term
         os.close(child)
     assert done.returncode == 0 and "4000001  stale  h:8000" in shown, (shown, done.stderr)
     assert not set(shown) & {"\x1b", "\x9b", "\u202e"}, shown
+
+
+def _on_a_terminal(*argv: str) -> tuple[int, str]:
+    """Run the CLI with stdout on a pseudo-terminal (click strips ANSI sequences from a pipe, not from a
+    terminal); its exit code and what the terminal received."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
+    main, child = pty.openpty()
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "doctor", *argv], stdout=child, stderr=subprocess.DEVNULL,
+                                stdin=subprocess.DEVNULL, env=env)
+        os.close(child)
+        received = b""
+        while True:
+            try:
+                chunk = os.read(main, 1 << 16)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            received += chunk
+        return proc.wait(timeout=60), received.decode("utf-8", "replace")
+    finally:
+        os.close(main)
+
+
+EVIL = "X\x1b[2JY\x1b]0;owned\x07Z\x9b1m"
+
+
+def test_a_rendered_command_shows_a_control_character_as_an_ansi_c_escape(tmp_path: Path):
+    profile = tmp_path / "p.yaml"
+    profile.write_text((ROOT / "profiles" / "vllm-stable.yaml").read_text() + f"env:\n  FOO: {json.dumps(EVIL)}\n")
+    for argv in (["profiles", "show", str(profile), "--render"], ["deploy", "--profile", str(profile), "--dry-run"],
+                 ["profiles", "show", "vllm-stable", "--set", f"model={EVIL}", "--render"]):
+        code, shown = _on_a_terminal(*argv)
+        assert code in (0, 1) and not set(shown) & {"\x1b", "\x07", "\x9b"}, (argv, shown)
+        if argv[0] == "profiles":
+            assert "$'X\\x1b[2JY\\x1b]0;owned\\x07Z\\x9b1m'" in shown, (argv, shown)
+
+
+def test_plan_shows_a_bundles_gpu_name_escaped_on_a_terminal(tmp_path: Path):
+    bundle = json.loads((FIXTURES / "h200.json").read_text())
+    bundle["nvml"]["gpus"][0]["name"] = "NVIDIA H200" + EVIL
+    (tmp_path / "b.json").write_text(json.dumps(bundle))
+    code, shown = _on_a_terminal("plan", "--facts", str(tmp_path / "b.json"))
+    assert code in (0, 1) and "H200X" in shown and not set(shown) & {"\x1b", "\x07", "\x9b"}, shown
