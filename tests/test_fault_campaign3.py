@@ -129,3 +129,14 @@ def test_plan_shows_a_bundles_gpu_name_escaped_on_a_terminal(tmp_path: Path):
     (tmp_path / "b.json").write_text(json.dumps(bundle))
     code, shown = _on_a_terminal("plan", "--facts", str(tmp_path / "b.json"))
     assert code in (0, 1) and "H200X" in shown and not set(shown) & {"\x1b", "\x07", "\x9b"}, shown
+
+
+DUMPS = sorted((FIXTURES / "env-dumps").glob("*.txt"))
+
+
+@pytest.mark.parametrize("dump", DUMPS[:8], ids=[d.stem for d in DUMPS[:8]])
+def test_a_collect_env_dump_with_cr_only_line_ends_reads_as_the_same_facts(dump: Path):
+    from doctor.facts.envdump import parse
+
+    text = dump.read_text(encoding="utf-8")
+    assert parse(text.replace("\n", "\r"), "d") == parse(text, "d") == parse(text.replace("\n", "\r\n"), "d")
