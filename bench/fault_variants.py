@@ -38,6 +38,9 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.terminal import on_terminal  # noqa: E402
 TIMEOUT_S = 90
 EARLY_STOP_S = 0.2  # python -m doctor's interpreter start-up, before its first statement, on a loaded machine
 # C0 controls but tab and newline, DEL and C1 (U+0080-U+009F: U+009B is a CSI on many terminals).
@@ -490,7 +493,7 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
         if case.stop:
             proc = _stopped(argv, env, cwd, *case.stop)
         elif case.tty:
-            proc = _on_terminal(argv, env, cwd)
+            proc = on_terminal(argv, env, cwd, TIMEOUT_S)
         elif case.shell:
             cmd = " ".join(_quote(a) for a in argv) + f" 2>{_quote(str(out_dir / 'err'))} {case.shell}"
             proc = subprocess.run(["sh", "-c", cmd], capture_output=True, timeout=TIMEOUT_S, env=env, cwd=tree)
@@ -571,36 +574,6 @@ def _stopped(argv: list[str], env: dict[str, str], cwd: Path, signum: int, delay
         proc.send_signal(signum)
     out, err = proc.communicate(timeout=TIMEOUT_S)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
-
-
-def _on_terminal(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    """Run argv with stdout on a pseudo-terminal; what the terminal received (its CR LF read back as LF)."""
-    import pty
-    import select
-
-    main_fd, child_fd = pty.openpty()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=child_fd, stderr=subprocess.PIPE, env=env, cwd=cwd)
-    os.close(child_fd)
-    received = b""
-    deadline = time.monotonic() + TIMEOUT_S
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([main_fd], [], [], 1.0)
-            if not ready:
-                if proc.poll() is not None:
-                    break
-                continue
-            try:
-                chunk = os.read(main_fd, 1 << 16)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            received += chunk
-        err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))[1]
-    finally:
-        os.close(main_fd)
-    return subprocess.CompletedProcess(argv, proc.returncode, received.replace(b"\r\n", b"\n"), err)
 
 
 def _quote(arg: str) -> str:

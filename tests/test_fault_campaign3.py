@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import FIXTURES
+from tests.support.terminal import on_terminal
 from tests.test_cli_check import qd
 from tests.test_output_safety import assert_refused, snapshot
 
@@ -73,40 +72,16 @@ def test_a_stale_record_is_removed_whatever_its_file_is_named(tmp_path: Path):
 def test_deploy_status_shows_a_records_control_characters_escaped_even_on_a_terminal(tmp_path: Path):
     """click strips ANSI only from a pipe: on a terminal, a hand-edited record must not repaint the screen."""
     _record(tmp_path / "runs", "r.json", host="h\x1b[2J", profile="p\x9b31m", log="l\u202e")
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "QWEN_DOCTOR_STATE_DIR": str(tmp_path), "NO_COLOR": "1"}
-    main, child = pty.openpty()
-    try:
-        done = subprocess.run([sys.executable, "-m", "doctor", "deploy", "--status"], stdout=child,
-                              stderr=subprocess.PIPE, env=env, timeout=60)
-        shown = os.read(main, 1 << 16).decode()
-    finally:
-        os.close(main)
-        os.close(child)
-    assert done.returncode == 0 and "4000001  stale  h:8000" in shown, (shown, done.stderr)
+    code, shown = _on_a_terminal("deploy", "--status", env={"QWEN_DOCTOR_STATE_DIR": str(tmp_path)})
+    assert code == 0 and "4000001  stale  h:8000" in shown, shown
     assert not set(shown) & {"\x1b", "\x9b", "\u202e"}, shown
 
 
-def _on_a_terminal(*argv: str) -> tuple[int, str]:
-    """Run the CLI with stdout on a pseudo-terminal (click strips ANSI sequences from a pipe, not from a
-    terminal); its exit code and what the terminal received."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1"}
-    main, child = pty.openpty()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "doctor", *argv], stdout=child, stderr=subprocess.DEVNULL,
-                                stdin=subprocess.DEVNULL, env=env)
-        os.close(child)
-        received = b""
-        while True:
-            try:
-                chunk = os.read(main, 1 << 16)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            received += chunk
-        return proc.wait(timeout=60), received.decode("utf-8", "replace")
-    finally:
-        os.close(main)
+def _on_a_terminal(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """The exit code of the CLI run with stdout on a pseudo-terminal, and what the terminal received."""
+    done = on_terminal([sys.executable, "-m", "doctor", *argv],
+                       {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **(env or {})})
+    return done.returncode, done.stdout.decode("utf-8", "replace")
 
 
 EVIL = "X\x1b[2JY\x1b]0;owned\x07Z\x9b1m"
