@@ -115,3 +115,13 @@ def test_a_collect_env_dump_with_cr_only_line_ends_reads_as_the_same_facts(dump:
 
     text = dump.read_text(encoding="utf-8")
     assert parse(text.replace("\n", "\r"), "d") == parse(text, "d") == parse(text.replace("\n", "\r\n"), "d")
+
+
+def test_a_reports_command_line_quotes_a_control_character_so_it_pastes_back():
+    from types import SimpleNamespace
+
+    from doctor.report.view import command_line
+
+    line = command_line(SimpleNamespace(argv=["plan", "--model", "a\x1bb c"], command="plan"))
+    assert line == "qwen-doctor plan --model $'a\\x1bb c'"
+    assert command_line(SimpleNamespace(argv=["plan", "--model", "a b"], command="plan")) == "qwen-doctor plan --model 'a b'"
