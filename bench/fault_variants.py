@@ -13,6 +13,10 @@ Second campaign: SIGTERM / SIGHUP mid-run (one line, 143 / 129, -o whole or abse
 current directory; -o to /dev/stdout, a symlink loop, a non-UTF-8 name; secrets in file names; HOME / TMPDIR /
 XDG_CACHE_HOME unset or unusable; xz / bzip2 / zstd / zip / tar where gzip is read; /proc and /sys files; a
 100 MiB line with no newline.
+Third campaign: stdout on a terminal (click strips ANSI sequences from a pipe only, so the piped cases never saw
+an ESC a command printed raw): escapes in a rendered command's env / model, a bundle's GPU name, a run record;
+a valued engine option given as a switch (`reasoning-parser: true`, `--flag served-model-name`); run records
+named by hand; collect_env dumps with CR-only line ends.
 Prints one row per case and the failures; exits 1 when any case fails.
 Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json]
 """
@@ -34,6 +38,9 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.support.terminal import on_terminal  # noqa: E402
 TIMEOUT_S = 90
 EARLY_STOP_S = 0.2  # python -m doctor's interpreter start-up, before its first statement, on a loaded machine
 # C0 controls but tab and newline, DEL and C1 (U+0080-U+009F: U+009B is a CSI on many terminals).
@@ -105,6 +112,8 @@ class Case:
     stop: tuple[int, float] | None = None  # (signal, seconds after spawn): SIGTERM / SIGHUP mid-run
     cwd_gone: bool = False  # run in a current directory deleted before the command starts
     clean: str | None = None  # a folder that must hold nothing but the -o files afterwards (no temp file)
+    tty: bool = False  # stdout on a pseudo-terminal: what a user's terminal receives, unstripped by click
+    gone: tuple[str, ...] = ()  # files the command must have removed (a stale record it says it removed)
 
 
 @dataclass
@@ -239,6 +248,7 @@ def build_cases(tmp: Path) -> list[Case]:
     for evil in ("ev\x1b[8mil\x1b]0;t\x07", "c1\u009b8mcsi\u009d0;t\u009c", "cr\rFAKE\bback\x7f"):
         cases += _escape_cases(tmp, evil)
     cases += _second_variants(tmp, bundle)
+    cases += _third_variants(tmp, bundle)
     # A hostile server read by probe (and the exercises it runs).
     for mode in SERVER_MODES:
         url = hostile_server(mode)
@@ -346,6 +356,64 @@ def _second_variants(tmp: Path, bundle: str) -> list[Case]:
     return cases
 
 
+def _third_variants(tmp: Path, bundle: str) -> list[Case]:
+    """The third campaign's variations: what a terminal receives (escapes in rendered commands, a bundle's GPU
+    name, run records), valued engine options given as switches, run records named by hand, CR-only dumps."""
+    cases: list[Case] = []
+    evil = "X\x1b[2JY\x1b]0;owned\x07Z\x9b1m\u202e"
+    stable = (ROOT / "profiles/vllm-stable.yaml").read_text()
+    profile = _write(tmp / "third" / "env.yaml", stable + f"env:\n  FOO: {json.dumps(evil)}\n")
+    doc = json.loads(Path(bundle).read_text())
+    doc["nvml"]["gpus"][0]["name"] += evil
+    doc["env"]["NCCL_DEBUG"] = evil
+    doc["hostname"] = evil
+    evil_bundle = _write(tmp / "third" / "evil.json", json.dumps(doc))
+    evil_log = _write(tmp / "third" / "evil.log", f"RuntimeError: CUDA error: out of memory {evil}\nValueError: {evil}\n")
+    state = tmp / "third" / "state"
+    record = {"pid": 4_000_001, "create_time": 5.0, "host": "h" + evil, "port": 8000, "profile": "p" + evil,
+              "backend": "vllm", "log": "l" + evil, "started_at": "s"}
+    _write(state / "runs" / "r.json", json.dumps(record))
+    for cmd in (["profiles", "show", str(profile), "--render"], ["deploy", "--profile", str(profile), "--dry-run", "-v"],
+                ["profiles", "show", "vllm-stable", "--set", f"model={evil}", "--render"],
+                ["deploy", "--profile", "vllm-stable", "--dry-run", "--model", evil],
+                ["plan", "--facts", str(evil_bundle)], ["check", "--from", str(evil_bundle), "-v"],
+                ["explain", str(evil_log)], ["explain", str(evil_log), "--format", "md"], ["plan", "--from-log", str(evil_log)],
+                ["lint", str(evil_log)], ["plan", "--gpus", "1xH200", "--flag", f"--served-model-name {evil}"]):
+        cases.append(Case(f"terminal: {' '.join(cmd[:2])} {Path(cmd[2]).name if len(cmd) > 2 else ''}", "terminal",
+                          cmd, tty=True))
+    cases.append(Case("terminal: deploy --status of a hand-edited record", "terminal", ["deploy", "--status"],
+                      env={"QWEN_DOCTOR_STATE_DIR": str(state)}, tty=True))
+    # A valued engine option given as a switch, in a profile or through --flag.
+    multinode = (ROOT / "profiles/sglang-multinode.yaml").read_text()
+    for label, text in (("reasoning-parser: true", stable.replace("reasoning-parser: qwen3", "reasoning-parser: true")),
+                        ("max-model-len: true", stable.replace("max-model-len: 262144", "max-model-len: true")),
+                        ("dist-init-addr: true", multinode.replace('dist-init-addr: "{head_address}:20000"',
+                                                                   "dist-init-addr: true"))):
+        path = _write(tmp / "third" / f"{label.split(':')[0]}.yaml", text)
+        for cmd in (["profiles", "show", str(path), "--render"], ["deploy", "--profile", str(path), "--dry-run"],
+                    ["plan", "--gpus", "2xH200", "--profile", str(path)],
+                    ["check", "--from", bundle, "--profile", str(path)]):
+            cases.append(Case(f"switch {label}: {' '.join(cmd[:2])}", "profiles", cmd))
+    for flag in ("reasoning-parser", "served-model-name", "max-model-len", "tensor-parallel-size"):
+        cases.append(Case(f"switch --flag {flag}: deploy --dry-run", "profiles",
+                          ["deploy", "--profile", "vllm-stable", "--dry-run", "--flag", flag]))
+    # A stale run record whose file was copied or renamed by hand: --stop says removed, so it must be gone.
+    for name in ("copied-by-hand.json", "4000002-5.json.json"):
+        folder = tmp / "third" / f"state-{name}"
+        stale = _write(folder / "runs" / name, json.dumps({**record, "host": "h", "profile": "p", "log": "l",
+                                                              "pid": 4_000_002}))
+        cases.append(Case(f"stale record {name}: deploy --stop all", "state", ["deploy", "--stop", "all"],
+                          env={"QWEN_DOCTOR_STATE_DIR": str(folder)}, gone=(str(stale),)))
+    # collect_env / check_env dumps with CR-only or CR LF line ends read like the original (exit 0 / 1, not 2).
+    for dump in sorted((ROOT / "tests/fixtures/env-dumps").glob("*.txt"))[:6]:
+        text = dump.read_bytes()
+        for label, ends in (("CR", b"\r"), ("CR LF", b"\r\n")):
+            path = _write(tmp / "third" / "dumps" / f"{dump.stem}.{label.replace(' ', '')}.txt", text.replace(b"\n", ends))
+            cases.append(Case(f"dump {label} {dump.stem}: check --from", "inputs", ["check", "--from", str(path)],
+                              codes=(0, 1)))
+    return cases
+
+
 DEEP = "[" * 200_000 + "]" * 200_000
 # A hostile server's replies, by path: /v1/models, then everything else (chat, completions, metrics).
 SERVER_MODES = {
@@ -424,6 +492,8 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
     try:
         if case.stop:
             proc = _stopped(argv, env, cwd, *case.stop)
+        elif case.tty:
+            proc = on_terminal(argv, env, cwd, TIMEOUT_S)
         elif case.shell:
             cmd = " ".join(_quote(a) for a in argv) + f" 2>{_quote(str(out_dir / 'err'))} {case.shell}"
             proc = subprocess.run(["sh", "-c", cmd], capture_output=True, timeout=TIMEOUT_S, env=env, cwd=tree)
@@ -472,6 +542,8 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
         why.append("raw control character " + ", ".join(repr(ch) for ch in sorted(set(shown) & CONTROLS)))
     if case.watch and _files_state(case.watch) != before:
         why.append("a watched file changed")
+    if any(os.path.lexists(path) for path in case.gone):
+        why.append("a file it said it removed is still there")
     return Outcome(case.name, case.klass, not why, "; ".join(why), seconds)
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, NoReturn
 
+from doctor import shellquote
 from doctor.deployment import Deployment, DeploymentError, Flag, from_profile
 from doctor.deployment.launcher import DEFAULT_LAUNCHER, LAUNCHERS
 from doctor.deployment.table import field_names
@@ -62,15 +62,15 @@ class RenderedCommand:
 
     def shell(self, one_flag_per_line: bool = True) -> str:
         """Shell text: env assignments then the command, one flag (with its value) per line."""
-        lines = [f"export {k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
+        lines = [f"export {k}={shellquote.quote(v)}" for k, v in sorted(self.env.items())]
         if not one_flag_per_line:
-            return "\n".join(lines + [shlex.join(self.argv)])
-        parts: list[str] = [shlex.join(self.argv[: self.launcher_len])]
+            return "\n".join(lines + [shellquote.join(self.argv)])
+        parts: list[str] = [shellquote.join(self.argv[: self.launcher_len])]
         for token in self.backend_args:
             if token.startswith("-"):
-                parts.append(shlex.quote(token))
+                parts.append(shellquote.quote(token))
             else:
-                parts[-1] += " " + shlex.quote(token)
+                parts[-1] += " " + shellquote.quote(token)
         return "\n".join(lines + [" \\\n  ".join(parts)])
 
 

@@ -12,10 +12,10 @@ The head's address comes from the profile variable `head_address` (an override, 
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
+from doctor import shellquote
 from doctor.deployment import Deployment, SettingError
 from profiles.model import Profile, ProfileError, RenderedCommand, rendered
 
@@ -94,7 +94,7 @@ def render_text(nodes: list[NodeCommand]) -> str:
     parts = []
     for node in nodes:
         env = {k: v for c in node.commands for k, v in c.env.items()}
-        exports = [f"export {k}={shlex.quote(v)}" for k, v in sorted(env.items())]
+        exports = [f"export {k}={shellquote.quote(v)}" for k, v in sorted(env.items())]
         body = "\n".join(exports + [replace(c, env={}).shell() for c in node.commands])
         parts.append(f"# node {node.rank}: {node.role}\n"
                      f"{body or '# nothing to start: the running Ray node hosts the workers'}")

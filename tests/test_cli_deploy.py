@@ -156,9 +156,10 @@ def test_run_records_with_foreign_types_are_skipped_by_status_and_stop() -> None
     (runs / "e.json").write_text(json.dumps({**fields, "pid": 4242, "create_time": 1.0}))
     status = qd("--status")
     assert status.returncode == 0 and "4242  stale" in status.stdout, status.stderr
-    assert qd("--stop").returncode == 0
     stop = qd("--stop", "abc")
     assert stop.returncode == 2 and stop.stderr.count("\n") == 1 and "(known: 4242)" in stop.stderr, stop.stderr
+    assert qd("--stop").returncode == 0
+    assert not (runs / "e.json").exists()  # the stale record is removed under the name it had
 
 
 def test_a_busy_port_is_one_clear_line_and_exit_2(tmp_path) -> None:

@@ -209,7 +209,10 @@ def _run(gpus: str | None, model: str, backend: str, kwargs: dict[str, Any], fro
                     results=plan_results(result), facts_summary={"source": "plan", "gpus": str(result.hardware)},
                     sections={"plan": plan_to_dict(result)}, argv=sys.argv[1:], created_at=started,
                     finished_at=now())
-    report_out.write(report, terminal=lambda _redacted, _color: text + "\n")
+    from doctor.textsafe import visible
+
+    # A bundle's GPU name or a log's model path is the user's text: on a terminal its escapes must not repaint it.
+    report_out.write(report, terminal=lambda _redacted, _color: visible(text) + "\n")
     sys.exit(0 if result.fits else 1)
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from doctor import shellquote
 from doctor.deploy.spec import LaunchSpec
 from doctor.errors import DoctorError
 from doctor.results import Result, Status
@@ -138,8 +138,8 @@ def shell(plan: NodePlan) -> str:
     """One node's command as a redacted shell line."""
     from doctor.redact import redact_text
 
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(plan.env.items()))
-    return redact_text((env + " " if env else "") + shlex.join(plan.argv))
+    env = " ".join(f"{k}={shellquote.quote(v)}" for k, v in sorted(plan.env.items()))
+    return redact_text((env + " " if env else "") + shellquote.join(plan.argv))
 
 
 def head_spec(profile: Any, plans: list[NodePlan], head_ip: str) -> LaunchSpec:  # noqa: ARG001

@@ -14,7 +14,7 @@ import math
 import os
 import signal
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ import psutil
 
 from doctor.errors import DoctorError
 from doctor.safeio import BadJSON, InputError, read_json
+from doctor.textsafe import visible
 
 STATE_ENV = "QWEN_DOCTOR_STATE_DIR"
 
@@ -49,6 +50,7 @@ class RunRecord:
     started_at: str
     command: str = ""
     kept: bool = False
+    file: str = field(default="", compare=False)  # the file it was read from (its name may not be `path`'s)
 
     @property
     def id(self) -> str:
@@ -76,7 +78,8 @@ def save(record: RunRecord) -> Path:
     path = record.path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(asdict(record), indent=1), encoding="utf-8")
+    fields = {k: v for k, v in asdict(record).items() if k != "file"}
+    tmp.write_text(json.dumps(fields, indent=1), encoding="utf-8")
     tmp.replace(path)
     return path
 
@@ -90,10 +93,17 @@ def record_for(pid: int, **fields: Any) -> RunRecord:
     return RunRecord(pid=pid, create_time=created, **fields)
 
 
-def forget(record: RunRecord) -> None:
-    """Remove a record (the server is gone)."""
-    with contextlib.suppress(FileNotFoundError):
-        record.path.unlink()
+def forget(record: RunRecord) -> str | None:
+    """Remove a record (the server is gone), under its own name and the file it was read from; why a file
+    could not be removed (a read-only state directory), else None."""
+    for path in dict.fromkeys([record.path, *([Path(record.file)] if record.file else [])]):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            return f"cannot remove {path}: {exc.strerror or exc}"
+    return None
 
 
 RECORD_MAX_BYTES = 64 * 1024
@@ -115,7 +125,7 @@ def load_all() -> list[RunRecord]:
         except InputError as exc:
             raise InputError(f"{exc} (remove it from {folder})") from None
         try:
-            out.append(_parse(data))
+            out.append(replace(_parse(data), file=str(path)))
         except (ValueError, TypeError):
             continue
     return sorted(out, key=lambda r: r.create_time)
@@ -153,8 +163,8 @@ def stop(record: RunRecord, grace: float = 15.0) -> str:
     """Stop a recorded server's whole process group (SIGTERM, then SIGKILL after `grace`), forget it,
     and say what happened."""
     if not record.alive:
-        forget(record)
-        return f"{record.id}: already gone (stale record removed)"
+        kept = forget(record)
+        return f"{record.id}: already gone (" + (f"stale record kept: {kept})" if kept else "stale record removed)")
     _killpg(record.pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline and _group_alive(record.pid):
@@ -163,8 +173,9 @@ def stop(record: RunRecord, grace: float = 15.0) -> str:
     if _group_alive(record.pid):
         _killpg(record.pid, signal.SIGKILL)
         how = f"killed with SIGKILL after {grace:g} s"
-    forget(record)
-    return f"{record.id}: {how} (port {record.port}, profile {record.profile})"
+    kept = forget(record)
+    note = f"; record kept: {kept}" if kept else ""
+    return visible(f"{record.id}: {how} (port {record.port}, profile {record.profile}{note})")
 
 
 def _killpg(pgid: int, sig: signal.Signals) -> None:
@@ -182,8 +193,8 @@ def _group_alive(pgid: int) -> bool:
 
 
 def describe(record: RunRecord) -> str:
-    """One line for `deploy --status`."""
+    """One line for `deploy --status`; a hand-edited record's control characters shown escaped, never raw."""
     state = "alive" if record.alive else "stale"
     kept = ", kept" if record.kept else ""
-    return (f"{record.id:>8}  {state:5}  {record.host}:{record.port}  {record.profile} ({record.backend}{kept})  "
-            f"started {record.started_at}  log {record.log}")
+    return visible(f"{record.id:>8}  {state:5}  {record.host}:{record.port}  {record.profile} ({record.backend}{kept})  "
+                   f"started {record.started_at}  log {record.log}")

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
+from doctor import shellquote
 from doctor.deployment import Deployment
 
 BACKENDS = ("vllm", "sglang")
@@ -55,8 +55,8 @@ class LaunchSpec:
 
     def shell(self) -> str:
         """One copy-pasteable line: env assignments, then the command."""
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
-        return (env + " " if env else "") + shlex.join(self.argv)
+        env = " ".join(f"{k}={shellquote.quote(v)}" for k, v in sorted(self.env.items()))
+        return (env + " " if env else "") + shellquote.join(self.argv)
 
 
 def from_argv(argv: list[str], env: Mapping[str, str], backend: str, profile_name: str = "",

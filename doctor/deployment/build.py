@@ -24,7 +24,8 @@ class DeploymentError(DataError):
 def from_profile(profile: Any, overrides: Mapping[str, Any] | None = None, flags: Mapping[str, Any] | None = None,
                  version: str | None = None) -> Deployment:
     """The profile's deployment. `overrides` may set model, host, port, python and any declared variable (checked
-    by the profile); `flags` (`--flag`) override or add engine flags (order kept, new ones last)."""
+    by the profile); `flags` (`--flag`) override or add engine flags (order kept, new ones last). DeploymentError
+    on a setting whose value does not read as its kind (a valued option given bare or `true`)."""
     overrides = profile.checked_overrides(overrides or {})
     values = {k: v for k, v in profile.variables.items() if v is not None}
     values.update({k: str(v) for k, v in overrides.items() if k in profile.variables})
@@ -37,11 +38,16 @@ def from_profile(profile: Any, overrides: Mapping[str, Any] | None = None, flags
         launcher = launcher.with_python(sub(str(overrides["python"])))
     slots = [Flag(next(iter(launcher.model_option), MODEL_SLOT), None), Flag(HOST, None), Flag(PORT, None)]
     options = [Flag(f"--{name}", sub(value)) for name, value in {**dict(profile.flags), **dict(flags or {})}.items()]
-    return Deployment(
+    deployment = Deployment(
         backend=profile.backend, version=version, launcher=launcher,
         model=sub(str(overrides.get("model", profile.model))),
         endpoint=Endpoint(sub(str(overrides.get("host", profile.host))), int(overrides.get("port", profile.port))),
         flags=(*slots, *options), env={k: sub(v) for k, v in profile.env.items()}, profile_name=profile.name)
+    try:
+        deployment.settings  # every setting read once here: `reasoning-parser: true` is a bad profile, not a crash
+    except table.SettingError as exc:
+        raise DeploymentError(f"profile {profile.name}: {exc}") from None
+    return deployment
 
 
 def _substitute(name: str, value: Any, values: Mapping[str, str]) -> Any:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
+from doctor import shellquote
 from doctor.deployment import table
 from doctor.deployment.launcher import Launcher
 
@@ -154,8 +154,8 @@ class Deployment:
 
     def shell(self) -> str:
         """One copy-pasteable line: env assignments, then the command."""
-        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(self.env.items()))
-        return (env + " " if env else "") + shlex.join(self.argv())
+        env = " ".join(f"{k}={shellquote.quote(v)}" for k, v in sorted(self.env.items()))
+        return (env + " " if env else "") + shellquote.join(self.argv())
 
     def with_flag(self, option: str, value: Any = True) -> "Deployment":
         """Every occurrence of `option` (`--name`) removed and `option value` appended last."""

@@ -116,12 +116,12 @@ def parse(text: str, source: str = "dump") -> dict[str, Any]:
     from doctor import __version__
     from doctor.facts.document import SCHEMA_NAME, SCHEMA_VERSION
 
-    text = _unquote(text)
+    text = _unquote(text.replace("\r\n", "\n").replace("\r", "\n"))  # CR-only lines too (classic Mac, some pastes)
     fmt = detect(text)
     if fmt is None:
         raise BadBundle(f"{source} is neither a qwen-doctor facts bundle (JSON) nor a vLLM collect_env / SGLang "
                         f"check_env dump: no 'PyTorch version:' / 'Python: ... CUDA available:' lines found")
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")[:MAX_LINES]
+    lines = text.split("\n")[:MAX_LINES]
     dump = _Dump(fmt)
     if fmt == VLLM:
         _read_vllm(lines, dump)

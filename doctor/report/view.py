@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-import shlex
 from typing import Any
 
+from doctor import shellquote
 from doctor.results import Result, Status
 
 PROBLEMS = (Status.ERROR, Status.FAIL, Status.WARN)
@@ -90,7 +90,7 @@ def verdict_result(results: list[Result]) -> Result | None:
 
 def command_line(report: Any) -> str:
     """The command as typed, shell-quoted once (so it can be pasted back)."""
-    return "qwen-doctor " + (shlex.join(report.argv) if report.argv else report.command)
+    return "qwen-doctor " + (shellquote.join(report.argv) if report.argv else report.command)
 
 
 _CODE = re.compile(r"`([^`]+)`")
