@@ -25,7 +25,7 @@ def from_profile(profile: Any, overrides: Mapping[str, Any] | None = None, flags
                  version: str | None = None) -> Deployment:
     """The profile's deployment. `overrides` may set model, host, port, python and any declared variable (checked
     by the profile); `flags` (`--flag`) override or add engine flags (order kept, new ones last). DeploymentError
-    on a setting whose value does not read as its kind (a valued option given bare or `true`)."""
+    on a valued option given bare or as `true`."""
     overrides = profile.checked_overrides(overrides or {})
     values = {k: v for k, v in profile.variables.items() if v is not None}
     values.update({k: str(v) for k, v in overrides.items() if k in profile.variables})
@@ -46,7 +46,8 @@ def from_profile(profile: Any, overrides: Mapping[str, Any] | None = None, flags
     try:
         deployment.settings  # every setting read once here: `reasoning-parser: true` is a bad profile, not a crash
     except table.SettingError as exc:
-        raise DeploymentError(f"profile {profile.name}: {exc}") from None
+        if exc.value is None:  # an unreadable value is left to the engine's own parser, whose message says more
+            raise DeploymentError(f"profile {profile.name}: {exc}") from None
     return deployment
 
 
