@@ -37,9 +37,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Iterator, NamedTuple
 
+from doctor.cachedir import cache_home
+
 SIGNATURES_DIR = Path(os.environ.get("QWEN_DOCTOR_SIGNATURES",
                                      Path(__file__).resolve().parent / "signatures"))
-CACHE_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "qwen-doctor"
+CACHE_DIR = cache_home()  # None: no cache (doctor.cachedir)
 CACHE_FORMAT = 2  # bump when Template / Site change shape
 MIN_PREFIX = 32  # skeleton characters of fixed text a cut message must cover
 MAX_MESSAGE = 4000  # characters of a message looked at
@@ -328,8 +330,10 @@ def _read(path: Path) -> Iterator[Template]:
         yield Template(package, text, str(item["kind"]), tuple(item.get("releases", ())), sites, _pieces(text))
 
 
-def _cache_file(paths: list[Path]) -> Path:
+def _cache_file(paths: list[Path]) -> Path | None:
     """Where the parsed templates of these files are kept, named by their paths, sizes and times."""
+    if CACHE_DIR is None:
+        return None
     stamp = "\n".join(f"{p.resolve()}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in paths)
     digest = hashlib.sha1(f"{CACHE_FORMAT}\n{stamp}".encode()).hexdigest()[:16]
     return CACHE_DIR / f"templates-{digest}.pickle"
@@ -344,6 +348,8 @@ def load_templates(directory: Path | str | None = None) -> TemplateIndex:
     folder = Path(directory or SIGNATURES_DIR)
     paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
     cache = _cache_file(paths)
+    if cache is None:
+        return TemplateIndex(t for path in paths for t in _read(path))
     try:
         with cache.open("rb") as stream:
             index = pickle.load(stream)

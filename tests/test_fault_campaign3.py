@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -125,3 +126,11 @@ def test_a_reports_command_line_quotes_a_control_character_so_it_pastes_back():
     line = command_line(SimpleNamespace(argv=["plan", "--model", "a\x1bb c"], command="plan"))
     assert line == "qwen-doctor plan --model $'a\\x1bb c'"
     assert command_line(SimpleNamespace(argv=["plan", "--model", "a b"], command="plan")) == "qwen-doctor plan --model 'a b'"
+
+
+def test_a_deploy_flag_the_engine_does_not_have_is_one_line_on_stderr_and_exit_2(tmp_path: Path) -> None:
+    """The progress line comes after the overrides are known to read: bad input leaves only its error."""
+    done = subprocess.run([sys.executable, "-m", "doctor", "deploy", "--profile", "vllm-stable", "--dry-run",
+                           "--flag", "nosuch-flag=1"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "QWEN_DOCTOR_STATE_DIR": str(tmp_path / "s")})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "nosuch-flag" in done.stderr, done.stderr

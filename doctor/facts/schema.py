@@ -58,17 +58,24 @@ def _cached_code(part: str | None) -> Callable[[Any], Any]:
 
     import fastjsonschema
 
+    from doctor.cachedir import cache_home
+
     text = resources.files("doctor.facts").joinpath("facts.schema.json").read_bytes()
     key = hashlib.sha256(text + str(part).encode() + fastjsonschema.VERSION.encode()
                          + importlib.util.MAGIC_NUMBER).hexdigest()[:32]
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "qwen-doctor" / "validators"
-    path = root / f"{key}.marshal"
+    home = cache_home()
+    root = home / "validators" if home is not None else None
+    path = root / f"{key}.marshal" if root is not None else None
     code = None
     try:
+        if path is None:
+            raise OSError("no cache directory")
         code = marshal.loads(path.read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
         code = compile(_generated(part), f"<facts schema {key}>", "exec")
         try:
+            if root is None or path is None:
+                raise OSError("no cache directory")
             root.mkdir(parents=True, exist_ok=True)
             partial = path.with_suffix(f".{os.getpid()}.tmp")
             partial.write_bytes(marshal.dumps(code))

@@ -46,10 +46,10 @@ class Checkpoint:
 
 def cache_root(env: os._Environ[str] | dict[str, str] = os.environ) -> Path:
     """$QWEN_DOCTOR_CACHE, else $XDG_CACHE_HOME/qwen-doctor, else ~/.cache/qwen-doctor; then /rehearsal."""
-    if env.get("QWEN_DOCTOR_CACHE"):
-        return Path(env["QWEN_DOCTOR_CACHE"]).expanduser() / "rehearsal"
-    base = Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache").expanduser()
-    return base / "qwen-doctor" / "rehearsal"
+    from doctor.cachedir import cache_home
+
+    home = cache_home(env)
+    return (home if home is not None else Path.home() / ".cache" / "qwen-doctor") / "rehearsal"
 
 
 def model_config(model: str) -> tuple[str, dict[str, Any], Path | None]:

@@ -68,11 +68,11 @@ class SingleMachine:
         python = request.python or find_backend_python(spec.backend)
         spec = prepare.with_interpreter(spec, python)
         served_model = prepare.model_of(spec)
-        session.on_event(f"  {redact_text('checking this machine and the profile ...')}")
         facts = _with_backend_packages(collect(timeout_s=10.0), python)
         report.facts_summary = summarize(facts, "live")
         version = engine_version(spec.backend, facts)
-        overrides.validate(request.flags, spec.backend, version)
+        overrides.validate(request.flags, spec.backend, version)  # bad input: its one line is all stderr holds
+        session.on_event(f"  {redact_text('checking this machine and the profile ...')}")
         deployment = spec.deployment.with_version(version)
         results = preflight(facts, spec.backend, profile, served_model, device=profile.hardware.device,
                             options=check_options(spec), deployment=deployment)
