@@ -166,6 +166,8 @@ def test_hosts_keep_files_modules_and_versions():
     ("back\rspace\x08 del\x7f c1\x9b2J", "back\\x0dspace\\x08 del\\x7f c1"),
     ("tab\tand\nnewline stay", "tab\tand\nnewline stay"),
     ("bidi \u202e txt", "bidi \\u202e txt"),
+    ("marks \u200e\u200f\u061c end", "marks \\u200e\\u200f\\u061c end"),
+    ("one\u2028line\u2029only", "one\\u2028line\\u2029only"),
 ])
 def test_control_characters_are_stripped_when_colour_and_escaped_otherwise(raw: str, shown: str):
     assert visible(raw) == shown
