@@ -51,30 +51,23 @@ def open_log(source: str | Path) -> Iterator[BinaryIO]:
             raw = _sniffed(raw, name, first)
         head = raw.peek(2)[:2] if hasattr(raw, "peek") else b""
         stream: BinaryIO = bounded_gzip_stream(raw, name) if head == GZIP_MAGIC else raw  # type: ignore[arg-type]
-        yield _unicode_as_utf8(_Guarded(stream, name), hasattr(stream, "peek"))  # type: ignore[misc]
+        yield _unicode_as_utf8(_Guarded(stream, name))  # type: ignore[misc]
     finally:
         if name != STDIN:
             raw.close()
 
 
-def _unicode_as_utf8(stream: "_Guarded", peekable: bool) -> BinaryIO:
-    """A log with a UTF-16 / UTF-32 / UTF-8 byte-order mark as UTF-8 text (`doctor.unicode_text`); any
-    other stream unchanged (its first bytes replayed where it cannot peek)."""
+def _unicode_as_utf8(stream: "_Guarded") -> BinaryIO:
+    """A log with a UTF-16 / UTF-32 / UTF-8 byte-order mark as UTF-8 text (`doctor.unicode_text`); any other
+    stream unchanged. Every stream here peeks: a file (`_peekable`), a sniffed stream and a gzip stream are all
+    buffered readers."""
     from doctor.unicode_text import as_utf8, encoding_of
 
-    if peekable:
-        found = encoding_of(stream.peek(4)[:4])
-        if found is None:
-            return stream  # type: ignore[return-value]
-        stream.read(found[1])
-        return as_utf8(stream, found[0])  # type: ignore[arg-type]
-    head = b""
-    while len(head) < 4 and (piece := stream.read(4 - len(head))):
-        head += piece
-    found = encoding_of(head)
+    found = encoding_of(stream.peek(4)[:4])
     if found is None:
-        return replayed(head, stream)  # type: ignore[arg-type]
-    return as_utf8(replayed(head[found[1]:], stream), found[0])  # type: ignore[arg-type]
+        return stream  # type: ignore[return-value]
+    stream.read(found[1])
+    return as_utf8(stream, found[0])  # type: ignore[arg-type]
 
 
 def check_readable(source: str | Path) -> None:

@@ -348,16 +348,17 @@ def load_templates(directory: Path | str | None = None) -> TemplateIndex:
     folder = Path(directory or SIGNATURES_DIR)
     paths = sorted(folder.glob("*.json")) if folder.is_dir() else []
     cache = _cache_file(paths)
-    if cache is None:
-        return TemplateIndex(t for path in paths for t in _read(path))
     try:
-        with cache.open("rb") as stream:
-            index = pickle.load(stream)
-        if isinstance(index, TemplateIndex):
-            return index
+        if cache is not None:
+            with cache.open("rb") as stream:
+                index = pickle.load(stream)
+            if isinstance(index, TemplateIndex):
+                return index
     except (OSError, pickle.UnpicklingError, EOFError, AttributeError, TypeError, ImportError):
         pass
     index = TemplateIndex(t for path in paths for t in _read(path))
+    if cache is None:
+        return index
     try:
         cache.parent.mkdir(parents=True, exist_ok=True)
         partial = cache.with_suffix(f".{os.getpid()}.tmp")

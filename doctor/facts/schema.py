@@ -64,24 +64,21 @@ def _cached_code(part: str | None) -> Callable[[Any], Any]:
     key = hashlib.sha256(text + str(part).encode() + fastjsonschema.VERSION.encode()
                          + importlib.util.MAGIC_NUMBER).hexdigest()[:32]
     home = cache_home()
-    root = home / "validators" if home is not None else None
-    path = root / f"{key}.marshal" if root is not None else None
-    code = None
+    path = home / "validators" / f"{key}.marshal" if home is not None else None
     try:
-        if path is None:
-            raise OSError("no cache directory")
-        code = marshal.loads(path.read_bytes())
+        code = marshal.loads(path.read_bytes()) if path is not None else None
     except (OSError, ValueError, EOFError, TypeError):
+        code = None
+    if code is None:
         code = compile(_generated(part), f"<facts schema {key}>", "exec")
-        try:
-            if root is None or path is None:
-                raise OSError("no cache directory")
-            root.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_bytes(marshal.dumps(code))
-            os.replace(partial, path)
-        except OSError:
-            pass
+        if path is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                partial = path.with_suffix(f".{os.getpid()}.tmp")
+                partial.write_bytes(marshal.dumps(code))
+                os.replace(partial, path)
+            except OSError:
+                pass
     namespace: dict[str, Any] = {}
     exec(code, namespace)  # noqa: S102 - fastjsonschema's own generated validator, as fastjsonschema.compile runs it
     # the root validator is named after the schema's $id ('validate' without one); everything is inlined, so it
