@@ -133,3 +133,33 @@ def test_deploy_exercises_what_its_command_line_switched_on_and_sweeps(tmp_path)
     sweep = out.sections["sweep"]
     assert [row["name"] for row in sweep["rows"]] == ["concurrency 1", "concurrency 2"]
     assert sweep["max_concurrency_meeting_slo"] == 2
+
+
+class _DyingServer:
+    """A server that no longer answers and exits a moment after it is asked."""
+
+    def __init__(self, code: int | None) -> None:
+        self.code, self.asked = code, []
+        self.alive = True
+
+    def exit_code_within(self, timeout: float) -> int | None:
+        self.asked.append(timeout)
+        return self.code
+
+    @property
+    def returncode(self) -> int | None:
+        return self.code
+
+    def wait_log_drained(self, timeout: float = 5.0) -> None:
+        pass
+
+
+def test_a_server_still_dying_when_health_is_refused_is_reported_by_its_exit_code(tmp_path) -> None:
+    from doctor.deploy.run import EXIT_GRACE_S, _state_after
+
+    spec = fake_spec(tmp_path)  # nothing listens on its port: the fake server is never started
+    dying = _DyingServer(code=1)
+    assert _state_after(spec, dying) == "exited by itself with code 1"
+    assert dying.asked == [EXIT_GRACE_S]
+    hanging = _DyingServer(code=None)
+    assert _state_after(spec, hanging).startswith("/health failed: Connect")

@@ -183,6 +183,15 @@ class ServerProcess:
         with contextlib.suppress(Exception):
             atexit.unregister(self.stop)
 
+    def exit_code_within(self, timeout: float) -> int | None:
+        """The server's exit code if it exits within `timeout` s (a dying server may still answer nothing
+        for a moment before it is gone), else None."""
+        if self.proc is None:
+            return None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return self.proc.wait(timeout=timeout)
+        return None
+
     def wait_log_drained(self, timeout: float = 5.0) -> None:
         """Wait until every line the server wrote has been followed (after it exited)."""
         if self._reader is not None and self._reader is not threading.current_thread():

@@ -34,6 +34,7 @@ from doctor.results import Result, Status
 from doctor.stop_signals import SIGNAL_NAMES, signum_of
 
 CATEGORY = "deploy"
+EXIT_GRACE_S = 5.0    # how long a server that stopped answering /health is given to finish exiting
 
 
 @dataclass(frozen=True)
@@ -109,16 +110,27 @@ def exercise_result(ex: Exercise) -> Result:
 
 
 def _state_after(spec: LaunchSpec, server: ServerProcess) -> str | None:
-    """None when the server still runs and answers /health; otherwise what went wrong."""
+    """None when the server still runs and answers /health; otherwise what went wrong. A server that stops
+    answering and then exits within EXIT_GRACE_S is reported by its exit, not by the refused request."""
     if not server.alive:
-        server.wait_log_drained(5.0)
-        return f"exited by itself with code {server.returncode}"
+        return _exited(server)
     with httpx.Client(timeout=5.0, trust_env=False, headers=spec.headers) as client:
         try:
             code = client.get(f"{spec.base_url}/health").status_code
         except httpx.HTTPError as exc:
-            return f"/health failed: {type(exc).__name__}"
-    return None if code == 200 else f"/health answers HTTP {code}"
+            problem = f"/health failed: {type(exc).__name__}"
+        else:
+            if code == 200:
+                return None
+            problem = f"/health answers HTTP {code}"
+    if server.exit_code_within(EXIT_GRACE_S) is not None:
+        return _exited(server)
+    return problem
+
+
+def _exited(server: ServerProcess) -> str:
+    server.wait_log_drained(5.0)
+    return f"exited by itself with code {server.returncode}"
 
 
 def _alive_result(died_at: str | None, remedies: list[RemedyHit], follower: LogFollower) -> Result:
