@@ -13,7 +13,7 @@ from doctor.planner.drafters import drafter_from_config, known_drafters
 from doctor.planner.forward import width
 from doctor.planner.hardware import GIB, parse_gpus
 from doctor.planner.moe import moe_workspace
-from doctor.planner.overhead import (forward_peak, overhead_inputs, peak_activation, sampler_phase,
+from doctor.planner.overhead import (forward_peak, overhead_inputs, peak_activation, peak_phases, sampler_phase,
                                      v1_model_runner)
 
 QWEN = get_model("Qwen/Qwen3.5-35B-A3B")
@@ -129,3 +129,29 @@ def test_the_drafter_phase_is_reported_in_gib_that_add_up():
     run = _run(_dflash("0.26.0", 32768, 128), 32768, 128)
     assert run.total == sum(size for _, size, _ in run.tensors)
     assert 3 * GIB < run.total < 5 * GIB
+
+
+def test_the_plan_names_the_drafters_run_where_it_sets_the_activation():
+    from doctor.planner import plan
+    from doctor.planner.render import render_text
+
+    nvfp4 = get_model("nvidia/Qwen3.6-35B-A3B-NVFP4")
+    drafting = plan(nvfp4, parse_gpus("1xRTX5090"), ServeConfig(backend_version="0.30.0", mtp_tokens=15,
+                                                                speculative_method="dflash",
+                                                                drafter="z-lab/Qwen3.5-35B-A3B-DFlash"))
+    plain = plan(nvfp4, parse_gpus("1xRTX5090"), ServeConfig(backend_version="0.30.0"))
+    assert drafting.ranks[0].terms.peak_phase == "the drafter's dummy run"
+    assert "(at the drafter's dummy run)" in render_text(drafting)
+    assert plain.ranks[0].terms.peak_phase == "the vision encoder"     # its dummy images, without a drafter
+    assert "drafter's dummy run" not in render_text(plain)
+
+
+def test_the_profile_peak_is_its_largest_phase_with_the_encoders_outputs_held_beside_the_later_ones():
+    cfg = ServeConfig(backend_version="0.26.0", max_num_batched_tokens=8192, max_num_seqs=256, mtp_tokens=1,
+                      speculative_method="mtp")
+    inputs = overhead_inputs(QWEN, cfg, H200)
+    phases = peak_phases(inputs, current())
+    held = inputs.encoder_inputs + inputs.encoder_outputs
+    assert held > 0
+    assert phases["the drafter's dummy run"] == held + inputs.drafter_phase
+    assert peak_activation(inputs, current()) == max(phases.values())

@@ -461,6 +461,7 @@ class VllmOverhead:
     max_num_batched_tokens: int
     max_num_seqs: int
     graphs: int
+    peak_phase: str = ""       # the profile-run phase that sets peak_activation (peak_phases)
 
     @property
     def total(self) -> int:
@@ -530,13 +531,22 @@ def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
     return inputs.sampler_held + max(inputs.logits_gather, run)
 
 
+def peak_phases(inputs: OverheadInputs, coef: Coefficients) -> dict[str, int]:
+    """profile_run's phases by name, each as the torch memory it holds at its own peak: the vision encoder's run,
+    then, beside the encoder's outputs, the dummy forward, the drafter's dummy run and the sampler phase; the
+    dummy batch's pixel values are held through all of them."""
+    held = inputs.encoder_inputs + inputs.encoder_outputs
+    own = {"the vision encoder": int(inputs.encoder_bytes * coef.forward_scale),
+           "the dummy forward": int(inputs.forward_bytes * coef.forward_scale),
+           "the drafter's dummy run": inputs.drafter_phase,
+           "the sampler": sampler_phase(inputs, coef)}
+    return {name: (inputs.encoder_inputs if name == "the vision encoder" else held) + size
+            for name, size in own.items() if size or name == "the dummy forward"}
+
+
 def peak_activation(inputs: OverheadInputs, coef: Coefficients) -> int:
-    """profile_run's torch peak: the encoder's pixel values + max(encoder peak, encoder outputs + max(forward,
-    the drafter's run, sampler phase))."""
-    forward = int(inputs.forward_bytes * coef.forward_scale)
-    encoder = int(inputs.encoder_bytes * coef.forward_scale)
-    after_encoder = max(forward, inputs.drafter_phase, sampler_phase(inputs, coef))
-    return inputs.encoder_inputs + max(encoder, inputs.encoder_outputs + after_encoder)
+    """profile_run's torch peak: the largest of its phases (peak_phases)."""
+    return max(peak_phases(inputs, coef).values())
 
 
 def cudagraph_estimate(inputs: OverheadInputs, coef: Coefficients, quantized: bool, tp: int) -> int:
@@ -600,8 +610,10 @@ def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage:
         # vLLM 0.34's extensible KV cache is sized from memory free after capture (v1/worker/gpu_worker.py,
         # enable_extensible_kv_cache): the actual graph pool, not the estimate, is what it subtracts there.
         estimate = int(graph * coef.graph_actual_over_estimate)
-    return VllmOverhead(peak_activation(inputs, coef), non_torch, estimate, inputs.max_num_batched_tokens,
-                        inputs.max_num_seqs, inputs.graphs)
+    phases = peak_phases(inputs, coef)
+    phase = max(phases, key=phases.__getitem__)
+    return VllmOverhead(phases[phase], non_torch, estimate, inputs.max_num_batched_tokens,
+                        inputs.max_num_seqs, inputs.graphs, phase)
 
 
 def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
@@ -615,7 +627,7 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "wsl_host_bytes", "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes",
            "spec_full_decode", "activation_bytes", "forward_peak", "ForwardPeak", "fused_gdn_spec_decode",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
-           "image_item_tokens", "peak_activation", "cudagraph_estimate", "dispatched_tokens", "gathered_bytes",
+           "image_item_tokens", "peak_phases", "peak_activation", "cudagraph_estimate", "dispatched_tokens", "gathered_bytes",
            "all2all_buffer_bytes", "ep_group_spans_nodes", "batched_dp_moe", "deepep_low_latency_rdma_bytes",
            "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "rejection_sampler_bytes",
            "v1_model_runner", "sampler_logits_only", "sampler_phase", "MIB"]
