@@ -164,7 +164,8 @@ def drafter_run(spec: ModelSpec, cfg: ServeConfig, drafter: DrafterSpec | None, 
     candidates: list[tuple[str, list[tuple[str, int, str]]]] = []
     if method == "dflash" and drafter is not None:
         query_reqs = v2_dummy_requests(cfg, tokens, seqs, 1 + k)
-        query = min(tokens, seqs * (1 + k)) if v1_runner else query_reqs * (1 + k)
+        # V2: the query slices of the speculator's input buffers stop at max_num_batched_tokens (0.29 / 0.30 ask more)
+        query = min(tokens, (seqs if v1_runner else query_reqs) * (1 + k))
         combined: list[tuple[str, int, str]] = []
         if not v1_runner and aux_hidden_layers(drafter):
             cat = aux_hidden_bytes(spec, drafter, tokens)

@@ -11,7 +11,7 @@ vllm/distributed/utils.py get_pp_indices does.
 FP8 checkpoints on GPUs without FP8 tensor cores (compute capability below 8.9) run as Marlin W8A16 (fp8.py: the
 linear layers' MarlinFP8ScaledMMLinearKernel, the experts' MARLIN backend, moe.marlin_experts), and the weights'
 preparation after loading (layers/quantization/utils/marlin_utils_fp8.py prepare_fp8_layer_for_marlin /
-prepare_fp8_moe_layer_for_marlin, the same in 0.20.1, 0.22.0 and 0.26.0) keeps the FP8 values (packed into
+prepare_fp8_moe_layer_for_marlin, the same in the 0.20.1, 0.22.0, 0.26.0, 0.29.0-0.31.0 and 0.34.0 wheels) keeps the FP8 values (packed into
 int32) but turns block-wise scales into group-wise ones: (K / block_k, ceil(N / block_n)) float32 scales become
 `repeat_interleave(block_n)` (K / block_k, N) scales in the model dtype (per-channel / per-tensor scales become
 (1, N)), which "Model loading took" measures (marlin_fp8_bytes_per_param).
