@@ -346,7 +346,8 @@ def drafter_table(entries: list[dict], coefficients) -> None:
 
     print("\nSpeculative boots: the profile run's phases (GiB), the largest sets the planned peak")
     for e in entries:
-        if "vllm" not in e or not (e.get("flags") or {}).get("mtp_tokens") or not (e.get("predict") or e.get("plan_as")):
+        speculative = (e.get("flags") or {}).get("mtp_tokens")
+        if "vllm" not in e or not speculative or not (e.get("predict") or e.get("plan_as")):
             continue
         spec = get_model(e.get("plan_as") or e["model"])
         cfg = resolve_config(spec, ServeConfig(backend_version=str(e["vllm"]), **e["flags"]))

@@ -207,6 +207,7 @@ def test_the_balance_check_is_sglangs_at_tp_above_1_only() -> None:
 
     hardware = facts_hardware(_two_h200s(20))
     spec = get_model("Qwen/Qwen3.5-35B-A3B-FP8")
-    assert not any("unbalanced" in p for p in plan(spec, hardware, ServeConfig(backend_version="0.26.0", tp=2)).problems)
+    vllm = plan(spec, hardware, ServeConfig(backend_version="0.26.0", tp=2))
+    assert not any("unbalanced" in p for p in vllm.problems)
     single = ServeConfig(backend="sglang", backend_version="0.5.16", mem_fraction_static=0.8)
     assert not any("unbalanced" in p for p in plan(spec, hardware, single).problems)

@@ -33,11 +33,16 @@ and the 0.29.0, 0.30.0, 0.31.0 and 0.34.0 wheels (the V2 runner, v1/worker/gpu/)
   (one F.linear) and its `.permute(2, 1, 0, 3, 4).contiguous()` copy of the same size; the later K norm
   (empty_like of K) holds less.
 - V2 DFlash (v1/worker/gpu/spec_decode/dflash/speculator.py propose, dummy_run and skip_attn): `torch.cat` of the
-  aux states [T, n H] into `combine_hidden_states` (fc, [T, Hd], held to the end), the same precompute over T,
-  then _generate_draft over num_reqs x (1 + k) query tokens (num_reqs: v2_dummy_requests), whose sample_draft computes the draft logits of num_reqs x k
-  rows over the vocabulary (speculator.py compute_draft_logits; greedy: argmax) -- gathered over the TP group as
-  the target's are: [rows, V / TP] + [TP x rows, V / TP] + the [rows, V] copy at TP > 1 (LogitsProcessor).
-- V2 EAGLE / EAGLE3 / MTP (spec_decode/target_dependent_ar/speculator.py propose): EAGLE3 combines its aux states
+  aux states [T, n H] into `combine_hidden_states` (fc, [T, Hd], held to the end up to 0.33, dropped after its
+  copy from 0.34: dflash_holds_combined), the same precompute over T, then _generate_draft over num_reqs x (1 + k)
+  query tokens (num_reqs: v2_dummy_requests; the speculator's input buffers cut them at T), whose sample_draft
+  computes the draft logits of num_reqs x k rows over the vocabulary (speculator.py compute_draft_logits; greedy:
+  argmax) -- gathered over the TP group as the target's are: [rows, V / TP] + [TP x rows, V / TP] + the [rows, V]
+  copy at TP > 1 (LogitsProcessor). At vLLM's defaults on a 32 GB GPU (2,048 tokens, 256 sequences) and k = 15,
+  0.29 / 0.30 sample 256 x 15 rows: 1.78 GiB of BF16 logits, the profile's peak; 0.31+ cut the batch to 128
+  requests.
+- V2 EAGLE / EAGLE3 / MTP (spec_decode/autoregressive/speculator.py 0.29-0.31, target_dependent_ar/ in 0.32:
+  propose): EAGLE3 combines its aux states
   as DFlash does; the draft prefill runs the drafter over T tokens, then samples num_reqs = min(T, max_num_seqs)
   rows (num_reqs x V logits) while the drafter's output [T, Hd] lives; the decode steps after it run num_reqs
   tokens each.
@@ -141,75 +146,94 @@ def logits_rows_bytes(spec: ModelSpec, rows: int, tp: int) -> int:
     return int(rows * spec.vocab_size * factor * dtype_bytes(spec.dtype))
 
 
+Sized = list[tuple[str, int, str]]
+Candidate = tuple[str, Sized]
+
+
+def _sized(tensors: tuple[Tensor, ...], count: int, act: int) -> Sized:
+    return [(t.name, t.width * count * act, t.source) for t in tensors if t.width]
+
+
+def _dflash_candidates(spec: ModelSpec, cfg: ServeConfig, drafter: DrafterSpec, tokens: int, seqs: int,
+                       v1_runner: bool) -> list[Candidate]:
+    """DFlash's moments after the target's forward: V2's combine, the context K/V precompute over all tokens, the
+    query forward, V2's draft logits."""
+    act, k = int(dtype_bytes(spec.dtype)), max(1, cfg.mtp_tokens)
+    query_reqs = v2_dummy_requests(cfg, tokens, seqs, 1 + k)
+    # V2: the query slices of the speculator's input buffers stop at max_num_batched_tokens (0.29 / 0.30 ask more)
+    query = min(tokens, (seqs if v1_runner else query_reqs) * (1 + k))
+    out: list[Candidate] = []
+    combined: Sized = []
+    if not v1_runner and aux_hidden_layers(drafter):
+        fc_out = ("combined context states (fc output)", tokens * drafter.hidden_size * act,
+                  "dflash/speculator.py propose")
+        out.append(("DFlash combine_hidden_states (torch.cat of the aux states, fc)",
+                    [("torch.cat of the aux states", aux_hidden_bytes(spec, drafter, tokens),
+                      "dflash/speculator.py propose"), fc_out]))
+        combined = [fc_out] if dflash_holds_combined(cfg) else []
+    out.append(("DFlash context K/V precompute",
+                combined + _sized(dflash_precompute_width(drafter, cfg.tp), tokens, act)))
+    layer = max(dense_layer_moments(drafter, cfg.tp, first_layer=False), key=width)
+    out.append((f"DFlash query forward over {query} tokens", combined + _sized(layer, query, act)))
+    if not v1_runner:
+        rows = query_reqs * k
+        out.append((f"DFlash draft logits over {rows} rows",
+                    combined + [("draft hidden states sampled", rows * drafter.hidden_size * act, SPECULATOR_SOURCE),
+                                ("draft logits", logits_rows_bytes(spec, rows, cfg.tp), SPECULATOR_SOURCE)]))
+    return out
+
+
+def _autoregressive_candidates(spec: ModelSpec, cfg: ServeConfig, drafter: DrafterSpec | None, tokens: int,
+                               seqs: int, v1_runner: bool, workspace: MoeWorkspace) -> list[Candidate]:
+    """An MTP head's or an EAGLE / EAGLE3 / draft model's moments after the target's forward: V2's EAGLE3 combine,
+    the drafter's forward over all tokens (its two moments), V2's draft prefill logits."""
+    act = int(dtype_bytes(spec.dtype))
+    hd = drafter.hidden_size if drafter else spec.hidden_size
+    method = "mtp" if drafter is None else drafter.method
+    out: list[Candidate] = []
+    combined: Sized = []
+    if not v1_runner and aux_hidden_layers(drafter):
+        fc_out = ("combined hidden states (fc output)", tokens * hd * act, "target_dependent_ar/speculator.py propose")
+        cat = ("torch.cat of the aux states", aux_hidden_bytes(spec, drafter, tokens),
+               "target_dependent_ar/speculator.py propose")
+        out.append(("EAGLE3 combine_hidden_states", [cat, fc_out]))
+        combined = [fc_out]
+    source = MTP_SOURCE if drafter is None else DRAFT_LAYER_SOURCE
+    transient = ([("the experts' own workspaces for the call", workspace.peak - workspace.persistent,
+                   "overhead.moe_workspace")] if drafter is None else [])
+    piece, block = drafter_forward_moments(spec, cfg, drafter)
+    out.append((f"{method} drafter forward over {tokens} tokens ({source})", combined + _sized(piece, tokens, act)))
+    out.append((f"{method} drafter's {'MoE block' if drafter is None else 'MLP'} over {tokens} tokens",
+                combined + _sized(block, tokens, act) + transient))
+    if not v1_runner:
+        rows = min(tokens, seqs)
+        out.append((f"{method} draft prefill logits over {rows} rows",
+                    combined + [("drafter output", tokens * hd * act, "target_dependent_ar/speculator.py"),
+                                ("draft logits", logits_rows_bytes(spec, rows, cfg.tp), SPECULATOR_SOURCE)]))
+    return out
+
+
 def drafter_run(spec: ModelSpec, cfg: ServeConfig, drafter: DrafterSpec | None, tokens: int, seqs: int,
                 v1_runner: bool, workspace: MoeWorkspace) -> DrafterRun | None:
     """The drafter phase of profile_run over `tokens` (max_num_batched_tokens) with `seqs` (max_num_seqs) and the
-    MoE layers' `workspace` (moe.moe_workspace over the tokens); None without a drafter model forward (no
-    speculation, n-gram and the other model-free methods)."""
+    MoE layers' `workspace` (moe.moe_workspace over the tokens): what it holds of the target's beside its largest
+    moment; None without a drafter model forward (no speculation, n-gram and the other model-free methods)."""
     if not cfg.mtp_tokens or (drafter is None and not cfg.uses_mtp_head):
         return None
-    method = "mtp" if drafter is None else drafter.method
     act = int(dtype_bytes(spec.dtype))
-    hd = drafter.hidden_size if drafter else spec.hidden_size
-
-    def sized(tensors: tuple[Tensor, ...], count: int) -> list[tuple[str, int, str]]:
-        return [(t.name, t.width * count * act, t.source) for t in tensors if t.width]
-
-    runner = V1_RUNNER_SOURCE if v1_runner else V2_RUNNER_SOURCE
     held = [("fused-MoE workspace the modular kernel keeps", workspace.persistent,
              "fused_moe/modular_kernel.py _allocate_buffers"),
-            ("target hidden states held through the drafter", tokens * spec.hidden_size * act, runner),
+            ("target hidden states held through the drafter", tokens * spec.hidden_size * act,
+             V1_RUNNER_SOURCE if v1_runner else V2_RUNNER_SOURCE),
             ("target aux hidden states for the drafter", aux_hidden_bytes(spec, drafter, tokens), AUX_SOURCE)]
-    k = max(1, cfg.mtp_tokens)
-    candidates: list[tuple[str, list[tuple[str, int, str]]]] = []
-    if method == "dflash" and drafter is not None:
-        query_reqs = v2_dummy_requests(cfg, tokens, seqs, 1 + k)
-        # V2: the query slices of the speculator's input buffers stop at max_num_batched_tokens (0.29 / 0.30 ask more)
-        query = min(tokens, (seqs if v1_runner else query_reqs) * (1 + k))
-        combined: list[tuple[str, int, str]] = []
-        if not v1_runner and aux_hidden_layers(drafter):
-            cat = aux_hidden_bytes(spec, drafter, tokens)
-            fc_out = tokens * hd * act
-            candidates.append(("DFlash combine_hidden_states (torch.cat of the aux states, fc)",
-                               [("torch.cat of the aux states", cat, "dflash/speculator.py propose"),
-                                ("combined context states (fc output)", fc_out, "dflash/speculator.py propose")]))
-            if dflash_holds_combined(cfg):
-                combined = [("combined context states (fc output)", fc_out, "dflash/speculator.py propose")]
-        candidates.append(("DFlash context K/V precompute", combined + sized(dflash_precompute_width(drafter, cfg.tp),
-                                                                             tokens)))
-        layer = max(dense_layer_moments(drafter, cfg.tp, first_layer=False), key=width)
-        candidates.append((f"DFlash query forward over {query} tokens", combined + sized(layer, query)))
-        if not v1_runner:
-            rows = query_reqs * k
-            candidates.append((f"DFlash draft logits over {rows} rows",
-                               combined + [("draft hidden states sampled", rows * hd * act, SPECULATOR_SOURCE),
-                                           ("draft logits", logits_rows_bytes(spec, rows, cfg.tp), SPECULATOR_SOURCE)]))
+    if drafter is not None and drafter.method == "dflash":
+        candidates = _dflash_candidates(spec, cfg, drafter, tokens, seqs, v1_runner)
     else:
-        combined = []
-        if not v1_runner and aux_hidden_layers(drafter):
-            candidates.append(("EAGLE3 combine_hidden_states",
-                               [("torch.cat of the aux states", aux_hidden_bytes(spec, drafter, tokens),
-                                 "target_dependent_ar/speculator.py propose"),
-                                ("combined hidden states (fc output)", tokens * hd * act,
-                                 "target_dependent_ar/speculator.py propose")]))
-            combined = [("combined hidden states (fc output)", tokens * hd * act,
-                         "target_dependent_ar/speculator.py propose")]
-        source = MTP_SOURCE if drafter is None else DRAFT_LAYER_SOURCE
-        transient = ([("the experts' own workspaces for the call", workspace.peak - workspace.persistent,
-                       "overhead.moe_workspace")] if drafter is None else [])
-        piece, block = drafter_forward_moments(spec, cfg, drafter)
-        candidates.append((f"{method} drafter forward over {tokens} tokens ({source})", combined + sized(piece, tokens)))
-        candidates.append((f"{method} drafter's {'MoE block' if drafter is None else 'MLP'} over {tokens} tokens",
-                           combined + sized(block, tokens) + transient))
-        if not v1_runner:
-            rows = min(tokens, seqs)
-            candidates.append((f"{method} draft prefill logits over {rows} rows",
-                               combined + [("drafter output", tokens * hd * act, "target_dependent_ar/speculator.py"),
-                                           ("draft logits", logits_rows_bytes(spec, rows, cfg.tp), SPECULATOR_SOURCE)]))
+        candidates = _autoregressive_candidates(spec, cfg, drafter, tokens, seqs, v1_runner, workspace)
     moment, chosen = max(candidates, key=lambda c: sum(size for _, size, _ in c[1]))
     return DrafterRun(moment, tuple(t for t in held + chosen if t[1]))
 
 
 __all__ = ["DrafterRun", "aux_hidden_layers", "aux_hidden_bytes", "dense_layer_moments", "mtp_moments",
-           "drafter_forward_moments", "dflash_precompute_width", "v2_dummy_requests", "dflash_holds_combined", "logits_rows_bytes",
-           "drafter_run"]
+           "drafter_forward_moments", "dflash_precompute_width", "v2_dummy_requests", "dflash_holds_combined",
+           "logits_rows_bytes", "drafter_run"]

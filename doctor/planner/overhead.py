@@ -627,7 +627,8 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "wsl_host_bytes", "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes",
            "spec_full_decode", "activation_bytes", "forward_peak", "ForwardPeak", "fused_gdn_spec_decode",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
-           "image_item_tokens", "peak_phases", "peak_activation", "cudagraph_estimate", "dispatched_tokens", "gathered_bytes",
+           "image_item_tokens", "peak_phases",
+           "peak_activation", "cudagraph_estimate", "dispatched_tokens", "gathered_bytes",
            "all2all_buffer_bytes", "ep_group_spans_nodes", "batched_dp_moe", "deepep_low_latency_rdma_bytes",
            "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "rejection_sampler_bytes",
            "v1_model_runner", "sampler_logits_only", "sampler_phase", "MIB"]
