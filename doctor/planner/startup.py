@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from doctor.deployment.table import option
 from doctor.planner.extensible import STARTUP_USED_BYTES
 from doctor.planner.hardware import GIB, GPU
+from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
 
 if TYPE_CHECKING:
     from doctor.facts.model import Facts
@@ -83,9 +84,7 @@ def sglang_unbalanced(hardware: "Hardware", cfg: "ServeConfig") -> tuple[str, st
     """(problem, fix) where SGLang at TP > 1 refuses to start because the free memory of its GPUs before the load
     differs by more than 10% (module docstring); None where it starts or the facts do not say. The engine takes
     the first TP x PP GPUs CUDA numbers; each holds the same context (sglang_kv.context_bytes)."""
-    from doctor.planner.sglang_kv import context_bytes
-
-    free = [f - context_bytes(cfg) for f in hardware.startup_free_each[:cfg.tp * cfg.pp]]
+    free = [f - sglang_context_bytes(cfg) for f in hardware.startup_free_each[:cfg.tp * cfg.pp]]
     if cfg.backend != "sglang" or cfg.tp <= 1 or len(free) < 2 or min(free) >= 0.9 * max(free):
         return None
     low, high = free.index(min(free)), free.index(max(free))
