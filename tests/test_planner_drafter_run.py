@@ -155,3 +155,26 @@ def test_the_profile_peak_is_its_largest_phase_with_the_encoders_outputs_held_be
     assert held > 0
     assert phases["the drafter's dummy run"] == held + inputs.drafter_phase
     assert peak_activation(inputs, current()) == max(phases.values())
+
+
+def _mtp_sweep() -> list[dict]:
+    from pathlib import Path
+
+    import yaml
+
+    entries = yaml.safe_load((Path(__file__).parent / "data" / "published_kv" / "vllm.yaml").read_text())["entries"]
+    return [e for e in entries if e["id"].startswith("h200-vllm-0.26-bf16-mtp")]
+
+
+@pytest.mark.parametrize("entry", _mtp_sweep(), ids=lambda e: e["id"])
+def test_on_the_h200_mtp_sweep_the_mtp_layers_run_never_sets_the_peak_and_the_plan_meets_each_logged_peak(entry):
+    # tests/fixtures/h200-rehearsal/kv-sweep: K 1-3, 128-1,024 sequences, 4,096-32,768 batched tokens
+    from doctor.planner.bootlog import parse_boot_log
+    from doctor.planner.plan import resolve_config
+
+    cfg = resolve_config(QWEN, ServeConfig(backend_version=str(entry["vllm"]), **entry["flags"]))
+    inputs = overhead_inputs(QWEN, cfg, parse_gpus(entry["gpus"]).gpu)
+    phases = peak_phases(inputs, current())
+    assert max(phases, key=phases.__getitem__) != "the drafter's dummy run"
+    logged = parse_boot_log("\n".join(entry["log"])).activation_gib
+    assert abs(peak_activation(inputs, current()) / GIB - logged) <= 0.15
