@@ -284,7 +284,9 @@ def mtp_own_embed_head_bytes(spec: ModelSpec, cfg: ServeConfig) -> int:
     """The embedding and lm_head the checkpoint's MTP head builds for itself (models/qwen3_5_mtp.py: a
     VocabParallelEmbedding and, untied, a ParallelLMHead, 1/TP each). They are loaded with the head and held while
     the target's pools are sized; set_embed_and_head swaps in the target's and frees them afterwards. Measured on
-    the H200 0.5.16 NEXTN boots: the MTP load's "mem usage=3.46 GB" = the MTP layer 1.57 + these 1.89."""
+    the H200 0.5.16 NEXTN boots: the MTP load's "mem usage=3.46 GB" = the MTP layer 1.57 + these 1.89; reported on
+    0.5.19 as "NEXTN/EAGLE: draft embed_tokens/lm_head copies are released after KV pool sizing, significantly
+    shrinking max_total_num_tokens" (sgl-project/sglang#36452, open)."""
     copies = 1 if spec.tie_word_embeddings else 2
     return int(copies * spec.vocab_size * spec.hidden_size * dtype_bytes(spec.dtype) / cfg.tp)
 
