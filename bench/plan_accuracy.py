@@ -330,6 +330,42 @@ def forward_table(entries: list[dict], coefficients) -> None:
     print(f"forward scale in force: {coefficients.forward_scale:.3f} (1: the source's sum is used as it is)")
 
 
+def drafter_table(entries: list[dict], coefficients) -> None:
+    """Every speculative vLLM boot's profile-run phases as the source sizes them (the target's forward, the
+    drafter's dummy run with what it holds of the target's: doctor/planner/drafter_run.py, the sampler's run),
+    which one sets the planned peak, and the logged peak where the boot logs it."""
+    from doctor.models import get_model
+    from doctor.planner.bootlog import parse_boot_log
+    from doctor.planner.config import ServeConfig
+    from doctor.planner.drafter_run import drafter_run
+    from doctor.planner.drafters import drafter_of
+    from doctor.planner.hardware import GIB, parse_gpus
+    from doctor.planner.moe import moe_workspace
+    from doctor.planner.overhead import dispatched_tokens, overhead_inputs, sampler_phase, v1_model_runner
+    from doctor.planner.plan import resolve_config
+
+    print("\nSpeculative boots: the profile run's phases (GiB), the largest sets the planned peak")
+    for e in entries:
+        speculative = (e.get("flags") or {}).get("mtp_tokens")
+        if "vllm" not in e or not speculative or not (e.get("predict") or e.get("plan_as")):
+            continue
+        spec = get_model(e.get("plan_as") or e["model"])
+        cfg = resolve_config(spec, ServeConfig(backend_version=str(e["vllm"]), **e["flags"]))
+        gpu = parse_gpus(e["gpus"]).gpu
+        inputs = overhead_inputs(spec, cfg, gpu)
+        tokens, seqs = inputs.max_num_batched_tokens, inputs.max_num_seqs
+        run = drafter_run(spec, cfg, drafter_of(cfg), tokens, seqs, v1_model_runner(cfg),
+                          moe_workspace(spec, cfg, dispatched_tokens(cfg, tokens), gpu.capability))
+        phases = {"forward": inputs.forward_bytes, "drafter": inputs.drafter_phase,
+                  "sampler": sampler_phase(inputs, coefficients)}
+        logged = parse_boot_log("\n".join(e.get("log", []))).activation_gib
+        print(f"{e['id']:<44} {cfg.speculative_kind:<6} k={cfg.mtp_tokens:<2} {tokens:>6} tokens {seqs:>5} seqs  "
+              + "  ".join(f"{k} {v / GIB:5.2f}" for k, v in phases.items())
+              + f"  -> {max(phases, key=phases.get):<7} logged peak {f'{logged:.2f}' if logged else '-'}")
+        if run is not None:
+            print(f"  drafter at {run.moment}: " + ", ".join(f"{n} {b / GIB:.2f}" for n, b, _ in run.tensors))
+
+
 def wsl_gap_table(entries: list[dict], coefficients) -> None:
     """What each WSL2 boot's plan leaves unexplained (fit.wsl_gap: the non-torch memory the plan would need), by
     release and batched tokens: what the forward term explains shows as no trend with the tokens."""
@@ -397,6 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"Held out only: KV error mean {sum(out) / len(out):.2%}, max {max(out):.2%} over {len(out)} boots; "
               f"KV memory mean {sum(gaps) / len(gaps):.2f} GiB, max {max(gaps):.2f} GiB over {len(gaps)} boots")
     forward_table(entries, coefficients)
+    drafter_table(entries, coefficients)
     wsl_gap_table(entries, coefficients)
     terms = term_uncertainty(entries, coefficients, round(max(wts) + 5e-4, 3) if wts else None)
     print(f"Terms' uncertainty (the bound of a class without boots): {terms}")

@@ -168,3 +168,46 @@ def test_a_gb10_bundle_is_planned_from_the_catalogue_and_the_host_s_available_me
     refused = plan(get_model(NVFP4), hardware, ServeConfig(backend_version="0.26.0", gpu_memory_utilization=0.95))
     assert "vLLM refuses to start (the host holds" in refused.problems[-1]
     assert plan(get_model(NVFP4), hardware, ServeConfig(backend_version="0.26.0", gpu_memory_utilization=0.9)).fits
+
+
+def _two_h200s(busy_gib: float) -> Facts:
+    import copy
+
+    from tests.conftest import fixture_data
+
+    data = fixture_data("h200")
+    first = data["nvml"]["gpus"][0]
+    second = copy.deepcopy(first)
+    second.update(index=1, uuid="GPU-1", pci_bus_id="00000000:00:07.0")
+    second["memory"] = {**first["memory"], "free": first["memory"]["free"] - int(busy_gib * GIB)}
+    data["nvml"]["gpus"] = [first, second]
+    return Facts(data)
+
+
+def test_sglang_at_tp_2_refuses_to_start_when_one_gpu_has_under_90_percent_of_the_others_free_memory() -> None:
+    # model_runner.py init_torch_distributed (0.5.9, 0.5.14) / bootstrap.py _check_tp_memory_balance (0.5.23):
+    # every rank compares the world's smallest free memory with 90% of its own, before the weights load
+    from doctor.planner.startup import facts_hardware
+
+    spec = get_model("Qwen/Qwen3.5-35B-A3B-FP8")
+    cfg = ServeConfig(backend="sglang", backend_version="0.5.16", tp=2, mem_fraction_static=0.8)
+    unbalanced = plan(spec, facts_hardware(_two_h200s(20)), cfg)
+    assert not unbalanced.fits
+    assert unbalanced.problems[0].startswith("The memory capacity is unbalanced. Some GPUs may be occupied by other "
+                                             "processes: SGLang refuses to start at TP 2 (GPU 1 has")
+    assert "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0" in unbalanced.suggestions[0]
+    # 10 GiB of 139 is within the 10%: it starts, with pools sized from the busier GPU
+    balanced = plan(spec, facts_hardware(_two_h200s(10)), cfg)
+    assert not any("unbalanced" in p for p in balanced.problems)
+    assert any("SGLang sizes its pools from the memory free before the load" in n for n in balanced.notes)
+
+
+def test_the_balance_check_is_sglangs_at_tp_above_1_only() -> None:
+    from doctor.planner.startup import facts_hardware
+
+    hardware = facts_hardware(_two_h200s(20))
+    spec = get_model("Qwen/Qwen3.5-35B-A3B-FP8")
+    vllm = plan(spec, hardware, ServeConfig(backend_version="0.26.0", tp=2))
+    assert not any("unbalanced" in p for p in vllm.problems)
+    single = ServeConfig(backend="sglang", backend_version="0.5.16", mem_fraction_static=0.8)
+    assert not any("unbalanced" in p for p in plan(spec, hardware, single).problems)

@@ -39,7 +39,8 @@ Read from vLLM 0.26.0 (the files of the published wheel):
   0.64 GiB actual against 0.44 GiB planned, and its KV pool is planned within 0.9%; no public boot of this
   model family with a larger drafter graph pool is held (vllm-project/vllm#50722's TP 4 DFlash boot logged a
   2.22 GiB estimate, but its log is cut before max_num_seqs and its pool). The drafter's own profile-run peak
-  (DFlash: its context K/V projection over max_num_batched_tokens after the target's forward) is not added.
+  (DFlash: its context K/V projection over max_num_batched_tokens after the target's forward, with the target's
+  aux hidden states held) is a phase of its own: doctor/planner/drafter_run.py.
   The V1 runner's dummy rejection sampler, which any speculative method adds to the profile run, is
   (overhead.rejection_sampler_bytes). The proposer's persistent buffers (llm_base_proposer.py, 0.26.0: input ids,
   positions, hidden states and input embeddings over max_num_batched_tokens, 64 MiB at 8,192 tokens for a

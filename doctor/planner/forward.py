@@ -50,9 +50,10 @@ same in each where not said:
   product beside the attention output.
 - The last piece ends with the final norm's output [T, H], the forward's return, which profile_run holds through
   the sampler's run (overhead.sampler_held_bytes); it holds less than the pieces before it.
-- Not modelled: the MTP / EAGLE drafter's dummy run over the same tokens (one attention + MoE layer whose pieces
-  hold less than the target's GDN pieces), activation quantisation beside the FP8 / NVFP4 GEMMs (under one byte
-  per hidden element).
+- The drafter's dummy run after the forward is a phase of its own (doctor/planner/drafter_run.py); the aux hidden
+  states an EAGLE3 / DFlash drafter takes are made inside the forward and held by its later pieces
+  (drafter_run.aux_hidden_bytes, added by overhead.forward_peak).
+- Not modelled: activation quantisation beside the FP8 / NVFP4 GEMMs (under one byte per hidden element).
 Each tensor is named with the source that keeps it (Tensor); widths are elements of the model dtype per token, and
 the caller multiplies by tokens and dtype bytes (overhead.forward_peak).
 """
@@ -79,6 +80,18 @@ class Tensor:
     name: str
     width: int
     source: str
+
+
+@dataclass(frozen=True)
+class Moment:
+    """A moment of the profile run on one rank and the tensors alive there, each as (name, bytes, source)."""
+
+    moment: str
+    tensors: tuple[tuple[str, int, str], ...]
+
+    @property
+    def total(self) -> int:
+        return sum(size for _, size, _ in self.tensors)
 
 
 @dataclass(frozen=True)
@@ -149,17 +162,19 @@ def piece_tensors(spec: ModelSpec, tp: int, fused_gdn: bool = False) -> tuple[Te
     return max(ends, key=width)
 
 
-def moe_tensors(spec: ModelSpec, tp: int, compiled: bool, fused_gdn: bool = False) -> tuple[Tensor, ...]:
+def moe_tensors(spec: ModelSpec, tp: int, compiled: bool, fused_gdn: bool = False,
+                kinds: tuple[str, ...] = ()) -> tuple[Tensor, ...]:
     """What sits beside the experts' workspaces while the MoE block runs: what the piece holds (compiled: the
-    largest hand-on of any layer kind + the residual handed in; eager: nothing beyond the stream), the residual
+    largest hand-on of any layer kind, of `kinds` where given (the MTP layer: attention only), + the residual
+    handed in; eager: nothing beyond the stream), the residual
     and the normed input, the router logits [T, E], top-k weights and ids (8 bytes a choice = 4 elements), the
     shared expert's output and the routed output (a dense MLP instead: its gate_up [T, 2 I / TP] and the
     activation's output [T, I / TP])."""
     h = spec.hidden_size
     held: tuple[Tensor, ...] = ()
     if compiled:
-        kinds = set(spec.layer_types) or {ATTENTION}
-        held = (*max((layer(spec, k, tp, fused_gdn).handed for k in sorted(kinds)), key=width),
+        held_kinds = set(kinds or spec.layer_types) or {ATTENTION}
+        held = (*max((layer(spec, k, tp, fused_gdn).handed for k in sorted(held_kinds)), key=width),
                 residual("residual handed in", spec))
     stream = (residual("residual", spec), residual("post_attention_layernorm output", spec))
     if spec.moe:
@@ -186,5 +201,5 @@ def eager_tensors(spec: ModelSpec, tp: int) -> tuple[Tensor, ...]:
     return (residual("residual", spec), residual("input_layernorm output (the caller's argument)", spec), *largest)
 
 
-__all__ = ["Tensor", "Layer", "width", "gdn_layer", "attention_layer", "layer", "piece_tensors", "moe_tensors",
+__all__ = ["Tensor", "Moment", "Layer", "width", "gdn_layer", "attention_layer", "layer", "piece_tensors", "moe_tensors",
            "eager_tensors"]

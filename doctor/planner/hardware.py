@@ -61,6 +61,8 @@ class Hardware:
     pinned_memory: bool | None = None   # pinned host memory for the engine; None: the platform's default (not
                                         # under WSL2 unless VLLM_WSL2_ENABLE_PIN_MEMORY=1: doctor/planner/wsl.py)
     gpus_per_node: int | None = None    # GPUs of each node, ranks filling nodes in order; None: all on one node
+    startup_free_each: tuple[int, ...] = ()   # torch's total less other processes' memory on each GPU, in CUDA's
+                                              # order, where facts give it (startup.facts_hardware); () otherwise
 
     @property
     def pins_memory(self) -> bool:

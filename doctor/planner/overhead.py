@@ -77,7 +77,9 @@ from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.coefficients import Coefficients, current
 from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
 from doctor.planner.engine_defaults import vllm_batch_defaults_of
-from doctor.planner.forward import Tensor, eager_tensors, moe_tensors, piece_tensors
+from doctor.planner.drafter_run import aux_hidden_bytes, drafter_run
+from doctor.planner.drafters import drafter_of
+from doctor.planner.forward import Moment, Tensor, eager_tensors, moe_tensors, piece_tensors
 from doctor.planner.capture import capture_plan, capture_sizes, graph_count, graph_modes
 from doctor.planner.hardware import GIB, MIB, GPU, pins_memory
 from doctor.planner.methods import MTP_METHODS
@@ -256,22 +258,14 @@ def fused_gdn_spec_decode(spec: ModelSpec, cfg: ServeConfig, capability: tuple[i
                 and state in FUSED_GDN_STATE_DTYPES and capability >= (8, 0))
 
 
-@dataclass(frozen=True)
-class ForwardPeak:
-    """The dummy forward's peak on one rank: the moment that sets it and the tensors alive there, each as
-    (name, bytes, source)."""
-
-    moment: str
-    tensors: tuple[tuple[str, int, str], ...]
-
-    @property
-    def total(self) -> int:
-        return sum(size for _, size, _ in self.tensors)
+ForwardPeak = Moment   # the dummy forward's peak: the moment that sets it and the tensors alive there
 
 
-def forward_peak(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> ForwardPeak:
+def forward_peak(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0),
+                 last_stage: bool = True) -> ForwardPeak:
     """Peak of profile_run's dummy forward over `tokens` tokens on one rank, from the tensors the source keeps
-    alive (doctor/planner/forward.py): the fused-MoE workspace the modular kernel keeps (moe_workspace, over the
+    alive (doctor/planner/forward.py): on the last stage, the aux hidden states an EAGLE3 / DFlash drafter takes
+    (drafter_run.aux_hidden_bytes), the fused-MoE workspace the modular kernel keeps (moe_workspace, over the
     tokens the experts run over: dispatched_tokens) + the larger of the largest compiled piece's end (or, with
     --enforce-eager, the largest layer's locals) and the MoE block's own moment: what its piece holds, its
     tensors, the experts' transient workspaces, what an all-gather of DP ranks' tokens holds (gathered_bytes) and,
@@ -284,8 +278,10 @@ def forward_peak(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tup
     def sized(tensors: tuple[Tensor, ...]) -> list[tuple[str, int, str]]:
         return [(t.name, int(t.width * tokens * act), t.source) for t in tensors if t.width]
 
+    aux = aux_hidden_bytes(spec, drafter_of(cfg), tokens) if last_stage and cfg.mtp_tokens else 0
     kept = [("fused-MoE workspace the modular kernel keeps", workspace.persistent,
-             "fused_moe/modular_kernel.py _allocate_buffers")]
+             "fused_moe/modular_kernel.py _allocate_buffers"),
+            ("aux hidden states kept for the drafter", aux, "models/interfaces.py _maybe_add_hidden_state")]
     layers = sized(piece_tensors(spec, cfg.tp, fused) if compiled else eager_tensors(spec, cfg.tp))
     moe = sized(moe_tensors(spec, cfg.tp, compiled, fused)) + [
         ("the experts' own workspaces for the call", workspace.peak - workspace.persistent, "overhead.moe_workspace"),
@@ -298,9 +294,10 @@ def forward_peak(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tup
     return ForwardPeak(moment, tuple(t for t in kept + chosen if t[1]))
 
 
-def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0)) -> int:
+def activation_bytes(spec: ModelSpec, cfg: ServeConfig, tokens: int, capability: tuple[int, int] = (9, 0),
+                     last_stage: bool = True) -> int:
     """The dummy forward's peak over `tokens` tokens on one rank (forward_peak)."""
-    return forward_peak(spec, cfg, tokens, capability).total
+    return forward_peak(spec, cfg, tokens, capability, last_stage).total
 
 
 def sampler_held_bytes(spec: ModelSpec, tokens: int, seqs: int) -> int:
@@ -464,6 +461,7 @@ class VllmOverhead:
     max_num_batched_tokens: int
     max_num_seqs: int
     graphs: int
+    peak_phase: str = ""       # the profile-run phase that sets peak_activation (peak_phases)
 
     @property
     def total(self) -> int:
@@ -490,6 +488,8 @@ class OverheadInputs:
                                     # sampler's run (rejection_sampler_bytes)
     logits_only_bytes: float = 0.0  # bytes per logit of a sampler run that holds only the logits
                                     # (sampler_logits_only: the model dtype); 0: the fitted figure
+    drafter_phase: int = 0          # speculative decoding: the drafter's dummy run after the forward, with what it
+                                    # holds of the target's (drafter_run.drafter_run)
 
 
 def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> OverheadInputs:
@@ -508,16 +508,19 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
     modes = 0 if cfg.enforce_eager else captured.modes
     # every rank of the last stage samples over the full vocabulary (LogitsProcessor all-gathers the logits)
     logits = seqs * spec.vocab_size if last_stage else 0
-    held = (sampler_held_bytes(spec, tokens, seqs)
-            + moe_workspace(spec, cfg, dispatched_tokens(cfg, tokens), gpu.capability).persistent)
-    return OverheadInputs(activation_bytes(spec, cfg, tokens, gpu.capability), logits, graphs,
+    workspace = moe_workspace(spec, cfg, dispatched_tokens(cfg, tokens), gpu.capability)
+    held = sampler_held_bytes(spec, tokens, seqs) + workspace.persistent
+    drafting = (drafter_run(spec, cfg, drafter_of(cfg), tokens, seqs, v1_model_runner(cfg), workspace)
+                if last_stage else None)
+    return OverheadInputs(activation_bytes(spec, cfg, tokens, gpu.capability, last_stage), logits, graphs,
                           tokens, seqs, encoder_bytes=encoder_bytes(spec, cfg, image_tokens),
                           encoder_outputs=encoder_output_bytes(spec, image_tokens),
                           encoder_inputs=encoder_input_bytes(spec, image_tokens), graph_modes=modes,
                           sampler_held=held,
                           logits_gather=logits_gather_bytes(spec, cfg.tp, seqs) if last_stage else 0,
                           rejection_sampler=rejection_sampler_bytes(spec, cfg, seqs) if last_stage else 0,
-                          logits_only_bytes=float(dtype_bytes(spec.dtype)) if sampler_logits_only(cfg) else 0.0)
+                          logits_only_bytes=float(dtype_bytes(spec.dtype)) if sampler_logits_only(cfg) else 0.0,
+                          drafter_phase=drafting.total if drafting else 0)
 
 
 def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
@@ -528,12 +531,22 @@ def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
     return inputs.sampler_held + max(inputs.logits_gather, run)
 
 
+def peak_phases(inputs: OverheadInputs, coef: Coefficients) -> dict[str, int]:
+    """profile_run's phases by name, each as the torch memory it holds at its own peak: the vision encoder's run,
+    then, beside the encoder's outputs, the dummy forward, the drafter's dummy run and the sampler phase; the
+    dummy batch's pixel values are held through all of them."""
+    held = inputs.encoder_inputs + inputs.encoder_outputs
+    own = {"the vision encoder": int(inputs.encoder_bytes * coef.forward_scale),
+           "the dummy forward": int(inputs.forward_bytes * coef.forward_scale),
+           "the drafter's dummy run": inputs.drafter_phase,
+           "the sampler": sampler_phase(inputs, coef)}
+    return {name: (inputs.encoder_inputs if name == "the vision encoder" else held) + size
+            for name, size in own.items() if size or name == "the dummy forward"}
+
+
 def peak_activation(inputs: OverheadInputs, coef: Coefficients) -> int:
-    """profile_run's torch peak: the encoder's pixel values + max(encoder peak, encoder outputs + max(forward,
-    sampler phase))."""
-    forward = int(inputs.forward_bytes * coef.forward_scale)
-    encoder = int(inputs.encoder_bytes * coef.forward_scale)
-    return inputs.encoder_inputs + max(encoder, inputs.encoder_outputs + max(forward, sampler_phase(inputs, coef)))
+    """profile_run's torch peak: the largest of its phases (peak_phases)."""
+    return max(peak_phases(inputs, coef).values())
 
 
 def cudagraph_estimate(inputs: OverheadInputs, coef: Coefficients, quantized: bool, tp: int) -> int:
@@ -597,8 +610,10 @@ def vllm_overhead_terms(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage:
         # vLLM 0.34's extensible KV cache is sized from memory free after capture (v1/worker/gpu_worker.py,
         # enable_extensible_kv_cache): the actual graph pool, not the estimate, is what it subtracts there.
         estimate = int(graph * coef.graph_actual_over_estimate)
-    return VllmOverhead(peak_activation(inputs, coef), non_torch, estimate, inputs.max_num_batched_tokens,
-                        inputs.max_num_seqs, inputs.graphs)
+    phases = peak_phases(inputs, coef)
+    phase = max(phases, key=phases.__getitem__)
+    return VllmOverhead(phases[phase], non_torch, estimate, inputs.max_num_batched_tokens,
+                        inputs.max_num_seqs, inputs.graphs, phase)
 
 
 def vllm_overhead(spec: ModelSpec, cfg: ServeConfig, gpu: GPU) -> int:
@@ -612,7 +627,8 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "wsl_host_bytes", "vllm_overhead", "vllm_batch_defaults", "capture_sizes", "graph_count", "graph_modes",
            "spec_full_decode", "activation_bytes", "forward_peak", "ForwardPeak", "fused_gdn_spec_decode",
            "encoder_bytes", "encoder_output_bytes", "encoder_input_bytes", "encoder_profile_tokens",
-           "image_item_tokens", "peak_activation", "cudagraph_estimate", "dispatched_tokens", "gathered_bytes",
+           "image_item_tokens", "peak_phases",
+           "peak_activation", "cudagraph_estimate", "dispatched_tokens", "gathered_bytes",
            "all2all_buffer_bytes", "ep_group_spans_nodes", "batched_dp_moe", "deepep_low_latency_rdma_bytes",
            "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "rejection_sampler_bytes",
            "v1_model_runner", "sampler_logits_only", "sampler_phase", "MIB"]

@@ -90,7 +90,9 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
     full, linear = layers_in_stage(spec, start, end)
     if cfg.uses_mtp_head and pp_rank == cfg.pp - 1:
         full += spec.mtp_layers          # the MTP drafter's attention layers share the KV pool
-    weights = rank_weights(spec, cfg, pp_rank)
+    # vLLM's FP8 Marlin path below compute capability 8.9 (weights.marlin_fp8_bytes_per_param); SGLang's FP8 MoE on
+    # such GPUs is not read
+    weights = rank_weights(spec, cfg, pp_rank, hw.gpu.capability if cfg.backend == "vllm" else None)
     drafter = drafter_of(cfg) if pp_rank == cfg.pp - 1 else None
     if drafter is not None:
         own = {k: v for k, v in weights.items() if k != "total"}

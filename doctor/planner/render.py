@@ -24,6 +24,12 @@ def _budget_base(p: Plan, r: RankPlan) -> int:
     return p.hardware.gpu.usable_bytes - (0 if p.config.backend == "vllm" else r.overhead_bytes)
 
 
+def _phase(phase: str) -> str:
+    """" (at the drafter's dummy run)": the profile-run phase that sets the activation, where it is not the
+    forward."""
+    return f" (at {phase})" if phase and phase != "the dummy forward" else ""
+
+
 def band_text(p: Plan) -> str:
     """"± 0.2%, ± 0.12 GiB of KV memory (why)" (vLLM: bands.plan_band) or "error not measured (why)" for the
     plan's KV tokens."""
@@ -127,7 +133,8 @@ def render_text(p: Plan) -> str:
         ("  of which", [_weights_detail(r.weights) for r in p.ranks]),
         ("overhead (measured)" if all("measured" in r.weights for r in p.ranks) else "overhead (estimate)",
          [_gib(r.overhead_bytes) for r in p.ranks]),
-        *([("  of which", [f"activation {r.terms.peak_activation / GIB:.2f}, non-torch {r.terms.non_torch / GIB:.2f}, "
+        *([("  of which", [f"activation {r.terms.peak_activation / GIB:.2f}{_phase(r.terms.peak_phase)}, "
+                            f"non-torch {r.terms.non_torch / GIB:.2f}, "
                             f"CUDA graphs {r.terms.cudagraph_estimate / GIB:.2f}" for r in p.ranks])]
           if cfg.backend == "vllm" and all(r.terms for r in p.ranks) and cfg.overhead_gib is None else []),
         ("KV cache" + (" + mamba pool" if cfg.backend == "sglang" and p.gdn_state_bytes_per_seq else ""),

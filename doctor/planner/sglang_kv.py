@@ -39,6 +39,17 @@ sample), and two NEXTN (MTP) boots on the H200 (0.5.16: the MTP load holds its o
 the pools are sized, mtp_own_embed_head_bytes). Unverified: EAGLE / DFLASH drafter boots, the context on other GPUs and TP > 2, pages > 1 (0.5.16
 picks page 64 with trtllm_mha on SM100 when extra_buffer is on: _qwen3_5_hybrid_overrides), DP attention
 (attn_dp_size), PP (SGLang's stage split is taken as vLLM's).
+TP > 1 (read in model_runner.py init_torch_distributed of 0.5.9 and 0.5.14, distributed/bootstrap.py of 0.5.23): the
+free memory before the load is taken after init_distributed_environment and initialize_model_parallel, whose TP
+group holds by then its PyNccl communicator (with its one-element warm-up all-reduce, which connects NCCL's ring
+buffers) and, on P2P-capable GPUs, custom all-reduce's buffers (custom_all_reduce.py: meta + buffer by cudaMalloc
+for IPC and a torch rank_data, _MAX_CAR_SIZE = 8 MiB each on CUDA); torch's own NCCL communicator is warmed there
+only with --pre-warm-nccl (default on AMD), else it connects later, out of the memory outside the fraction. That
+figure, and the free memory after the load, are the world group's minimum (get_available_gpu_memory
+distributed=True: an all-reduce MIN over the CPU group), so the busiest GPU sizes every rank's pools
+(startup.busiest_gpu_bytes), and a rank whose own is more than 10% above it refuses to start
+(startup.sglang_unbalanced). DIST_BYTES[TP > 1] is the measured whole of it on two RTX 4090s (no P2P, so no custom
+all-reduce); NCCL's own buffers follow the topology (channels x protocols), not the flags, and are not derived.
 This is the real meaning of the article's invented "radix table sizing" (`radix_size=`).
 """
 
@@ -273,7 +284,9 @@ def mtp_own_embed_head_bytes(spec: ModelSpec, cfg: ServeConfig) -> int:
     """The embedding and lm_head the checkpoint's MTP head builds for itself (models/qwen3_5_mtp.py: a
     VocabParallelEmbedding and, untied, a ParallelLMHead, 1/TP each). They are loaded with the head and held while
     the target's pools are sized; set_embed_and_head swaps in the target's and frees them afterwards. Measured on
-    the H200 0.5.16 NEXTN boots: the MTP load's "mem usage=3.46 GB" = the MTP layer 1.57 + these 1.89."""
+    the H200 0.5.16 NEXTN boots: the MTP load's "mem usage=3.46 GB" = the MTP layer 1.57 + these 1.89; reported on
+    0.5.19 as "NEXTN/EAGLE: draft embed_tokens/lm_head copies are released after KV pool sizing, significantly
+    shrinking max_total_num_tokens" (sgl-project/sglang#36452, open)."""
     copies = 1 if spec.tie_word_embeddings else 2
     return int(copies * spec.vocab_size * spec.hidden_size * dtype_bytes(spec.dtype) / cfg.tp)
 

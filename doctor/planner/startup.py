@@ -12,7 +12,13 @@ did not change their memory usage during the profiling").
 vLLM 0.34's extensible KV cache is sized from the memory free after warmup (extensible.py): other processes'
 memory comes off it.
 SGLang (model_executor/model_runner.py, 0.5.9-0.5.23): the pools are a share of the free memory before the
-weights load ("Load weight begin. avail mem"), so every byte other processes hold comes off the pools.
+weights load ("Load weight begin. avail mem"), so every byte other processes hold comes off the pools. At TP > 1
+that free memory is the smallest of the world group's ranks (get_available_gpu_memory(distributed=True): an
+all-reduce MIN over the CPU group, taken after the TP group's custom all-reduce buffers and NCCL warm-up), and each
+rank refuses to start when it is below 90% of its own ("The memory capacity is unbalanced. Some GPUs may be
+occupied by other processes.": model_runner.py init_torch_distributed in 0.5.9 and 0.5.14,
+distributed/bootstrap.py _check_tp_memory_balance in 0.5.23; a RuntimeError while
+SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK is on, its default in each): sglang_unbalanced.
 
 Facts give the other processes' memory as torch's total less NVML's free memory: on the H200 rehearsal machine
 NVML reported 139.80 GiB free at rest (tests/fixtures/h200-rehearsal/facts.json, 150,109,880,320 B) and vLLM
@@ -31,6 +37,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from doctor.deployment.table import option
 from doctor.planner.extensible import STARTUP_USED_BYTES
 from doctor.planner.hardware import GIB, GPU
+from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
 
 if TYPE_CHECKING:
     from doctor.facts.model import Facts
@@ -62,9 +69,32 @@ def engine_process_bytes(processes: list[dict[str, Any]]) -> int:
 
 def busiest_gpu_bytes(gpus: list[dict[str, Any]], gpu: GPU, host_available: int | None = None) -> int:
     """The most any of these facts GPUs (NVML records) has held by other processes, less what engine-like
-    processes hold (engine_process_bytes): the engine's ranks are alike, so its busiest GPU decides."""
-    return max((max(0, other_process_bytes(gpu, (g.get("memory") or {}).get("free"), host_available)
-                    - engine_process_bytes(g.get("processes") or [])) for g in gpus), default=0)
+    processes hold (held_by_others): the engine's ranks are alike, so its busiest GPU decides."""
+    return max(held_by_others(gpus, gpu, host_available), default=0)
+
+
+def held_by_others(gpus: list[dict[str, Any]], gpu: GPU, host_available: int | None = None) -> list[int]:
+    """What other processes hold on each of these facts GPUs (NVML records), less what engine-like processes hold
+    (engine_process_bytes), in their order."""
+    return [max(0, other_process_bytes(gpu, (g.get("memory") or {}).get("free"), host_available)
+                - engine_process_bytes(g.get("processes") or [])) for g in gpus]
+
+
+def sglang_unbalanced(hardware: "Hardware", cfg: "ServeConfig") -> tuple[str, str] | None:
+    """(problem, fix) where SGLang at TP > 1 refuses to start because the free memory of its GPUs before the load
+    differs by more than 10% (module docstring); None where it starts or the facts do not say. The engine takes
+    the first TP x PP GPUs CUDA numbers; each holds the same context (sglang_kv.context_bytes)."""
+    free = [f - sglang_context_bytes(cfg) for f in hardware.startup_free_each[:cfg.tp * cfg.pp]]
+    if cfg.backend != "sglang" or cfg.tp <= 1 or len(free) < 2 or min(free) >= 0.9 * max(free):
+        return None
+    low, high = free.index(min(free)), free.index(max(free))
+    problem = (f"The memory capacity is unbalanced. Some GPUs may be occupied by other processes: SGLang refuses "
+               f"to start at TP {cfg.tp} (GPU {low} has {free[low] / GIB:.2f} GiB free before the load, GPU {high} "
+               f"{free[high] / GIB:.2f} GiB; the least must be at least 90% of the most)")
+    fix = (f"free GPU {low} (stop what else holds its memory, nvidia-smi) or leave it out of CUDA_VISIBLE_DEVICES; "
+           "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0 makes it a warning, and every rank's pools are then sized "
+           f"from GPU {low}'s free memory")
+    return problem, fix
 
 
 def vllm_startup_free(gpu: GPU, others: int) -> int:
@@ -84,6 +114,9 @@ def startup_findings(hardware: "Hardware", cfg: "ServeConfig") -> StartupFinding
     """The findings the start-up memory of other processes gives a plan of `cfg` (resolved) on `hardware` (none
     when they hold nothing)."""
     others, gpu = hardware.other_process_bytes, hardware.gpu
+    unbalanced = sglang_unbalanced(hardware, cfg)
+    if unbalanced:
+        return StartupFindings([unbalanced[0]], [], [unbalanced[1]])
     if others <= 0:
         return StartupFindings([], [], [])
     held = (f"the host holds {others / GIB:.2f} GiB of the {gpu.name}'s unified memory at start-up" if gpu.unified
@@ -127,5 +160,8 @@ def facts_hardware(facts: "Facts") -> "Hardware":
         raise PlanInputError("--facts: the bundle records no GPU with its memory (NVML was unavailable where it was "
                              "collected); pass --gpus")
     gpu = min((gpu for _, gpu in known), key=lambda g: g.usable_bytes)
-    others = busiest_gpu_bytes([g for g, _ in known], gpu, (facts.host.get("memory") or {}).get("available"))
-    return Hardware(gpu, len(known), others, pinned_memory=wsl_pins_memory(facts.env) if gpu.virtualised else None)
+    host = (facts.host.get("memory") or {}).get("available")
+    held = [held_by_others([g], each, host)[0] for g, each in known]
+    return Hardware(gpu, len(known), max(held, default=0),
+                    pinned_memory=wsl_pins_memory(facts.env) if gpu.virtualised else None,
+                    startup_free_each=tuple(each.usable_bytes - h for (_, each), h in zip(known, held)))

@@ -7,6 +7,14 @@ tp_size >= total_num_kv_heads); routed experts split over the EP group (fused_mo
 embeddings and lm_head are vocab-parallel with the vocabulary padded to a multiple of 64
 (vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE); pipeline stages take decoder layers as
 vllm/distributed/utils.py get_pp_indices does.
+
+FP8 checkpoints on GPUs without FP8 tensor cores (compute capability below 8.9) run as Marlin W8A16 (fp8.py: the
+linear layers' MarlinFP8ScaledMMLinearKernel, the experts' MARLIN backend, moe.marlin_experts), and the weights'
+preparation after loading (layers/quantization/utils/marlin_utils_fp8.py prepare_fp8_layer_for_marlin /
+prepare_fp8_moe_layer_for_marlin, the same in the 0.20.1, 0.22.0, 0.26.0, 0.29.0-0.31.0 and 0.34.0 wheels) keeps the FP8 values (packed into
+int32) but turns block-wise scales into group-wise ones: (K / block_k, ceil(N / block_n)) float32 scales become
+`repeat_interleave(block_n)` (K / block_k, N) scales in the model dtype (per-channel / per-tensor scales become
+(1, N)), which "Model loading took" measures (marlin_fp8_bytes_per_param).
 """
 
 from __future__ import annotations
@@ -36,14 +44,31 @@ def pp_partition(num_layers: int, pp: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def bytes_per_param(spec: ModelSpec, tensor: Tensor) -> float:
-    """Storage cost of one parameter of `tensor`, scales and zero points included."""
+def fp8_runs_as_marlin(capability: tuple[int, int] | None) -> bool:
+    """Whether vLLM runs FP8 weights through Marlin W8A16 on a GPU of this compute capability (None: unknown,
+    taken as one with FP8 tensor cores)."""
+    return capability is not None and capability < (8, 9)
+
+
+def marlin_fp8_bytes_per_param(spec: ModelSpec, tensor: Tensor) -> float:
+    """One FP8 parameter after Marlin's preparation: the FP8 value + its share of the group-wise scales in the model
+    dtype (a group of block_k inputs per output channel; one scale per output channel without blocks)."""
+    block = spec.quantization.weight_block_size
+    group = block[1] if block else tensor.cols
+    return 1 + dtype_bytes(spec.dtype) / group
+
+
+def bytes_per_param(spec: ModelSpec, tensor: Tensor, capability: tuple[int, int] | None = None) -> float:
+    """Storage cost of one parameter of `tensor`, scales and zero points included, as loaded on a GPU of
+    `capability` (FP8 through Marlin below 8.9: marlin_fp8_bytes_per_param)."""
     q = spec.quantization
     if tensor.linear and tensor.group in q.fp8_modules:
         # modelopt MIXED_PRECISION FP8 layers: one float32 weight scale per tensor (ModelOptFp8Config)
         return 1 + 4 / (tensor.rows * tensor.cols)
     if not tensor.linear or q.method == "none" or tensor.group not in q.modules:
         return dtype_bytes(spec.dtype)
+    if q.method == "fp8" and fp8_runs_as_marlin(capability):
+        return marlin_fp8_bytes_per_param(spec, tensor)
     if q.method == "fp8":
         # one float32 scale per weight block (Fp8LinearMethod block-wise), per output channel, or per tensor
         bn, bk = q.weight_block_size or ((1, tensor.cols) if q.per_channel else (tensor.rows, tensor.cols))
@@ -90,8 +115,10 @@ def _label(tensor: Tensor) -> str:
     return "other"
 
 
-def rank_weights(spec: ModelSpec, cfg: ServeConfig, pp_rank: int = 0) -> dict[str, int]:
-    """Bytes of weights on one rank of pipeline stage `pp_rank`, by module class, plus 'total'."""
+def rank_weights(spec: ModelSpec, cfg: ServeConfig, pp_rank: int = 0,
+                 capability: tuple[int, int] | None = None) -> dict[str, int]:
+    """Bytes of weights on one rank of pipeline stage `pp_rank`, by module class, plus 'total', as loaded on a GPU
+    of `capability` (None: one with FP8 tensor cores)."""
     start, end = pp_partition(spec.num_layers, cfg.pp)[pp_rank]
     last = pp_rank == cfg.pp - 1
     tensors: list[Tensor] = [t for t in text_tensors(spec)
@@ -107,7 +134,7 @@ def rank_weights(spec: ModelSpec, cfg: ServeConfig, pp_rank: int = 0) -> dict[st
     mtp_names = {t.name for t in mtp_tensors(spec)} if cfg.uses_mtp_head and last else set()
     for t in tensors:
         unquantized_mtp = t.name in mtp_names and spec.quantization.mtp_unquantized
-        per_param = dtype_bytes(spec.dtype) if unquantized_mtp else bytes_per_param(spec, t)
+        per_param = dtype_bytes(spec.dtype) if unquantized_mtp else bytes_per_param(spec, t, capability)
         size = _rank_numel(spec, cfg, t, vision_tp) * per_param
         out["mtp" if t.name in mtp_names else _label(t)] += size
     result = {k: int(v) for k, v in out.items()}
