@@ -55,6 +55,13 @@ def test_model_option_picks_the_variant_and_its_folder(tmp_path: Path) -> None:
     assert "/Qwen3.5-35B-A3B-FP8-" in command and "--served-model-name Qwen/Qwen3.5-35B-A3B-FP8" in command
 
 
+def test_a_dry_run_plans_the_model_the_unwritten_folder_stands_for(tmp_path: Path) -> None:
+    dry_run(tmp_path, "sglang-stable", "--model", "fp8")
+    plan_results = [r for r in json.loads((tmp_path / "r.json").read_text())["results"]
+                    if r["check_id"].startswith("QD-PLAN-")]
+    assert plan_results and not any("cannot be read" in r["summary"] for r in plan_results)
+
+
 def test_argv_keeps_every_flag_and_replaces_model_tokenizer_and_load_format() -> None:
     argv = ["python", "-m", "sglang.launch_server", "--model-path", "Qwen/X", "--tokenizer-path", "Qwen/X",
             "--load-format", "auto", "--tp-size", "2", "--served-model-name", "q"]

@@ -68,6 +68,8 @@ class SingleMachine:
         python = request.python or find_backend_python(spec.backend)
         spec = prepare.with_interpreter(spec, python)
         served_model = prepare.model_of(spec)
+        if rehearsal is not None and not rehearsal.folder.is_dir():
+            served_model = rehearsal.model  # a dry run writes no folder: judge the model it stands for
         facts = _with_backend_packages(collect(timeout_s=10.0), python)
         report.facts_summary = summarize(facts, "live")
         version = engine_version(spec.backend, facts)
