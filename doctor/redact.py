@@ -303,33 +303,60 @@ class _Values:
         self.values.add(value)
 
 
-def _view_spans(view: textviews.View, in_place: set[str]) -> list[tuple[int, int]]:
-    """Spans of the view holding a secret: what the provider rules and the name / flag / header passes find, at
-    every place the value occurs. A value shorter than MIN_SECRET_LEN that the passes find in the text itself
-    (`in_place`) is left to them, which replace it where it stands: `passwd: a` must not take every `a` with it."""
-    text = view[0]
+def _view_spans(text: str, view: textviews.View, in_place: Callable[[], set[str]]) -> list[tuple[int, int]]:
+    """Spans of `text` holding a secret that the view shows: what the provider rules and the name / flag / header
+    passes find in the view, at every place the value occurs. A value shorter than MIN_SECRET_LEN that the passes
+    find in the text itself (`in_place()`) is left to them, which replace it where it stands: `passwd: a` must not
+    take every `a` with it. A value the view glued over a line break ends at the break unless the next line goes
+    on like a token (`_unwrapped_end`)."""
+    view_text = view[0]
     spans: list[tuple[int, int]] = []
     values = _Values()
-    _standard_passes(text, _Scan(values, min_len=1), blocks=False)
+    _standard_passes(view_text, _Scan(values, min_len=1), blocks=False)
     for value in values.values:
-        if not value.strip() or value == REDACTED or (value in in_place and len(value) < MIN_SECRET_LEN):
+        if not value.strip() or value == REDACTED or (len(value) < MIN_SECRET_LEN and value in in_place()):
             continue
-        start = text.find(value)
+        glued = not any(c.isspace() for c in value)
+        start = view_text.find(value)
         while start >= 0:
-            spans.append((start, start + len(value)))
-            start = text.find(value, start + len(value))
-    return textviews.original_spans(view, spans)
+            begin, end = textviews.original_spans(view, [(start, start + len(value))])[0]
+            spans.append((begin, _unwrapped_end(text, begin, end) if glued else end))
+            start = view_text.find(value, start + len(value))
+    return spans
+
+
+_BARE_BREAK = re.compile(r"(?<!\\)\r?\n")
+_NEXT_WORD = re.compile(r"[^\s]{0,200}")
+
+
+def _unwrapped_end(text: str, start: int, end: int) -> int:
+    """Where a value that a view read across bare line breaks (a token cut by a line width) ends in `text`: at
+    the first break whose next line does not go on like a token (a digit, or an upper-case letter after the
+    first character), so a short value at a line end keeps the next line's word (`password: 1` then `retry`)."""
+    for m in _BARE_BREAK.finditer(text, start, end):
+        word = _NEXT_WORD.match(text, m.end(), end).group()
+        if not (any(c.isdigit() for c in word) or any(c.isupper() for c in word[1:])):
+            return m.start()
+    return end
 
 
 def _in_views(text: str, scan: _Scan) -> str:
     """Secrets disguised by Unicode (full-width signs, zero-width characters) or split over lines, found in the
-    normalised and joined views of the text and replaced in the original at the mapped places."""
+    normalised and joined views of the text and replaced in the original at the mapped places. The passes run on
+    the text itself only when a view finds a short value (whether they find it in place decides its fate)."""
     extra = textviews.views(text)
     if not extra:
         return text
-    in_place = _Values()
-    _standard_passes(text, _Scan(in_place, min_len=1))
-    spans = [span for view in extra for span in _view_spans(view, in_place.values)]
+    found_in_place: list[set[str]] = []
+
+    def in_place() -> set[str]:
+        if not found_in_place:
+            values = _Values()
+            _standard_passes(text, _Scan(values, min_len=1))
+            found_in_place.append(values.values)
+        return found_in_place[0]
+
+    spans = [span for view in extra for span in _view_spans(text, view, in_place)]
     return _replace_spans(text, spans, scan) if spans else text
 
 

@@ -39,3 +39,28 @@ def test_bad_deploy_input_leaves_the_users_report_file_as_it_was(tmp_path: Path,
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
     assert report.read_text() == USER_REPORT
     assert sorted(p.name for p in tmp_path.iterdir()) == [report.name]
+
+
+SHORT_VALUE_THEN_A_WORD = {
+    "password: 1\nretry": "password: [REDACTED]\nretry",
+    "api_key=x\nnext step": "api_key=[REDACTED]\nnext step",
+    "token: ab\ncd ef": "token: [REDACTED]\ncd ef",
+    "passwd: abc\nRetry now": "passwd: [REDACTED]\nRetry now",
+    "secret=12\n  then\nok": "secret=[REDACTED]\n  then\nok",
+}
+
+
+@pytest.mark.parametrize("text", SHORT_VALUE_THEN_A_WORD)
+def test_a_short_secret_value_at_a_line_end_keeps_the_next_lines_word(text: str) -> None:
+    from doctor.redact import redact_text
+
+    assert redact_text(text) == SHORT_VALUE_THEN_A_WORD[text]
+
+
+@pytest.mark.parametrize("head, tail", [("hf_Zx81kQ2mP9", "vB7nL3cR5tY0wE"), ("password: Zx81kQ", "2mP9vB7nL3"),
+                                        ("Bearer sk-ant-api03-Zq8xWv3Lm9Np2Rt5Yb7Kc", "4Hd6Fj1Gs0Ae3B")])
+def test_a_token_cut_by_a_line_width_is_still_hidden_whole(head: str, tail: str) -> None:
+    from doctor.redact import redact_text
+
+    out = redact_text(f"the key was {head}\n{tail} (rotated)")
+    assert tail not in out and head.split()[-1] not in out and out.endswith("\n[REDACTED] (rotated)"), out
