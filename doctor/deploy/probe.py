@@ -24,6 +24,7 @@ from doctor.deploy.exercise import Exercise, ExerciseConfig, chat, list_models, 
 from doctor.deploy.exercise_features import image, prefix_cache, speculative
 from doctor.deploy.exercise_tools import thinking_off, tool_call, tool_call_stream
 from doctor.deploy.server_metrics import scrape
+from doctor.net.bounded_http import bounded_async_client
 from doctor.results import Result
 
 # Scrape back to back (this far apart) while the burst runs: a burst of a few hundred ms between two scrapes
@@ -121,8 +122,9 @@ async def exercise_server(base_url: str, cfg: ExerciseConfig, slo: dict[str, flo
         if response.request.url.path.endswith("/chat/completions") and response.status_code == 200:
             answered["n"] += 1
 
-    async with httpx.AsyncClient(base_url=base_url, timeout=timeout, limits=limits, trust_env=False,
-                                 headers=dict(cfg.headers), event_hooks={"response": [count]}) as client:
+    async with bounded_async_client(cfg.request_timeout, base_url=base_url, timeout=timeout, limits=limits,
+                                    trust_env=False, headers=dict(cfg.headers),
+                                    event_hooks={"response": [count]}) as client:
         before: server_metrics.Snapshot | None = None
         unavailable = ""
         try:

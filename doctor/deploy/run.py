@@ -26,6 +26,7 @@ from doctor.deploy.process import ServerProcess, supervised
 from doctor.deploy.remedy import RemedyHit, ranked
 from doctor.deploy.spec import LaunchSpec
 from doctor.deploy.unknown import unknown_crash
+from doctor.net.bounded_http import bounded_client
 from doctor.facts.model import Facts
 from doctor.redact import redact_argv, redact_env, redact_text
 from doctor.report.model import now
@@ -113,7 +114,7 @@ def _state_after(spec: LaunchSpec, server: ServerProcess) -> str | None:
     if not server.alive:
         server.wait_log_drained(5.0)
         return f"exited by itself with code {server.returncode}"
-    with httpx.Client(timeout=5.0, trust_env=False, headers=spec.headers) as client:
+    with bounded_client(5.0, trust_env=False, headers=spec.headers) as client:
         try:
             code = client.get(f"{spec.base_url}/health").status_code
         except httpx.HTTPError as exc:
