@@ -169,3 +169,32 @@ def test_probe_of_a_server_that_trickles_every_answer_ends_with_each_exercise_fa
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
     results = {r["check_id"]: r for r in json.loads(done.stdout)["results"]}
     assert done.returncode == 1 and "ReplyTooSlow" in results["QD-DEPLOY-CHAT"]["summary"], done.stderr
+
+
+def _program(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_program_that_writes_without_end_is_killed_at_the_output_bound(tmp_path: Path) -> None:
+    from doctor.boundedrun import OutputTooLarge, run_bounded
+
+    with pytest.raises(OutputTooLarge, match="wrote more than 1 MiB"):
+        run_bounded([str(_program(tmp_path, "spew", "exec yes xxxxxxxxxxxxxxxx"))], 60, max_bytes=1 << 20)
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_bounded(["sleep", "30"], 0.5)
+    done = run_bounded(["sh", "-c", "cat; echo out; echo err >&2; exit 3"], 30)
+    assert (done.returncode, done.stdout, done.stderr) == (3, "out\n", "err\n")  # stdin is /dev/null, not ours
+
+
+@pytest.mark.parametrize("body, words", [
+    ("exec yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "wrote more than 16 MiB"),
+    ("echo 'ModuleNotFoundError: No module named json' >&2; exit 1", "exited with code 1: ModuleNotFoundError"),
+    ("echo '{\"packages\": {}, \"seconds\": 1, \"found\": []}'", "its answer has no 'complete'"),
+])
+def test_deploy_with_a_python_that_is_no_interpreter_is_one_line_and_exit_2(tmp_path: Path, body: str,
+                                                                             words: str) -> None:
+    done = _deploy(tmp_path, "--python", str(_program(tmp_path, "python", body)))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
