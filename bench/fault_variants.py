@@ -17,6 +17,10 @@ Third campaign: stdout on a terminal (click strips ANSI sequences from a pipe on
 an ESC a command printed raw): escapes in a rendered command's env / model, a bundle's GPU name, a run record;
 a valued engine option given as a switch (`reasoning-parser: true`, `--flag served-model-name`); run records
 named by hand; collect_env dumps with CR-only line ends.
+Fourth campaign: secrets in tools' own command-line forms (.netrc, mysql -pPW, sshpass -p, echo PW |
+--password-stdin, wandb login KEY, Digest auth-params); bad deploy input with an existing -o / --report file (left
+as it was); a --python that is no interpreter (writes without end, fails, answers another shape); a server that
+trickles or never ends its replies, lists models in another shape or names a key twice.
 Prints one row per case and the failures; exits 1 when any case fails.
 Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json]
 """
@@ -92,6 +96,13 @@ def secret_lines() -> dict[str, str]:
         "curl_u": f"curl -u admin:{s['password']} https://example.com",
         "docker_login": f"docker login -u me -p {s['password']} ghcr.io",
         "aws_cli_value": f"aws configure set aws_secret_access_key {s['slack_app'][-40:]}",
+        "netrc": f"machine pypi.example.com login me password {s['password']}",
+        "netrc_token_a_line": f"machine pypi.example.com\n  login me\n  password {s['password']}",
+        "mysql_attached": f"mysql -u root -p{s['password']} -h db",
+        "sshpass": f"sshpass -p {s['password']} ssh root@node-2",
+        "password_stdin": f"echo {s['password']} | docker login -u robot --password-stdin ghcr.io",
+        "wandb_login": f"wandb login {s['digitalocean'][-40:]}",
+        "digest_params": f'Authorization: Digest username="me", realm="r", response="{s["password"]}"',
     }
 
 
@@ -249,11 +260,14 @@ def build_cases(tmp: Path) -> list[Case]:
         cases += _escape_cases(tmp, evil)
     cases += _second_variants(tmp, bundle)
     cases += _third_variants(tmp, bundle)
+    cases += _fourth_variants(tmp)
     # A hostile server read by probe (and the exercises it runs).
     for mode in SERVER_MODES:
         url = hostile_server(mode)
-        cases.append(Case(f"server {mode}: probe", "servers", ["probe", url]))
-        cases.append(Case(f"server {mode}: probe --model m", "servers", ["probe", url, "--model", "m"]))
+        # A reply that never ends is cut at --request-timeout; a short one keeps the case within TIMEOUT_S.
+        quick = ["--request-timeout", "2", "--burst", "1"] if SERVER_MODES[mode][1] in (TRICKLE, ENDLESS) else []
+        cases.append(Case(f"server {mode}: probe", "servers", ["probe", url, *quick]))
+        cases.append(Case(f"server {mode}: probe --model m", "servers", ["probe", url, "--model", "m", *quick]))
     return cases
 
 
@@ -414,7 +428,29 @@ def _third_variants(tmp: Path, bundle: str) -> list[Case]:
     return cases
 
 
+def _fourth_variants(tmp: Path) -> list[Case]:
+    """The fourth campaign's variations: bad deploy input beside an existing report, a --python that is no
+    interpreter (the hostile servers and secret forms are in SERVER_MODES and secret_lines)."""
+    cases: list[Case] = []
+    for bad in (["--flag", "nosuch-flag=1"], ["--flag", "max-model-len=abc"], ["--set", "novalue"],
+                ["--flag", "reasoning-parser"], ["--slo", "x"]):
+        for option, name in (("-o", "r.json"), ("--output", "r.html"), ("--report", "r.md")):
+            report = _write(tmp / "fourth" / "reports" / f"{bad[1]}-{name}", "PRECIOUS: the user's report\n")
+            cases.append(Case(f"bad deploy input {' '.join(bad)} {option}: report kept", "outfiles",
+                              ["deploy", "--profile", "vllm-stable", "--dry-run", *bad, option, str(report)],
+                              codes=(2,), watch=(str(report),)))
+    for label, body in (("writes without end", "exec yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
+                        ("fails", "echo 'ModuleNotFoundError: No module named json' >&2; exit 1"),
+                        ("answers another shape", "echo '{\"packages\": 5, \"complete\": 1, \"found\": 7}'")):
+        program = _write(tmp / "fourth" / "python" / label.replace(" ", "-"), "#!/bin/sh\n" + body + "\n")
+        program.chmod(0o755)
+        cases.append(Case(f"--python that {label}: deploy --dry-run", "inputs",
+                          ["deploy", "--profile", "vllm-stable", "--dry-run", "--python", str(program)], codes=(2,)))
+    return cases
+
+
 DEEP = "[" * 200_000 + "]" * 200_000
+TRICKLE, ENDLESS = "<one byte every 0.2 s, forever>", "<1 MiB chunks, forever>"
 # A hostile server's replies, by path: /v1/models, then everything else (chat, completions, metrics).
 SERVER_MODES = {
     "deep models": (DEEP, DEEP),
@@ -424,6 +460,12 @@ SERVER_MODES = {
     "deep chat": ('{"data": [{"id": "m", "max_model_len": 4096}]}', DEEP),
     "escapes": ('{"data": [{"id": "m\\u001b[8mX\\u009b2J", "max_model_len": 4096}]}',
                 '{"choices": [{"message": {"content": "\\u001b]0;owned\\u0007"}}], "usage": {"completion_tokens": 2}}'),
+    "data not a list": ('{"data": 5}', "{}"),
+    "models a list": ('[{"id": "m"}]', "{}"),
+    "ids not text": ('{"data": [{"id": 7}, {"id": null}, "m"]}', "{}"),
+    "duplicate keys": ('{"data": [{"id": "m"}], "data": 5}', '{"usage": {"completion_tokens": 1}, "usage": []}'),
+    "trickle": ('{"data": [{"id": "m", "max_model_len": 4096}]}', TRICKLE),
+    "endless": ('{"data": [{"id": "m", "max_model_len": 4096}]}', ENDLESS),
 }
 
 
@@ -432,13 +474,31 @@ def hostile_server(mode: str) -> str:
     models, other = SERVER_MODES[mode]
 
     class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
         def _answer(self) -> None:
             body = (models if self.path.endswith("/models") else other).encode()
+            if body in (TRICKLE.encode(), ENDLESS.encode()):
+                return self._forever(b" " if body == TRICKLE.encode() else b" " * (1 << 20))
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+
+        def _forever(self, chunk: bytes) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            try:
+                while True:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                    if len(chunk) == 1:
+                        time.sleep(0.2)
+            except OSError:
+                return
 
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))

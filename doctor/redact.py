@@ -91,6 +91,10 @@ _PLAIN = re.compile(r"[^\s\"'`,;<>(){}\[\]]*")
 _QUERY = re.compile(r"[^\s\"'`&#<>]*")
 _LINE_REST = re.compile(r"[^\r\n\"'`]*")
 _BLANKS = re.compile(r"[ \t]*")
+# RFC 7235 section 2.1: credentials are a token68 (base64-like, `=` only as padding at its end) or a list of
+# auth-params (`username="u", response="..."`: Digest, AWS4-HMAC-SHA256), which runs to the end of the line.
+_AUTH_PARAM = re.compile(r"[\w!#$%&'*+.^`|~-]{1,80}[ \t]{0,8}=[ \t]{0,8}[^=\s]")
+_LINE_END = re.compile(r"[^\r\n]*")
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "apikey", "key", "aws4-hmac-sha256"})
 
 Hit = Optional[tuple[str, int]]
@@ -156,7 +160,8 @@ class _Scan:
         scheme, _, cred = value.partition(" ") if q else (value, "", "")
         if not q and scheme.lower() in _AUTH_SCHEMES:
             gap = _BLANKS.match(text, end).end()
-            cred_end = _PLAIN.match(text, gap).end()
+            params = _AUTH_PARAM.match(text, gap)
+            cred_end = _LINE_END.match(text, gap).end() if params else _PLAIN.match(text, gap).end()
             cred = text[gap:cred_end]
             if gap > end and cred and cred != REDACTED:
                 return text[begin:gap] + self.hide(cred), cred_end
@@ -307,8 +312,7 @@ def _view_spans(text: str, view: textviews.View, in_place: Callable[[], set[str]
     """Spans of `text` holding a secret that the view shows: what the provider rules and the name / flag / header
     passes find in the view, at every place the value occurs. A value shorter than MIN_SECRET_LEN that the passes
     find in the text itself (`in_place()`) is left to them, which replace it where it stands: `passwd: a` must not
-    take every `a` with it. A value the view glued over a line break ends at the break unless the next line goes
-    on like a token (`_unwrapped_end`)."""
+    take every `a` with it. A value the view read across a line break ends at the break (`_value_end`)."""
     view_text = view[0]
     spans: list[tuple[int, int]] = []
     values = _Values()
@@ -320,7 +324,7 @@ def _view_spans(text: str, view: textviews.View, in_place: Callable[[], set[str]
         start = view_text.find(value)
         while start >= 0:
             begin, end = textviews.original_spans(view, [(start, start + len(value))])[0]
-            spans.append((begin, _unwrapped_end(text, begin, end) if glued else end))
+            spans.append((begin, _value_end(text, begin, end, glued)))
             start = view_text.find(value, start + len(value))
     return spans
 
@@ -329,10 +333,18 @@ _BARE_BREAK = re.compile(r"(?<!\\)\r?\n")
 _NEXT_WORD = re.compile(r"[^\s]{0,200}")
 
 
-def _unwrapped_end(text: str, start: int, end: int) -> int:
-    """Where a value that a view read across bare line breaks (a token cut by a line width) ends in `text`: at
-    the first break whose next line does not go on like a token (a digit, or an upper-case letter after the
-    first character), so a short value at a line end keeps the next line's word (`password: 1` then `retry`)."""
+def _value_end(text: str, start: int, end: int, glued: bool) -> int:
+    """Where a value that a view read across line breaks ends in `text`. A quoted value runs to its closing
+    quote; one the view glued (a token cut by a line width) ends at the first bare break whose next line does not
+    go on like a token (a digit, or an upper-case letter after the first character); one the view joined with a
+    space (a header or cookie running to its line's end) ends at its line's end. So a value at a line end keeps
+    the next line's words (`password: 1` then `retry`; `Cookie: a=b` then a log line)."""
+    if "\n" not in text[start:end] or (0 < start and end < len(text) and text[start - 1] in "\"'"
+                                         and text[end] == text[start - 1]):
+        return end
+    if not glued:
+        first = _BARE_BREAK.search(text, start, end)
+        return first.start() if first else end
     for m in _BARE_BREAK.finditer(text, start, end):
         word = _NEXT_WORD.match(text, m.end(), end).group()
         if not (any(c.isdigit() for c in word) or any(c.isupper() for c in word[1:])):

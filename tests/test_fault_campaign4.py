@@ -198,3 +198,41 @@ def test_deploy_with_a_python_that_is_no_interpreter_is_one_line_and_exit_2(tmp_
                                                                              words: str) -> None:
     done = _deploy(tmp_path, "--python", str(_program(tmp_path, "python", body)))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and words in done.stderr, done.stderr
+
+
+PASSWORD = "Tr0ub4dor-and-3-horses"
+COMMAND_LINE_FORMS = {
+    "netrc on one line": f"machine pypi.example.com login me password {PASSWORD}",
+    "netrc a token a line": f"machine pypi.example.com\n  login me\n  password {PASSWORD}\n",
+    "mysql -pPASSWORD": f"mysqldump -u root -p{PASSWORD} --all-databases > dump.sql",
+    "sshpass -p": f"sshpass -p '{PASSWORD}' ssh root@node-2 nvidia-smi",
+    "echo into --password-stdin": f"echo {PASSWORD} | docker login -u robot --password-stdin nvcr.io",
+    "printf into --password-stdin": f"printf '%s' \"{PASSWORD}\" | podman login --password-stdin quay.io",
+    "wandb login KEY": "wandb login --relogin 0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c",
+    "Digest auth-params": f'Authorization: Digest username="me", realm="r", response="{PASSWORD}"',
+}
+
+
+@pytest.mark.parametrize("form", sorted(COMMAND_LINE_FORMS))
+def test_a_secret_in_a_tools_own_command_line_form_is_redacted_and_the_command_kept(form: str) -> None:
+    from doctor.redact import REDACTED, redact_text
+
+    text = COMMAND_LINE_FORMS[form]
+    out = redact_text(text)
+    secret = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c" if "wandb" in text else PASSWORD
+    assert secret not in out and secret[-10:] not in out and REDACTED in out, out
+    assert out.split()[0] == text.split()[0] and out.count("\n") == text.count("\n"), out
+
+
+@pytest.mark.parametrize("text, kept", [
+    ("mysql -u root -p -h db", "mysql -u root -p -h db"),  # -p alone: the client prompts
+    ("echo $REGISTRY_TOKEN | docker login --password-stdin", "echo $REGISTRY_TOKEN | docker login --password-stdin"),
+    ("password required for login", "password required for login"),
+    ("Authorization: Basic dXNlcjpwYXNzd29yZA==, next", "Authorization: Basic [REDACTED], next"),
+    ("Cookie: session=abc123def456\nINFO next line", "Cookie: [REDACTED]\nINFO next line"),
+    ('Authorization: Digest username="u", response="6629fae4"\nINFO next', "Authorization: Digest [REDACTED]\nINFO next"),
+])
+def test_what_is_no_secret_around_those_forms_is_kept(text: str, kept: str) -> None:
+    from doctor.redact import redact_text
+
+    assert redact_text(text) == kept
