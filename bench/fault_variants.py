@@ -20,7 +20,8 @@ named by hand; collect_env dumps with CR-only line ends.
 Fourth campaign: secrets in tools' own command-line forms (.netrc, mysql -pPW, sshpass -p, echo PW |
 --password-stdin, wandb login KEY, Digest auth-params); bad deploy input with an existing -o / --report file (left
 as it was); a --python that is no interpreter (writes without end, fails, answers another shape); a server that
-trickles or never ends its replies, lists models in another shape or names a key twice.
+trickles or never ends its replies, lists models in another shape or names a key twice; a profile naming a
+key twice (PyYAML keeps the last silently).
 Prints one row per case and the failures; exits 1 when any case fails.
 Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json]
 """
@@ -439,6 +440,12 @@ def _fourth_variants(tmp: Path) -> list[Case]:
             cases.append(Case(f"bad deploy input {' '.join(bad)} {option}: report kept", "outfiles",
                               ["deploy", "--profile", "vllm-stable", "--dry-run", *bad, option, str(report)],
                               codes=(2,), watch=(str(report),)))
+    stable = (ROOT / "profiles/vllm-stable.yaml").read_text()
+    twice = _write(tmp / "fourth" / "twice.yaml", stable.replace("port: 8000\n", "port: 8000\nport: 9000\n"))
+    for cmd in (["profiles", "show", str(twice), "--render"], ["deploy", "--profile", str(twice), "--dry-run"],
+                ["plan", "--gpus", "2xH200", "--profile", str(twice)], ["lint", str(twice)],
+                ["check", "--from", str(ROOT / "tests/fixtures/h200.json"), "--profile", str(twice)]):
+        cases.append(Case(f"key twice in a profile: {' '.join(cmd[:2])}", "profiles", cmd, codes=(2,)))
     for label, body in (("writes without end", "exec yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
                         ("fails", "echo 'ModuleNotFoundError: No module named json' >&2; exit 1"),
                         ("answers another shape", "echo '{\"packages\": 5, \"complete\": 1, \"found\": 7}'")):

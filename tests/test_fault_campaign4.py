@@ -236,3 +236,25 @@ def test_what_is_no_secret_around_those_forms_is_kept(text: str, kept: str) -> N
     from doctor.redact import redact_text
 
     assert redact_text(text) == kept
+
+
+@pytest.mark.parametrize("argv", [["profiles", "show", "{p}", "--render"], ["deploy", "--profile", "{p}", "--dry-run"],
+                                  ["plan", "--gpus", "2xH200", "--profile", "{p}"], ["lint", "{p}"]])
+def test_a_profile_naming_a_key_twice_is_refused_naming_both_lines(tmp_path: Path, argv: list[str]) -> None:
+    """PyYAML keeps the last of two `port:` lines silently; YAML 1.2.2 (3.2.1.1) wants each key once."""
+    stable = (ROOT / "profiles" / "vllm-stable.yaml").read_text()
+    profile = tmp_path / "p.yaml"
+    profile.write_text(stable.replace("port: 8000\n", "port: 8000\nport: 9000\n"))
+    first = stable[:stable.index("port: 8000")].count("\n") + 1
+    done = subprocess.run([sys.executable, "-m", "doctor", *[a.format(p=profile) for a in argv]], capture_output=True,
+                          text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                                       "QWEN_DOCTOR_STATE_DIR": str(tmp_path / "s")})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert f"the key 'port' appears twice in one mapping (first on line {first})" in done.stderr, done.stderr
+
+
+def test_a_merge_key_and_the_keys_that_override_it_are_no_duplicates() -> None:
+    from doctor.safeyaml import load_yaml
+
+    assert load_yaml("a: &a {x: 1, y: 1}\nb:\n  <<: *a\n  x: 2\n", "m.yaml") == {"a": {"x": 1, "y": 1},
+                                                                                 "b": {"x": 2, "y": 1}}
