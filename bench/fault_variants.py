@@ -434,7 +434,7 @@ def _fourth_variants(tmp: Path) -> list[Case]:
     interpreter (the hostile servers and secret forms are in SERVER_MODES and secret_lines)."""
     cases: list[Case] = []
     for bad in (["--flag", "nosuch-flag=1"], ["--flag", "max-model-len=abc"], ["--set", "novalue"],
-                ["--flag", "reasoning-parser"], ["--slo", "x"]):
+                ["--flag", "reasoning-parser"], ["--slo", "x"], ["--flag", "max-model-len=1.5"]):
         for option, name in (("-o", "r.json"), ("--output", "r.html"), ("--report", "r.md")):
             report = _write(tmp / "fourth" / "reports" / f"{bad[1]}-{name}", "PRECIOUS: the user's report\n")
             cases.append(Case(f"bad deploy input {' '.join(bad)} {option}: report kept", "outfiles",
