@@ -21,7 +21,7 @@ Fourth campaign: secrets in tools' own command-line forms (.netrc, mysql -pPW, s
 --password-stdin, wandb login KEY, Digest auth-params); bad deploy input with an existing -o / --report file (left
 as it was); a --python that is no interpreter (writes without end, fails, answers another shape); a server that
 trickles or never ends its replies, lists models in another shape or names a key twice; a profile naming a
-key twice (PyYAML keeps the last silently).
+key twice (PyYAML keeps the last silently); an -o file named with a newline (its `wrote` line stays one line).
 Prints one row per case and the failures; exits 1 when any case fails.
 Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json]
 """
@@ -126,6 +126,7 @@ class Case:
     clean: str | None = None  # a folder that must hold nothing but the -o files afterwards (no temp file)
     tty: bool = False  # stdout on a pseudo-terminal: what a user's terminal receives, unstripped by click
     gone: tuple[str, ...] = ()  # files the command must have removed (a stale record it says it removed)
+    one_line_stderr: bool = False  # stderr must be one line whatever the exit code (a `wrote PATH` line)
 
 
 @dataclass
@@ -446,6 +447,10 @@ def _fourth_variants(tmp: Path) -> list[Case]:
                 ["plan", "--gpus", "2xH200", "--profile", str(twice)], ["lint", str(twice)],
                 ["check", "--from", str(ROOT / "tests/fixtures/h200.json"), "--profile", str(twice)]):
         cases.append(Case(f"key twice in a profile: {' '.join(cmd[:2])}", "profiles", cmd, codes=(2,)))
+    newline = str(tmp / "fourth" / "new\nline.json")
+    for cmd in (["check", "--from", str(ROOT / "tests/fixtures/h200.json")], ["collect"], ["plan", "--gpus", "1xH200"]):
+        cases.append(Case(f"-o named with a newline: {cmd[0]}", "outfiles", [*cmd, "-o", newline], codes=(0, 1),
+                          one_line_stderr=True))
     for label, body in (("writes without end", "exec yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
                         ("fails", "echo 'ModuleNotFoundError: No module named json' >&2; exit 1"),
                         ("answers another shape", "echo '{\"packages\": 5, \"complete\": 1, \"found\": 7}'")):
@@ -592,6 +597,8 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
         why.append(f"exit {proc.returncode}")
     if proc.returncode == 2 and not case.closed and len(stderr.decode("utf-8", "replace").strip().splitlines()) != 1:
         why.append(f"exit 2 with {len(stderr.splitlines())} stderr lines")
+    if case.one_line_stderr and len(stderr.decode("utf-8", "replace").strip().splitlines()) != 1:
+        why.append(f"{len(stderr.splitlines())} stderr lines")
     if case.stop and proc.returncode == 128 + case.stop[0] and stderr.decode().count("qwen-doctor:") != 1:
         why.append(f"stopped with {len(stderr.splitlines())} stderr lines: {stderr.decode()[-160:]!r}")
     if case.clean:

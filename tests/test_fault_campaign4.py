@@ -259,3 +259,14 @@ def test_a_merge_key_and_the_keys_that_override_it_are_no_duplicates() -> None:
 
     assert load_yaml("a: &a {x: 1, y: 1}\nb:\n  <<: *a\n  x: 2\n", "m.yaml") == {"a": {"x": 1, "y": 1},
                                                                                  "b": {"x": 2, "y": 1}}
+
+
+@pytest.mark.parametrize("command", [["check", "--from", str(ROOT / "tests/fixtures/h200.json")], ["collect"],
+                                     ["plan", "--gpus", "1xH200"]])
+def test_a_report_file_named_with_a_newline_is_reported_on_one_line_as_the_shell_reads_it(tmp_path: Path,
+                                                                                          command: list[str]) -> None:
+    target = tmp_path / "new\nline.json"
+    done = subprocess.run([sys.executable, "-m", "doctor", *command, "-o", str(target)], capture_output=True,
+                          text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode in (0, 1) and target.exists(), done.stderr
+    assert done.stderr.splitlines()[-1].startswith(f"wrote $'{tmp_path}/new\\x0aline.json' ("), done.stderr
