@@ -270,3 +270,13 @@ def test_a_report_file_named_with_a_newline_is_reported_on_one_line_as_the_shell
                           text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode in (0, 1) and target.exists(), done.stderr
     assert done.stderr.splitlines()[-1].startswith(f"wrote $'{tmp_path}/new\\x0aline.json' ("), done.stderr
+
+
+@pytest.mark.parametrize("mode, words", [("endless", "the reply passed 64 MiB"), ("trickle", "not whole within 1.5 s")])
+def test_a_package_index_page_that_never_ends_is_an_unreachable_index(mode: str, words: str) -> None:
+    """`check --index` waited for such a page forever (the worker thread is joined at exit) and grew with it."""
+    from doctor import pkgindex
+
+    with hostile(mode) as url:
+        with pytest.raises(pkgindex.IndexUnreachable, match=words):
+            pkgindex.versions("vllm", pkgindex.IndexConfig(f"{url}/simple"), 1.5)

@@ -85,6 +85,13 @@ class _BoundedAsyncStream(httpx.AsyncByteStream):
         await self.inner.aclose()
 
 
+def bounded_body(response: httpx.Response, seconds: float, max_bytes: int = REPLY_MAX_BYTES) -> bytes:
+    """The body of a streamed response (`client.stream(...)`), whole within `seconds` from now and `max_bytes`:
+    for a client whose transport cannot be replaced (one that takes its proxies from the environment)."""
+    budget = _Budget(response.request, seconds, max_bytes)
+    return b"".join(budget.take(chunk) for chunk in response.iter_bytes())
+
+
 def _rebuilt(response: httpx.Response, stream: Any, request: httpx.Request) -> httpx.Response:
     return httpx.Response(status_code=response.status_code, headers=response.headers, stream=stream,
                           extensions=response.extensions, request=request)
