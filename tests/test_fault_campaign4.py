@@ -280,3 +280,14 @@ def test_a_package_index_page_that_never_ends_is_an_unreachable_index(mode: str,
     with hostile(mode) as url:
         with pytest.raises(pkgindex.IndexUnreachable, match=words):
             pkgindex.versions("vllm", pkgindex.IndexConfig(f"{url}/simple"), 1.5)
+
+
+def test_a_fifo_in_the_hf_cache_is_named_not_read(tmp_path: Path) -> None:
+    """A FIFO where a shard or the checkpoint index should be blocked `check --hf` on its open()."""
+    from doctor.net.hf_cache import _snapshot
+
+    os.mkfifo(tmp_path / "model.safetensors")
+    assert "it is a FIFO (named pipe), not a regular file" in _snapshot(tmp_path)["shards"][0]["error"]
+    os.mkfifo(tmp_path / "model.safetensors.index.json")
+    index = _snapshot(tmp_path)["index"]
+    assert index["ok"] is False and "FIFO" in index["error"], index
