@@ -291,3 +291,12 @@ def test_a_fifo_in_the_hf_cache_is_named_not_read(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "model.safetensors.index.json")
     index = _snapshot(tmp_path)["index"]
     assert index["ok"] is False and "FIFO" in index["error"], index
+
+
+def test_a_fifo_for_a_revision_ref_in_the_hf_cache_reads_as_no_ref(tmp_path: Path) -> None:
+    from doctor.net.hf_cache import _commit
+
+    (tmp_path / "refs").mkdir()
+    os.mkfifo(tmp_path / "refs" / "main")
+    (tmp_path / "snapshots" / "main").mkdir(parents=True)
+    assert _commit(tmp_path, "main") == "main"

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from doctor.facts.probes.host import hf_cache_dir
 from doctor.outfile import kind_of
-from doctor.safeio import MiB, InputError, read_json
+from doctor.safeio import MiB, InputError, read_json, read_text
 
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
@@ -25,6 +25,7 @@ MAX_HEADER = 100 * 1024 * 1024
 MAX_SHARDS = 2000
 # A sharded checkpoint's weight map: one line per tensor, a few MiB for a MoE model with hundreds of experts.
 INDEX_MAX_BYTES = 64 * MiB
+REF_MAX_BYTES = 4096  # refs/<branch> holds one commit hash
 
 
 def repo_dir(cache: Path, model: str) -> Path:
@@ -58,8 +59,8 @@ def probe(model: str, revision: str = "main", env: Mapping[str, str] | None = No
 def _commit(repo: Path, revision: str) -> str | None:
     ref = repo / "refs" / revision
     try:
-        return ref.read_text(encoding="utf-8").strip() or None
-    except OSError:
+        return read_text(ref, "revision ref", REF_MAX_BYTES).strip() or None
+    except InputError:
         return revision if (repo / "snapshots" / revision).is_dir() else None
 
 
