@@ -29,13 +29,11 @@ Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] 
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -45,6 +43,7 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.support.hostile_server import ENDLESS, TRICKLE, start as start_server  # noqa: E402
 from tests.support.terminal import on_terminal  # noqa: E402
 TIMEOUT_S = 90
 EARLY_STOP_S = 0.2  # python -m doctor's interpreter start-up, before its first statement, on a loaded machine
@@ -462,7 +461,6 @@ def _fourth_variants(tmp: Path) -> list[Case]:
 
 
 DEEP = "[" * 200_000 + "]" * 200_000
-TRICKLE, ENDLESS = "<one byte every 0.2 s, forever>", "<1 MiB chunks, forever>"
 # A hostile server's replies, by path: /v1/models, then everything else (chat, completions, metrics).
 SERVER_MODES = {
     "deep models": (DEEP, DEEP),
@@ -482,48 +480,10 @@ SERVER_MODES = {
 
 
 def hostile_server(mode: str) -> str:
-    """A local server answering every request with SERVER_MODES[mode]; its base URL."""
+    """A local server answering every request with SERVER_MODES[mode]; its base URL (it lives as long as the run)."""
     models, other = SERVER_MODES[mode]
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def _answer(self) -> None:
-            body = (models if self.path.endswith("/models") else other).encode()
-            if body in (TRICKLE.encode(), ENDLESS.encode()):
-                return self._forever(b" " if body == TRICKLE.encode() else b" " * (1 << 20))
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _forever(self, chunk: bytes) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            try:
-                while True:
-                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                    self.wfile.flush()
-                    if len(chunk) == 1:
-                        time.sleep(0.2)
-            except OSError:
-                return
-
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self._answer()
-
-        do_GET = _answer
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}"
+    url, _stop = start_server(models.encode(), other if isinstance(other, bytes) else other.encode())
+    return url
 
 
 def _escape_cases(tmp: Path, evil: str) -> list[Case]:

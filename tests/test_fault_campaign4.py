@@ -5,18 +5,15 @@ had changes."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.hostile_server import ENDLESS, TRICKLE, hostile
 
 ROOT = Path(__file__).resolve().parents[1]
 USER_REPORT = "PRECIOUS: the user's earlier report\n"
@@ -74,58 +71,7 @@ def test_a_token_cut_by_a_line_width_is_still_hidden_whole(head: str, tail: str)
     assert tail not in out and head.split()[-1] not in out and out.endswith("\n[REDACTED] (rotated)"), out
 
 
-MODELS = b'{"data": [{"id": "m", "max_model_len": 4096}]}'
-
-
-class _Hostile(http.server.BaseHTTPRequestHandler):
-    """/v1/models answers MODELS (or the server's `models` body); every other path answers as `mode` says:
-    `trickle` one chunked byte a second forever, `endless` 1 MiB chunks forever, else the `body`."""
-
-    protocol_version = "HTTP/1.1"
-
-    def _answer(self) -> None:
-        mode, models, body = self.server.mode, self.server.models, self.server.body  # type: ignore[attr-defined]
-        if self.path.endswith("/models") or mode == "plain":
-            payload = models if self.path.endswith("/models") else body
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-            return
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        chunk = b" " if mode == "trickle" else b" " * (1 << 20)
-        with contextlib.suppress(OSError):
-            while not self.server.done.is_set():  # type: ignore[attr-defined]
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                self.wfile.flush()
-                if mode == "trickle":
-                    time.sleep(0.2)
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self._answer()
-
-    do_GET = _answer
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def hostile(mode: str, models: bytes = MODELS, body: bytes = b"{}") -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hostile)
-    server.daemon_threads = True
-    server.mode, server.models, server.body, server.done = mode, models, body, threading.Event()  # type: ignore[attr-defined]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.done.set()  # type: ignore[attr-defined]
-        server.shutdown()
+FOREVER = {"trickle": TRICKLE, "endless": ENDLESS}
 
 
 @pytest.mark.parametrize("mode, error", [("trickle", "ReplyTooSlow"), ("endless", "ReplyTooLarge")])
@@ -137,7 +83,7 @@ def test_a_reply_that_never_ends_is_cut_by_the_clients_total_bounds(mode: str, e
         async with bounded_http.bounded_async_client(1.5, max_bytes=4 << 20, base_url=url, trust_env=False) as client:
             await client.post("/v1/chat/completions", json={})
 
-    with hostile(mode) as url:
+    with hostile(other=FOREVER[mode]) as url:
         with pytest.raises(getattr(bounded_http, error)):
             asyncio.run(post(url))
         with pytest.raises(getattr(bounded_http, error)), \
@@ -148,7 +94,7 @@ def test_a_reply_that_never_ends_is_cut_by_the_clients_total_bounds(mode: str, e
 @pytest.mark.parametrize("models", [b'{"data": 5}', b'{"data": [{"id": "m"}], "data": 5}', b"[1, 2]",
                                     b'{"data": [{"id": 7}, {"id": null}, "m"]}'])
 def test_probe_of_a_model_list_of_another_shape_is_one_line_and_exit_2(models: bytes) -> None:
-    with hostile("plain", models=models) as url:
+    with hostile(models=models) as url:
         done = subprocess.run([sys.executable, "-m", "doctor", "probe", url], capture_output=True, text=True,
                               timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
@@ -164,7 +110,7 @@ def test_a_server_reply_naming_a_key_twice_is_refused_naming_the_key() -> None:
 
 
 def test_probe_of_a_server_that_trickles_every_answer_ends_with_each_exercise_failed() -> None:
-    with hostile("trickle") as url:
+    with hostile(other=TRICKLE) as url:
         done = subprocess.run([sys.executable, "-m", "doctor", "probe", url, "--request-timeout", "1", "--burst", "1",
                                "--format", "json"], capture_output=True, text=True, timeout=300,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -277,7 +223,7 @@ def test_a_package_index_page_that_never_ends_is_an_unreachable_index(mode: str,
     """`check --index` waited for such a page forever (the worker thread is joined at exit) and grew with it."""
     from doctor import pkgindex
 
-    with hostile(mode) as url:
+    with hostile(other=FOREVER[mode]) as url:
         with pytest.raises(pkgindex.IndexUnreachable, match=words):
             pkgindex.versions("vllm", pkgindex.IndexConfig(f"{url}/simple"), 1.5)
 
