@@ -4,7 +4,7 @@ The URL is pip's own setting (PIP_INDEX_URL, else `index-url` in pip's configura
 else PyPI); extra indexes (PIP_EXTRA_INDEX_URL / `extra-index-url`, http(s) or file://) are read too, since pip
 resolves across all of them, and so are local find-links directories. A project's versions come from the simple repository API in its JSON form
 (PEP 691), or a file:// index's directory listing; every request is bounded by `timeout_s` as a whole (a page
-that trickles or never ends is cut, `doctor.net.bounded_http`) and each page by INDEX_PAGE_MAX_BYTES.
+that trickles or never ends is cut, `doctor.boundedhttp`) and each page by INDEX_PAGE_MAX_BYTES.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _versions_of_files(names: list[str], project: str) -> set[Version]:
 def _from_url(base: str, project: str, timeout_s: float) -> set[Version]:
     import httpx
 
-    from doctor.net.bounded_http import ReplyTooLarge, ReplyTooSlow, bounded_body
+    from doctor.boundedhttp import ReplyTooLarge, ReplyTooSlow, bounded_body
 
     url = f"{base}/{project}/"
     try:

@@ -77,17 +77,17 @@ FOREVER = {"trickle": TRICKLE, "endless": ENDLESS}
 @pytest.mark.parametrize("mode, error", [("trickle", "ReplyTooSlow"), ("endless", "ReplyTooLarge")])
 def test_a_reply_that_never_ends_is_cut_by_the_clients_total_bounds(mode: str, error: str) -> None:
     """httpx's timeouts are per read: a byte every 0.2 s, or endless chunks, would keep a request alive forever."""
-    from doctor.net import bounded_http
+    from doctor import boundedhttp
 
     async def post(url: str) -> None:
-        async with bounded_http.bounded_async_client(1.5, max_bytes=4 << 20, base_url=url, trust_env=False) as client:
+        async with boundedhttp.bounded_async_client(1.5, max_bytes=4 << 20, base_url=url, trust_env=False) as client:
             await client.post("/v1/chat/completions", json={})
 
     with hostile(other=FOREVER[mode]) as url:
-        with pytest.raises(getattr(bounded_http, error)):
+        with pytest.raises(getattr(boundedhttp, error)):
             asyncio.run(post(url))
-        with pytest.raises(getattr(bounded_http, error)), \
-                bounded_http.bounded_client(1.5, max_bytes=4 << 20, trust_env=False) as client:
+        with pytest.raises(getattr(boundedhttp, error)), \
+                boundedhttp.bounded_client(1.5, max_bytes=4 << 20, trust_env=False) as client:
             client.get(f"{url}/metrics")
 
 

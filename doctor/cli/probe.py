@@ -34,7 +34,7 @@ def _served_model(base: str, headers: dict[str, str], wanted: str | None) -> tup
     for it (`max_model_len`; None where the server does not say); DoctorError when the server does not answer."""
     import httpx
 
-    from doctor.net.bounded_http import bounded_client
+    from doctor.boundedhttp import bounded_client
 
     try:
         with bounded_client(10.0, trust_env=False, headers=headers) as client:

@@ -9,10 +9,10 @@ from typing import Any
 
 import httpx
 
+from doctor.boundedhttp import bounded_client
 from doctor.deploy.exercise import served_models
 from doctor.deploy.follower import LogFollower
 from doctor.deploy.process import ServerProcess
-from doctor.net.bounded_http import bounded_client
 from doctor.safeio import reply_json
 
 FATAL_GRACE_S = 10.0

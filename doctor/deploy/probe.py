@@ -18,13 +18,13 @@ from typing import Any
 
 import httpx
 
+from doctor.boundedhttp import bounded_async_client
 from doctor.deploy import judge, load, server_metrics
 from doctor.deploy.bench import bench
 from doctor.deploy.exercise import Exercise, ExerciseConfig, chat, list_models, reasoning, stream, structured
 from doctor.deploy.exercise_features import image, prefix_cache, speculative
 from doctor.deploy.exercise_tools import thinking_off, tool_call, tool_call_stream
 from doctor.deploy.server_metrics import scrape
-from doctor.net.bounded_http import bounded_async_client
 from doctor.results import Result
 
 # Scrape back to back (this far apart) while the burst runs: a burst of a few hundred ms between two scrapes

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import httpx
 
+from doctor.boundedhttp import bounded_client
 from doctor.command_options import PORT
 from doctor.deploy import kv, runs
 from doctor.deploy.exercise import Exercise
@@ -26,7 +27,6 @@ from doctor.deploy.process import ServerProcess, supervised
 from doctor.deploy.remedy import RemedyHit, ranked
 from doctor.deploy.spec import LaunchSpec
 from doctor.deploy.unknown import unknown_crash
-from doctor.net.bounded_http import bounded_client
 from doctor.facts.model import Facts
 from doctor.redact import redact_argv, redact_env, redact_text
 from doctor.report.model import now
