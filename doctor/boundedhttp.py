@@ -133,14 +133,17 @@ class BoundedAsyncTransport(httpx.AsyncBaseTransport):
 
 
 def bounded_client(seconds: float, max_bytes: int = REPLY_MAX_BYTES, **kwargs: Any) -> httpx.Client:
-    """An httpx.Client whose every response is whole within `seconds` and `max_bytes` (see the module)."""
-    transport = BoundedTransport(seconds, max_bytes, limits=kwargs.get("limits", httpx.Limits()),
-                                 trust_env=kwargs.get("trust_env", True))
-    return httpx.Client(transport=transport, timeout=kwargs.pop("timeout", seconds), **kwargs)
+    """An httpx.Client whose every response is whole within `seconds` and `max_bytes` (see the module). It takes
+    no proxy from the environment (httpx would mount an unbounded transport for it): for one that must, read
+    the body with `bounded_body`."""
+    transport = BoundedTransport(seconds, max_bytes, limits=kwargs.get("limits", httpx.Limits()), trust_env=False)
+    return httpx.Client(transport=transport, timeout=kwargs.pop("timeout", seconds), **{**kwargs, "trust_env": False})
 
 
 def bounded_async_client(seconds: float, max_bytes: int = REPLY_MAX_BYTES, **kwargs: Any) -> httpx.AsyncClient:
-    """An httpx.AsyncClient whose every response is whole within `seconds` and `max_bytes` (see the module)."""
+    """An httpx.AsyncClient whose every response is whole within `seconds` and `max_bytes` (see the module),
+    without proxies from the environment (as `bounded_client`)."""
     transport = BoundedAsyncTransport(seconds, max_bytes, limits=kwargs.get("limits", httpx.Limits()),
-                                      trust_env=kwargs.get("trust_env", True))
-    return httpx.AsyncClient(transport=transport, timeout=kwargs.pop("timeout", seconds), **kwargs)
+                                      trust_env=False)
+    return httpx.AsyncClient(transport=transport, timeout=kwargs.pop("timeout", seconds),
+                             **{**kwargs, "trust_env": False})
