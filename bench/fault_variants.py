@@ -17,6 +17,11 @@ Third campaign: stdout on a terminal (click strips ANSI sequences from a pipe on
 an ESC a command printed raw): escapes in a rendered command's env / model, a bundle's GPU name, a run record;
 a valued engine option given as a switch (`reasoning-parser: true`, `--flag served-model-name`); run records
 named by hand; collect_env dumps with CR-only line ends.
+Fourth campaign: secrets in tools' own command-line forms (.netrc, mysql -pPW, sshpass -p, echo PW |
+--password-stdin, wandb login KEY, Digest auth-params); bad deploy input with an existing -o / --report file (left
+as it was); a --python that is no interpreter (writes without end, fails, answers another shape); a server that
+trickles or never ends its replies, lists models in another shape or names a key twice; a profile naming a
+key twice (PyYAML keeps the last silently); an -o file named with a newline (its `wrote` line stays one line).
 Prints one row per case and the failures; exits 1 when any case fails.
 Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json]
 """
@@ -24,13 +29,11 @@ Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] 
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,6 +43,7 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.support.hostile_server import ENDLESS, TRICKLE, start as start_server  # noqa: E402
 from tests.support.terminal import on_terminal  # noqa: E402
 TIMEOUT_S = 90
 EARLY_STOP_S = 0.2  # python -m doctor's interpreter start-up, before its first statement, on a loaded machine
@@ -92,6 +96,13 @@ def secret_lines() -> dict[str, str]:
         "curl_u": f"curl -u admin:{s['password']} https://example.com",
         "docker_login": f"docker login -u me -p {s['password']} ghcr.io",
         "aws_cli_value": f"aws configure set aws_secret_access_key {s['slack_app'][-40:]}",
+        "netrc": f"machine pypi.example.com login me password {s['password']}",
+        "netrc_token_a_line": f"machine pypi.example.com\n  login me\n  password {s['password']}",
+        "mysql_attached": f"mysql -u root -p{s['password']} -h db",
+        "sshpass": f"sshpass -p {s['password']} ssh root@node-2",
+        "password_stdin": f"echo {s['password']} | docker login -u robot --password-stdin ghcr.io",
+        "wandb_login": f"wandb login {s['digitalocean'][-40:]}",
+        "digest_params": f'Authorization: Digest username="me", realm="r", response="{s["password"]}"',
     }
 
 
@@ -114,6 +125,7 @@ class Case:
     clean: str | None = None  # a folder that must hold nothing but the -o files afterwards (no temp file)
     tty: bool = False  # stdout on a pseudo-terminal: what a user's terminal receives, unstripped by click
     gone: tuple[str, ...] = ()  # files the command must have removed (a stale record it says it removed)
+    one_line_stderr: bool = False  # stderr must be one line whatever the exit code (a `wrote PATH` line)
 
 
 @dataclass
@@ -249,11 +261,14 @@ def build_cases(tmp: Path) -> list[Case]:
         cases += _escape_cases(tmp, evil)
     cases += _second_variants(tmp, bundle)
     cases += _third_variants(tmp, bundle)
+    cases += _fourth_variants(tmp)
     # A hostile server read by probe (and the exercises it runs).
     for mode in SERVER_MODES:
         url = hostile_server(mode)
-        cases.append(Case(f"server {mode}: probe", "servers", ["probe", url]))
-        cases.append(Case(f"server {mode}: probe --model m", "servers", ["probe", url, "--model", "m"]))
+        # A reply that never ends is cut at --request-timeout; a short one keeps the case within TIMEOUT_S.
+        quick = ["--request-timeout", "2", "--burst", "1"] if SERVER_MODES[mode][1] in (TRICKLE, ENDLESS) else []
+        cases.append(Case(f"server {mode}: probe", "servers", ["probe", url, *quick]))
+        cases.append(Case(f"server {mode}: probe --model m", "servers", ["probe", url, "--model", "m", *quick]))
     return cases
 
 
@@ -414,6 +429,37 @@ def _third_variants(tmp: Path, bundle: str) -> list[Case]:
     return cases
 
 
+def _fourth_variants(tmp: Path) -> list[Case]:
+    """The fourth campaign's variations: bad deploy input beside an existing report, a --python that is no
+    interpreter (the hostile servers and secret forms are in SERVER_MODES and secret_lines)."""
+    cases: list[Case] = []
+    for bad in (["--flag", "nosuch-flag=1"], ["--flag", "max-model-len=abc"], ["--set", "novalue"],
+                ["--flag", "reasoning-parser"], ["--slo", "x"], ["--flag", "max-model-len=1.5"]):
+        for option, name in (("-o", "r.json"), ("--output", "r.html"), ("--report", "r.md")):
+            report = _write(tmp / "fourth" / "reports" / f"{bad[1]}-{name}", "PRECIOUS: the user's report\n")
+            cases.append(Case(f"bad deploy input {' '.join(bad)} {option}: report kept", "outfiles",
+                              ["deploy", "--profile", "vllm-stable", "--dry-run", *bad, option, str(report)],
+                              codes=(2,), watch=(str(report),)))
+    stable = (ROOT / "profiles/vllm-stable.yaml").read_text()
+    twice = _write(tmp / "fourth" / "twice.yaml", stable.replace("port: 8000\n", "port: 8000\nport: 9000\n"))
+    for cmd in (["profiles", "show", str(twice), "--render"], ["deploy", "--profile", str(twice), "--dry-run"],
+                ["plan", "--gpus", "2xH200", "--profile", str(twice)], ["lint", str(twice)],
+                ["check", "--from", str(ROOT / "tests/fixtures/h200.json"), "--profile", str(twice)]):
+        cases.append(Case(f"key twice in a profile: {' '.join(cmd[:2])}", "profiles", cmd, codes=(2,)))
+    newline = str(tmp / "fourth" / "new\nline.json")
+    for cmd in (["check", "--from", str(ROOT / "tests/fixtures/h200.json")], ["collect"], ["plan", "--gpus", "1xH200"]):
+        cases.append(Case(f"-o named with a newline: {cmd[0]}", "outfiles", [*cmd, "-o", newline], codes=(0, 1),
+                          one_line_stderr=True))
+    for label, body in (("writes without end", "exec yes xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"),
+                        ("fails", "echo 'ModuleNotFoundError: No module named json' >&2; exit 1"),
+                        ("answers another shape", "echo '{\"packages\": 5, \"complete\": 1, \"found\": 7}'")):
+        program = _write(tmp / "fourth" / "python" / label.replace(" ", "-"), "#!/bin/sh\n" + body + "\n")
+        program.chmod(0o755)
+        cases.append(Case(f"--python that {label}: deploy --dry-run", "inputs",
+                          ["deploy", "--profile", "vllm-stable", "--dry-run", "--python", str(program)], codes=(2,)))
+    return cases
+
+
 DEEP = "[" * 200_000 + "]" * 200_000
 # A hostile server's replies, by path: /v1/models, then everything else (chat, completions, metrics).
 SERVER_MODES = {
@@ -424,34 +470,20 @@ SERVER_MODES = {
     "deep chat": ('{"data": [{"id": "m", "max_model_len": 4096}]}', DEEP),
     "escapes": ('{"data": [{"id": "m\\u001b[8mX\\u009b2J", "max_model_len": 4096}]}',
                 '{"choices": [{"message": {"content": "\\u001b]0;owned\\u0007"}}], "usage": {"completion_tokens": 2}}'),
+    "data not a list": ('{"data": 5}', "{}"),
+    "models a list": ('[{"id": "m"}]', "{}"),
+    "ids not text": ('{"data": [{"id": 7}, {"id": null}, "m"]}', "{}"),
+    "duplicate keys": ('{"data": [{"id": "m"}], "data": 5}', '{"usage": {"completion_tokens": 1}, "usage": []}'),
+    "trickle": ('{"data": [{"id": "m", "max_model_len": 4096}]}', TRICKLE),
+    "endless": ('{"data": [{"id": "m", "max_model_len": 4096}]}', ENDLESS),
 }
 
 
 def hostile_server(mode: str) -> str:
-    """A local server answering every request with SERVER_MODES[mode]; its base URL."""
+    """A local server answering every request with SERVER_MODES[mode]; its base URL (it lives as long as the run)."""
     models, other = SERVER_MODES[mode]
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def _answer(self) -> None:
-            body = (models if self.path.endswith("/models") else other).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            self._answer()
-
-        do_GET = _answer
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_address[1]}"
+    url, _stop = start_server(models.encode(), other if isinstance(other, bytes) else other.encode())
+    return url
 
 
 def _escape_cases(tmp: Path, evil: str) -> list[Case]:
@@ -525,6 +557,8 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
         why.append(f"exit {proc.returncode}")
     if proc.returncode == 2 and not case.closed and len(stderr.decode("utf-8", "replace").strip().splitlines()) != 1:
         why.append(f"exit 2 with {len(stderr.splitlines())} stderr lines")
+    if case.one_line_stderr and len(stderr.decode("utf-8", "replace").strip().splitlines()) != 1:
+        why.append(f"{len(stderr.splitlines())} stderr lines")
     if case.stop and proc.returncode == 128 + case.stop[0] and stderr.decode().count("qwen-doctor:") != 1:
         why.append(f"stopped with {len(stderr.splitlines())} stderr lines: {stderr.decode()[-160:]!r}")
     if case.clean:

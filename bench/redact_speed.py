@@ -5,7 +5,10 @@ escape sequences, host names) so that a backtracking pattern would rescan it fro
 input, redact_text and the report pass (--redact-hosts, control characters) in ms, their ratio to one
 str.replace over the same text, and the growth from 1/4 of the size to the full size (4 means linear,
 16 quadratic). Times are the best of --repeat runs (the machine may be shared).
-Usage: python bench/redact_speed.py [--size 1048576] [--repeat 3] [--json]
+`--logs` instead times redact_text over the repository's multi-line test logs (tests/**/*.log and *.txt), the
+texts whose views (joined, unwrapped) are scanned besides the text itself; `--tree DIR` times another source tree
+(an export of an older commit) on the same logs, for a before / after.
+Usage: python bench/redact_speed.py [--size 1048576] [--repeat 3] [--json] [--logs [--tree DIR]]
 """
 
 from __future__ import annotations
@@ -43,12 +46,33 @@ def measure(piece: str, size: int, repeat: int) -> dict[str, float]:
             "report_ratio": round(doc / base, 1), "growth_x4": round(doc / doc_quarter, 2)}
 
 
+def multi_line_logs(tree: Path, repeat: int) -> None:
+    """redact_text of `tree` over this repository's multi-line test logs, in a fresh interpreter per tree."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    texts = sorted(p for pattern in ("tests/**/*.log", "tests/**/*.txt") for p in root.glob(pattern))
+    script = ("import sys, time; sys.path.insert(0, sys.argv[1]); from doctor.redact import redact_text; "
+              "texts = [open(p, errors='replace').read() for p in sys.argv[3:]]; best = 1e9\n"
+              "for _ in range(int(sys.argv[2])):\n t = time.perf_counter(); [redact_text(x) for x in texts]; "
+              "best = min(best, time.perf_counter() - t)\n"
+              "print(f'{len(texts)} logs, {sum(map(len, texts)) / 1e6:.2f} MB: redact_text {best * 1000:.0f} ms')")
+    done = subprocess.run([sys.executable, "-c", script, str(tree), str(repeat), *map(str, texts)],
+                          capture_output=True, text=True, check=True)
+    print(f"{tree}: {done.stdout.strip()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=1 << 20)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--logs", action="store_true")
+    parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1])
     args = parser.parse_args()
+    if args.logs:
+        multi_line_logs(args.tree.resolve(), args.repeat)
+        return
     rows = {piece: measure(piece, args.size, args.repeat) for piece in PIECES}
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -3,7 +3,8 @@
 The URL is pip's own setting (PIP_INDEX_URL, else `index-url` in pip's configuration files in pip's order,
 else PyPI); extra indexes (PIP_EXTRA_INDEX_URL / `extra-index-url`, http(s) or file://) are read too, since pip
 resolves across all of them, and so are local find-links directories. A project's versions come from the simple repository API in its JSON form
-(PEP 691), or a file:// index's directory listing; every request is bounded by `timeout_s`.
+(PEP 691), or a file:// index's directory listing; every request is bounded by `timeout_s` as a whole (a page
+that trickles or never ends is cut, `doctor.boundedhttp`) and each page by INDEX_PAGE_MAX_BYTES.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from packaging.version import InvalidVersion, Version
 
 PYPI = "https://pypi.org/simple"
 JSON_ACCEPT = "application/vnd.pypi.simple.v1+json"
+# A project page of the simple API: PyPI's torch page (thousands of files) is a few MiB.
+INDEX_PAGE_MAX_BYTES = 64 << 20
 
 
 class IndexUnreachable(Exception):
@@ -98,21 +101,27 @@ def _versions_of_files(names: list[str], project: str) -> set[Version]:
 def _from_url(base: str, project: str, timeout_s: float) -> set[Version]:
     import httpx
 
+    from doctor.boundedhttp import ReplyTooLarge, ReplyTooSlow, bounded_body
+
     url = f"{base}/{project}/"
     try:
-        response = httpx.get(url, headers={"Accept": JSON_ACCEPT}, timeout=httpx.Timeout(timeout_s),
-                             follow_redirects=True)
+        with httpx.Client(timeout=httpx.Timeout(timeout_s), follow_redirects=True) as client, \
+                client.stream("GET", url, headers={"Accept": JSON_ACCEPT}) as response:
+            if response.status_code == 404:
+                return set()
+            if response.status_code != 200:
+                raise IndexUnreachable(f"{url} answered HTTP {response.status_code}")
+            body = bounded_body(response, timeout_s, INDEX_PAGE_MAX_BYTES)
+    except (ReplyTooLarge, ReplyTooSlow) as exc:
+        raise IndexUnreachable(f"{url}: {exc}") from None
     except httpx.HTTPError as exc:
         raise IndexUnreachable(f"{urlparse(base).netloc or base} did not answer ({type(exc).__name__})") from None
-    if response.status_code == 404:
-        return set()
-    if response.status_code != 200:
-        raise IndexUnreachable(f"{url} answered HTTP {response.status_code}")
+    text = body.decode("utf-8", "replace")
     try:
-        data = response.json()
+        data = json.loads(text)
         names = [f["filename"] for f in data.get("files", []) if not f.get("yanked")]
-    except (ValueError, KeyError, TypeError, AttributeError):
-        names = re.findall(r">([^<>]+?)</a>", response.text)  # an index that answers the HTML form only
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        names = re.findall(r">([^<>]+?)</a>", text)  # an index that answers the HTML form only
     return _versions_of_files(names, project)
 
 

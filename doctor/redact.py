@@ -91,6 +91,10 @@ _PLAIN = re.compile(r"[^\s\"'`,;<>(){}\[\]]*")
 _QUERY = re.compile(r"[^\s\"'`&#<>]*")
 _LINE_REST = re.compile(r"[^\r\n\"'`]*")
 _BLANKS = re.compile(r"[ \t]*")
+# RFC 7235 section 2.1: credentials are a token68 (base64-like, `=` only as padding at its end) or a list of
+# auth-params (`username="u", response="..."`: Digest, AWS4-HMAC-SHA256), which runs to the end of the line.
+_AUTH_PARAM = re.compile(r"[\w!#$%&'*+.^`|~-]{1,80}[ \t]{0,8}=[ \t]{0,8}[^=\s]")
+_LINE_END = re.compile(r"[^\r\n]*")
 _AUTH_SCHEMES = frozenset({"bearer", "basic", "token", "digest", "negotiate", "apikey", "key", "aws4-hmac-sha256"})
 
 Hit = Optional[tuple[str, int]]
@@ -156,7 +160,8 @@ class _Scan:
         scheme, _, cred = value.partition(" ") if q else (value, "", "")
         if not q and scheme.lower() in _AUTH_SCHEMES:
             gap = _BLANKS.match(text, end).end()
-            cred_end = _PLAIN.match(text, gap).end()
+            params = _AUTH_PARAM.match(text, gap)
+            cred_end = _LINE_END.match(text, gap).end() if params else _PLAIN.match(text, gap).end()
             cred = text[gap:cred_end]
             if gap > end and cred and cred != REDACTED:
                 return text[begin:gap] + self.hide(cred), cred_end
@@ -303,33 +308,67 @@ class _Values:
         self.values.add(value)
 
 
-def _view_spans(view: textviews.View, in_place: set[str]) -> list[tuple[int, int]]:
-    """Spans of the view holding a secret: what the provider rules and the name / flag / header passes find, at
-    every place the value occurs. A value shorter than MIN_SECRET_LEN that the passes find in the text itself
-    (`in_place`) is left to them, which replace it where it stands: `passwd: a` must not take every `a` with it."""
-    text = view[0]
+def _view_spans(text: str, view: textviews.View, in_place: Callable[[], set[str]]) -> list[tuple[int, int]]:
+    """Spans of `text` holding a secret that the view shows: what the provider rules and the name / flag / header
+    passes find in the view, at every place the value occurs. A value shorter than MIN_SECRET_LEN that the passes
+    find in the text itself (`in_place()`) is left to them, which replace it where it stands: `passwd: a` must not
+    take every `a` with it. A value the view read across a line break ends at the break (`_value_end`)."""
+    view_text = view[0]
     spans: list[tuple[int, int]] = []
     values = _Values()
-    _standard_passes(text, _Scan(values, min_len=1), blocks=False)
+    _standard_passes(view_text, _Scan(values, min_len=1), blocks=False)
     for value in values.values:
-        if not value.strip() or value == REDACTED or (value in in_place and len(value) < MIN_SECRET_LEN):
+        if not value.strip() or value == REDACTED or (len(value) < MIN_SECRET_LEN and value in in_place()):
             continue
-        start = text.find(value)
+        glued = not any(c.isspace() for c in value)
+        start = view_text.find(value)
         while start >= 0:
-            spans.append((start, start + len(value)))
-            start = text.find(value, start + len(value))
-    return textviews.original_spans(view, spans)
+            begin, end = textviews.original_spans(view, [(start, start + len(value))])[0]
+            spans.append((begin, _value_end(text, begin, end, glued)))
+            start = view_text.find(value, start + len(value))
+    return spans
+
+
+_BARE_BREAK = re.compile(r"(?<!\\)\r?\n")
+_NEXT_WORD = re.compile(r"[^\s]{0,200}")
+
+
+def _value_end(text: str, start: int, end: int, glued: bool) -> int:
+    """Where a value that a view read across line breaks ends in `text`. A quoted value runs to its closing
+    quote; one the view glued (a token cut by a line width) ends at the first bare break whose next line does not
+    go on like a token (a digit, or an upper-case letter after the first character); one the view joined with a
+    space (a header or cookie running to its line's end) ends at its line's end. So a value at a line end keeps
+    the next line's words (`password: 1` then `retry`; `Cookie: a=b` then a log line)."""
+    if "\n" not in text[start:end] or (0 < start and end < len(text) and text[start - 1] in "\"'"
+                                         and text[end] == text[start - 1]):
+        return end
+    if not glued:
+        first = _BARE_BREAK.search(text, start, end)
+        return first.start() if first else end
+    for m in _BARE_BREAK.finditer(text, start, end):
+        word = _NEXT_WORD.match(text, m.end(), end).group()
+        if not (any(c.isdigit() for c in word) or any(c.isupper() for c in word[1:])):
+            return m.start()
+    return end
 
 
 def _in_views(text: str, scan: _Scan) -> str:
     """Secrets disguised by Unicode (full-width signs, zero-width characters) or split over lines, found in the
-    normalised and joined views of the text and replaced in the original at the mapped places."""
+    normalised and joined views of the text and replaced in the original at the mapped places. The passes run on
+    the text itself only when a view finds a short value (whether they find it in place decides its fate)."""
     extra = textviews.views(text)
     if not extra:
         return text
-    in_place = _Values()
-    _standard_passes(text, _Scan(in_place, min_len=1))
-    spans = [span for view in extra for span in _view_spans(view, in_place.values)]
+    found_in_place: list[set[str]] = []
+
+    def in_place() -> set[str]:
+        if not found_in_place:
+            values = _Values()
+            _standard_passes(text, _Scan(values, min_len=1))
+            found_in_place.append(values.values)
+        return found_in_place[0]
+
+    spans = [span for view in extra for span in _view_spans(text, view, in_place)]
     return _replace_spans(text, spans, scan) if spans else text
 
 

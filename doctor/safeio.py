@@ -125,22 +125,24 @@ def read_json(path: str | Path, what: str, limit: int) -> Any:
     return load_json(read_bytes(path, what, limit), what, str(path))
 
 
-def load_json(raw: bytes | str, what: str, name: str) -> Any:
+def load_json(raw: bytes | str, what: str, name: str, unique_keys: bool = False) -> Any:
     """Decode a JSON document read with `read_bytes`: at most JSON_MAX_DEPTH levels, integers of at most
-    JSON_MAX_INT_DIGITS digits, finite numbers only (no NaN / Infinity / 1e999); InputError names the problem."""
+    JSON_MAX_INT_DIGITS digits, finite numbers only (no NaN / Infinity / 1e999); with `unique_keys`, no object
+    naming a key twice (which value counts differs between readers); InputError names the problem."""
     label = f"{what} {name}".rstrip()
     try:
         text = utf8_bytes(raw).decode("utf-8") if isinstance(raw, bytes) else raw.removeprefix("\ufeff")
         if nested_deeper(text):
             raise InputError(f"{label}: nested deeper than {JSON_MAX_DEPTH} levels")
-        data = json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_no_constant)
+        data = json.loads(text, parse_int=_bounded_int, parse_float=_finite_float, parse_constant=_no_constant,
+                          object_pairs_hook=_unique_object if unique_keys else None)
     except UnicodeDecodeError as exc:
         packed = refusal(raw) if isinstance(raw, bytes) else None
         detail = packed or f"not UTF-8 text at byte {exc.start}"
         raise (InputError(f"{label}: {packed}") if packed else BadJSON(f"{label}: {detail}", detail)) from None
     except json.JSONDecodeError as exc:
         raise BadJSON(f"{label}: invalid JSON ({exc})", str(exc)) from None
-    except _NumberError as exc:
+    except _Refused as exc:
         raise InputError(f"{label}: {exc}") from None
     except RecursionError:
         raise InputError(f"{label}: nested deeper than {JSON_MAX_DEPTH} levels") from None
@@ -156,32 +158,41 @@ class BadReply(ValueError):
 
 def reply_json(raw: bytes | str, what: str = "server reply") -> Any:
     """A JSON body from a server we do not trust (an engine, a hostile or broken proxy): the same bounds as a
-    user's file (`load_json`: depth, integer digits, finite numbers), raised as `BadReply`."""
+    user's file (`load_json`: depth, integer digits, finite numbers) and no duplicate key, raised as `BadReply`."""
     try:
-        return load_json(raw, what, "")
+        return load_json(raw, what, "", unique_keys=True)
     except InputError as exc:
         raise BadReply(str(exc)) from None
 
 
-class _NumberError(ValueError):
-    """A JSON number outside what the checks can use."""
+class _Refused(ValueError):
+    """A JSON value the checks refuse: a number out of range, a key given twice in one object."""
+
+
+def _unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise _Refused(f"the key {json.dumps(twice)[:80]} appears twice in one object")
+    return obj
 
 
 def _bounded_int(text: str) -> int:
     if len(text.lstrip("-")) > JSON_MAX_INT_DIGITS:
-        raise _NumberError(f"an integer with more than {JSON_MAX_INT_DIGITS} digits")
+        raise _Refused(f"an integer with more than {JSON_MAX_INT_DIGITS} digits")
     return int(text)
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise _NumberError(f"number {text[:40]} is out of range")
+        raise _Refused(f"number {text[:40]} is out of range")
     return value
 
 
 def _no_constant(text: str) -> float:
-    raise _NumberError(f"{text} is not a JSON number")
+    raise _Refused(f"{text} is not a JSON number")
 
 
 def _depth(data: Any) -> int:

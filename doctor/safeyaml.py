@@ -7,7 +7,9 @@ constructing any object, a document with
 - more than MAX_ALIASES alias uses,
 - more than MAX_NODES nodes once every alias is expanded (the size a walk of the result would see),
 - nesting deeper than MAX_DEPTH, or an alias that refers to a node containing itself,
-- a scalar longer than MAX_SCALAR characters, or an integer with more than MAX_INT_DIGITS digits.
+- a scalar longer than MAX_SCALAR characters, or an integer with more than MAX_INT_DIGITS digits,
+- a mapping that names one key twice (YAML 1.2.2, 3.2.1.1: "each of the keys is unique"; PyYAML keeps the last
+  silently, so `port: 8000` then `port: 9000` would serve on a port the reader of the file may not expect).
 
     load_yaml(text, "p.yaml") -> Any        # raises YAMLLimitError / MalformedYAML, both DoctorError
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
-from yaml.composer import Composer
+from yaml.composer import Composer, ComposerError
 from yaml.constructor import SafeConstructor
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
@@ -70,6 +72,8 @@ class _Budget(Composer):
             self._depth -= 1
         if isinstance(node, ScalarNode) and len(node.value) > MAX_SCALAR:
             raise YAMLLimitError(f"a value longer than {MAX_SCALAR} characters (line {node.start_mark.line + 1})")
+        if isinstance(node, MappingNode):
+            _unique_keys(node)
         return node
 
     def compose_document(self) -> Node | None:
@@ -112,6 +116,18 @@ if CParser is not None:
     LOADER: type = FastBoundedLoader
 else:
     LOADER = BoundedLoader
+
+
+def _unique_keys(mapping: MappingNode) -> None:
+    """ComposerError (a malformed document) at the second use of a scalar key in one mapping."""
+    first_line: dict[tuple[str, str], int] = {}
+    for key, _value in mapping.value:
+        if isinstance(key, ScalarNode):
+            name = (key.tag, key.value)
+            if name in first_line:
+                raise ComposerError(None, None, f"the key {key.value[:80]!r} appears twice in one mapping (first "
+                                    f"on line {first_line[name]})", key.start_mark)
+            first_line[name] = key.start_mark.line + 1
 
 
 def expanded_size(root: Node) -> int:

@@ -22,6 +22,12 @@ def quote(text: str) -> str:
     return "$'" + "".join(_ansi_c(ch) for ch in text) + "'"
 
 
+def shown(text: str) -> str:
+    """`text` (a path) as it is where it holds no control character, else as `quote` writes it: a file name with
+    a newline stays on the one line that reports it, in a form the shell reads back."""
+    return text if _CONTROL.search(text) is None else quote(text)
+
+
 def join(argv: Iterable[str]) -> str:
     """The words as one shell line (shlex.join with `quote`)."""
     return " ".join(quote(word) for word in argv)

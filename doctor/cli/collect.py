@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from doctor import shellquote
 from doctor.cli import options
 
 
@@ -39,5 +40,5 @@ def collect(output: str | None, timeout: float, deep: bool, ray: str | None, spa
         click.echo(facts.to_json())
         return
     replaced = write_file(output, facts.to_json() + "\n", what="bundle")
-    click.echo(f"wrote {output} ({len(facts.gpus)} GPU(s), {facts.data['collect_seconds']} s"
+    click.echo(f"wrote {shellquote.shown(output)} ({len(facts.gpus)} GPU(s), {facts.data['collect_seconds']} s"
                f"{', replaced the existing file' if replaced else ''})", err=True)

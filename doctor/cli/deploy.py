@@ -2,7 +2,9 @@
 
 Whatever ends the run (success, a failing check, a refusal, a busy port, a timeout, Ctrl-C, SIGTERM) the
 report is written to every output with the run's outcome as the result QD-DEPLOY-OUTCOME; the exit code is
-the results' (1 on a problem), 2 for bad input and a busy port, 130 after Ctrl-C, 143 after SIGTERM.
+the results' (1 on a problem), 2 for bad input and a busy port, 130 after Ctrl-C, 143 after SIGTERM. Bad input
+(an unreadable --flag / --set, a profile that does not render, an unreachable cluster) writes nothing: its one
+line is on stderr and every -o / --report file is left as it was.
 """
 
 from __future__ import annotations
@@ -108,16 +110,13 @@ def deploy(profile_name, model, variables, flags, port, host, python, dry_run, r
                 session.run(plan, run, progress=display.event, watch=display.watch)
     except KeyboardInterrupt as exc:
         run.interrupted(exc)
-    except DoctorError as exc:
-        run.error = exc
-        run.outcome("fail", str(exc))
     finally:
         signal.signal(signal.SIGTERM, previous)
     report.finished_at = now()
     if run.error is None:
         report_out.write(report, fail_on=fail_on, verbose=verbose,
                          terminal=lambda safe, color: _terminal(safe, color, verbose))
-    elif any(path != "-" for path in report_out.outputs):  # bad input or a busy port: the files, one line on stderr
+    elif any(path != "-" for path in report_out.outputs):  # a busy port: the files, one line on stderr
         report_out.write(report, fail_on=fail_on, verbose=verbose, terminal=lambda safe, color: "")
     if run.stop_hint:
         click.echo(run.stop_hint, err=True)

@@ -34,20 +34,22 @@ def _served_model(base: str, headers: dict[str, str], wanted: str | None) -> tup
     for it (`max_model_len`; None where the server does not say); DoctorError when the server does not answer."""
     import httpx
 
+    from doctor.boundedhttp import bounded_client
+
     try:
-        with httpx.Client(timeout=10.0, trust_env=False, headers=headers) as client:
+        with bounded_client(10.0, trust_env=False, headers=headers) as client:
             r = client.get(f"{base}/v1/models")
     except httpx.HTTPError as exc:
         raise DoctorError(f"cannot reach {base}: {type(exc).__name__}: {exc}") from None
     if r.status_code != 200:
         raise DoctorError(f"{base}/v1/models answers HTTP {r.status_code}" +
                           (" (pass --api-key)" if r.status_code == 401 else ""))
+    from doctor.deploy.exercise import served_models
+
     try:
-        listed = [m for m in reply_json(r.content).get("data", []) if isinstance(m, dict) and m.get("id")]
+        listed = served_models(reply_json(r.content))
     except BadReply as exc:
         raise DoctorError(f"{base}/v1/models: {exc}") from None
-    except (ValueError, AttributeError):
-        listed = []
     if not listed and not wanted:
         raise DoctorError(f"{base}/v1/models lists no model; pass --model")
     entry = next((m for m in listed if m["id"] == wanted), None) if wanted else listed[0]

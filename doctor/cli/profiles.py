@@ -8,6 +8,7 @@ import click
 
 from doctor.cli import options
 from doctor.deploy.overrides import parse_sets
+from doctor import shellquote
 from doctor.errors import DoctorError
 
 
@@ -119,7 +120,7 @@ def import_cmd(paths: tuple[Path, ...], folder: Path | None, hardware: tuple[str
     result = import_profiles(list(paths), list(hardware), list(features), repository)
     if folder is not None:
         for path in write_profiles(result, folder):
-            click.echo(f"wrote {path}")
+            click.echo(f"wrote {shellquote.shown(str(path))}")
     else:
         for name in sorted(result.profiles):
             click.echo(f"would write {name}.yaml")

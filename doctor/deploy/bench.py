@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from doctor.boundedrun import OutputTooLarge, run_bounded
 from doctor.deploy.exercise import Exercise, ExerciseConfig
 
 INPUT_LEN = 128
@@ -42,8 +43,10 @@ def launcher(python: str | None) -> list[str] | None:
     else `vllm` on PATH; None when there is none."""
     for candidate in (python, os.environ.get("QWEN_DOCTOR_VLLM_PYTHON")):
         if candidate and shutil.which(candidate):
-            probe = subprocess.run([candidate, "-c", "import vllm.benchmarks.serve"], capture_output=True,
-                                   timeout=120)
+            try:
+                probe = run_bounded([candidate, "-c", "import vllm.benchmarks.serve"], 120)
+            except (OSError, subprocess.SubprocessError):
+                continue
             if probe.returncode == 0:
                 return [candidate, "-c", BENCH_MAIN]
     found = shutil.which("vllm")
@@ -71,11 +74,13 @@ def _run(head: list[str], base_url: str, cfg: ExerciseConfig) -> Exercise:
         for concurrency in cfg.sweep or (cfg.burst,):
             cmd = command(head, base_url, cfg, concurrency, tmp)
             try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=BENCH_TIMEOUT_S,
-                                      env={**os.environ, "VLLM_NO_USAGE_STATS": "1"})
+                done = run_bounded(cmd, BENCH_TIMEOUT_S, env={**os.environ, "VLLM_NO_USAGE_STATS": "1"})
             except subprocess.TimeoutExpired:
                 return Exercise("bench", "fail", f"vllm bench serve ran past {BENCH_TIMEOUT_S:g} s at concurrency "
                                 f"{concurrency}", time.perf_counter() - t0, {"levels": levels})
+            except OutputTooLarge as exc:
+                return Exercise("bench", "fail", f"vllm bench serve at concurrency {concurrency}: {exc}",
+                                time.perf_counter() - t0, {"levels": levels})
             result = Path(tmp) / f"c{concurrency}.json"
             if done.returncode != 0 or not result.is_file():
                 tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])[:400]

@@ -88,6 +88,14 @@ def reasoning_of(message: dict[str, Any]) -> str:
     return message.get("reasoning_content") or message.get("reasoning") or ""
 
 
+def served_models(body: Any) -> list[dict[str, Any]]:
+    """The entries of a /v1/models reply that are objects with a text id; nothing for a reply of another shape
+    (a list, a number, `data` that is not a list, duplicate keys whose last value is anything)."""
+    data = body.get("data") if isinstance(body, dict) else None
+    return [m for m in data if isinstance(m, dict) and isinstance(m.get("id"), str) and m["id"]] \
+        if isinstance(data, list) else []
+
+
 def http_error(r: httpx.Response) -> str:
     text = r.text.strip().replace("\n", " ")
     return f"HTTP {r.status_code}: {text[:300]}"
@@ -100,7 +108,7 @@ async def list_models(client: httpx.AsyncClient, cfg: ExerciseConfig) -> Exercis
     dt = time.perf_counter() - t0
     if r.status_code != 200:
         return Exercise("models", "fail", http_error(r), dt)
-    ids = [m.get("id") for m in reply_json(r.content).get("data", []) if isinstance(m, dict)]
+    ids = [m["id"] for m in served_models(reply_json(r.content))]
     if cfg.model not in ids:
         return Exercise("models", "fail", f"{cfg.model!r} is not served (server lists {ids})", dt, {"ids": ids})
     return Exercise("models", "ok", f"serves {', '.join(ids)} ({dt * 1000:.0f} ms)", dt, {"ids": ids})

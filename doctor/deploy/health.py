@@ -9,6 +9,8 @@ from typing import Any
 
 import httpx
 
+from doctor.boundedhttp import bounded_client
+from doctor.deploy.exercise import served_models
 from doctor.deploy.follower import LogFollower
 from doctor.deploy.process import ServerProcess
 from doctor.safeio import reply_json
@@ -58,9 +60,8 @@ def probe(client: httpx.Client, base_url: str) -> list[str] | None:
         r = client.get(f"{base_url}/v1/models")
         if r.status_code != 200:
             return None
-        ids = [m.get("id") for m in reply_json(r.content).get("data", []) if isinstance(m, dict)]
-        return [i for i in ids if i] or None
-    except (httpx.HTTPError, ValueError, AttributeError):
+        return [m["id"] for m in served_models(reply_json(r.content))] or None
+    except (httpx.HTTPError, ValueError):
         return None
 
 
@@ -69,7 +70,7 @@ def wait_ready(base_url: str, server: ServerProcess, follower: LogFollower, time
     """Poll until ready; stop waiting early when the server exits or a fatal log line appears."""
     started = time.monotonic()
     fatal_at: float | None = None
-    with httpx.Client(timeout=httpx.Timeout(5.0, connect=2.0), trust_env=False, headers=headers) as client:
+    with bounded_client(5.0, timeout=httpx.Timeout(5.0, connect=2.0), trust_env=False, headers=headers) as client:
         while True:
             elapsed = time.monotonic() - started
             server.remember_descendants()

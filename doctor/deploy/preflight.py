@@ -32,11 +32,15 @@ def backend_packages(python: str, timeout: float = 60.0) -> dict[str, Any]:
     """The package facts and the whole inventory as the backend's interpreter sees them (the same stdlib-only
     probe, run there): {"packages": ..., "inventory": ...}."""
     import doctor.facts.probes.packages as probe_module
+    from doctor.boundedrun import run_bounded
     from doctor.facts.probes.inventory import as_locations
 
     try:
-        out = subprocess.run([python, "-c", _PROBE, probe_module.__file__], capture_output=True, text=True,
-                             timeout=timeout, check=True)
+        out = run_bounded([python, "-c", _PROBE, probe_module.__file__], timeout)
+        if out.returncode != 0:
+            tail = (out.stderr.strip().splitlines() or ["no output"])[-1][:300]
+            raise DoctorError(f"cannot read the packages of the backend interpreter {python}: it exited with code "
+                              f"{out.returncode}: {tail}")
         seen = json.loads(out.stdout)
         inventory = {"source": "metadata", "complete": bool(seen["complete"]),
                      "locations": as_locations([tuple(row) for row in seen["found"]]),
@@ -44,8 +48,14 @@ def backend_packages(python: str, timeout: float = 60.0) -> dict[str, Any]:
         return {"packages": seen["packages"], "inventory": inventory}
     except OSError as exc:
         raise DoctorError(f"cannot run the backend interpreter {python}: {exc.strerror or exc}") from None
-    except (subprocess.SubprocessError, ValueError, KeyError, TypeError) as exc:
-        raise DoctorError(f"cannot read the packages of the backend interpreter {python}: {exc}") from exc
+    except subprocess.TimeoutExpired:
+        raise DoctorError(f"cannot read the packages of the backend interpreter {python}: no answer within "
+                          f"{timeout:g} s") from None
+    except (subprocess.SubprocessError, ValueError, TypeError) as exc:
+        raise DoctorError(f"cannot read the packages of the backend interpreter {python}: {exc}") from None
+    except KeyError as exc:
+        raise DoctorError(f"cannot read the packages of the backend interpreter {python}: its answer has no "
+                          f"{exc}") from None
 
 
 def with_packages(facts: Facts, seen: dict[str, Any]) -> Facts:

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from doctor.boundedhttp import bounded_async_client
 from doctor.deploy import judge, load, server_metrics
 from doctor.deploy.bench import bench
 from doctor.deploy.exercise import Exercise, ExerciseConfig, chat, list_models, reasoning, stream, structured
@@ -121,8 +122,9 @@ async def exercise_server(base_url: str, cfg: ExerciseConfig, slo: dict[str, flo
         if response.request.url.path.endswith("/chat/completions") and response.status_code == 200:
             answered["n"] += 1
 
-    async with httpx.AsyncClient(base_url=base_url, timeout=timeout, limits=limits, trust_env=False,
-                                 headers=dict(cfg.headers), event_hooks={"response": [count]}) as client:
+    async with bounded_async_client(cfg.request_timeout, base_url=base_url, timeout=timeout, limits=limits,
+                                    trust_env=False, headers=dict(cfg.headers),
+                                    event_hooks={"response": [count]}) as client:
         before: server_metrics.Snapshot | None = None
         unavailable = ""
         try:

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import httpx
 
+from doctor.boundedhttp import bounded_client
 from doctor.command_options import PORT
 from doctor.deploy import kv, runs
 from doctor.deploy.exercise import Exercise
@@ -114,7 +115,7 @@ def _state_after(spec: LaunchSpec, server: ServerProcess) -> str | None:
     answering and then exits within EXIT_GRACE_S is reported by its exit, not by the refused request."""
     if not server.alive:
         return _exited(server)
-    with httpx.Client(timeout=5.0, trust_env=False, headers=spec.headers) as client:
+    with bounded_client(5.0, trust_env=False, headers=spec.headers) as client:
         try:
             code = client.get(f"{spec.base_url}/health").status_code
         except httpx.HTTPError as exc:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from doctor.boundedrun import OutputTooLarge, run_bounded
 from doctor.errors import DoctorError
 from doctor.flags.issues import FlagIssue, ValidationReport
 
@@ -44,10 +45,11 @@ def find_backend_python(backend: str) -> str | None:
 def _run(python: str, argv: list[str], timeout: float) -> dict:
     env = dict(os.environ, VLLM_NO_USAGE_STATS="1", VLLM_LOGGING_LEVEL="ERROR", TOKENIZERS_PARALLELISM="false")
     try:
-        proc = subprocess.run([python, str(PROBE), *argv], capture_output=True, text=True, timeout=timeout, env=env,
-                              stdin=subprocess.DEVNULL)
+        proc = run_bounded([python, str(PROBE), *argv], timeout, env=env)
     except subprocess.TimeoutExpired as exc:
         raise BridgeError(f"{python}: parser did not answer within {timeout:.0f} s") from exc
+    except OutputTooLarge as exc:
+        raise BridgeError(f"{python}: {exc}") from exc
     except OSError as exc:
         raise BridgeError(f"{python}: cannot run: {exc}") from exc
     for line in proc.stdout.splitlines():

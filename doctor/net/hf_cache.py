@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import struct
 from pathlib import Path
 from typing import Any, Mapping
 
 from doctor.facts.probes.host import hf_cache_dir
+from doctor.outfile import kind_of
+from doctor.safeio import MiB, InputError, read_json, read_text
 
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
 MAX_HEADER = 100 * 1024 * 1024
 MAX_SHARDS = 2000
+# A sharded checkpoint's weight map: one line per tensor, a few MiB for a MoE model with hundreds of experts.
+INDEX_MAX_BYTES = 64 * MiB
+REF_MAX_BYTES = 4096  # refs/<branch> holds one commit hash
 
 
 def repo_dir(cache: Path, model: str) -> Path:
@@ -53,8 +59,8 @@ def probe(model: str, revision: str = "main", env: Mapping[str, str] | None = No
 def _commit(repo: Path, revision: str) -> str | None:
     ref = repo / "refs" / revision
     try:
-        return ref.read_text(encoding="utf-8").strip() or None
-    except OSError:
+        return read_text(ref, "revision ref", REF_MAX_BYTES).strip() or None
+    except InputError:
         return revision if (repo / "snapshots" / revision).is_dir() else None
 
 
@@ -64,9 +70,12 @@ def _snapshot(folder: Path) -> dict[str, Any]:
     index_path = folder / INDEX_FILE
     if index_path.exists():
         try:
-            index = json.loads(index_path.read_text(encoding="utf-8"))
+            index = read_json(index_path, "checkpoint index", INDEX_MAX_BYTES)
             names = sorted(set(index["weight_map"].values()))
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        except InputError as exc:
+            out["index"] = {"ok": False, "error": str(exc)}
+            return out
+        except (KeyError, TypeError, AttributeError) as exc:
             out["index"] = {"ok": False, "error": f"{INDEX_FILE} unreadable: {type(exc).__name__}: {exc}"}
             return out
         out["index"] = {"ok": True, "shard_count": len(names)}
@@ -83,11 +92,15 @@ def shard_state(path: Path) -> dict[str, Any]:
     state: dict[str, Any] = {"name": path.name, "present": False, "size": None, "expected_size": None,
                              "complete": False, "error": None}
     try:
-        size = path.stat().st_size
+        st = path.stat()
     except OSError:
         state["error"] = "dangling link into blobs/" if path.is_symlink() else "missing"
         return state
+    size = st.st_size
     state.update(present=True, size=size)
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read below; a device would never end
+        state["error"] = f"not a readable safetensors file: it is {kind_of(st.st_mode)}, not a regular file"
+        return state
     try:
         with path.open("rb") as fh:
             head = fh.read(8)

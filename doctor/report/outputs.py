@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
+from doctor import shellquote
 from doctor.errors import DoctorError
 from doctor.outfile import check_outputs, write_file
 from doctor.report.model import Report
@@ -116,7 +117,7 @@ def write_outputs(report: Report, outputs: list[str] | tuple[str, ...] = (), fmt
     for t, text in rendered:  # files first: a closed pipe on stdout (`| head`) must not cost them
         if t.path != STDOUT:
             replaced = write_file(t.path, text, inputs, what="report")
-            print(f"wrote {t.path} ({t.fmt}{', replaced the existing file' if replaced else ''})", file=sys.stderr)
+            print(f"wrote {shellquote.shown(t.path)} ({t.fmt}{', replaced the existing file' if replaced else ''})", file=sys.stderr)
     for t, text in rendered:
         if t.path == STDOUT:
             _write_stdout(text)

@@ -73,11 +73,14 @@ class SingleMachine:
         facts = _with_backend_packages(collect(timeout_s=10.0), python)
         report.facts_summary = summarize(facts, "live")
         version = engine_version(spec.backend, facts)
-        overrides.validate(request.flags, spec.backend, version)  # bad input: its one line is all stderr holds
-        session.on_event(f"  {redact_text('checking this machine and the profile ...')}")
+        # Bad input (a flag the engine lacks, a value its setting cannot read) is refused before the progress
+        # line: its one line is all stderr holds.
+        overrides.validate(request.flags, spec.backend, version)
         deployment = spec.deployment.with_version(version)
+        options = check_options(spec)
+        session.on_event(f"  {redact_text('checking this machine and the profile ...')}")
         results = preflight(facts, spec.backend, profile, served_model, device=profile.hardware.device,
-                            options=check_options(spec), deployment=deployment)
+                            options=options, deployment=deployment)
         results.append(prepare.flag_check(spec, version))
         results.append(checkpoint.check(spec, served_model))
         report.results.extend(results)

@@ -1,0 +1,74 @@
+"""A local OpenAI-compatible server that answers what a test tells it to: /v1/models one body, every other path
+another, or a body that never ends (TRICKLE: one chunked byte every 0.2 s; ENDLESS: 1 MiB chunks), for probe,
+deploy's exercises and the package index reader (tests/test_fault_campaign4.py, bench/fault_variants.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import threading
+import time
+from collections.abc import Iterator
+from typing import Callable
+
+TRICKLE, ENDLESS = b"<one byte every 0.2 s, forever>", b"<1 MiB chunks, forever>"
+MODELS = b'{"data": [{"id": "m", "max_model_len": 4096}]}'
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def _answer(self) -> None:
+        body = self.server.models if self.path.endswith("/models") else self.server.other  # type: ignore[attr-defined]
+        if body in (TRICKLE, ENDLESS):
+            return self._forever(b" " if body == TRICKLE else b" " * (1 << 20))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _forever(self, chunk: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        with contextlib.suppress(OSError):
+            while not self.server.done.is_set():  # type: ignore[attr-defined]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.flush()
+                if len(chunk) == 1:
+                    time.sleep(0.2)
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self._answer()
+
+    do_GET = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def start(models: bytes = MODELS, other: bytes = b"{}") -> tuple[str, Callable[[], None]]:
+    """The server's base URL and the function that stops it (its threads are daemons either way)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    server.daemon_threads = True
+    server.models, server.other, server.done = models, other, threading.Event()  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def stop() -> None:
+        server.done.set()  # type: ignore[attr-defined]
+        server.shutdown()
+
+    return f"http://127.0.0.1:{server.server_address[1]}", stop
+
+
+@contextlib.contextmanager
+def hostile(models: bytes = MODELS, other: bytes = b"{}") -> Iterator[str]:
+    """`start` as a context: the base URL, the server stopped on exit."""
+    url, stop = start(models, other)
+    try:
+        yield url
+    finally:
+        stop()
