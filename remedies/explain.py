@@ -19,6 +19,7 @@ from remedies.advisories import (
     read_head,
     release_without,
 )
+from remedies.consequences import causes_first
 from remedies.crash import SHUTTING_DOWN, TEARDOWN_FRAMES, Crash, component_of, final_group, peer_gone
 from remedies.dependency import Dependency, dependency, engine_of, mismatch
 from remedies.enginebug import crash_bug, entry_verdict, steps_for
@@ -401,8 +402,9 @@ def explain_sources(
 
 
 def _ranked(findings: list[Finding]) -> list[Finding]:
-    """Errors before warnings before info; within a severity the root cause first, wrappers last."""
-    return sorted(findings, key=lambda f: (SEVERITIES.index(f.remedy.severity), f.remedy.rank, f.order))
+    """Errors before warnings before info; within a severity the root cause first, wrappers last; a cause the
+    log printed before the entry that reports it comes before that entry (`remedies.consequences`)."""
+    return causes_first(sorted(findings, key=lambda f: (SEVERITIES.index(f.remedy.severity), f.remedy.rank, f.order)))
 
 
 DEPENDENCY_ID = "QD-R-VLLM-DEPENDENCY-VERSION"
