@@ -25,6 +25,7 @@ from remedies.dependency import Dependency, dependency, engine_of, mismatch
 from remedies.enginebug import crash_bug, entry_verdict, steps_for
 from remedies.figures import log_model, uses_log_figures
 from remedies.inferred import INFERRED
+from remedies.kernelfault import kernel_fault
 from remedies.levels import as_context
 from remedies.nativesites import native_sites
 from remedies.recordsite import message_site, record_site
@@ -539,6 +540,7 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
         verdict = entry_verdict(finding.remedy.id, finding.line, root.exception if root and not root.alone else None,
                                 root.frame if root else None, lambda: head(finding.first.source))
         verdict = verdict or speculative_fault(finding.remedy.id, lambda: head(finding.first.source))
+        verdict = verdict or kernel_fault(finding.remedy.id, finding.line, lambda: head(finding.first.source))
         if verdict is not None:
             own = finding.fix or finding.remedy.render_fix({})
             return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))
