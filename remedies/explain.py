@@ -41,6 +41,7 @@ from remedies.reader import STDIN
 from remedies.rootcause import Root, cited_sites, cut_traceback_near, root_near, stack_near, window_in
 from remedies.source import Located, locate, locate_at, sampled_entry
 from remedies.views import Sources, excerpt
+from remedies.wrapperlookup import wrapper_lookup
 
 
 @dataclass(frozen=True)
@@ -541,6 +542,7 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
                                 root.frame if root else None, lambda: head(finding.first.source))
         verdict = verdict or speculative_fault(finding.remedy.id, lambda: head(finding.first.source))
         verdict = verdict or kernel_fault(finding.remedy.id, finding.line, lambda: head(finding.first.source))
+        verdict = verdict or wrapper_lookup(finding.remedy.id, lambda: head(finding.first.source))
         if verdict is not None:
             own = finding.fix or finding.remedy.render_fix({})
             return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))
