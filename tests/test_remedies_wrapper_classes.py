@@ -87,3 +87,51 @@ def test_a_hub_lookup_made_by_the_engine_stays_a_network_problem(tmp_path, error
     first = findings(tmp_path, hub_traceback(caller, error))[0]
     assert first.remedy.id.startswith("QD-R-HF-")
     assert first.engine_bug is None
+
+
+# The host-side causes of a failed start-up, in every wording their source prints: Docker's port allocator
+# (moby daemon/libnetwork/portallocator) and name resolution in torch.distributed and Gloo.
+HOST_WORDINGS = {
+    "QD-R-HOST-DOCKER-PORT-ALLOCATED": [
+        "docker: Error response from daemon: driver failed programming external connectivity on endpoint vllm "
+        "(3f9a1c2b7d): Bind for 0.0.0.0:8000 failed: port is already allocated.",
+        "Error response from daemon: driver failed programming external connectivity on endpoint sglang-1 (9c0d): "
+        "Bind for [::]:30000 failed: port is already allocated",
+        "Error response from daemon: failed to set up container networking: driver failed programming external "
+        "connectivity on endpoint vllm (9c0d): failed to bind host port 0.0.0.0:8000/tcp: address already in use",
+    ],
+    "QD-R-TORCH-HOSTNAME-UNRESOLVED": [
+        "[rank1]:[W1205 10:00:00.1 socket.cpp:464] [c10d] The IPv4 network addresses of (master-0.svc, 29500) "
+        "cannot be retrieved (gai error: -3 - Temporary failure in name resolution).",
+        "[W socket.cpp:697] [c10d] The network addresses of (head-node, 29500) cannot be retrieved Name or service "
+        "not known.",
+        "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:83] ifa != nullptr. "
+        "Unable to find address for: eth0",
+        "RuntimeError: [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/device.cc:127] bind_rv == 0. "
+        "Unable to find address for gpu-2; bind(2) for 10.0.0.9 failed with: Cannot assign requested address",
+        "RuntimeError: Cannot resolve gpu-node-2 to a (local) address",
+    ],
+}
+HOST_SHAPES = ["{line}\n", "```\n{line}\n```\n", "**{line}**\n", "web-1  | {line}\n"]
+HOST_CASES = [(entry, line, shape) for entry, lines in HOST_WORDINGS.items() for line in lines for shape in HOST_SHAPES]
+
+
+@pytest.mark.parametrize(("entry", "line", "shape"), HOST_CASES)
+def test_each_host_wording_names_its_entry_first(tmp_path, entry, line, shape):
+    assert [f.remedy.id for f in findings(tmp_path, shape.format(line=line))][:1] == [entry]
+
+
+def test_the_loopback_fallback_warning_alone_raises_nothing(tmp_path):
+    """Single-node engines print it on every start: the same lookup, harmless without a failed connection."""
+    text = ("[rank0]:[W1222 10:55:31.124628071 ProcessGroupGloo.cpp:715] Warning: Unable to resolve hostname to a "
+            "(local) address. Using the loopback address as fallback. Manually set the network interface to bind to "
+            "with GLOO_SOCKET_IFNAME. (function operator())\nINFO 12-22 10:55:31 model_runner.py:1092] Starting to "
+            "load model\n")
+    assert findings(tmp_path, text) == []
+
+
+def test_an_unresolved_master_is_named_before_the_store_timeout_it_causes(tmp_path):
+    text = (HOST_WORDINGS["QD-R-TORCH-HOSTNAME-UNRESOLVED"][0] + "\n[E1205 10:10:00.1 socket.cpp:1023] [c10d] The "
+            "client socket has timed out after 600000ms while trying to connect to (master-0.svc, 29500).\n")
+    ids = [f.remedy.id for f in findings(tmp_path, text)]
+    assert ids[:2] == ["QD-R-TORCH-HOSTNAME-UNRESOLVED", "QD-R-TORCH-STORE-CONNECT"]
