@@ -20,6 +20,7 @@ from remedies.advisories import (
     release_without,
 )
 from remedies.consequences import causes_first
+from remedies.enginepaths import engine_path
 from remedies.crash import SHUTTING_DOWN, TEARDOWN_FRAMES, Crash, component_of, final_group, peer_gone
 from remedies.dependency import Dependency, dependency, engine_of, mismatch
 from remedies.enginebug import crash_bug, entry_verdict, steps_for
@@ -543,6 +544,7 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
         verdict = verdict or speculative_fault(finding.remedy.id, lambda: head(finding.first.source))
         verdict = verdict or kernel_fault(finding.remedy.id, finding.line, lambda: head(finding.first.source))
         verdict = verdict or wrapper_lookup(finding.remedy.id, lambda: head(finding.first.source))
+        verdict = verdict or engine_path(finding.remedy.id, lambda: head(finding.first.source))
         if verdict is not None:
             own = finding.fix or finding.remedy.render_fix({})
             return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))
