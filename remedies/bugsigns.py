@@ -112,6 +112,17 @@ SIGNS: tuple[Sign, ...] = (
          re.compile(r"Instruction '(?P<instruction>[^'\n]{1,80})' not supported on \.target '(?P<arch>sm_\d{2,3}[af]?)'"),
          "ptxas refused the instruction {instruction} for {arch} while building the engine's kernels: the engine's "
          "build compiles a kernel for an architecture that lacks it, a bug of its build matrix."),
+    # Python's json "Extra data" (Lib/json/decoder.py JSONDecoder.decode: a second document after the first) on
+    # tool-call arguments: vLLM's chat preprocessing json.loads each assistant tool call's `arguments`
+    # (vllm/entrypoints/chat_utils.py _postprocess_messages, a 400 for the request), so arguments holding several
+    # calls' JSON objects back to back fail the turn and every later one; 0.32's vllm/renderers/chat_utils.py
+    # catches JSONDecodeError there and coerces the arguments to {} with a warning
+    Sign("tool-call arguments with several JSON documents", ("extra data",),
+         re.compile(r"JSONDecodeError\W{0,3}:?\s{0,2}\W?Extra data\b|\bExtra data: line \d{1,6} column \d{1,7}"),
+         "The serving layer parsed an assistant message's tool-call arguments as one JSON document and found several "
+         "(one per tool call): vLLM's chat preprocessing json.loads them and fails the request (later releases "
+         "coerce malformed arguments instead), a bug of the engine's tool-call handling, not of the request.",
+         also=re.compile(r"(?i)tool[ _-]?calls?\b|tool[_ ]?parser|_postprocess_messages|chat_utils|serving_chat")),
 )
 # A Rust log line's source position (tracing / env_logger with file and line): `src/core/worker.rs:563:`.
 RUST_SITE = re.compile(r"(?:^|\s)(?P<crate>\w{1,80}(?:::\w{1,80}){0,8}):? (?P<path>src/[\w/]{1,200}\.rs):(?P<line>\d{1,6})")

@@ -50,3 +50,28 @@ def test_the_speculator_probe_reaching_the_gguf_loader_is_vllms_bug(tmp_path, ar
 def test_the_model_configs_own_gguf_read_stays_the_gguf_entry(tmp_path):
     first = findings(tmp_path, log(MODEL_CONFIG, "qwen35moe", "vllm serve /models/m.gguf"))[0]
     assert first.remedy.id == GGUF and first.engine_bug is None
+
+
+# Several tool calls' arguments in one assistant message: vLLM's chat preprocessing (_postprocess_messages,
+# vllm/entrypoints/chat_utils.py) json.loads them and Python's decoder stops at the second document ("Extra data").
+TOOL_PROSE = [
+    "With two tool calls in one assistant message, vLLM 0.11 (`--tool-call-parser hermes`) returns 400: "
+    "`json.decoder.JSONDecodeError: Extra data: line 1 column 38 (char 37)` from `_postprocess_messages`.",
+    "**vLLM** answers 400 when the history has parallel tool calls; **`JSONDecodeError: Extra data`** is raised in "
+    "`chat_utils.py` because the arguments of both calls are concatenated.",
+    "On vllm 0.10.2 the qwen3_coder tool parser output makes the next turn fail with JSONDecodeError: Extra data: "
+    "line 1 column 61 (char 60)",
+]
+
+
+@pytest.mark.parametrize("text", TOOL_PROSE)
+def test_extra_data_in_tool_call_arguments_is_the_engines_bug(tmp_path, text):
+    found = findings(tmp_path, f"## Bug\n\n{text}\n")
+    assert found and found[0].engine_bug is not None
+
+
+def test_extra_data_elsewhere_is_not_called_a_tool_call_bug(tmp_path):
+    """A JSON flag value with a stray character is the user's typo, not the tool-call path."""
+    text = ("vllm serve Qwen/Qwen3-8B --kv-transfer-config '{\"kv_connector\":\"NixlConnector\"}}' fails with "
+            "json.decoder.JSONDecodeError: Extra data: line 1 column 32 (char 31)\n")
+    assert all(f.engine_bug is None or "tool-call" not in f.engine_bug.why for f in findings(tmp_path, text))
