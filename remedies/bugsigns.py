@@ -281,9 +281,17 @@ def _component(frame: Frame | None) -> str:
 # sglang/srt/speculative/spec_info.py SpeculativeAlgorithm: EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM; MTP).
 SPECULATIVE = re.compile(r"(?i)--speculative[-_](?:config|algorithm|algo|model|method)\b"
                          r"|\b(?:MTP|NEXTN|EAGLE3?|speculative decoding)\b")
-# Entries for a kernel's memory fault: with speculative decoding named, the fault is in the engine's draft /
-# verify path (a kernel given positions past the KV cache it allocated), not a setting the entry's advice changes.
-KERNEL_FAULTS = ("QD-R-CUDA-ILLEGAL-MEMORY-ACCESS",)
+# Entries for a kernel's memory fault or index assert: with speculative decoding named, the fault is in the
+# engine's draft / verify path (a kernel given positions past the KV cache it allocated, an input-preparation index
+# past the tensors it sized: vllm/v1/spec_decode, sglang/srt/speculative), not a setting the entry's advice changes.
+KERNEL_FAULTS = {
+    "QD-R-CUDA-ILLEGAL-MEMORY-ACCESS":
+        "The memory fault happened with speculative decoding on: the draft / verify kernels read past the KV cache "
+        "the engine allocated for the request, an engine bug that no sizing setting fixes.",
+    "QD-R-CUDA-DEVICE-ASSERT":
+        "The index assert fired with speculative decoding on: the engine's draft / verify input preparation indexed "
+        "past the tensors it sized for the accepted tokens, an engine bug that no request or sizing setting fixes.",
+}
 
 
 def speculative_fault(entry_id: str, read_lines: Callable[[], list[str]]) -> Verdict | None:
@@ -297,8 +305,7 @@ def speculative_fault(entry_id: str, read_lines: Callable[[], list[str]]) -> Ver
     engine = engine_in(None, head)
     if engine is None:
         return None
-    reason = ("The memory fault happened with speculative decoding on: the draft / verify kernels read past the "
-              "KV cache the engine allocated for the request, an engine bug that no sizing setting fixes.")
+    reason = KERNEL_FAULTS[entry_id]
     release = engine_release(head, engine) if engine in ("vllm", "sglang") else None
     bug = NamedBug(engine, f"{engine} speculative decoding path (no frame printed)", release, (), None, None,
                    reason=reason, features=features(head))

@@ -134,3 +134,26 @@ def test_an_fla_oom_without_a_crashed_launch_stays_an_out_of_memory(tmp_path, en
     first = findings(tmp_path, fla_log(path, None, engine))[0]
     assert first.engine_bug is None
     assert first.remedy.id in ("QD-R-TORCH-CUDA-OOM", "QD-R-CUDA-DEVICE-OOM")
+
+
+SPEC_FLAGS = ['--speculative-config \'{"method":"mtp","num_speculative_tokens":2}\'',
+              "--speculative-algorithm NEXTN --speculative-num-steps 3", "with EAGLE3 drafting on"]
+ASSERT_LINES = [
+    '/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:93: operator(): block: [12,0,0], thread: [64,0,0] Assertion '
+    '`-sizes[i] <= index && index < sizes[i] && "index out of bounds"` failed.\n'
+    "RuntimeError: CUDA error: device-side assert triggered",
+    "torch.AcceleratorError: CUDA error: device-side assert triggered",
+]
+
+
+@pytest.mark.parametrize("flag", SPEC_FLAGS)
+@pytest.mark.parametrize("lines", ASSERT_LINES)
+def test_a_device_assert_under_speculative_decoding_is_the_engines_bug(tmp_path, flag, lines):
+    first = findings(tmp_path, f"After hours of traffic with {flag} vLLM dies:\n```\n{lines}\n```\n")[0]
+    assert first.remedy.id == "QD-R-CUDA-DEVICE-ASSERT"
+    assert first.engine_bug is not None and "index assert" in first.engine_bug.why
+
+
+def test_a_device_assert_without_speculative_decoding_keeps_the_entry_alone(tmp_path):
+    first = findings(tmp_path, f"vLLM dies:\n```\n{ASSERT_LINES[1]}\n```\n")[0]
+    assert first.remedy.id == "QD-R-CUDA-DEVICE-ASSERT" and first.engine_bug is None
