@@ -37,6 +37,9 @@ MOONCAKE_WORDINGS = [
     "10.0.0.6:15432. Error: connect: Cannot assign requested address",
     "E0901 03:22:10.554100  9012 tcp_transport_lane_impl.h:938] TCP lane connection to 10.0.0.6:15432 failed: "
     "connect: Cannot assign requested address (attempt failure 3)",
+    # the metadata handshake's own connect (transfer_metadata_plugin.cpp, glog PLOG appends strerror [errno])
+    "E1205 10:11:12.000100  1234 transfer_metadata_plugin.cpp:984] SocketHandShakePlugin: connect()10.0.0.6:12001: "
+    "Cannot assign requested address [99]",
 ]
 CONSEQUENCE = ("[2025-12-05 10:11:13 TP0] Prefill transfer failed for request rank=0 req.rid='4d1f0e' "
                "req.bootstrap_room=881726354 with exception KVTransferError(bootstrap_room=881726354): Failed to "
