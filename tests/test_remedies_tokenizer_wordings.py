@@ -44,3 +44,23 @@ def test_each_sentencepiece_wording_names_the_entry(tmp_path: Path, index: int, 
     log = tmp_path / "paste.log"
     log.write_text(shapes(WORDINGS[index])[shape], encoding="utf-8")
     assert [f.remedy.id for f in explain.explain_sources([log])][:1] == ["QD-R-HF-SENTENCEPIECE-MISSING"]
+
+
+# vLLM's get_hf_config / processor type check (vllm/multimodal/processing/context.py, older
+# vllm/inputs/registry.py; vllm/transformers_utils/processor.py) in the shapes a report prints it: one line, wrapped
+# after "but", and as two Markdown lines with bold labels and backticked classes.
+VLLM_CLASS = "<class 'vllm.transformers_utils.configs.qwen3_5_moe.Qwen3_5MoeConfig'>"
+HF_CLASS = "<class 'transformers.models.qwen3_5_moe.configuration_qwen3_5_moe.Qwen3_5MoeConfig'>"
+TYPE_SHAPES = [
+    f"TypeError: Invalid type of HuggingFace config. Expected type: {VLLM_CLASS}, but found type: {HF_CLASS}\n",
+    f"TypeError: Invalid type of HuggingFace config. Expected type: {VLLM_CLASS}, but\nfound type: {HF_CLASS}\n",
+    f"**Expected type:** `{VLLM_CLASS}`\n**But found type:** `{HF_CLASS}`\n",
+    f"- Expected type: `{VLLM_CLASS}`\n- but found type: `{HF_CLASS}`\n",
+]
+
+
+@pytest.mark.parametrize("text", TYPE_SHAPES)
+def test_a_config_class_from_a_newer_transformers_is_a_dependency_mismatch(tmp_path: Path, text: str):
+    log = tmp_path / "paste.log"
+    log.write_text(text, encoding="utf-8")
+    assert [f.remedy.id for f in explain.explain_sources([log])][:1] == ["QD-R-VLLM-DEPENDENCY-VERSION"]
