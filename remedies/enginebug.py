@@ -310,7 +310,9 @@ def entry_verdict(entry_id: str, line: str, root_exception: str | None, root_fra
         package, site, reason = COMPONENT_BUGS[entry_id]
         printed = _GLOG_SITE.search(line)
         where = f"{printed.group('site')}:{printed.group('n')} (the record's source position)" if printed else site
-        return Verdict(_bug(package, where, None, read_lines(), reason), "beside")
+        # the component's own release is not in the engine's log and the engine's features do not tell its bugs
+        # apart, so neither is read (the log is not read at all)
+        return Verdict(NamedBug(package, where, None, (), None, None, reason=reason), "beside")
     if entry_id not in YIELDS and entry_id not in BESIDE and entry_id not in BUILT_BY:
         return None
     lines = read_lines()

@@ -57,7 +57,8 @@ def engine_path(entry_id: str, read_lines: Callable[[], list[str]]) -> Verdict |
     if path is None:
         return None
     head = read_lines()[:MAX_FEATURE_LINES]
-    frames = [hit for text in head for hit in [_FRAME.search(text[:4096])] if hit and hit.group("func") == path.function]
+    frames = [hit for text in head if path.function in text for hit in [_FRAME.search(text[:4096])]
+              if hit and hit.group("func") == path.function]
     if not frames:
         return None
     frame = Frame(frames[-1].group("path"), int(frames[-1].group("line")), path.function)

@@ -20,10 +20,10 @@ from remedies.advisories import (
     release_without,
 )
 from remedies.consequences import causes_first
-from remedies.enginepaths import engine_path
 from remedies.crash import SHUTTING_DOWN, TEARDOWN_FRAMES, Crash, component_of, final_group, peer_gone
 from remedies.dependency import Dependency, dependency, engine_of, mismatch
 from remedies.enginebug import crash_bug, entry_verdict, steps_for
+from remedies.enginepaths import engine_path
 from remedies.figures import log_model, uses_log_figures
 from remedies.inferred import INFERRED
 from remedies.kernelfault import kernel_fault

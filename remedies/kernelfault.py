@@ -48,6 +48,7 @@ _FLA = re.compile(r"(?:^|[/\\])(?:fla|flash_linear_attention)[/\\](?:ops[/\\])?\
                   r"|\bchunk_gated_delta_rule\w{0,40}|\bchunk_fwd_(?:kernel_)?o\b|\bchunk_scaled_dot_kkt\w{0,20}"
                   r"|\bsolve_tril\b|\brecompute_w_u_fwd\b|\bfused_recurrent_gated_delta_rule\w{0,20}")
 _LAUNCH_FAILURE = re.compile(r"(?i)\bunspecified launch failure\b|cudaErrorLaunchFailure|CUDA_ERROR_LAUNCH_FAILED")
+_LAUNCH_WORDS = ("launch failure", "LaunchFailure", "LAUNCH_FAILED")
 _SITE = re.compile(r"Error in function '(?P<func>[^'\n]{1,120})' at (?P<file>[^\s:]{1,300}):(?P<line>\d{1,7})")
 
 
@@ -106,9 +107,14 @@ def _capture_fault(line: str, lines: list[str], memory_steps: int) -> Verdict | 
 def _fla_fault(lines: list[str], sizing_steps: int) -> Verdict | None:
     """The bug first, the entry's sizing steps (`sizing_steps` of them) dropped: they do not apply."""
     head = lines[:MAX_FEATURE_LINES]
-    kernels = [hit.group(0) for text in head for hit in _FLA.finditer(text[:4096])]
+    # the crashed launch first, by its words alone: most out-of-memory logs have none, and stop here cheaply
+    if not any(word in text for text in head for word in _LAUNCH_WORDS) or not any(
+            _LAUNCH_FAILURE.search(text[:4096]) for text in head):
+        return None
+    kernels = [hit.group(0) for text in head if "chunk" in text or "fla" in text or "solve_tril" in text
+               or "recompute_w_u" in text for hit in _FLA.finditer(text[:4096])]
     kernel = kernels[-1] if kernels else None  # the deepest: a traceback names the kernel's function last
-    if kernel is None or not any(_LAUNCH_FAILURE.search(text[:4096]) for text in head):
+    if kernel is None:
         return None
     engine = engine_in(None, head) or "vllm"
     reason = (f"A flash-linear-attention (Gated-DeltaNet) Triton kernel ({kernel.strip('/')}) crashed with an "

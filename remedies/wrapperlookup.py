@@ -36,7 +36,7 @@ WRAPPERS = (
      "--model_dir (/mnt/models), or set HF_HUB_OFFLINE=1 in its environment; keep --model_id only for a model "
      "that is not mounted."),
 )
-_WRAPPER_FRAMES = tuple((name, re.compile(_FRAME.replace("{package}", re.escape(package))), why, change)
+_WRAPPER_FRAMES = tuple((name, package, re.compile(_FRAME.replace("{package}", re.escape(package))), why, change)
                         for name, package, why, change in WRAPPERS)
 
 
@@ -56,8 +56,8 @@ def wrapper_lookup(entry_id: str, read_lines: Callable[[], list[str]]) -> Verdic
     if entry_id not in HUB_ENTRIES:
         return None
     head = read_lines()[:MAX_FEATURE_LINES]
-    for name, frame_pattern, why, change in _WRAPPER_FRAMES:
-        frames = [hit for text in head for hit in [frame_pattern.search(text[:4096])] if hit]
+    for name, package, frame_pattern, why, change in _WRAPPER_FRAMES:
+        frames = [hit for text in head if package in text for hit in [frame_pattern.search(text[:4096])] if hit]
         if not frames:
             continue
         deepest = frames[-1]
