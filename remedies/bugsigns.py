@@ -112,6 +112,17 @@ SIGNS: tuple[Sign, ...] = (
          re.compile(r"Instruction '(?P<instruction>[^'\n]{1,80})' not supported on \.target '(?P<arch>sm_\d{2,3}[af]?)'"),
          "ptxas refused the instruction {instruction} for {arch} while building the engine's kernels: the engine's "
          "build compiles a kernel for an architecture that lacks it, a bug of its build matrix."),
+    # Python's json "Extra data" (Lib/json/decoder.py JSONDecoder.decode: a second document after the first) on
+    # tool-call arguments: vLLM's chat preprocessing json.loads each assistant tool call's `arguments`
+    # (vllm/entrypoints/chat_utils.py _postprocess_messages, a 400 for the request), so arguments holding several
+    # calls' JSON objects back to back fail the turn and every later one; 0.32's vllm/renderers/chat_utils.py
+    # catches JSONDecodeError there and coerces the arguments to {} with a warning
+    Sign("tool-call arguments with several JSON documents", ("extra data",),
+         re.compile(r"JSONDecodeError\W{0,3}:?\s{0,2}\W?Extra data\b|\bExtra data: line \d{1,6} column \d{1,7}"),
+         "The serving layer parsed an assistant message's tool-call arguments as one JSON document and found several "
+         "(one per tool call): vLLM's chat preprocessing json.loads them and fails the request (later releases "
+         "coerce malformed arguments instead), a bug of the engine's tool-call handling, not of the request.",
+         also=re.compile(r"(?i)tool[ _-]?calls?\b|tool[_ ]?parser|_postprocess_messages|chat_utils|serving_chat")),
 )
 # A Rust log line's source position (tracing / env_logger with file and line): `src/core/worker.rs:563:`.
 RUST_SITE = re.compile(r"(?:^|\s)(?P<crate>\w{1,80}(?:::\w{1,80}){0,8}):? (?P<path>src/[\w/]{1,200}\.rs):(?P<line>\d{1,6})")
@@ -270,9 +281,17 @@ def _component(frame: Frame | None) -> str:
 # sglang/srt/speculative/spec_info.py SpeculativeAlgorithm: EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM; MTP).
 SPECULATIVE = re.compile(r"(?i)--speculative[-_](?:config|algorithm|algo|model|method)\b"
                          r"|\b(?:MTP|NEXTN|EAGLE3?|speculative decoding)\b")
-# Entries for a kernel's memory fault: with speculative decoding named, the fault is in the engine's draft /
-# verify path (a kernel given positions past the KV cache it allocated), not a setting the entry's advice changes.
-KERNEL_FAULTS = ("QD-R-CUDA-ILLEGAL-MEMORY-ACCESS",)
+# Entries for a kernel's memory fault or index assert: with speculative decoding named, the fault is in the
+# engine's draft / verify path (a kernel given positions past the KV cache it allocated, an input-preparation index
+# past the tensors it sized: vllm/v1/spec_decode, sglang/srt/speculative), not a setting the entry's advice changes.
+KERNEL_FAULTS = {
+    "QD-R-CUDA-ILLEGAL-MEMORY-ACCESS":
+        "The memory fault happened with speculative decoding on: the draft / verify kernels read past the KV cache "
+        "the engine allocated for the request, an engine bug that no sizing setting fixes.",
+    "QD-R-CUDA-DEVICE-ASSERT":
+        "The index assert fired with speculative decoding on: the engine's draft / verify input preparation indexed "
+        "past the tensors it sized for the accepted tokens, an engine bug that no request or sizing setting fixes.",
+}
 
 
 def speculative_fault(entry_id: str, read_lines: Callable[[], list[str]]) -> Verdict | None:
@@ -286,8 +305,7 @@ def speculative_fault(entry_id: str, read_lines: Callable[[], list[str]]) -> Ver
     engine = engine_in(None, head)
     if engine is None:
         return None
-    reason = ("The memory fault happened with speculative decoding on: the draft / verify kernels read past the "
-              "KV cache the engine allocated for the request, an engine bug that no sizing setting fixes.")
+    reason = KERNEL_FAULTS[entry_id]
     release = engine_release(head, engine) if engine in ("vllm", "sglang") else None
     bug = NamedBug(engine, f"{engine} speculative decoding path (no frame printed)", release, (), None, None,
                    reason=reason, features=features(head))

@@ -100,6 +100,16 @@ BESIDE = ("QD-R-CUDA-DEVICE-ASSERT", "QD-R-CUDA-STREAM-CAPTURING")
 # command is that package's (FlashInfer's JIT writes build.ninja under ~/.cache/flashinfer: flashinfer/jit/cpp_ext.py).
 BUILT_BY = {"QD-R-CUDA-NVCC-REJECTED-COMMAND": ("flashinfer", re.compile(r"(?i)[/\\]\.?cache[/\\]flashinfer[/\\]"
                                                                    r"|[/\\]flashinfer[/\\](?:jit|data|csrc)[/\\]"))}
+# Entries whose cause the component's own source or documentation calls its behaviour, not a user's setting: named
+# beside the entry as that component's bug, at the site its record prints (glog's "file.cpp:line]").
+# Mooncake's TCP transport opens a socket per transfer unless its (default-off) pool is on, so a busy PD link runs
+# out of ephemeral ports (kvcache-ai/Mooncake docs/source/troubleshooting/troubleshooting.md "TCP Transport").
+COMPONENT_BUGS = {"QD-R-SGLANG-PD-MOONCAKE-TCP-PORTS": (
+    "mooncake-transfer-engine", "tcp_transport.cpp (TcpTransport::startTransfer)",
+    "Mooncake's TCP transport opens a new socket for every transfer unless its connection pool is turned on (off "
+    "by default), so sustained transfers exhaust the local ports: the transport's own connection handling, which "
+    "its troubleshooting guide documents, not an address or port the user chose.")}
+_GLOG_SITE = re.compile(r"\b(?P<site>[\w.-]{1,80}\.(?:cpp|cc|h|hpp|cu)):(?P<n>\d{1,7})\]")
 _LOGGER_SITE = re.compile(r"\[(?P<f>[\w.-]{1,80}\.py):(?P<n>\d{1,7})\]")
 
 
@@ -296,6 +306,13 @@ def entry_verdict(entry_id: str, line: str, root_exception: str | None, root_fra
     """An engine bug beside or instead of a matched entry: a YIELDS entry whose first fix the log already
     applied, a BESIDE entry whose root exception was raised in engine code. The log's lines are read
     (`read_lines`) only for those entries."""
+    if entry_id in COMPONENT_BUGS:
+        package, site, reason = COMPONENT_BUGS[entry_id]
+        printed = _GLOG_SITE.search(line)
+        where = f"{printed.group('site')}:{printed.group('n')} (the record's source position)" if printed else site
+        # the component's own release is not in the engine's log and the engine's features do not tell its bugs
+        # apart, so neither is read (the log is not read at all)
+        return Verdict(NamedBug(package, where, None, (), None, None, reason=reason), "beside")
     if entry_id not in YIELDS and entry_id not in BESIDE and entry_id not in BUILT_BY:
         return None
     lines = read_lines()

@@ -19,11 +19,14 @@ from remedies.advisories import (
     read_head,
     release_without,
 )
+from remedies.consequences import causes_first
 from remedies.crash import SHUTTING_DOWN, TEARDOWN_FRAMES, Crash, component_of, final_group, peer_gone
 from remedies.dependency import Dependency, dependency, engine_of, mismatch
 from remedies.enginebug import crash_bug, entry_verdict, steps_for
+from remedies.enginepaths import engine_path
 from remedies.figures import log_model, uses_log_figures
 from remedies.inferred import INFERRED
+from remedies.kernelfault import kernel_fault
 from remedies.levels import as_context
 from remedies.nativesites import native_sites
 from remedies.recordsite import message_site, record_site
@@ -39,6 +42,7 @@ from remedies.reader import STDIN
 from remedies.rootcause import Root, cited_sites, cut_traceback_near, root_near, stack_near, window_in
 from remedies.source import Located, locate, locate_at, sampled_entry
 from remedies.views import Sources, excerpt
+from remedies.wrapperlookup import wrapper_lookup
 
 
 @dataclass(frozen=True)
@@ -401,8 +405,9 @@ def explain_sources(
 
 
 def _ranked(findings: list[Finding]) -> list[Finding]:
-    """Errors before warnings before info; within a severity the root cause first, wrappers last."""
-    return sorted(findings, key=lambda f: (SEVERITIES.index(f.remedy.severity), f.remedy.rank, f.order))
+    """Errors before warnings before info; within a severity the root cause first, wrappers last; a cause the
+    log printed before the entry that reports it comes before that entry (`remedies.consequences`)."""
+    return causes_first(sorted(findings, key=lambda f: (SEVERITIES.index(f.remedy.severity), f.remedy.rank, f.order)))
 
 
 DEPENDENCY_ID = "QD-R-VLLM-DEPENDENCY-VERSION"
@@ -537,6 +542,9 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
         verdict = entry_verdict(finding.remedy.id, finding.line, root.exception if root and not root.alone else None,
                                 root.frame if root else None, lambda: head(finding.first.source))
         verdict = verdict or speculative_fault(finding.remedy.id, lambda: head(finding.first.source))
+        verdict = verdict or kernel_fault(finding.remedy.id, finding.line, lambda: head(finding.first.source))
+        verdict = verdict or wrapper_lookup(finding.remedy.id, lambda: head(finding.first.source))
+        verdict = verdict or engine_path(finding.remedy.id, lambda: head(finding.first.source))
         if verdict is not None:
             own = finding.fix or finding.remedy.render_fix({})
             return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))
