@@ -3,6 +3,7 @@
 # ("max_total_num_tokens=..." after the CUDA graphs), or up to its refusal: how the SGLang boots off the H200 in
 # tests/fixtures/h200-rehearsal/ were recorded. The server is stopped there: the memory accounting is whole.
 # Before it: the SGLang set copied to /tmp/g/partNN (scripts/h200_rehearsal.sh says how).
+# STOP_AT (a grep pattern) ends a boot earlier, e.g. at "Memory pool end" once the pools are sized.
 # Usage: OUT=DIR bash scripts/h200_sglang_kv.sh NAME:MODEL:BOOT_S[:FLAG=VALUE,...] ...
 #   e.g. fp8-default:Qwen/Qwen3.5-35B-A3B-FP8:420   bf16-default:Qwen/Qwen3.5-35B-A3B:150
 set -uo pipefail
@@ -25,12 +26,12 @@ for run in "$@"; do
   setsid python3 -m sglang.launch_server "${args[@]}" >> "$log" 2>&1 &
   pid=$!
   while kill -0 "$pid" 2>/dev/null && [ $(( $(date +%s) - t0 )) -lt "$boot_s" ]; do
-    grep -q "max_total_num_tokens=\|Not enough memory" "$log" && break
+    grep -q "${STOP_AT:-max_total_num_tokens=\|Not enough memory}" "$log" && break
     sleep 2
   done
   echo "$name: $(( $(date +%s) - t0 )) s"
   grep -o "mem_fraction_static=[0-9.]*" "$log" | head -1 | sed 's/^/  /'
   grep -h "avail mem=\|Cache is allocated\|max_total_num_tokens\|Not enough memory\|Error" "$log" | cut -c1-300 | sed 's/^/  /'
   kill -INT -- -"$pid" 2>/dev/null; for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-  kill -KILL -- -"$pid" 2>/dev/null; pkill -9 -f sglang 2>/dev/null; sleep 3
+  kill -KILL -- -"$pid" 2>/dev/null; pkill -9 -f "sglang[.]launch_server" 2>/dev/null; sleep 3
 done
