@@ -104,3 +104,14 @@ def test_a_unique_prefix_reads_as_the_option_it_abbreviates_as_argparse_does() -
     assert (sg.settings.speculative_algorithm, sg.settings.mem_fraction_static) == ("NEXTN", 0.8)
     ambiguous = from_argv(["vllm", "serve", "m", "--max-num", "8"], "vllm")   # --max-num-seqs / -batched-tokens
     assert ambiguous.settings.max_num_seqs is None and ambiguous.settings.max_num_batched_tokens is None
+
+
+def test_vllm_reads_max_model_len_in_its_human_readable_forms_and_sglang_only_as_an_integer() -> None:
+    from doctor.deployment.table import SettingError, read
+
+    assert read("--max-model-len", "25.6k", "vllm") == ("max_model_len", 25_600)
+    assert read("--max-model-len", "32K", "vllm") == ("max_model_len", 32_768)
+    assert read("--max-model-len", "128k", "vllm") == ("max_model_len", 128_000)
+    for refused, backend in (("1.5K", "vllm"), ("32k", "sglang"), ("lots", "vllm")):
+        with pytest.raises(SettingError):
+            read("--max-model-len" if backend == "vllm" else "--context-length", refused, backend)

@@ -10,6 +10,7 @@ memory, its rule in the planner).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
@@ -133,6 +134,17 @@ def byte_size(text: str) -> int:
     return int(float(t[:-1] if scale != 1 else t) * scale)
 
 
+def human_readable_int(text: str) -> int:
+    """vLLM's --max-model-len reader (vllm/utils/argparse_utils.py human_readable_int, read in 0.32.0): 25.6k is
+    25,600 (k m g t decimal), 1K is 1,024 (K M G T binary, whole numbers only), else a plain integer."""
+    t = text.strip()
+    if match := re.fullmatch(r"(\d+(?:\.\d+)?)([kmgt])", t):
+        return int(float(match[1]) * 10 ** (3 * "kmgt".index(match[2]) + 3))
+    if match := re.fullmatch(r"(\d+)([KMGT])", t):
+        return int(match[1]) << (10 * ("KMGT".index(match[2]) + 1))
+    return int(t)
+
+
 _READERS: dict[str, Callable[[str], Any]] = {
     SIZE: int, INT: int, LENGTH: int, FLOAT: float, FRACTION: float, WORD: str, TEXT: str,
     BYTES_GIB: lambda v: byte_size(v) / (1 << 30),
@@ -209,6 +221,8 @@ def read(option: str, value: Any, backend: str | None = None, version: str | Non
         raise SettingError(option, None)
     text = _text(value)
     try:
+        if row.kind == LENGTH and backend != "sglang":
+            return row.field, human_readable_int(text)
         return row.field, _READERS[row.kind](text)
     except (ValueError, IndexError, OverflowError):
         raise SettingError(option, text) from None
