@@ -80,3 +80,11 @@ def test_removed_vllm_flag_is_unknown_in_newer_versions() -> None:
 def test_validate_args_on_a_schema_object_is_pure() -> None:
     schema = load_schema("sglang", "0.5.23")
     assert validate_args(["--tp-size", "2", "--context-length", "8192"], schema) == []
+
+
+def test_max_model_len_is_checked_as_vllm_reads_it() -> None:
+    schema = load_schema("vllm", "0.32.0")
+    for good in ("32768", "32k", "25.6k", "32K", "auto", "-1"):
+        assert not validate_args(["--max-model-len", good], schema), good
+    for bad in ("1.5", "1.5K", "lots"):
+        assert [i.kind for i in validate_args(["--max-model-len", bad], schema)] == ["bad_type"], bad

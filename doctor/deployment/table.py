@@ -10,10 +10,11 @@ memory, its rule in the planner).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
+
+from doctor.flags.values import human_readable_int
 
 SIZE, FRACTION, LENGTH, WORD = "size", "fraction", "length", "word"   # typed in profiles (profiles/values.py)
 INT, FLOAT, TEXT, BYTES_GIB, GRAPH_BACKEND, SWITCH = "int", "float", "text", "bytes_gib", "graph_backend", "switch"
@@ -132,17 +133,6 @@ def byte_size(text: str) -> int:
     t = text.strip().lower().removesuffix("ib").removesuffix("b")
     scale = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}.get(t[-1:], 1)
     return int(float(t[:-1] if scale != 1 else t) * scale)
-
-
-def human_readable_int(text: str) -> int:
-    """vLLM's --max-model-len reader (vllm/utils/argparse_utils.py human_readable_int, read in 0.32.0): 25.6k is
-    25,600 (k m g t decimal), 1K is 1,024 (K M G T binary, whole numbers only), else a plain integer."""
-    t = text.strip()
-    if match := re.fullmatch(r"(\d+(?:\.\d+)?)([kmgt])", t):
-        return int(float(match[1]) * 10 ** (3 * "kmgt".index(match[2]) + 3))
-    if match := re.fullmatch(r"(\d+)([KMGT])", t):
-        return int(match[1]) << (10 * ("KMGT".index(match[2]) + 1))
-    return int(t)
 
 
 _READERS: dict[str, Callable[[str], Any]] = {

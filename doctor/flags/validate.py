@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import difflib
-import re
+
 from doctor.flags.issues import FlagIssue, ValidationReport
 from doctor.flags.schema import FlagSchema, FlagSpec, load_schema
+from doctor.flags.values import human_readable_int
 from doctor.safeio import parse_json
 from doctor.name_index import closest
 
 __all__ = ["FlagIssue", "ValidationReport", "validate", "validate_args", "validate_command"]
 
-_HUMAN_INT = re.compile(r"^-?\d+(\.\d+)?[kKmMgGtT]?$")
 
 
 def validate(args: list[str], backend: str, version: str | None = None, method: str = "auto") -> ValidationReport:
@@ -161,8 +161,8 @@ def _check_value(flag: str, spec: FlagSpec, value: str) -> FlagIssue | None:
             int(value)
         elif kind == "float":
             float(value)
-        elif kind == "human_int" and not (_HUMAN_INT.match(value) or value.lower() == "auto"):
-            raise ValueError(value)
+        elif kind == "human_int" and value.lower() not in ("auto", "-1"):
+            human_readable_int(value)
         elif kind == "json" and not value.lstrip("-").isdigit():
             parse_json(value, f"argument {flag}")
     except ValueError:
