@@ -12,14 +12,19 @@ Two families of shapes, each scored against its own control:
   payloads) as the one failing line of a short log (`block`), put in the shapes prose-heavy and one-line
   pastes take: the message quoted in a sentence, in a Markdown H1 / H2 title, inside `code`, **bold** or CJK
   quotes; JSON-escaped in an error payload hard-wrapped at 80 columns; every line behind a grep `file:`,
-  docker-compose, kubectl `--prefix`, journald or stern prefix; the message cut at 60 / 100 characters; the
+  docker-compose, kubectl `--prefix`, journald or stern prefix; the line cut at 60 / 100 characters (counted
+  only where the cut keeps remedies.templates.MIN_PREFIX characters of the message, the least a cut message
+  is told by: a timestamp and a class name are not a message); the
   block's lines joined into one backtick span; Windows CRLF line ends. Scored: named first, and any finding
   at all. A shape that does not change a sample (a cut longer than it) is not counted for it.
+- `source`: the line shapes over exception lines printed from vLLM's and SGLang's mined raise templates that
+  no entry covers (every SOURCE_EVERY-th, holes filled with a figure): scored as located in the engine's
+  source (the first finding's raise site is that template), and any finding at all.
 
 A shape's scores are shares of the entries its family's control names first; the entries missed in most
 shapes are listed last.
 
-    python bench/explain_shapes.py [--family traceback|line] [--limit N] [--shape NAME ...] [--worst N]
+    python bench/explain_shapes.py [--family traceback|line|source] [--limit N] [--shape NAME ...] [--worst N]
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import textwrap
+import re
 import sys
 import tempfile
 from collections import Counter
@@ -37,6 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from remedies import explain_sources, load_catalogue  # noqa: E402
 from remedies.crash import exception_line  # noqa: E402
+from remedies.normalise import normalise  # noqa: E402
+from remedies.links import load_links  # noqa: E402
+from remedies.templates import MIN_PREFIX, load_templates, skeleton  # noqa: E402
 
 VLLM = "/usr/local/lib/python3.12/dist-packages/vllm"
 Shape = Callable[[list[str]], "list[str] | None"]
@@ -87,6 +97,7 @@ TRACEBACK_SHAPES: dict[str, Shape] = {
 BEFORE = "INFO 12-05 10:00:00 [api_server.py:1052] vLLM API server version 0.11.0"
 AFTER = "Process exited with code 1"
 WRAP = 80
+_CLASS = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)\s*:\s*")
 
 
 def block(sample: str) -> list[str]:
@@ -94,9 +105,17 @@ def block(sample: str) -> list[str]:
     return [BEFORE, sample, AFTER]
 
 
+def readable_cut(line: str) -> bool:
+    """Whether a cut line keeps MIN_PREFIX characters of its message (beyond a log prefix, an exception class and
+    figures, compared as skeletons): the least a cut message can be told by (`remedies.templates`)."""
+    text = _CLASS.sub("", normalise(line).text.strip(), count=1)
+    return len(skeleton(re.sub(r"\d", "", text))) >= MIN_PREFIX
+
+
 def _cut(width: int) -> Shape:
     def shape(lines: list[str]) -> list[str] | None:
-        return None if len(lines[1]) <= width else [lines[0], lines[1][:width]]
+        cut = lines[1][:width]
+        return None if len(lines[1]) <= width or not readable_cut(cut) else [lines[0], cut]
     return shape
 
 
@@ -119,6 +138,17 @@ def _json_wrapped(lines: list[str]) -> list[str]:
     return ["Error: request failed:", *(payload[i:i + WRAP] for i in range(0, len(payload), WRAP))]
 
 
+def _prose_wrapped(lines: list[str]) -> list[str]:
+    """The message quoted in a paragraph a web page or an editor wrapped at spaces under WRAP columns."""
+    return textwrap.wrap(f"When I start the server on two GPUs it fails with {lines[1]} and then exits, any idea?",
+                         WRAP - 8, break_long_words=False, break_on_hyphens=False)
+
+
+def _fold(lines: list[str]) -> list[str]:
+    """Each line cut into WRAP-column pieces wherever that falls, as a terminal shows it."""
+    return [line[i:i + WRAP] for line in lines for i in range(0, max(1, len(line)), WRAP)]
+
+
 LINE_SHAPES: dict[str, Shape] = {
     "plain": lambda lines: lines,
     "prose": _quoted("When I start the server on two GPUs it fails with ", " and then exits, any idea why?"),
@@ -137,28 +167,53 @@ LINE_SHAPES: dict[str, Shape] = {
     "cut-60": _cut(60),
     "cut-100": _cut(100),
     "one-span": lambda lines: ["I get this when starting the server:", "`" + " ".join(lines) + "`"],
+    "span-compose": lambda lines: ["Logs:", "`" + " ".join(f"vllm-1  | {x}" if i != 1 else f"vllm-1  | **{x}**"
+                                                        for i, x in enumerate(lines)) + "`"],
+    "prose-wrapped": _prose_wrapped,
+    "fold-80": _fold,
     "crlf": lambda lines: [x + "\r" for x in lines],
 }
 FAMILIES: dict[str, tuple[dict[str, Shape], Callable[[str], list[str]]]] = {
     "traceback": (TRACEBACK_SHAPES, traceback),
     "line": (LINE_SHAPES, block),
+    "source": (LINE_SHAPES, block),
 }
+SOURCE_PACKAGES = ("vllm", "sglang")
+SOURCE_EVERY = 12  # every 12th mined raise template: about 180 of the two engines' user-facing ones
 
 
 def first_named(text: str, folder: Path) -> tuple[str | None, bool, bool]:
-    """The entry named first, whether it names the raise site (the deepest frame's function), and whether
-    anything was found at all."""
+    """The entry named first (for a finding located in the engines' source, `source:` and the located
+    template), whether it names the raise site (the deepest frame's function), and whether anything was found
+    at all."""
     path = folder / "paste.log"
     path.write_bytes(text.encode("utf-8"))
     found = explain_sources([path])
     if not found:
         return None, False, False
-    frame = found[0].root.frame if found[0].root is not None else found[0].crash.frame if found[0].crash else None
-    return found[0].remedy.id, frame is not None and frame.function == "create_engine_config", True
+    first = found[0]
+    frame = first.root.frame if first.root is not None else first.crash.frame if first.crash else None
+    located = first.located or (first.root.located if first.root is not None else None)
+    named = f"source:{located.hit.template.text}" if first.crash is not None and located is not None else \
+        first.remedy.id
+    return named, frame is not None and frame.function == "create_engine_config", True
+
+
+def source_lines() -> list[tuple[str, str]]:
+    """(`source:` template, exception line) of every SOURCE_EVERY-th mined raise template of vLLM and SGLang
+    that no entry covers and that has MIN_PREFIX characters of fixed text, its holes filled with a figure."""
+    links = load_links()
+    chosen = sorted({(t.text, t.kind.partition(":")[2]) for t in load_templates().templates
+                     if t.package in SOURCE_PACKAGES and t.raised and t.fixed >= MIN_PREFIX
+                     and not links.entries(t) and "\n" not in t.text and "\x1b" not in t.text})
+    return [(f"source:{text}", f"{kind}: {text.replace('{}', '7')}") for text, kind in chosen[::SOURCE_EVERY]]
 
 
 def entries_of(family: str) -> list[tuple[str, str]]:
-    """(id, first sample) of the entries a family scores: error entries that name a line alone."""
+    """(id, first sample) of the entries a family scores: error entries that name a line alone; for `source`,
+    raise templates no entry covers (`source_lines`)."""
+    if family == "source":
+        return source_lines()
     chosen = []
     for remedy in load_catalogue():
         if not remedy.samples or remedy.stop or remedy.context_regex is not None or remedy.severity != "error":
