@@ -5,7 +5,8 @@ Two families of shapes, each scored against its own control:
 - `traceback`: each catalogue entry whose first sample is an exception line (`ValueError: ...`, the message as
   its engine's source prints it) is put at the end of a traceback, and the traceback is wrapped in each shape:
   a code viewer's gutter, a Markdown table cell, HTML escapes in `<details><pre>`, Docker's JSON lines, a
-  newest-first CloudWatch export, stern's pod prefix, two tensor-parallel workers printing at once, the
+  newest-first CloudWatch export, stern's, grep's `file:`, docker-compose's, kubectl's and journald's prefix
+  on every line, a Markdown quote, CRLF line ends, two tensor-parallel workers printing at once, the
   traceback escaped into one Python string, an IPython traceback. Scored: named first, and named with its
   raise site (the traceback's deepest frame, as the finding's root or crash frame).
 - `line`: EVERY error entry's first sample (exception lines, log records, native C/C++ messages, HTTP / JSON
@@ -83,6 +84,12 @@ TRACEBACK_SHAPES: dict[str, Shape] = {
                                   for x in lines],
     "export-newest-first": lambda lines: [f"2026-12-03T10:00:{i:02d}.000Z\t{x}" for i, x in enumerate(lines)][::-1],
     "stern": lambda lines: [f"vllm-7d9f8c6b5-x2k4p vllm {x}" for x in lines],
+    "grep": lambda lines: [f"logs/serve-0.log:{x}" for x in lines],
+    "compose": lambda lines: [f"vllm-1  | {x}" for x in lines],
+    "kubectl": lambda lines: [f"[pod/vllm-0/vllm] {x}" for x in lines],
+    "journald": lambda lines: [f"Dec 05 10:00:00 gpu-node-1 vllm[2481]: {x}" for x in lines],
+    "quoted": lambda lines: [f"> {x}" for x in lines],
+    "crlf": lambda lines: [x + "\r" for x in lines],
     "ranks": interleaved,
     "escaped": lambda lines: [repr("\n".join(lines) + "\n")],
     "ipython": lambda lines: ["-" * 75, f"{lines[-1].split(':', 1)[0]}{' ' * 30}Traceback (most recent call last)",

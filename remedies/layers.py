@@ -4,6 +4,8 @@ A person pasting a log into an issue, a chat or a ticket, or exporting it from a
 layers that a line-by-line reading of `remedies.normalise` cannot undo, because each one spans lines (or
 needs the lines around it to be told apart from a message):
 
+- `grep`: the file name (and line number) `grep -r` / `grep -n` prints before each line
+  (`remedies.grepprefix`);
 - `html`: a web page's escapes and tags (`&quot;`, `&#39;`, `&gt;`, `<details>`, `<summary>`, `<pre>`,
   `<br>`), zero-width characters and no-break spaces;
 - `escaped`: a traceback escaped into one line, as a JSON or Python string shows it (`\\n` between its
@@ -36,6 +38,7 @@ from typing import Callable
 
 from remedies.crash import HEADER
 from remedies.exports import peel_export, peel_json, peel_newest_first, peel_pod_prefix
+from remedies.grepprefix import peel_grep
 from remedies.normalise import strip_ansi
 from remedies.ranks import gather
 from remedies.shortwrap import join_short_wraps
@@ -280,6 +283,7 @@ def peel_ipython(lines: _Lines) -> _Lines | None:
 
 
 LAYERS: tuple[tuple[str, Callable[[_Lines], _Lines | None]], ...] = (
+    ("grep", peel_grep),
     ("json", peel_json),
     ("html", peel_html),
     ("table", peel_table),
