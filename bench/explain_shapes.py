@@ -90,6 +90,8 @@ TRACEBACK_SHAPES: dict[str, Shape] = {
     "journald": lambda lines: [f"Dec 05 10:00:00 gpu-node-1 vllm[2481]: {x}" for x in lines],
     "quoted": lambda lines: [f"> {x}" for x in lines],
     "crlf": lambda lines: [x + "\r" for x in lines],
+    "one-span": lambda lines: ["The server crashed with:", "`" + " ".join(x.strip() for x in lines) + "`"],
+    "flattened": lambda lines: [" ".join(x.strip() for x in lines)],
     "ranks": interleaved,
     "escaped": lambda lines: [repr("\n".join(lines) + "\n")],
     "ipython": lambda lines: ["-" * 75, f"{lines[-1].split(':', 1)[0]}{' ' * 30}Traceback (most recent call last)",

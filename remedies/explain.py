@@ -386,6 +386,11 @@ def explain_sources(
             with views.open(source) as stream:
                 for match in fragment_crashes(stream):
                     collector.add(match, str(source))
+    if collector.wants_crashes() and collector.unknown() is None:
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                for match in prose_crashes(stream, stated=True):
+                    collector.add(match, str(source))
     heads: dict[str, list[str]] = {}
 
     def head(source: str) -> list[str]:
