@@ -33,6 +33,7 @@ from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.partial import scan_partial
 from remedies.prose import prose_crashes
+from remedies.rustpanic import panic_crashes
 from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
 from remedies.fragment import fragment_crashes
 from remedies.reader import STDIN
@@ -375,6 +376,11 @@ def explain_sources(
         for source in filter(excerpt, files):
             with views.open(source) as stream:
                 for match in prose_crashes(stream):
+                    collector.add(match, str(source))
+    if collector.wants_crashes() and collector.unknown() is None:
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                for match in panic_crashes(stream):
                     collector.add(match, str(source))
     if collector.wants_crashes() and collector.unknown() is None:
         for source in filter(excerpt, files):
