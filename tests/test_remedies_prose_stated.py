@@ -49,3 +49,16 @@ def test_an_error_class_without_a_message_or_a_page_about_another_program_stays_
     assert explain(tmp_path, ["With vllm I sometimes see a RuntimeError: on shutdown."]) == []
     assert explain(tmp_path, [f"My Flask app prints `{NVCC}` when I start it."]) == []
     assert inline_exception("vllm gives `ValueError: bad`", stated=True) is None  # too short to be a statement
+
+
+MESSAGE = "--enable-prefix-mm-cache requires --encoder-only to be enabled"  # sglang/srt/server_args.py
+
+
+def test_an_engine_message_quoted_in_inline_code_without_its_class_is_the_root(tmp_path):
+    found = explain(tmp_path, [f"sglang refuses to start and only prints `{MESSAGE}`, what does it mean?"])
+    assert found and found[0].crash is not None and MESSAGE in found[0].crash.exception
+    assert found[0].located is not None
+
+
+def test_a_command_in_inline_code_is_no_message(tmp_path):
+    assert explain(tmp_path, ["How do I run `vllm serve Qwen/Qwen3.5-35B-A3B --max-model-len 32768` on 2 GPUs?"]) == []
