@@ -22,7 +22,10 @@ from remedies.templates import MAX_HOLE, MIN_PREFIX, Template, TemplateIndex, _p
 _FIGURE = re.compile(r"\d+(?:\.\d+)*")
 # An exception class before the message: matched without it (a raise template is the message after the class).
 _CLASS = re.compile(r"\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)\s*:\s*")
-_CLOSERS = "`*\"'\u300d\u201d\u2019)\u2026. \t"  # what a person's quote leaves after a cut: a code span, 」, …
+# what a person's quote leaves after a cut: a code span, 」, an ellipsis (a full stop is text: a sentence that ends
+# where the wording goes on is another message, not a cut one)
+_CLOSERS = "`*\"'\u300d\u201d\u2019\u2026 \t"
+_ELLIPSIS = re.compile(r"(?:\.{3}|\u2026)[`*\"'\u300d\u201d\u2019 \t]*$")
 KIND = "cut:"
 
 
@@ -59,7 +62,7 @@ def cut_index() -> TemplateIndex:
 
 def cut_entry(text: str) -> str | None:
     """The id of the one entry whose wording `text` (a normalised line) is the start of, cut short, or None."""
-    body = text.rstrip(_CLOSERS)
+    body = _ELLIPSIS.sub("", text).rstrip(_CLOSERS)
     found = skeleton(body)
     if len(found) < MIN_PREFIX:
         return None

@@ -62,3 +62,9 @@ def test_a_cut_info_record_stays_silent(tmp_path):
     paste.write_text(f"INFO 12-05 10:00:00 [api_server.py:1052] vLLM API server version 0.11.0\n"
                      f"INFO 12-05 10:00:01 [core.py:12] {INPUT_CUT}\n")
     assert explain.explain_sources([paste]) == []
+
+
+def test_a_whole_sentence_that_ends_where_the_wording_goes_on_is_not_cut():
+    # a healthy start's line (tests/data/corpus/healthy-vllm-miaai-47-free-memory-passed.log) ends its sentence
+    # where the entry's wording goes on ("... on startup is less than desired GPU memory utilization ...")
+    assert cut_entry("Free memory on device (110.37/121.69 GiB) on startup.") is None
