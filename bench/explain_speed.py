@@ -82,8 +82,11 @@ def generate(path: Path, size: int, error_every: int, seed: int) -> int:
     """Write about `size` bytes; return how many error lines were sprinkled in."""
     rng = random.Random(seed)
     pool = healthy_pool(rng)
-    # Stop markers (`stop: true`) end the report instead of naming a finding, so they are not sprinkled.
-    errors = [(s + "\n").encode() for r in load_catalogue() if not r.stop for s in r.samples]
+    # Stop markers (`stop: true`) end the report instead of naming a finding, and a sample that names its entry
+    # only with the lines before it (a `context`, a repeated line) cannot be told from one line, so neither is
+    # sprinkled: every sprinkled line is one the matcher names alone.
+    alone = Matcher().match_line
+    errors = [(s + "\n").encode() for r in load_catalogue() if not r.stop for s in r.samples if alone(s)]
     written = inserted = 0
     with open(path, "wb") as out:
         while written < size:

@@ -18,7 +18,8 @@ that printed them, whatever the rest of the paste looks like:
   request %s for tokens %s. Please file an issue." (vllm/v1/structured_output/backend_xgrammar.py), "This is a
   bug, please file an issue." (vllm/config.py assert_hashable), SGLang's "This should never happen."
   (sglang/srt/managers/schedule_batch.py);
-- a bare `AssertionError` named in prose (no message: an `assert` without one) on a page about an engine.
+- a bare `AssertionError` named in prose (no message: an `assert` without one) on a page about an engine;
+- a Rust component's panic (`remedies.rustpanic`): a frontend or router that stopped on what it did not handle.
 
 A sign is looked for only on lines that hold its literal (`Sign.literals`), so the scan stays cheap.
 """
@@ -37,6 +38,7 @@ from remedies.matcher import MAX_LINE, WRAP_SCAN_BYTES, Match
 from remedies.model import UNKNOWN
 from remedies.normalise import normalise
 from remedies.prose import INLINE
+from remedies.rustpanic import panic_site
 
 _VENDORED = r"(?:deep_gemm|DeepGEMM|cutlass|cute|flashinfer|sgl[-_]kernel|csrc|flash_attn|vllm_flash_attn|kernels)"
 # A C++ / CUDA source position inside a kernel library the engines vendor or build.
@@ -108,6 +110,13 @@ SIGNS: tuple[Sign, ...] = (
     # ptxas refusing an instruction for the target it compiles (ptxas "Instruction '%s' not supported on .target
     # '%s'"): a kernel the engine builds (vLLM's csrc NVFP4 / CUTLASS kernels, sgl-kernel) emits an instruction the
     # architecture in its build list lacks (cvt.e2m1x2 on sm_121), a bug of the engine's build matrix
+    # Rust's default panic hook (rust-lang/rust library/std/src/panicking.rs default_hook: "thread '{name}'
+    # panicked at {location}:\n{msg}"): a Rust frontend / router of the engine stopped on an error or a state its
+    # own code did not handle (an `unwrap` / `expect` on a failure) instead of reporting it
+    Sign("Rust panic", ("panicked at",), re.compile(r"\bthread '[^'\n]{0,120}' panicked at\b"),
+         "A Rust component of the serving stack panicked ({where}): its code met an error or a state it does not "
+         "handle (an `unwrap` / `expect` on a failure) and stopped instead of reporting it, a bug of that "
+         "component even where a setting underneath (an address, a missing service) set it off."),
     Sign("ptxas instruction not on target", ("not supported on .target",),
          re.compile(r"Instruction '(?P<instruction>[^'\n]{1,80})' not supported on \.target '(?P<arch>sm_\d{2,3}[af]?)'"),
          "ptxas refused the instruction {instruction} for {arch} while building the engine's kernels: the engine's "
@@ -167,6 +176,8 @@ def kernel_frame(text: str) -> Frame | None:
     """The C++ / CUDA source position of a vendored kernel library, or the Rust source position a Rust log line
     names, as a frame."""
     hit = KERNEL_SITE.search(text)
+    if hit is None and "panicked at" in text:
+        return panic_site(text)
     if hit is None:
         rust = RUST_SITE.search(text)
         return Frame(rust.group("path"), int(rust.group("line")), rust.group("crate")) if rust else None

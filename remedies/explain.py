@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable
@@ -36,6 +37,7 @@ from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.partial import scan_partial
 from remedies.prose import prose_crashes
+from remedies.rustpanic import panic_crashes
 from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
 from remedies.fragment import fragment_crashes
 from remedies.reader import STDIN
@@ -229,7 +231,7 @@ class Collector:
         if not primary and all(self._in_shutdown(source, item) for (source, _), item in ending):
             return None
         tracebacks = [item for item in primary or ending if item[1].crash is not None and item[1].crash.kind == "traceback"]
-        (source, line), match = (tracebacks or primary or ending)[0]
+        (source, line), match = _bare_last(tracebacks or primary or ending)[0]
         (last_source, last_line), last_match = ending[-1]
         here, last = Location(source, line), Location(last_source, last_line)
         precursor = self._precursor(source, line)
@@ -383,12 +385,22 @@ def explain_sources(
     if collector.wants_crashes() and collector.unknown() is None:
         for source in filter(excerpt, files):
             with views.open(source) as stream:
+                for match in panic_crashes(stream):
+                    collector.add(match, str(source))
+    if collector.wants_crashes() and collector.unknown() is None:
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
                 for match in signed_crashes(stream):
                     collector.add(match, str(source))
     if collector.wants_crashes() and collector.unknown() is None:
         for source in filter(excerpt, files):
             with views.open(source) as stream:
                 for match in fragment_crashes(stream):
+                    collector.add(match, str(source))
+    if collector.wants_crashes() and collector.unknown() is None:
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                for match in prose_crashes(stream, stated=True):
                     collector.add(match, str(source))
     heads: dict[str, list[str]] = {}
 
@@ -402,6 +414,16 @@ def explain_sources(
              for i, f in enumerate(found)]
     found = _regression_first([_name_engine_bug(_fit_to_log(finding, head), head) for finding in found], head)
     return [_in_source(finding, views) for finding in found]
+
+
+# A line that says only `Error: ...` (a client's or a shell's heading, no exception class of its own)
+_BARE_ERROR = re.compile(r"^\s*Error:\s")
+
+
+def _bare_last(events: list[tuple[tuple[str, int], Match]]) -> list[tuple[tuple[str, int], Match]]:
+    """The fatal events with a bare `Error: ...` line after those that name an exception class: a client's
+    `Error: request failed:` heading is not the root when the payload below it quotes the engine's exception."""
+    return sorted(events, key=lambda item: bool(item[1].crash and _BARE_ERROR.match(item[1].crash.exception)))
 
 
 def _ranked(findings: list[Finding]) -> list[Finding]:

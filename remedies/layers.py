@@ -4,6 +4,10 @@ A person pasting a log into an issue, a chat or a ticket, or exporting it from a
 layers that a line-by-line reading of `remedies.normalise` cannot undo, because each one spans lines (or
 needs the lines around it to be told apart from a message):
 
+- `grep`: the file name (and line number) `grep -r` / `grep -n` prints before each line
+  (`remedies.grepprefix`);
+- `one-span`: several log lines run together in one inline code span, split at their record heads
+  (`remedies.onespan`);
 - `html`: a web page's escapes and tags (`&quot;`, `&#39;`, `&gt;`, `<details>`, `<summary>`, `<pre>`,
   `<br>`), zero-width characters and no-break spaces;
 - `escaped`: a traceback escaped into one line, as a JSON or Python string shows it (`\\n` between its
@@ -36,6 +40,8 @@ from typing import Callable
 
 from remedies.crash import HEADER
 from remedies.exports import peel_export, peel_json, peel_newest_first, peel_pod_prefix
+from remedies.grepprefix import peel_grep
+from remedies.onespan import split_spans
 from remedies.normalise import strip_ansi
 from remedies.ranks import gather
 from remedies.shortwrap import join_short_wraps
@@ -280,6 +286,8 @@ def peel_ipython(lines: _Lines) -> _Lines | None:
 
 
 LAYERS: tuple[tuple[str, Callable[[_Lines], _Lines | None]], ...] = (
+    ("grep", peel_grep),
+    ("one-span", split_spans),
     ("json", peel_json),
     ("html", peel_html),
     ("table", peel_table),

@@ -8,7 +8,7 @@ reaches at least MIN_RUN characters and MIN_BEYOND characters past the literal, 
 (any number equals any other and a template's `{}`), and that is cut where a quote, a code span or an ellipsis
 begins or ends. A short common fragment (the literal alone in a sentence), or a whole line that shares a long
 run with a wording but differs from it before the run (another library's name in the same sentence), does not
-count. explain runs this only on a pasted excerpt in which nothing else named an error.
+count. A line cut before its end (`remedies.cutline`) is read here too. explain runs this only on a pasted excerpt in which nothing else named an error.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import BinaryIO, Iterator
 
 from remedies.crash import exception_line
+from remedies.cutline import cut_entry
 from remedies.loader import load_catalogue
 from remedies.matcher import MAX_LINE, WRAP_SCAN_BYTES, Match
 from remedies.model import Remedy
@@ -28,6 +29,7 @@ MIN_BEYOND = 3  # the run reaches past the literal (into its figure or its next 
 QUIET_LEVELS = ("DEBUG", "INFO", "WARNING", "TRACE")  # records that report no failure
 _FIGURE = re.compile(r"\{[^{}]{0,40}\}|\d+(?:\.\d+)?")
 _ELLIPSIS = re.compile(r"\.{3}|…")
+_CRASH_READ = re.compile(r"^[\w.]{0,200}(?:Error|Exception): ")  # remedies.crash.LITERALS' exception needles
 
 
 def figured(text: str) -> str:
@@ -97,6 +99,12 @@ def partial_entry(text: str) -> Remedy | None:
     return None
 
 
+def _cut_short(text: str) -> Remedy | None:
+    """The entry whose message `text` is the start of, cut short (`remedies.cutline`), if any."""
+    found = cut_entry(text)
+    return load_catalogue().get(found) if found else None
+
+
 def scan_partial(stream: BinaryIO, named: set[str] | None = None) -> Iterator[Match]:
     """Lines of a pasted excerpt (at most WRAP_SCAN_BYTES) that quote an entry's message in part, each entry
     once; entries in `named` (already matched whole) are skipped."""
@@ -105,9 +113,12 @@ def scan_partial(stream: BinaryIO, named: set[str] | None = None) -> Iterator[Ma
     for lineno, raw in enumerate(data.decode("utf-8", errors="replace").split("\n"), 1):
         line = normalise(raw[:MAX_LINE])
         text = line.text.strip()
-        if len(text) < MIN_RUN or line.level in QUIET_LEVELS or exception_line(text):
-            continue  # a short line, a record reporting no failure, or an exception line (the crash scan's)
-        remedy = partial_entry(text)
+        if len(text) < MIN_RUN or line.level in QUIET_LEVELS:
+            continue  # a short line, or a record reporting no failure
+        if exception_line(text):  # the crash scan reads `...Error: ` / `...Exception: ` lines, cut ones too
+            remedy = None if _CRASH_READ.search(text) else _cut_short(text)
+        else:
+            remedy = partial_entry(text) or _cut_short(text)
         if remedy is not None and remedy.id not in seen:
             seen.add(remedy.id)
             yield Match(remedy, lineno, raw.strip()[:400])
