@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable
 from remedies.advisories import EngineBug, engine_bug, engine_release, load_advisories, native_bug, nearest_clean
 from remedies.bugfeatures import MAX_FEATURE_LINES, features, mined_span
 from remedies.crash import Crash, Frame
+from remedies.layergaps import LAYER_REASON, capability_gap, capability_reason, own_layer_attribute
 from remedies.model import FixStep
 from remedies.normalise import normalise
 from remedies.source import Located
@@ -252,6 +253,13 @@ def crash_verdict(crash: Crash, lines: list[str], located: Located | None = None
     (with its frame in engine code, or pasted without frames on a page that names the engine), or an
     unsupported combination refused deep in engine code; never a `refusal`."""
     frame = crash.frame
+    gap = capability_gap(crash.exception, crash.frames or ((frame,) if frame else ()))
+    if gap is not None:
+        engine, site = gap
+        return Verdict(_bug(engine, str(site), site, lines, capability_reason(engine, crash.exception), located))
+    layer = own_layer_attribute(crash.exception, crash.frames)
+    if layer is not None:
+        return Verdict(_bug(engine_in(layer, lines) or "vllm", str(layer), layer, lines, LAYER_REASON, located))
     if refusal(crash.exception, frame, located):
         return None
     in_engine = frame is not None and ENGINE_CODE.search(frame.path.replace("\\", "/")) is not None
