@@ -25,16 +25,23 @@ import re
 from typing import Sequence
 
 from remedies.crash import Frame
+from remedies.source import Located
 
 _CLASS = r"^(?:[\w.]{0,200}\.)?"
 # The engines' kernel-selection and quantisation modules, and the custom-op shims that call their C++ kernels.
 KERNEL_PATH = re.compile(r"(?:^|/)(?:vllm/model_executor/layers/(?:fused_moe|quantization)/|vllm/_custom_ops\.py"
                          r"|vllm/kernels/|sglang/srt/layers/(?:moe|quantization)/|sgl_kernel/|flashinfer/)")
-_REFUSAL_CLASS = re.compile(_CLASS + r"(?:NotImplementedError|RuntimeError|ValueError|AssertionError)\b")
+# The classes a refusal is raised with, FlashInfer's BackendSupportedError (flashinfer/utils.py) among them.
+_REFUSAL_CLASS = re.compile(_CLASS + r"(?:NotImplementedError|RuntimeError|ValueError|AssertionError"
+                            r"|\w{0,60}Support(?:ed)?Error)\b")
 # The device capability as the engines and torch print it: SM120 / sm_120 / sm120a, "compute capability 12.0",
 # "device capability: 120", "capability 100".
-CAPABILITY = re.compile(r"(?i)\bsm_?(?:[7-9]\d|1[0-3]\d)a?\b|\b(?:compute|device|cuda) capabilit(?:y|ies)\b"
-                        r"|\bcapability[:=]? ?\(?\d{2,3}\b")
+CAPABILITY = re.compile(r"(?i)\bsm[_ ]?(?:[7-9]\d|1[0-3]\d)[a-z]?\b|\bsm[_ ]?1[0-3](?:x|\.[\dx])\b"
+                        r"|\b(?:compute|device|cuda) capabilit(?:y|ies)\b|\bcapability[:=]? ?\(?\d{2,3}\b")
+# A floor the GPU or the toolkit is below ("requires sm75 or higher", "SM 12.x requires CUDA >= 12.9",
+# flashinfer/jit/core.py and flashinfer/compilation_context.py): the user's hardware or toolkit, not a gap.
+FLOOR = re.compile(r"(?i)\bor (?:higher|above|newer|later)\b|\band above\b|\bat least\b|\bminimum\b|\bsm_?\d{2,3}\+"
+                   r"|\bCUDA(?: version| toolkit)? ?(?:>=|>|of at least)")
 _ENGINE = re.compile(r"(?:^|/)(vllm|sglang|sgl_kernel|flashinfer)/")
 _OBJECT_ATTR = re.compile(_CLASS + r"AttributeError: '(?P<cls>[A-Za-z_]\w{0,100})' object has no attribute '\w{1,200}'")
 # The naming of the engines' own nn.Module layers and methods (vllm/model_executor/layers, sglang/srt/layers):
@@ -57,10 +64,18 @@ def _path(frame: Frame) -> str:
     return frame.path.replace("\\", "/")
 
 
-def capability_gap(exception: str, frames: Sequence[Frame]) -> tuple[str, Frame] | None:
-    """(engine, frame) when a refusal naming the device capability was raised in (or, under torch's op
-    dispatch, called from) the engine's kernel-selection or quantisation code; else None."""
-    if not _REFUSAL_CLASS.search(exception) or not CAPABILITY.search(exception):
+def capability_gap(exception: str, frames: Sequence[Frame], located: Located | None = None) -> tuple[str, Frame] | None:
+    """(engine, frame) when a refusal naming the device capability (not a FLOOR) was raised in (or, under
+    torch's op dispatch, called from) the engine's kernel-selection or quantisation code, or, pasted without
+    frames, every mined site of its message (`located`) lies there; else None."""
+    if not _REFUSAL_CLASS.search(exception) or not CAPABILITY.search(exception) or FLOOR.search(exception):
+        return None
+    if not frames and located is not None and located.sites:
+        modules = [site.where.split("::", 1)[0] for site in located.sites]
+        if all(KERNEL_PATH.search(module) for module in modules):
+            engine = _ENGINE.search(modules[0])
+            name = engine.group(1) if engine else "vllm"
+            return ("sglang" if name == "sgl_kernel" else name), Frame(modules[0], 0, "")
         return None
     for frame in reversed(frames):
         path = _path(frame)

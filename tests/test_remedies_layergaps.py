@@ -106,3 +106,19 @@ def test_a_library_object_missing_an_attribute_is_not_the_engines_layer():
 def test_a_layer_attribute_read_outside_the_engines_model_code_is_not_claimed():
     frames = [Frame("/home/me/train.py", 12, "main"), Frame(*GETATTR[:3])]
     assert own_layer_attribute("AttributeError: 'FusedMoE' object has no attribute 'x'", frames) is None
+
+
+@pytest.mark.parametrize("floor", ["RuntimeError: FlashInfer requires GPUs with sm75 or higher",
+                                   "RuntimeError: SM 12.x requires CUDA >= 12.9",
+                                   "ValueError: this kernel needs at least compute capability 8.0"])
+def test_a_floor_the_gpu_or_toolkit_is_below_is_not_a_kernel_gap(floor):
+    frames = [Frame(f"{SITE}/flashinfer/jit/core.py", 40, "check_cuda_arch")]
+    assert capability_gap(floor, frames) is None
+
+
+def test_a_frameless_capability_refusal_is_placed_by_the_mined_sites_of_its_message():
+    from remedies.source import locate
+    message = "BackendSupportedError: cutlass does not support compute capability 120"
+    gap = capability_gap(message, [], locate([message]))
+    assert gap is not None and gap[0] == "flashinfer"
+    assert capability_gap(message, [], None) is None
