@@ -110,3 +110,13 @@ def test_a_cpu_only_torch_is_named_and_the_images_bug_only_when_the_image_shippe
 def test_a_cpu_build_version_in_the_log_names_the_packaging():
     assert image_torch(["torch==2.9.0+cpu", "x"]) is not None
     assert image_torch(["torch==2.9.0+cu128"]) is None
+
+
+@pytest.mark.parametrize("arch", ["DotsOCRForCausalLM", "Glm4MoeLiteForCausalLM", "Qwen3_5MoeForConditionalGeneration",
+                                  "KimiLinearForCausalLM"])
+def test_the_unsupported_architecture_advice_names_the_architecture_the_log_names(tmp_path, arch):
+    text = (f"ValueError: Model architectures ['{arch}'] are not supported for now. Supported architectures: "
+            "dict_keys(['AfmoeForCausalLM', 'ApertusForCausalLM'])\n")
+    found = explain(tmp_path, text)
+    assert found[0].remedy.id == "QD-R-VLLM-ARCH-UNSUPPORTED"
+    assert arch in found[0].steps[0].text
