@@ -5,23 +5,15 @@ it, named as the image's packaging bug."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from remedies import explain_sources
 from remedies.kvtransfer import transfer_library
 from remedies.packaged import image_torch
+from tests.pastes import SITE, traceback_text
+from tests.pastes import explain_paste as explain
 
-SITE = "/usr/local/lib/python3.12/dist-packages"
 DEEPEP = "QD-R-CUDA-DEEPEP-DISPATCH-TOKENS-PER-RANK"
 CPU_TORCH = "QD-R-TORCH-CPU-ONLY-BUILD"
-
-
-def explain(tmp_path: Path, text: str):
-    log = tmp_path / "paste.log"
-    log.write_text(text, encoding="utf-8")
-    return explain_sources([log])
 
 
 CONDITIONS = ["x.size(0) == topk_idx.size(0) and x.size(0) <= num_max_dispatch_tokens_per_rank",
@@ -38,12 +30,9 @@ CALLERS = [("/sgl-workspace/sglang/python/sglang/srt/layers/moe/token_dispatcher
 @pytest.mark.parametrize(("caller", "func"), CALLERS)
 def test_deepeps_per_rank_token_assertion_names_the_knob_not_an_engine_bug(tmp_path, condition, cpp, line,
                                                                            caller, func):
-    text = ("Traceback (most recent call last):\n"
-            f'  File "{caller}", line 500, in {func}\n'
-            "    self.buffer.low_latency_dispatch(x, topk_idx)\n"
-            f'  File "{SITE}/deep_ep/buffer.py", line 600, in low_latency_dispatch\n'
-            "    self.runtime.low_latency_dispatch(x, topk_idx,\n"
-            f"RuntimeError: Failed: Assertion error {cpp}:{line} '{condition}'\n")
+    frames = [(caller, 500, func, "self.buffer.low_latency_dispatch(x, topk_idx)"),
+              (f"{SITE}/deep_ep/buffer.py", 600, "low_latency_dispatch", "self.runtime.low_latency_dispatch(x, topk_idx,")]
+    text = traceback_text("", frames, f"RuntimeError: Failed: Assertion error {cpp}:{line} '{condition}'")
     found = explain(tmp_path, text)
     assert found[0].remedy.id == DEEPEP
     assert found[0].engine_bug is None
@@ -96,12 +85,9 @@ CPU_MESSAGES = ["AssertionError: Torch not compiled with CUDA enabled",
                                                  ("/opt/conda/envs/serve/lib/python3.10/site-packages", False)])
 def test_a_cpu_only_torch_is_named_and_the_images_bug_only_when_the_image_shipped_it(tmp_path, message, prefix,
                                                                                     shipped):
-    text = ("Traceback (most recent call last):\n"
-            f'  File "{prefix}/vllm/platforms/cuda.py", line 20, in <module>\n'
-            "    import vllm._C\n"
-            f'  File "{prefix}/torch/cuda/__init__.py", line 310, in _lazy_init\n'
-            "    raise err\n"
-            f"{message}\n")
+    frames = [(f"{prefix}/vllm/platforms/cuda.py", 20, "<module>", "import vllm._C"),
+              (f"{prefix}/torch/cuda/__init__.py", 310, "_lazy_init", "raise err")]
+    text = traceback_text("", frames, message)
     found = explain(tmp_path, text)
     assert found[0].remedy.id == CPU_TORCH
     assert (found[0].engine_bug is not None) == shipped

@@ -5,29 +5,14 @@ Module.__getattr__, is a model-code regression, not a dependency's API."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from remedies import explain_sources
 from remedies.crash import Frame
 from remedies.layergaps import capability_gap, own_layer_attribute
+from tests.pastes import SITE, traceback_text
+from tests.pastes import explain_paste as explain
 
-SITE = "/usr/local/lib/python3.12/dist-packages"
 PREFIXES = ("", "(EngineCore_DP0 pid=311) ", "[2026-03-01 10:00:00 TP0] ")
-
-
-def explain(tmp_path: Path, text: str):
-    log = tmp_path / "paste.log"
-    log.write_text(text, encoding="utf-8")
-    return explain_sources([log])
-
-
-def traceback(prefix: str, frames: list[tuple[str, int, str, str]], exception: str) -> str:
-    lines = [f"{prefix}Traceback (most recent call last):"]
-    for path, line, func, statement in frames:
-        lines += [f'{prefix}  File "{path}", line {line}, in {func}', f"{prefix}    {statement}"]
-    return "\n".join([*lines, f"{prefix}{exception}", ""])
 
 
 VLLM_ORACLE = (f"{SITE}/vllm/model_executor/layers/fused_moe/oracle/mxfp4.py", 120, "select_mxfp4_moe_backend",
@@ -55,7 +40,7 @@ GAPS = [
 @pytest.mark.parametrize(("frames", "exception", "engine"), GAPS)
 def test_a_capability_refusal_in_the_engines_kernel_path_is_named_an_engine_bug(tmp_path, prefix, frames,
                                                                                 exception, engine):
-    found = explain(tmp_path, traceback(prefix, frames, exception))
+    found = explain(tmp_path, traceback_text(prefix, frames, exception))
     bug = found[0].engine_bug
     assert bug is not None and bug.engine == engine
     assert "moe-runner-backend" in bug.why or "VLLM_MXFP4_USE_MARLIN" in bug.why
@@ -90,7 +75,7 @@ def test_an_attribute_missing_on_the_engines_own_layer_is_a_model_code_bug_not_a
     if through_torch:
         frames.append(GETATTR)
     exception = f"AttributeError: '{layer}' object has no attribute 'w13_weight_scale'. Did you mean: 'w13_scale'?"
-    found = explain(tmp_path, traceback("", frames, exception))
+    found = explain(tmp_path, traceback_text("", frames, exception))
     assert found[0].remedy.id != "QD-R-VLLM-DEPENDENCY-VERSION"
     assert found[0].engine_bug is not None
     assert found[0].engine_bug.frame is not None and found[0].engine_bug.frame.path == path

@@ -4,22 +4,14 @@ AssertionError takes the `assert` statement printed in the frame above it as its
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from remedies import explain_sources
 from remedies.bareassert import with_statement
 from remedies.crash import exception_line
+from tests.pastes import SITE
+from tests.pastes import explain_paste as explain
 
-SITE = "/usr/local/lib/python3.12/dist-packages"
 HEADS_EXCEPTION = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (3)."
-
-
-def explain(tmp_path: Path, text: str):
-    log = tmp_path / "paste.log"
-    log.write_text(text, encoding="utf-8")
-    return explain_sources([log])
 
 
 @pytest.mark.parametrize("heading", ["Error:", "ERROR:", "Exception:", "Errors:", "Output:", "Error :"])
