@@ -14,7 +14,7 @@ from typing import Iterable
 
 PACKAGED_ENTRIES = ("QD-R-TORCH-CPU-ONLY-BUILD",)
 _TORCH_PATH = re.compile(r"(?P<path>(?:/[\w.+-]{1,100}){1,12})/torch/")
-_USER_ENV = re.compile(r"(?i)/home/|/Users/|/root/|/venv|/\.venv|/env/|/envs/|conda|pyenv|/\.local/")
+_USER_ENV = re.compile(r"(?i)/(?:home|Users|root)/|/venv|/\.venv|/env/|/envs/|conda|pyenv|/\.local/")
 _IMAGE_ENV = re.compile(r"^/(?:usr/(?:local/)?lib/python3[\d.]{0,5}/(?:site|dist)-packages|usr/lib/python3/dist-packages"
                         r"|opt/|app/|workspace/)")
 _CPU_BUILD = re.compile(r"\b(?:torch[= ]{1,3}|torch version:? ?)\d+\.\d+(?:\.\d+)?\+cpu\b")

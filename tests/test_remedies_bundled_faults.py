@@ -81,7 +81,7 @@ CPU_MESSAGES = ["AssertionError: Torch not compiled with CUDA enabled",
 @pytest.mark.parametrize("message", CPU_MESSAGES)
 @pytest.mark.parametrize(("prefix", "shipped"), [("/usr/local/lib/python3.12/dist-packages", True),
                                                  ("/app/.venv/lib/python3.11/site-packages", False),
-                                                 ("/home/me/venv/lib/python3.11/site-packages", False),
+                                                 ("/Users/me/venv/lib/python3.11/site-packages", False),
                                                  ("/opt/conda/envs/serve/lib/python3.10/site-packages", False)])
 def test_a_cpu_only_torch_is_named_and_the_images_bug_only_when_the_image_shipped_it(tmp_path, message, prefix,
                                                                                     shipped):

@@ -89,7 +89,7 @@ def test_a_library_object_missing_an_attribute_is_not_the_engines_layer():
 
 
 def test_a_layer_attribute_read_outside_the_engines_model_code_is_not_claimed():
-    frames = [Frame("/home/me/train.py", 12, "main"), Frame(*GETATTR[:3])]
+    frames = [Frame("/srv/trainer/train.py", 12, "main"), Frame(*GETATTR[:3])]
     assert own_layer_attribute("AttributeError: 'FusedMoE' object has no attribute 'x'", frames) is None
 
 
