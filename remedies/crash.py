@@ -30,6 +30,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
+from remedies.bareassert import with_statement
+from remedies.labels import label_line
 from remedies.normalise import Line
 
 HEADER = "Traceback (most recent call last)"
@@ -158,7 +160,8 @@ def component_of(frames: Iterable[Frame], text: str) -> str:
 def exception_line(text: str) -> bool:
     """Whether a normalised line reads like Python's last traceback line (`ValueError: ...`)."""
     found = _EXCEPTION.match(text)
-    return bool(found and _EXCEPTION_NAME.search(found.group("name")))
+    return bool(found and _EXCEPTION_NAME.search(found.group("name"))
+                and not label_line(found.group("name"), found.group("message")))
 
 
 def starts_traceback(text: str) -> bool:
@@ -346,6 +349,7 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
         return Crash(deepest, "", "", frames[-1], component_of(frames, ""), "cut", statement=statement,
                      frames=tuple(frames)), last
     root, root_frames, root_line = chain[0]
+    root = with_statement(root, statements[0]) if root_frames else root
     every = [f for _, fs, _ in chain for f in fs]
     return Crash(root_line, root, chain[-1][0], root_frames[-1] if root_frames else None,
                  component_of(root_frames or every, root), "traceback", tight[0] if tight[0] != root else "",

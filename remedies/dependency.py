@@ -39,6 +39,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from remedies.crash import Frame
+from remedies.layergaps import LOOKUP_FUNCTIONS
 from remedies.model import FixStep
 
 PINS_PATH = Path(__file__).parent / "dependency_pins.json"
@@ -139,6 +140,15 @@ def transparent(frame: Frame) -> bool:
     return path.startswith("<frozen ") or bool(_STDLIB.search(path))
 
 
+def own_lookup_dropped(stack: list[tuple[Frame, str]]) -> list[tuple[Frame, str]]:
+    """The frames without the trailing attribute-lookup frames of the object itself (torch's
+    Module.__getattr__: `remedies.layergaps`): the object, and the mistake, are its caller's."""
+    end = len(stack)
+    while end > 1 and stack[end - 1][0].function in LOOKUP_FUNCTIONS:
+        end -= 1
+    return stack[:end]
+
+
 def owner(frame: Frame) -> str:
     """'vllm' / 'sglang' for engine code, the distribution of an installed third-party package, '' for the
     user's own code."""
@@ -199,6 +209,8 @@ def mismatch(exception: str, frames: Iterable[tuple[Frame, str]]) -> Mismatch | 
         return None
     kind, callee, what = form
     stack = [(frame, statement) for frame, statement in frames if not transparent(frame)]
+    if kind == "object":
+        stack = own_lookup_dropped(stack)
     owners = [owner(frame) for frame, _ in stack]
     deepest = owners[-1] if owners else None
     if deepest == "":

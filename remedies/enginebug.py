@@ -29,8 +29,12 @@ from typing import Any, Callable, Iterable
 from remedies.advisories import EngineBug, engine_bug, engine_release, load_advisories, native_bug, nearest_clean
 from remedies.bugfeatures import MAX_FEATURE_LINES, features, mined_span
 from remedies.crash import Crash, Frame
+from remedies.kvtransfer import transfer_library, transfer_reason
+from remedies.layergaps import LAYER_REASON, capability_gap, capability_reason, own_layer_attribute
 from remedies.model import FixStep
 from remedies.normalise import normalise
+from remedies.packaged import PACKAGED_ENTRIES, image_torch
+from remedies.packaged import REASON as PACKAGED_REASON
 from remedies.source import Located
 from remedies.templates import load_templates
 
@@ -262,6 +266,19 @@ def crash_verdict(crash: Crash, lines: list[str], located: Located | None = None
     (with its frame in engine code, or pasted without frames on a page that names the engine), or an
     unsupported combination refused deep in engine code; never a `refusal`."""
     frame = crash.frame
+    gap = capability_gap(crash.exception, crash.frames or ((frame,) if frame else ()), located)
+    if gap is not None:
+        engine, site = gap
+        return Verdict(_bug(engine, str(site), site, lines, capability_reason(engine, crash.exception), located))
+    transfer = transfer_library(crash.exception, lines)
+    if transfer is not None:
+        engine = engine_in(frame, lines) or "vllm"
+        library, stack_line = transfer
+        return Verdict(_bug(engine, f"{library} (native crash: {stack_line})", frame, lines,
+                            transfer_reason(library, engine), located))
+    layer = own_layer_attribute(crash.exception, crash.frames)
+    if layer is not None:
+        return Verdict(_bug(engine_in(layer, lines) or "vllm", str(layer), layer, lines, LAYER_REASON, located))
     if refusal(crash.exception, frame, located):
         return None
     in_engine = frame is not None and ENGINE_CODE.search(frame.path.replace("\\", "/")) is not None
@@ -313,9 +330,15 @@ def entry_verdict(entry_id: str, line: str, root_exception: str | None, root_fra
         # the component's own release is not in the engine's log and the engine's features do not tell its bugs
         # apart, so neither is read (the log is not read at all)
         return Verdict(NamedBug(package, where, None, (), None, None, reason=reason), "beside")
-    if entry_id not in YIELDS and entry_id not in BESIDE and entry_id not in BUILT_BY:
+    if entry_id not in YIELDS and entry_id not in BESIDE and entry_id not in BUILT_BY and entry_id not in PACKAGED_ENTRIES:
         return None
     lines = read_lines()
+    if entry_id in PACKAGED_ENTRIES:
+        shipped = image_torch(lines)
+        if shipped is None:
+            return None
+        return Verdict(_bug(engine_in(None, lines) or "torch", f"the image's torch ({shipped})", None, lines,
+                            PACKAGED_REASON), "beside")
     if entry_id in BUILT_BY:
         package, built = BUILT_BY[entry_id]
         if not any(built.search(text[:8192]) for text in lines[:MAX_FEATURE_LINES]):

@@ -27,6 +27,7 @@ from typing import Iterable
 
 from remedies.crash import (_BARE, _FRAME, CHAINS, FLAT_FRAME, HEADER, Frame, component_of, embedded, exception_line,
                             flattened)
+from remedies.bareassert import with_statement
 from remedies.inferred import INFERRED
 from remedies.links import load_links
 from remedies.normalise import Line, normalise
@@ -219,6 +220,7 @@ def root_of(lines: list[str], at: int) -> Root | None:
     quoted = embedded(Line(text, read[exc].level, True)) if not exception_line(text) else None
     exception = (quoted or text)[:MAX_EXCEPTION]
     frames = _frames_above(read, exc) or _frames_within(text, exception)
+    exception = with_statement(exception, frames[-1][1]) if frames else exception
     below = not frames
     if below:
         frames = _frames_below(read, exc)

@@ -21,9 +21,9 @@ CUT = ["Traceback (most recent call last):",
     (["RuntimeError: Unknown gguf model_type: qwen35moe"], "QD-R-HF-GGUF-ARCH-UNSUPPORTED"),
     (["node-1:1234:1300 [0] include/alloc.h:103 NCCL WARN Cuda failure 'out of memory'", *CUT],
      "QD-R-NCCL-CUDA-ERROR"),
-    (["AssertionError: Torch not compiled with CUDA enabled"], "QD-R-TORCH-CPU-BUILD"),
+    (["AssertionError: Torch not compiled with CUDA enabled"], "QD-R-TORCH-CPU-ONLY-BUILD"),
     (["ImportError: libtorch_cuda.so: cannot open shared object file: No such file or directory"],
-     "QD-R-TORCH-CPU-BUILD"),
+     "QD-R-TORCH-CPU-ONLY-BUILD"),
 ])
 def test_another_layers_wording_names_the_entry(tmp_path, lines, entry):
     paste = tmp_path / "paste.log"

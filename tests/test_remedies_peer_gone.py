@@ -74,4 +74,4 @@ def test_a_store_traceback_before_the_real_crash_does_not_hide_it(tmp_path):
            f'  File "{SITE}/vllm/v1/core/sched/scheduler.py", line 500, in schedule\n'
            "    assert num_new_tokens > 0\nAssertionError\n")
     first = explain_text(tmp_path, log)[0]
-    assert first.crash is not None and first.crash.exception == "AssertionError"
+    assert first.crash is not None and first.crash.exception == "AssertionError: assert num_new_tokens > 0"
