@@ -22,11 +22,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import yaml
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from remedies.crash import LLVM_FATAL, RAY_FATAL, Crash, Frame
+from remedies.datalist import read_list
 from remedies.errors import CatalogueError, LogReadError
 from remedies.model import FixStep
 from remedies.reader import STDIN, open_log
@@ -244,13 +244,7 @@ def load_advisories(path: Path | str | None = None) -> tuple[Advisory, ...]:
 
 @lru_cache(maxsize=4)
 def _load(path: Path) -> tuple[Advisory, ...]:
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise CatalogueError(f"{path}: cannot read advisories: {' '.join(str(exc).split())}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("advisories"), list):
-        raise CatalogueError(f"{path}: expected a mapping with an 'advisories' list")
-    return tuple(_advisory(path, raw) for raw in doc["advisories"])
+    return tuple(_advisory(path, raw) for raw in read_list(path, "advisories"))
 
 
 def _advisory(path: Path, raw: Any) -> Advisory:

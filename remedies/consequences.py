@@ -14,8 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol, Sequence, TypeVar
 
-import yaml
-
+from remedies.datalist import read_list
 from remedies.errors import CatalogueError
 
 RELATIONS_PATH = Path(__file__).parent / "consequences.yaml"
@@ -60,13 +59,7 @@ def load_relations(path: Path | str | None = None) -> tuple[Relation, ...]:
 
 @lru_cache(maxsize=4)
 def _load(path: Path) -> tuple[Relation, ...]:
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise CatalogueError(f"{path}: cannot read relations: {' '.join(str(exc).split())}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("relations"), list):
-        raise CatalogueError(f"{path}: expected a mapping with a 'relations' list")
-    return tuple(_relation(path, raw) for raw in doc["relations"])
+    return tuple(_relation(path, raw) for raw in read_list(path, "relations"))
 
 
 def _relation(path: Path, raw: Any) -> Relation:
