@@ -30,7 +30,7 @@ BAD_DEPLOY_INPUT = [
     (["--flag", "max-model-len=abc"], "invalid int value"),
     (["--set", "novalue"], "--set expects NAME=VALUE"),
     (["--flag", "reasoning-parser"], "--reasoning-parser needs a value"),
-    (["--flag", "max-model-len=1.5"], "--max-model-len '1.5' is not a valid value"),  # read after the schema
+    (["--flag", "max-model-len=1.5"], "invalid int value: '1.5'"),  # vLLM's human_readable_int refuses it
 ]
 
 
