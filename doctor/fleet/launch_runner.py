@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from doctor.deploy.guard import POLL_S as GUARD_POLL_S
+from doctor.fleet.launch_task import SWEEP_SETTLE_S
 from doctor.fleet.ray_runner import PACKAGE_ROOT, _one_line
 
 CANCEL_WAIT_S = 5.0
@@ -138,16 +140,25 @@ class Launcher:
         for node in self.nodes:
             if node.started:
                 strategy = NodeAffinitySchedulingStrategy(node_id=node.plan["node_id"], soft=False)
-                refs[task.options(scheduling_strategy=strategy).remote(node.started["pgid"])] = node
-        for ref, node in refs.items():
+                settle = self._settle(node)
+                refs[task.options(scheduling_strategy=strategy).remote(node.started["pgid"], settle)] = (node, settle)
+        for ref, (node, settle) in refs.items():
             try:
-                node.survivors = ray.get(ref, timeout=SWEEP_TIMEOUT_S)
+                node.survivors = ray.get(ref, timeout=settle + SWEEP_TIMEOUT_S)
             except Exception as exc:
                 node.error = node.error or f"sweep failed: {_one_line(exc)}"
-        for node in refs.values():
+        for node, _ in refs.values():
             if node.survivors:
                 self.say(f"{node.prefix}qwen-doctor: killed {len(node.survivors)} process(es) left behind: "
                          f"{node.survivors}")
+
+
+    def _settle(self, node: _Node) -> float:
+        """How long the sweep lets `node`'s group go on its own: a force-cancelled node's group is being stopped by
+        its guard (SIGTERM once it sees the worker gone, SIGKILL `grace` seconds later), so it gets that long."""
+        if node.how.startswith("killed"):
+            return self.grace + 2 * GUARD_POLL_S + SWEEP_SETTLE_S
+        return SWEEP_SETTLE_S
 
 
 def _cancel(gen: Any, force: bool) -> None:
