@@ -3,7 +3,8 @@
 # line (gpu_worker's "Free memory on device ... Current kv cache memory in use"): how the MTP sweep in
 # tests/fixtures/h200-rehearsal/kv-sweep/ was recorded. The server is stopped there: the memory accounting is whole.
 # Before it: the vLLM wheel set copied to /tmp/w/partNN (../shared/gpu-rehearsal/README.md).
-# Usage: OUT=DIR bash scripts/h200_kv_sweep.sh NAME:MTP_TOKENS:MAX_NUM_SEQS:MAX_NUM_BATCHED_TOKENS[:UTILISATION] ...
+# Usage: OUT=DIR bash scripts/h200_kv_sweep.sh NAME:SPEC:MAX_NUM_SEQS:MAX_NUM_BATCHED_TOKENS[:UTILISATION] ...
+#   SPEC: 0 (none), N (MTP with N tokens) or dflashN (the registry's DFlash drafter, config only, N tokens).
 set -uo pipefail
 OUT="${OUT:-/tmp/out}"; mkdir -p "$OUT"
 boot_s="${BOOT_S:-420}"
@@ -18,7 +19,12 @@ for run in "$@"; do
   IFS=: read -r name k seqs tokens util <<< "$run"
   args=(--load-format dummy --served-model-name Qwen/Qwen3.5-35B-A3B --max-model-len 262144 --reasoning-parser qwen3
         --language-model-only --max-num-seqs "$seqs" --max-num-batched-tokens "$tokens" --port 8000 --host 127.0.0.1)
-  [ "$k" != 0 ] && args+=(--speculative-config "{\"method\":\"mtp\",\"num_speculative_tokens\":$k}")
+  if [[ "$k" == dflash* ]]; then
+    drafter="$(python3 -c 'from doctor.rehearse import drafter; print(drafter.build("z-lab/Qwen3.5-35B-A3B-DFlash"))')" || exit 3
+    args+=(--speculative-config "{\"method\":\"dflash\",\"model\":\"$drafter\",\"num_speculative_tokens\":${k#dflash}}")
+  elif [ "$k" != 0 ]; then
+    args+=(--speculative-config "{\"method\":\"mtp\",\"num_speculative_tokens\":$k}")
+  fi
   [ -n "${util:-}" ] && args+=(--gpu-memory-utilization "$util")
   log="$OUT/$name.log"; t0=$(date +%s)
   echo "vllm serve $folder ${args[*]}" > "$log"

@@ -1,0 +1,42 @@
+"""The rehearsal folder of a separate speculative drafter (DFlash, EAGLE): its config.json from the registry's
+`drafters:` (doctor/models/registry.yaml, each with its source), so an engine can load it with `--load-format dummy`.
+The drafter shares the target's tokenizer, so nothing else is written."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from doctor.errors import DoctorError
+from doctor.rehearse.checkpoint import cache_root
+
+
+def registry_config(name: str) -> tuple[str, dict[str, Any]]:
+    """(registry name, config.json content) of the drafter `name` (a registry name or alias, any case)."""
+    text = resources.files("doctor.models").joinpath("registry.yaml").read_text(encoding="utf-8")
+    entries = (yaml.safe_load(text) or {}).get("drafters") or {}
+    wanted = name.lower()
+    for key, entry in entries.items():
+        if wanted in [str(k).lower() for k in [key, *(entry.get("aliases") or [])]]:
+            return str(key), dict(entry["config"])
+    raise DoctorError(f"no drafter named {name!r} in the registry (known: {', '.join(sorted(entries))})")
+
+
+def build(name: str, root: Path | None = None) -> Path:
+    """The folder holding the drafter's config.json, written once per content hash."""
+    key, config = registry_config(name)
+    body = json.dumps(config, indent=2, sort_keys=True).encode()
+    digest = hashlib.sha256(body).hexdigest()[:16]
+    folder = (root or cache_root()) / f"{key.rsplit('/', 1)[-1]}-{digest}"
+    target = folder / "config.json"
+    if not target.is_file() or target.read_bytes() != body:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / "config.json.partial"
+        partial.write_bytes(body)
+        partial.replace(target)
+    return folder

@@ -1,0 +1,25 @@
+"""A separate drafter's rehearsal folder: the registry's config.json, nothing else."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from doctor.errors import DoctorError
+from doctor.rehearse import drafter
+
+
+def test_the_dflash_drafter_folder_holds_its_published_config(tmp_path: Path) -> None:
+    folder = drafter.build("qwen3.5-35b-a3b-dflash", root=tmp_path)
+    config = json.loads((folder / "config.json").read_text())
+    assert config["architectures"] == ["DFlashDraftModel"]
+    assert config["dflash_config"]["target_layer_ids"] == [1, 10, 19, 28, 37]
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json"]
+    assert drafter.build("z-lab/Qwen3.5-35B-A3B-DFlash", root=tmp_path) == folder
+
+
+def test_an_unknown_drafter_names_the_known_ones(tmp_path: Path) -> None:
+    with pytest.raises(DoctorError, match="z-lab/Qwen3.5-35B-A3B-DFlash"):
+        drafter.build("no/such-drafter", root=tmp_path)
