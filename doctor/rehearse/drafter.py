@@ -15,6 +15,10 @@ import yaml
 from doctor.errors import DoctorError
 from doctor.rehearse.checkpoint import cache_root
 
+# transformers' AutoConfig needs a model_type; the DFlash drafters are Qwen3 decoder layers
+# (vllm/model_executor/models/qwen3_dflash.py builds them from a Qwen3 config)
+DRAFTER_MODEL_TYPE = "qwen3"
+
 
 def registry_config(name: str) -> tuple[str, dict[str, Any]]:
     """(registry name, config.json content) of the drafter `name` (a registry name or alias, any case)."""
@@ -30,6 +34,7 @@ def registry_config(name: str) -> tuple[str, dict[str, Any]]:
 def build(name: str, root: Path | None = None) -> Path:
     """The folder holding the drafter's config.json, written once per content hash."""
     key, config = registry_config(name)
+    config.setdefault("model_type", DRAFTER_MODEL_TYPE)
     body = json.dumps(config, indent=2, sort_keys=True).encode()
     digest = hashlib.sha256(body).hexdigest()[:16]
     folder = (root or cache_root()) / f"{key.rsplit('/', 1)[-1]}-{digest}"
