@@ -78,13 +78,14 @@ def sglang_region(entries: list[dict]) -> dict:
     """The span of the SGLang boots planned end to end: an SGLang plan outside it prints "error not measured"."""
     from doctor.models import get_model
     from doctor.planner.config import ServeConfig
-    from doctor.planner.hardware import GIB, parse_gpus
+    from doctor.planner.hardware import GIB, hardware_class, parse_gpus
 
     planned = [e for e in entries if "plan" in ([e["sglang_predict"]] if isinstance(e.get("sglang_predict"), str)
                                                else e.get("sglang_predict") or [])]
     if not planned:
         return {}
     return {"min_gpu_gib": int(min(parse_gpus(e["gpus"]).gpu.usable_bytes / GIB for e in planned)),
+            "hardware_classes": sorted({hardware_class(parse_gpus(e["gpus"]).gpu) for e in planned}),
             "max_tp": max(int(e["flags"].get("tp", 1)) for e in planned),
             "versions": sorted({str(e["sglang"]) for e in planned}),
             "quantization": sorted({get_model(e["model"]).quantization.method for e in planned}),

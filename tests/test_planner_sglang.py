@@ -271,7 +271,8 @@ def test_an_sglang_plan_prints_a_band_only_inside_the_span_of_the_boots_planned_
     assert band("1xH200", "0.5.16").startswith(f"± {shipped['kv_tokens_max_abs_error']:.1%}")
     assert band("1xH200", "0.5.16", get_model("Qwen/Qwen3.5-35B-A3B-FP8")).startswith("±")
     assert "not measured" in band("1xH200", "0.5.21") and "SGLang 0.5.21" in band("1xH200", "0.5.21")
-    assert "GPUs under 139 GiB" in band("2xA100-80G", "0.5.16")
+    assert "Ampere / Ada GPUs" in band("2xA100-80G", "0.5.16")
+    assert band("1xH100", "0.5.16").startswith("±") and "GPUs under 79 GiB" in band("1xL40S", "0.5.16")
 
 
 def test_an_sglang_plan_outside_the_logged_boots_prints_the_bound_of_its_terms_and_the_bound_covers_every_boot():

@@ -164,9 +164,11 @@ def sglang_residuals(entries: list[dict[str, Any]]) -> list[SglangResidual]:
 
 
 def sglang_band(gpu_bytes: int, tp: int, version: str, quantization: str,
-                default_fraction: bool = False, speculative: str = "none") -> tuple[float | None, str]:
+                default_fraction: bool = False, speculative: str = "none",
+                gpu_class: str | None = None) -> tuple[float | None, str]:
     """(relative band, why) of an SGLang plan: the largest KV-token residual over the logged SGLang boots
-    (calibration.yaml `sglang`) where the plan is inside the span of the boots planned end to end, else None.
+    (calibration.yaml `sglang`) where the plan is inside the span of the boots planned end to end (GPU size and
+    `gpu_class`, planner.hardware.hardware_class, among them), else None.
     A plan that leaves --mem-fraction-static to SGLang's default formula, or drafts with `speculative`
     (ServeConfig.speculative_kind), is inside only if a logged boot did."""
     cal = calibration().get("sglang") or {}
@@ -176,6 +178,8 @@ def sglang_band(gpu_bytes: int, tp: int, version: str, quantization: str,
     outside = []
     if gpu_bytes < region["min_gpu_gib"] * GIB:
         outside.append(f"GPUs under {region['min_gpu_gib']} GiB")
+    if gpu_class is not None and gpu_class not in region.get("hardware_classes", [gpu_class]):
+        outside.append(f"{gpu_class} GPUs")
     if tp > region["max_tp"]:
         outside.append(f"TP > {region['max_tp']}")
     if version not in region["versions"]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from doctor.deployment.table import option
-from doctor.planner.hardware import GIB, MIB
+from doctor.planner.hardware import GIB, MIB, hardware_class
 from doctor.planner.plan import Plan, RankPlan
 
 
@@ -48,7 +48,8 @@ def band_text(p: Plan) -> str:
                        else f"; SGLang {version} not read: the default {option('mem_fraction_static')} of the nearest read "
                             "version applies")
         rel, why = sglang_band(p.hardware.gpu.usable_bytes, p.config.tp, version, p.model.quantization.method,
-                               default_fraction=default, speculative=p.config.speculative_kind)
+                               default_fraction=default, speculative=p.config.speculative_kind,
+                               gpu_class=hardware_class(p.hardware.gpu))
         if rel is not None:
             return f"± {rel:.1%} ({why}{formula})"
         return _sglang_bound_text(p, why + formula)
