@@ -65,6 +65,8 @@ class ServeConfig:
     deepep_force_intranode: bool = False       # vLLM VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE
     v2_model_runner: bool | None = None        # vLLM VLLM_USE_V2_MODEL_RUNNER from the deployment's or facts'
                                                # environment (None: unset, the version's choice)
+    balance_env: tuple[tuple[str, str], ...] = ()  # SGLang's TP memory balance variables the environment sets
+                                               # (sglang_balance.BALANCE_ENV, as (name, value))
 
     @property
     def world_size(self) -> int:

@@ -19,6 +19,7 @@ from doctor.deployment.table import byte_size, option
 from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
 from doctor.planner.methods import MTP_METHODS, NO_MODEL_METHODS
+from doctor.planner.sglang_balance import balance_env
 from doctor.safeio import parse_json
 
 
@@ -134,8 +135,11 @@ def env_kwargs(env: Mapping[str, str], backend: str = "vllm") -> dict[str, Any]:
     VLLM_USE_V2_MODEL_RUNNER `maybe_convert_bool` (bool(int(value)), None when unset; read in 0.22.0, 0.26.0 and
     the 0.32.0 CPU build; 0.20.1 reads bool(int(value or "0"))), VLLM_DEEPEP_BUFFER_SIZE_MB int(value or "1024"),
     VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE bool(int(value or "0")) (both read in 0.20.1-0.34.0). A value int()
-    refuses stops vLLM at start-up: PlanInputError."""
+    refuses stops vLLM at start-up: PlanInputError. For SGLang, the TP memory balance check's variables
+    (sglang_balance.balance_env), read per release where the plan is made."""
     out: dict[str, Any] = {}
+    if backend == "sglang" and balance_env(env):
+        out["balance_env"] = balance_env(env)
     if backend != "vllm":
         return out
     for name, (field, parse) in ENGINE_ENV.items():
