@@ -81,7 +81,3 @@ def refuses(version: str, env: Mapping[str, str]) -> bool:
         return not _truthy(env[DEPRECATED_DISABLE_VAR], False)   # forwarded inverted, over the new name
     return _truthy(enabled, True)
 
-
-def balance_env(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    """The balance check's variables an environment sets, as ServeConfig keeps them."""
-    return tuple((name, env[name]) for name in BALANCE_ENV if name in env)

@@ -91,7 +91,7 @@ def sglang_unbalanced(hardware: "Hardware", cfg: "ServeConfig") -> tuple[str, st
     if cfg.backend != "sglang" or cfg.tp <= 1 or len(free) < 2 or min(free) >= 0.9 * max(free):
         return None
     version = cfg.backend_version or SGLANG_READ[-1]
-    rule, refused = balance_rule(version), refuses(version, dict(cfg.balance_env))
+    rule, refused = balance_rule(version), refuses(version, dict(cfg.engine_env))
     low, high = free.index(min(free)), free.index(max(free))
     gap = (f"GPU {low} has {free[low] / GIB:.2f} GiB free before the load, GPU {high} {free[high] / GIB:.2f} GiB; "
            f"the least must be at least 90% of the most: {rule.site}")
