@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from doctor.deployment.table import option
+
 AUTO_FIT_SHORT = 8192   # kv_cache_planning.py AUTO_FIT_SHORT_MAX_MODEL_LEN (0.34.0): it warns below this length
 
 
@@ -37,12 +39,13 @@ def fitted_length(concurrency_at: Callable[[int], float], derived: int) -> int:
 
 def auto_fit_note(version: str, derived: int, fitted: int) -> str:
     """What vLLM logs for the length it chose, as one line of the plan."""
+    flag = option("max_model_len", "vllm")
     if fitted >= derived:
-        return (f"--max-model-len auto: vLLM {version} keeps the model's full context length {derived:,} "
+        return (f"{flag} auto: vLLM {version} keeps the model's full context length {derived:,} "
                 "(it fits in the KV cache)")
     short = f"; below {AUTO_FIT_SHORT:,} tokens common requests may not fit" if fitted < AUTO_FIT_SHORT else ""
-    return (f"--max-model-len auto: vLLM {version} reduces max_model_len from {derived:,} to {fitted:,}, the longest "
-            f"one request's KV cache fits in (v1/core/kv_cache_utils.py _auto_fit_max_model_len){short}")
+    return (f"{flag} auto: vLLM {version} reduces max_model_len from {derived:,} to {fitted:,}, the longest one "
+            f"request's KV cache fits in (v1/core/kv_cache_utils.py _auto_fit_max_model_len){short}")
 
 
 NO_TOKEN = ("Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token. "

@@ -34,7 +34,8 @@ THREAD_TILE = 64
 
 
 def padded_intermediate(intermediate: int, group: int) -> int:
-    """marlin_moe_padded_intermediate: the smallest multiple of lcm(64, group) (group <= 0: 64) at least `intermediate`."""
+    """marlin_moe_padded_intermediate: the smallest multiple of lcm(64, group) (group <= 0: 64) that is at least
+    `intermediate`."""
     step = math.lcm(THREAD_TILE, group if group > 0 else 1)
     return -(-intermediate // step) * step
 
