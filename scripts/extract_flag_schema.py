@@ -437,7 +437,10 @@ def field_kwargs(index: Index, field_name: str, annotation: ast.expr) -> dict[st
         else:
             out.update(type=_elem_type(payload), nargs="+")
     elif "int" in kinds:
-        out["type"] = "human_int" if field_name in HUMAN_INT_FIELDS | {"max_model_len"} else "int"
+        # engine/arg_utils.py: max_model_len reads human_readable_int_or_auto ("auto" / -1: fit to the KV cache)
+        # in every release read, 0.17.0-0.34.0; the HUMAN_INT_FIELDS read human_readable_int
+        out["type"] = ("human_int_or_auto" if field_name == "max_model_len"
+                       else "human_int" if field_name in HUMAN_INT_FIELDS else "int")
     elif "float" in kinds:
         out["type"] = "float"
     elif "dict" in kinds and ("str" in kinds or "other" in kinds):
@@ -774,7 +777,9 @@ def _type_name(node: ast.expr) -> str:
         return text
     if text in ("json.loads",) or "parse_type(json.loads)" in text:
         return "json"
-    if text in ("human_readable_int", "human_readable_int_or_auto"):
+    if text == "human_readable_int_or_auto":
+        return "human_int_or_auto"
+    if text == "human_readable_int":
         return "human_int"
     return "str"
 

@@ -77,7 +77,7 @@ def test_vllm_flags_follow_the_config_annotations() -> None:
     flags = schema.flags
     assert flags["--dtype"].choices == ("auto", "bfloat16", "half", "None")
     assert flags["--enforce-eager"].action == "bool_optional" and schema.lookup("--no-enforce-eager")
-    assert flags["--max-model-len"].type == "human_int"
+    assert flags["--max-model-len"].type == "human_int_or_auto"   # "auto" / -1 fit the length to the KV cache
     assert flags["--served-model-name"].nargs == "+"
     assert flags["--hf-overrides"].type == "json"
     assert flags["--port"].type == "int" and flags["--headless"].action == "store_true"

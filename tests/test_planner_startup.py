@@ -194,8 +194,10 @@ def test_sglang_at_tp_2_refuses_to_start_when_one_gpu_has_under_90_percent_of_th
     unbalanced = plan(spec, facts_hardware(_two_h200s(20)), cfg)
     assert not unbalanced.fits
     assert unbalanced.problems[0].startswith("The memory capacity is unbalanced. Some GPUs may be occupied by other "
-                                             "processes: SGLang refuses to start at TP 2 (GPU 1 has")
-    assert "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0" in unbalanced.suggestions[0]
+                                             "processes: SGLang 0.5.16 refuses to start at TP 2 with a RuntimeError "
+                                             "(GPU 1 has")
+    assert "distributed/bootstrap.py _check_tp_memory_balance" in unbalanced.problems[0]
+    assert "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0 makes it a warning in SGLang 0.5.16" in unbalanced.suggestions[0]
     # 10 GiB of 139 is within the 10%: it starts, with pools sized from the busier GPU
     balanced = plan(spec, facts_hardware(_two_h200s(10)), cfg)
     assert not any("unbalanced" in p for p in balanced.problems)
@@ -211,3 +213,62 @@ def test_the_balance_check_is_sglangs_at_tp_above_1_only() -> None:
     assert not any("unbalanced" in p for p in vllm.problems)
     single = ServeConfig(backend="sglang", backend_version="0.5.16", mem_fraction_static=0.8)
     assert not any("unbalanced" in p for p in plan(spec, hardware, single).problems)
+
+
+@pytest.mark.parametrize("version, exception, relax", [
+    ("0.5.0rc2", "ValueError", "SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1"),
+    ("0.5.6", "ValueError", "SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK=1"),
+    ("0.5.7", "RuntimeError", "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0"),
+    ("0.5.15", "RuntimeError", "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0"),
+    ("0.5.23", "RuntimeError", "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0"),
+])
+def test_every_sglang_release_from_0_5_0_refuses_an_unbalanced_tp_group_by_default(version: str, exception: str,
+                                                                                   relax: str) -> None:
+    # model_runner.py init_torch_distributed (0.5.0rc2-0.5.15) / distributed/bootstrap.py (0.5.16-0.5.23)
+    from doctor.planner.sglang_balance import balance_rule, refuses
+
+    rule = balance_rule(version)
+    assert (rule.exception, rule.relax) == (exception, relax)
+    assert refuses(version, {})
+    name, value = relax.split("=")
+    assert not refuses(version, {name: value})
+
+
+@pytest.mark.parametrize("version, env, refused", [
+    # 0.5.7-0.5.17 copy the old variable over the new one as it is: SGL_DISABLE_...=1 still refuses
+    ("0.5.9", {"SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK": "1"}, True),
+    ("0.5.17", {"SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK": "0"}, False),
+    ("0.5.9", {"SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK": "0", "SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK": "1"}, True),
+    # 0.5.18-0.5.20 forward SGLANG_DISABLE_... inverted; the SGL_ name is renamed too late to count
+    ("0.5.18", {"SGLANG_DISABLE_TP_MEMORY_INBALANCE_CHECK": "1"}, False),
+    ("0.5.20", {"SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK": "1"}, True),
+    # 0.5.21-0.5.23 read no deprecated name
+    ("0.5.21", {"SGLANG_DISABLE_TP_MEMORY_INBALANCE_CHECK": "1"}, True),
+    ("0.5.23", {"SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK": "false"}, False),
+    # 0.5.0-0.5.6 read the old variable with get_bool_env_var: only "true" and "1" are true
+    ("0.5.3", {"SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK": "yes"}, True),
+    ("0.5.3", {"SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK": "true"}, False),
+])
+def test_the_old_balance_variables_count_as_each_release_reads_them(version: str, env: dict[str, str],
+                                                                   refused: bool) -> None:
+    from doctor.planner.sglang_balance import refuses
+
+    assert refuses(version, env) is refused
+
+
+def test_an_environment_that_relaxes_the_balance_check_plans_a_warning_not_a_refusal() -> None:
+    from doctor.planner.flags import env_kwargs
+    from doctor.planner.startup import facts_hardware
+
+    spec = get_model("Qwen/Qwen3.5-35B-A3B-FP8")
+    relaxed = env_kwargs({"SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK": "0"}, "sglang")
+    cfg = ServeConfig(backend="sglang", backend_version="0.5.16", tp=2, mem_fraction_static=0.8, **relaxed)
+    warned = plan(spec, facts_hardware(_two_h200s(20)), cfg)
+    assert not any("unbalanced" in p for p in warned.problems)
+    assert any(n.startswith("The memory capacity is unbalanced: SGLang 0.5.16 only warns at TP 2") and
+               "pools are then sized from GPU 1's free memory" in n for n in warned.notes)
+    # the same variable does nothing for vLLM, and the old name does not relax 0.5.16
+    assert "engine_env" not in env_kwargs({"SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK": "0"}, "vllm")
+    old = ServeConfig(backend="sglang", backend_version="0.5.16", tp=2, mem_fraction_static=0.8,
+                      **env_kwargs({"SGL_DISABLE_TP_MEMORY_INBALANCE_CHECK": "1"}, "sglang"))
+    assert plan(spec, facts_hardware(_two_h200s(20)), old).problems[0].startswith("The memory capacity is unbalanced.")

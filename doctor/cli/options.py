@@ -26,6 +26,23 @@ class FiniteFloatRange(click.FloatRange):
 
 
 
+class ContextLength(click.ParamType):
+    """A --max-model-len value as vLLM reads it (human_readable_int_or_auto): 32768, 32k, 32K, or auto / -1 (fit
+    the length to the KV cache)."""
+
+    name = "length"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from doctor.flags.values import human_readable_int_or_auto
+
+        if isinstance(value, int):
+            return value
+        try:
+            return human_readable_int_or_auto(str(value))
+        except ValueError:
+            self.fail(f"{value!r} is not a length (an integer such as 32768 or 32k, or auto).", param, ctx)
+
+
 def version_value(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Callback of a --backend-version option: a version number such as 0.26.0, refused before anything runs."""
     if value is None:

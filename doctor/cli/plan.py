@@ -39,8 +39,9 @@ from doctor.cli import options
 @click.option("--enable-expert-parallel", is_flag=True, default=None, help="Spread routed experts over TP x DP ranks.")
 @click.option("--kv-cache-dtype", type=click.Choice(["auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"]),
               default=None, help="Default: auto.")
-@click.option("--max-model-len", "--context-length", "max_model_len", type=int,
-              default=None, help="Default: the model's max_position_embeddings.")
+@click.option("--max-model-len", "--context-length", "max_model_len", type=options.ContextLength(),
+              default=None, help="Default: the model's max_position_embeddings; vLLM's auto (or -1) fits it to the "
+                                 "KV cache.")
 @click.option("--max-num-seqs", "--max-running-requests", "max_num_seqs", type=int,
               default=None)
 @click.option("--gpu-memory-utilization", type=float, default=None,

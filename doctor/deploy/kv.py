@@ -52,6 +52,8 @@ def predict(spec: LaunchSpec, model: str, facts: Facts | None) -> KVPrediction:
     from doctor.planner.hardware import GIB
     from doctor.planner.startup import facts_hardware
     from doctor.planner.state import layers_in_stage
+    from doctor.flags.values import AUTO_LENGTH
+    from doctor.planner.autofit import fitted_length
     from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 
     try:
@@ -59,11 +61,16 @@ def predict(spec: LaunchSpec, model: str, facts: Facts | None) -> KVPrediction:
         cfg = serve_config(spec, engine_version(spec.backend, facts), facts)
     except Exception as exc:  # the planner refuses this model or flag set: no prediction, say why
         return KVPrediction(None, f"the planner cannot size {model!r}: {exc}")
-    max_len = cfg.max_model_len or model_spec.max_position_embeddings
+    auto = cfg.max_model_len == AUTO_LENGTH       # vLLM's --max-model-len auto: fitted to the cache (autofit.py)
+    max_len = model_spec.max_position_embeddings if auto or not cfg.max_model_len else cfg.max_model_len
     if spec.backend == "vllm" and CPU_KV_ENV in spec.env:
         gib = float(spec.env[CPU_KV_ENV])
         full, linear = layers_in_stage(model_spec, 0, model_spec.num_layers)
-        cap = vllm_capacity(vllm_layout(model_spec, cfg, full, linear, device="cpu"), int(gib * GIB), max_len, cfg)
+        layout = vllm_layout(model_spec, cfg, full, linear, device="cpu")
+        if auto:
+            max_len = fitted_length(lambda n: vllm_capacity(layout, int(gib * GIB), n, cfg).max_concurrency,
+                                    max_len) or max_len
+        cap = vllm_capacity(layout, int(gib * GIB), max_len, cfg)
         return KVPrediction(cap.tokens, f"vLLM CPU, {CPU_KV_ENV}={spec.env[CPU_KV_ENV]} GiB, max_model_len {max_len}")
     if facts is None or not facts.gpus:
         return KVPrediction(None, "no GPU facts to plan with")

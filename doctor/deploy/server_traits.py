@@ -76,7 +76,9 @@ def from_deployment(deployment: Deployment) -> ServerTraits:
         no_vision = "" if vision else f"the vision tower is not loaded ({option('language_model_only', backend)})"
         mode = settings.mamba_cache_mode or ("align" if caching else "none")
     return ServerTraits(backend=backend, reasoning_parser=settings.reasoning_parser,
-                        max_model_len=settings.max_model_len, tool_parser=tool_parser, vision=vision,
+                        # --max-model-len auto (-1): the length the engine fits is not known here
+                        max_model_len=settings.max_model_len if (settings.max_model_len or 0) > 0 else None,
+                        tool_parser=tool_parser, vision=vision,
                         no_vision_reason=no_vision, speculative=_speculative_method(settings, backend),
                         prefix_caching=caching, cache_mode=mode)
 

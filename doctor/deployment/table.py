@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Callable
 
-from doctor.flags.values import human_readable_int
+from doctor.flags.values import human_readable_int_or_auto
 
 SIZE, FRACTION, LENGTH, WORD = "size", "fraction", "length", "word"   # typed in profiles (profiles/values.py)
 INT, FLOAT, TEXT, BYTES_GIB, GRAPH_BACKEND, SWITCH = "int", "float", "text", "bytes_gib", "graph_backend", "switch"
@@ -212,7 +212,7 @@ def read(option: str, value: Any, backend: str | None = None, version: str | Non
     text = _text(value)
     try:
         if row.kind == LENGTH and backend != "sglang":
-            return row.field, human_readable_int(text)
+            return row.field, human_readable_int_or_auto(text)
         return row.field, _READERS[row.kind](text)
     except (ValueError, IndexError, OverflowError):
         raise SettingError(option, text) from None

@@ -115,7 +115,9 @@ def type_name(action):
     name = getattr(t, "__name__", type(t).__name__)
     if name in ("int", "float", "str"):
         return name
-    if name in ("human_readable_int", "human_readable_int_or_auto"):
+    if name == "human_readable_int_or_auto":
+        return "human_int_or_auto"
+    if name == "human_readable_int":
         return "human_int"
     if name in ("loads", "parse_dataclass", "_parse_type") or "json" in name:
         return "json"

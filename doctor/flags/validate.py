@@ -6,7 +6,7 @@ import difflib
 
 from doctor.flags.issues import FlagIssue, ValidationReport
 from doctor.flags.schema import FlagSchema, FlagSpec, load_schema
-from doctor.flags.values import human_readable_int
+from doctor.flags.values import human_readable_int, human_readable_int_or_auto
 from doctor.safeio import parse_json
 from doctor.name_index import closest
 
@@ -161,12 +161,14 @@ def _check_value(flag: str, spec: FlagSpec, value: str) -> FlagIssue | None:
             int(value)
         elif kind == "float":
             float(value)
-        elif kind == "human_int" and value.lower() not in ("auto", "-1"):
+        elif kind == "human_int":
             human_readable_int(value)
+        elif kind == "human_int_or_auto":
+            human_readable_int_or_auto(value)
         elif kind == "json" and not value.lstrip("-").isdigit():
             parse_json(value, f"argument {flag}")
     except ValueError:
-        label = {"human_int": "int", "json": "JSON"}.get(kind, kind)
+        label = {"human_int": "int", "human_int_or_auto": "int", "json": "JSON"}.get(kind, kind)
         return FlagIssue("bad_type", flag, f"argument {flag}: invalid {label} value: {value!r}")
     if spec.choices is not None and value not in spec.choices:
         close = difflib.get_close_matches(value, spec.choices, n=1, cutoff=0.5)

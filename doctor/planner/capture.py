@@ -16,6 +16,8 @@ the 0.26.0-0.34.0 wheels:
   does not.
 - V2 runner graphs (CudaGraphManager._init_candidates): one PIECEWISE graph per size and one FULL decode graph per
   distinct round_up(size, 1 + k) within max_num_seqs x (1 + k) requests' tokens and the largest size.
+- V2 speculator graphs (speculator_graphs): DFlash's FULL decode graphs, or an autoregressive drafter's draft
+  prefill graphs in the target's modes and, with k >= 2, its one-token draft decode graphs, in the same pool.
 Between #50488 and #54418 (nightly builds only, never a release) the uniform decode sizes were not held to the
 ceiling: max_num_seqs x (1 + k) tokens, 2,176 for DFlash's nightly CI, whose graphs left 0.94 GiB of KV cache where
 5.12 GiB were needed (#54418); a boot of such a build logs several GiB of graphs that no release captures.
@@ -23,6 +25,8 @@ ceiling: max_num_seqs x (1 + k) tokens, 2,176 for DFlash's nightly CI, whose gra
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from packaging.version import Version
@@ -159,3 +163,66 @@ def capture_plan(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: in
         full = sum(1 for s in sizes if query <= s <= query * max_num_seqs) if full_decode else 0
         return CapturePlan(len(sizes), full)
     return v2_graphs(sizes, max_num_seqs, spec_tokens, full_decode)
+
+
+def walk_grid(limit: int, step: Callable[[int], float]) -> list[int]:
+    """config/compilation.py _walk_grid (0.34.0): 1, ..., `limit`, each the next multiple of the largest power of
+    two not above step(size)."""
+    grid, size = [], 1
+    while size < limit:
+        grid.append(size)
+        stride = 1 << max(0, math.floor(math.log2(max(1.0, step(size)))))
+        size = (size // stride + 1) * stride
+    return [*grid, limit] if limit else []
+
+
+def speculator_graphs(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int, method: str,
+                      full_decode: bool, version: str, capability: tuple[int, int]) -> CapturePlan:
+    """The CUDA graphs the V2 model runner's speculator captures after the target's (model_runner.py capture_model:
+    `self.speculator.capture()`), into the same global pool, and that profile_cudagraph_memory measures in full
+    ("PIECEWISE, encoder and speculator graphs are measured in full", v1/worker/gpu/cudagraph_utils.py). Read in the
+    0.29.0, 0.30.0 and 0.31.0 wheels (0.32 / 0.33 taken as 0.31) and 0.34.0:
+    - DFlash (spec_decode/dflash/speculator.py init_cudagraph_manager): FULL_DECODE_ONLY graphs of its query
+      forward at decode_query_len 1 + k where the target's decode mode is FULL ("PIECEWISE cudagraphs are not
+      supported for dflash"), none otherwise: the same descriptors as the target's FULL decode graphs
+      (CudaGraphManager._init_candidates: round_up(size, 1 + k) within max_num_seqs requests and the ceiling).
+    - EAGLE / EAGLE3 / MTP (spec_decode/autoregressive/speculator.py, 0.34 target_dependent_ar/ for the prefill):
+      draft prefill graphs in the target's mode at query length 1 + k (its PIECEWISE and FULL decode graphs again),
+      and with k >= 2 FULL_DECODE_ONLY draft decode graphs at query length 1: every capture size up to
+      max_num_seqs requests (0.29-0.31), the request grid up to max_num_seqs itself in 0.34
+      (config/vllm.py get_draft_decode_cudagraph_request_sizes, compilation.py decode_cudagraph_capture_grid).
+    0.34's prefill graphs are taken as the target's own plan here (its grids are not re-read)."""
+    if spec_tokens <= 0:
+        return CapturePlan(0, 0)
+    sizes = default_sizes(max_num_seqs, max_num_batched_tokens, spec_tokens, version, capability)
+    target = v2_graphs(sizes, max_num_seqs, spec_tokens, full_decode)
+    if method == "dflash":
+        return CapturePlan(0, target.full)
+    if spec_tokens < 2 or not full_decode:
+        return target
+    if _base(version) >= Version("0.34.0"):
+        decode = len(walk_grid(max_num_seqs, lambda n: 0.65 * n ** (2 / 3)))
+    else:
+        decode = sum(1 for s in sizes if s <= max_num_seqs)
+    return CapturePlan(target.piecewise, target.full + decode)
+
+
+def speculator_logit_rows(max_num_seqs: int, max_num_batched_tokens: int, spec_tokens: int, method: str,
+                          full_decode: bool, version: str, capability: tuple[int, int]) -> int:
+    """Rows of draft logits the largest FULL speculator graph computes inside the graph (its pool holds them; the
+    target's graphs hold no logits: V2 computes them outside its graph): DFlash samples num_reqs x k rows
+    (dflash/speculator.py sample_draft), a draft prefill or decode graph one row per request
+    (autoregressive/speculator.py: compute_logits + sample recorded in the FULL graph); 0 without FULL graphs."""
+    if spec_tokens <= 0 or not full_decode:
+        return 0
+    query = 1 + spec_tokens
+    sizes = default_sizes(max_num_seqs, max_num_batched_tokens, spec_tokens, version, capability)
+    full = [s for s in {-(-s // query) * query for s in sizes} if s <= min(max_num_seqs * query, max(sizes))]
+    requests = max(full, default=0) // query
+    if method == "dflash":
+        return requests * spec_tokens
+    if spec_tokens < 2:
+        return requests
+    if _base(version) >= Version("0.34.0"):
+        return max(requests, max_num_seqs)
+    return max(requests, max((s for s in sizes if s <= max_num_seqs), default=0))

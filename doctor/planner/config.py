@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, fields, replace
 
 from doctor.deployment.table import option
+from doctor.flags.values import AUTO_LENGTH
 from doctor.planner.engine_defaults import literal_default
 from doctor.planner.errors import PlanInputError
 from doctor.planner.methods import MTP_METHODS
@@ -65,6 +66,8 @@ class ServeConfig:
     deepep_force_intranode: bool = False       # vLLM VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE
     v2_model_runner: bool | None = None        # vLLM VLLM_USE_V2_MODEL_RUNNER from the deployment's or facts'
                                                # environment (None: unset, the version's choice)
+    engine_env: tuple[tuple[str, str], ...] = ()  # variables of the environment whose effect each release reads
+                                               # differently (flags.RELEASE_ENV), as (name, value)
 
     @property
     def world_size(self) -> int:
@@ -152,6 +155,8 @@ class ServeConfig:
         for name in ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "block_size", "max_mamba_cache_size",
                      "cuda_graph_max_bs"):
             value = getattr(self, name)
+            if name == "max_model_len" and value == AUTO_LENGTH and self.backend == "vllm":
+                continue   # --max-model-len auto / -1: fitted to the KV cache (autofit.py)
             if value is not None and not 1 <= value <= MAX_TOKENS:
                 raise PlanInputError(f"--{name.replace('_', '-')} must be between 1 and {MAX_TOKENS:,}")
         if not 0 <= self.mtp_tokens <= 64:

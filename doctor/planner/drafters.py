@@ -66,12 +66,18 @@ Read from vLLM 0.26.0 (the files of the published wheel):
   (1 + k)), as the target's decode graphs do, while the one-token draft decode graphs (EAGLE, EAGLE3, single-module
   MTP, draft models, k >= 2) take n x 1 tokens for n on the grid up to max_num_seqs itself, past the target's cap
   ("their graphs are small"): the drafter's graphs are not capture sizes x (1 + k) throughout. The target's own
-  capture plan per release is capture.py's (the uniform decode sizes of 0.29+ included). Not planned: no public boot of this family on 0.29-0.33 with a
-  drafter is held to size the speculator graphs' increments or how far their pool reuses those logits.
+  capture plan per release is capture.py's (the uniform decode sizes of 0.29+ included). The speculator's graphs
+  are planned there too (capture.speculator_graphs, speculator_logit_rows): each at the target's fitted per-graph
+  increment, and the draft logits of its largest FULL graph as new pool memory (the target's graphs hold no
+  logits). No public boot of this family on 0.29+ with a drafter is held to check either figure.
 - A DFlash graph pool of several GiB is not a release's: between the merges of vllm-project/vllm#50488 and #54418
   (nightly builds only) the uniform decode sizes reached max_num_seqs x (1 + k) tokens, 2,176 in DFlash's nightly CI,
   whose graphs left 0.94 GiB of KV cache where 5.12 GiB were needed (#54418); 0.29.0 caps them at the ceiling
   (capture.default_sizes). A boot of such a build is planned as its release and misses those graphs.
+  Issue 26's DFlash boot that logged 6.24 GiB of graphs against 0.58 GiB planned is not explained by any release
+  read: in 0.29.0-0.31.0 and 0.34.0 the speculator's graphs (at most the target's FULL decode count, 32 requests x
+  15 draft rows = 0.22 GiB of BF16 logits at the 512-token ceiling) and in 0.20.1-0.26.0 the drafter captured
+  inside the target's PIECEWISE graphs stay within the capture ceiling; only the nightly builds above exceed it.
 Drafter configs live in doctor/models/registry.yaml (`drafters:`, each with a cited source); a local
 drafter directory with a config.json is read the same way.
 """

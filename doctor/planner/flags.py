@@ -19,6 +19,8 @@ from doctor.deployment.table import byte_size, option
 from doctor.planner.config import ServeConfig
 from doctor.planner.errors import PlanInputError
 from doctor.planner.methods import MTP_METHODS, NO_MODEL_METHODS
+from doctor.planner.context_length import SGLANG_OLD_VAR, SGLANG_VAR, VLLM_VAR
+from doctor.planner.sglang_balance import BALANCE_ENV
 from doctor.safeio import parse_json
 
 
@@ -120,6 +122,9 @@ def config_from_settings(settings: Settings) -> dict[str, Any]:
     return out
 
 
+# Variables kept as set, read under the plan's release: SGLang's balance check and context-length override, vLLM's
+RELEASE_ENV = {"sglang": (*BALANCE_ENV, SGLANG_VAR, SGLANG_OLD_VAR), "vllm": (VLLM_VAR,)}
+
 # vLLM environment variables that change memory -> (ServeConfig field, how vllm/envs.py reads the value)
 ENGINE_ENV = {
     "VLLM_USE_V2_MODEL_RUNNER": ("v2_model_runner", lambda v: bool(int(v))),
@@ -134,8 +139,13 @@ def env_kwargs(env: Mapping[str, str], backend: str = "vllm") -> dict[str, Any]:
     VLLM_USE_V2_MODEL_RUNNER `maybe_convert_bool` (bool(int(value)), None when unset; read in 0.22.0, 0.26.0 and
     the 0.32.0 CPU build; 0.20.1 reads bool(int(value or "0"))), VLLM_DEEPEP_BUFFER_SIZE_MB int(value or "1024"),
     VLLM_DEEPEP_HIGH_THROUGHPUT_FORCE_INTRA_NODE bool(int(value or "0")) (both read in 0.20.1-0.34.0). A value int()
-    refuses stops vLLM at start-up: PlanInputError."""
+    refuses stops vLLM at start-up: PlanInputError. The variables whose effect each release reads differently
+    (RELEASE_ENV: SGLang's TP memory balance check, either engine's context-length override) are kept as they are
+    set, for the plan to read under its release (sglang_balance.refuses, context_length.allows_longer)."""
     out: dict[str, Any] = {}
+    kept = tuple((name, env[name]) for name in RELEASE_ENV[backend] if name in env) if backend in RELEASE_ENV else ()
+    if kept:
+        out["engine_env"] = kept
     if backend != "vllm":
         return out
     for name, (field, parse) in ENGINE_ENV.items():

@@ -80,7 +80,8 @@ from doctor.planner.engine_defaults import vllm_batch_defaults_of
 from doctor.planner.drafter_run import aux_hidden_bytes, drafter_run
 from doctor.planner.drafters import drafter_of
 from doctor.planner.forward import Moment, Tensor, eager_tensors, moe_tensors, piece_tensors
-from doctor.planner.capture import capture_plan, capture_sizes, graph_count, graph_modes
+from doctor.planner.capture import (capture_plan, capture_sizes, graph_count, graph_modes, speculator_graphs,
+                                    speculator_logit_rows)
 from doctor.planner.hardware import GIB, MIB, GPU, pins_memory
 from doctor.planner.methods import MTP_METHODS
 from doctor.planner.moe import moe_workspace
@@ -343,6 +344,18 @@ def v1_model_runner(cfg: ServeConfig) -> bool:
     return method in V1_ONLY_METHODS[release]
 
 
+def v2_speculator_method(cfg: ServeConfig) -> str | None:
+    """The V2 model runner's speculator kind for this configuration ("dflash" or "mtp" for the autoregressive
+    EAGLE / EAGLE3 / MTP speculators: capture.speculator_graphs), None without speculative decoding or on the V1
+    runner, whose drafter graphs are captured inside the target's (drafters.py)."""
+    if not cfg.mtp_tokens or cfg.backend != "vllm" or v1_model_runner(cfg):
+        return None
+    method = (cfg.speculative_method or "mtp").lower()
+    if method == "dflash":
+        return "dflash"
+    return "mtp" if method in MTP_METHODS or method in ("eagle", "eagle3") else None
+
+
 def sampler_logits_only(cfg: ServeConfig) -> bool:
     """Whether profile_run's dummy sampler holds nothing but the logits: the V2 runner of 0.29.0-0.32.x
     (v1/worker/gpu/model_runner.py _dummy_sampler_run: "the sampler may skip top_k, top_p, and logprobs" -- its
@@ -490,6 +503,8 @@ class OverheadInputs:
                                     # (sampler_logits_only: the model dtype); 0: the fitted figure
     drafter_phase: int = 0          # speculative decoding: the drafter's dummy run after the forward, with what it
                                     # holds of the target's (drafter_run.drafter_run)
+    speculator_logits: int = 0      # the V2 runner's speculator graphs: the draft logits its largest FULL graph
+                                    # holds in the graph pool (capture.speculator_logit_rows)
 
 
 def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> OverheadInputs:
@@ -504,7 +519,12 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
     full_decode = spec_full_decode(cfg, gpu)
     captured = capture_plan(seqs, tokens, cfg.mtp_tokens, full_decode, rules.version, gpu.capability,
                             v1_model_runner(cfg))
-    graphs = 0 if cfg.enforce_eager else captured.graphs
+    speculator = v2_speculator_method(cfg)
+    drafted = (speculator_graphs(seqs, tokens, cfg.mtp_tokens, speculator, full_decode, rules.version, gpu.capability)
+               if speculator and not cfg.enforce_eager else None)
+    draft_rows = (speculator_logit_rows(seqs, tokens, cfg.mtp_tokens, speculator, full_decode, rules.version,
+                                        gpu.capability) if drafted else 0)
+    graphs = 0 if cfg.enforce_eager else captured.graphs + (drafted.graphs if drafted else 0)
     modes = 0 if cfg.enforce_eager else captured.modes
     # every rank of the last stage samples over the full vocabulary (LogitsProcessor all-gathers the logits)
     logits = seqs * spec.vocab_size if last_stage else 0
@@ -520,7 +540,8 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
                           logits_gather=logits_gather_bytes(spec, cfg.tp, seqs) if last_stage else 0,
                           rejection_sampler=rejection_sampler_bytes(spec, cfg, seqs) if last_stage else 0,
                           logits_only_bytes=float(dtype_bytes(spec.dtype)) if sampler_logits_only(cfg) else 0.0,
-                          drafter_phase=drafting.total if drafting else 0)
+                          drafter_phase=drafting.total if drafting else 0,
+                          speculator_logits=draft_rows * spec.vocab_size * dtype_bytes(spec.dtype))
 
 
 def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
@@ -554,7 +575,7 @@ def cudagraph_estimate(inputs: OverheadInputs, coef: Coefficients, quantized: bo
     if not inputs.graphs:
         return 0
     further = inputs.graphs - inputs.graph_modes
-    return int(coef.first_capture() + further * coef.per_graph(quantized, tp))
+    return int(coef.first_capture() + further * coef.per_graph(quantized, tp) + inputs.speculator_logits)
 
 
 def uma_host_bytes(coef: Coefficients) -> int:

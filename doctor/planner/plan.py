@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from doctor.deployment.table import option
 from doctor.models.spec import ModelSpec
+from doctor.flags.values import AUTO_LENGTH
 from doctor.planner.config import ASSUMED_VLLM_VERSION, ServeConfig
-from doctor.planner.drafters import drafter_capacity, drafter_of, sglang_drafter_cell_bytes
+from doctor.planner.context_length import longer_finding
+from doctor.planner.autofit import NO_TOKEN, auto_fit_note, fitted_length
+from doctor.planner.drafters import DrafterSpec, drafter_capacity, drafter_of, sglang_drafter_cell_bytes
 from doctor.planner.divisibility import RuleResult, check_divisibility, valid_tensor_parallel_sizes
 from doctor.planner.hardware import GIB, Hardware
 from doctor.planner.errors import PlanInputError
@@ -17,7 +20,7 @@ from doctor.planner.sglang_kv import LOAD_BUFFER_BYTES, rules_of, sglang_capacit
 from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
 from doctor.planner.startup import startup_findings
 from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_per_layer, layers_in_stage
-from doctor.planner.versions import model_support_problem, nearest_covered, resolve_version, vllm_rules
+from doctor.planner.versions import SGLANG_READ, model_support_problem, nearest_covered, resolve_version, vllm_rules
 from doctor.planner.wsl import device_state_note, uva_startup_problem, wsl_note
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.weights import pp_partition, rank_weights
@@ -84,6 +87,45 @@ def _default_max_model_len(spec: ModelSpec, cfg: ServeConfig) -> int:
     return cfg.max_model_len or spec.max_position_embeddings
 
 
+def _vllm_kv(spec: ModelSpec, cfg: ServeConfig, drafter: DrafterSpec | None, full: int, linear: int, cache: int,
+             max_len: int, batched_tokens: int) -> tuple[int, float, int]:
+    """(KV tokens as the release logs them, max concurrency, block size) of a vLLM rank with `cache` bytes for
+    the cache at `max_len` (`full` counts a drafter's layers of the target's KV spec)."""
+    layout = vllm_layout(spec, cfg, full, linear)
+    cap = vllm_capacity(layout, cache, max_len, cfg)
+    use_concurrency = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION).tokens_from_concurrency
+    tokens, concurrency = (cap.tokens if use_concurrency else cap.legacy_tokens), cap.max_concurrency
+    if drafter is not None and not drafter.same_kv_spec_as(spec, cfg.tp):
+        draft = drafter_capacity(spec, cfg, drafter, layout, full, linear, cache, max_len, batched_tokens)
+        tokens = draft.tokens if use_concurrency else draft.legacy_tokens
+        concurrency = draft.max_concurrency
+    return tokens, concurrency, layout.block_size
+
+
+def _auto_fit(plan: Plan) -> None:
+    """vLLM's --max-model-len auto on an evaluated plan (at the derived length): the length every rank's cache
+    holds one request of (autofit.py), the ranks' KV figures at it, and the note or the refusal vLLM logs."""
+    spec, cfg, derived = plan.model, plan.config, plan.max_model_len
+    drafter = drafter_of(cfg)
+    fitted = min(fitted_length(lambda n, r=r: _vllm_kv(spec, cfg, drafter if r.pp_rank == cfg.pp - 1 else None,
+                                                        r.full_layers, r.linear_layers, r.cache_bytes, n,
+                                                        r.terms.max_num_batched_tokens if r.terms else 0)[1],
+                               derived) if r.cache_bytes > 0 else 0 for r in plan.ranks)
+    if fitted <= 0:   # vLLM's refusal replaces the one-request check it makes instead at a given length
+        kept = [p for p in plan.problems if not p.startswith("To serve at least one request")]
+        plan.problems = kept if any(r.cache_bytes <= 0 for r in plan.ranks) else [*kept, NO_TOKEN]
+        return
+    ranks = []
+    for r in plan.ranks:
+        tokens, concurrency, _ = _vllm_kv(spec, cfg, drafter if r.pp_rank == cfg.pp - 1 else None, r.full_layers,
+                                          r.linear_layers, r.cache_bytes, fitted,
+                                          r.terms.max_num_batched_tokens if r.terms else 0)
+        ranks.append(replace(r, kv_tokens=tokens, max_concurrency=concurrency))
+    plan.ranks, plan.max_model_len = ranks, fitted
+    plan.problems = _problems(plan)
+    plan.notes.append(auto_fit_note(cfg.backend_version or ASSUMED_VLLM_VERSION, derived, fitted))
+
+
 def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len: int,
           measured: Measured | None = None) -> RankPlan:
     start, end = pp_partition(spec.num_layers, cfg.pp)[pp_rank]
@@ -119,17 +161,10 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
             cache = given if weights["total"] + overhead + given <= total else total - weights["total"] - overhead
         if drafter is not None and drafter.same_kv_spec_as(spec, cfg.tp):
             full += drafter.num_layers    # identical KV spec: the drafter's layers join the target's groups
-        layout = vllm_layout(spec, cfg, full, linear)
-        cap = vllm_capacity(layout, cache, max_len, cfg)
-        use_concurrency = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION).tokens_from_concurrency
-        tokens, concurrency = (cap.tokens if use_concurrency else cap.legacy_tokens), cap.max_concurrency
-        if drafter is not None and not drafter.same_kv_spec_as(spec, cfg.tp):
-            draft = drafter_capacity(spec, cfg, drafter, layout, full, linear, cache, max_len,
-                                     terms.max_num_batched_tokens)
-            tokens = draft.tokens if use_concurrency else draft.legacy_tokens
-            concurrency = draft.max_concurrency
+        tokens, concurrency, block = _vllm_kv(spec, cfg, drafter, full, linear, cache, max_len,
+                                              terms.max_num_batched_tokens)
         return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cache, tokens,
-                        concurrency, block_size=layout.block_size,
+                        concurrency, block_size=block,
                         max_running_requests=cfg.max_num_seqs or terms.max_num_seqs, terms=terms)
     # SGLang sizes its pools from the memory free before the load: other processes' memory comes off (startup.py)
     overhead = sglang_context_bytes(cfg) + hw.other_process_bytes
@@ -184,8 +219,11 @@ def _problems(plan: Plan) -> list[str]:
         out.append(f"TP x PP x DP = {cfg.world_size} GPUs needed, {hw.count} available")
     out += [r.message for r in plan.rules if not r.ok and r.severity == "fail"]
     if plan.max_model_len > plan.model.max_position_embeddings:
-        out.append(f"User-specified max_model_len ({plan.max_model_len}) is greater than the derived "
-                   f"max_model_len ({plan.model.max_position_embeddings})")
+        version = cfg.backend_version or (ASSUMED_VLLM_VERSION if cfg.backend == "vllm" else SGLANG_READ[-1])
+        text, refused = longer_finding(cfg.backend, version, plan.max_model_len, plan.model.max_position_embeddings,
+                                       dict(cfg.engine_env))
+        if refused:
+            out.append(text)
     for r in plan.ranks:
         if r.cache_bytes <= 0:
             if cfg.backend == "vllm":
@@ -214,7 +252,9 @@ def _largest_fitting_len(spec: ModelSpec, hw: Hardware, cfg: ServeConfig) -> int
     lo, hi = 0, _default_max_model_len(spec, cfg)
     step = 1024
     while hi - lo > step:
-        mid = (lo + hi) // 2 // step * step or step
+        mid = max(lo + step, (lo + hi) // 2 // step * step)   # a multiple of step above lo: the search moves
+        if mid >= hi:
+            break
         if _evaluate(spec, hw, cfg.with_(max_model_len=mid)).fits:
             lo = mid
         else:
@@ -285,8 +325,13 @@ def plan(model: ModelSpec, hardware: Hardware, config: ServeConfig, measured: Me
     _, version_note = nearest_covered(config.backend, asked)
     unsupported = model_support_problem(config.backend, asked, model.architecture)
     config = resolve_config(model, config)
+    auto = config.backend == "vllm" and config.max_model_len == AUTO_LENGTH
+    if auto:   # planned at the derived length, as vLLM profiles it, then fitted (autofit.py)
+        config = config.with_(max_model_len=None)
     result = _evaluate(model, hardware, config, measured)
     result.notes = [version_note] if version_note else []
+    if auto and not any(problem.startswith("TP x PP x DP") for problem in result.problems):
+        _auto_fit(result)
     startup = startup_findings(hardware, config)
     result.notes += startup.notes
     shared = wsl_note(hardware.gpu, config) if measured is None else None   # a re-plan already read the log

@@ -16,9 +16,8 @@ weights load ("Load weight begin. avail mem"), so every byte other processes hol
 that free memory is the smallest of the world group's ranks (get_available_gpu_memory(distributed=True): an
 all-reduce MIN over the CPU group, taken after the TP group's custom all-reduce buffers and NCCL warm-up), and each
 rank refuses to start when it is below 90% of its own ("The memory capacity is unbalanced. Some GPUs may be
-occupied by other processes.": model_runner.py init_torch_distributed in 0.5.9 and 0.5.14,
-distributed/bootstrap.py _check_tp_memory_balance in 0.5.23; a RuntimeError while
-SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK is on, its default in each): sglang_unbalanced.
+occupied by other processes."), in every release 0.5.0-0.5.23 unless its environment relaxes the check to a
+warning (sglang_balance reads which variable each release reads): sglang_unbalanced.
 
 Facts give the other processes' memory as torch's total less NVML's free memory: on the H200 rehearsal machine
 NVML reported 139.80 GiB free at rest (tests/fixtures/h200-rehearsal/facts.json, 150,109,880,320 B) and vLLM
@@ -37,7 +36,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from doctor.deployment.table import option
 from doctor.planner.extensible import STARTUP_USED_BYTES
 from doctor.planner.hardware import GIB, GPU
+from doctor.planner.sglang_balance import balance_rule, refuses
 from doctor.planner.sglang_kv import context_bytes as sglang_context_bytes
+from doctor.planner.versions import SGLANG_READ
 
 if TYPE_CHECKING:
     from doctor.facts.model import Facts
@@ -80,21 +81,29 @@ def held_by_others(gpus: list[dict[str, Any]], gpu: GPU, host_available: int | N
                 - engine_process_bytes(g.get("processes") or [])) for g in gpus]
 
 
-def sglang_unbalanced(hardware: "Hardware", cfg: "ServeConfig") -> tuple[str, str] | None:
-    """(problem, fix) where SGLang at TP > 1 refuses to start because the free memory of its GPUs before the load
-    differs by more than 10% (module docstring); None where it starts or the facts do not say. The engine takes
-    the first TP x PP GPUs CUDA numbers; each holds the same context (sglang_kv.context_bytes)."""
+def sglang_unbalanced(hardware: "Hardware", cfg: "ServeConfig") -> tuple[str, str, bool] | None:
+    """(finding, fix, refused) where SGLang at TP > 1 finds the free memory of its GPUs before the load more than
+    10% apart: refused where cfg.backend_version refuses under the environment the plan was given (every release
+    0.5.0-0.5.23 by default; sglang_balance), else it warns and sizes every rank from the busiest GPU. None where
+    the GPUs are balanced or the facts do not say. The engine takes the first TP x PP GPUs CUDA numbers; each
+    holds the same context (sglang_kv.context_bytes)."""
     free = [f - sglang_context_bytes(cfg) for f in hardware.startup_free_each[:cfg.tp * cfg.pp]]
     if cfg.backend != "sglang" or cfg.tp <= 1 or len(free) < 2 or min(free) >= 0.9 * max(free):
         return None
+    version = cfg.backend_version or SGLANG_READ[-1]
+    rule, refused = balance_rule(version), refuses(version, dict(cfg.engine_env))
     low, high = free.index(min(free)), free.index(max(free))
-    problem = (f"The memory capacity is unbalanced. Some GPUs may be occupied by other processes: SGLang refuses "
-               f"to start at TP {cfg.tp} (GPU {low} has {free[low] / GIB:.2f} GiB free before the load, GPU {high} "
-               f"{free[high] / GIB:.2f} GiB; the least must be at least 90% of the most)")
+    gap = (f"GPU {low} has {free[low] / GIB:.2f} GiB free before the load, GPU {high} {free[high] / GIB:.2f} GiB; "
+           f"the least must be at least 90% of the most: {rule.site}")
+    sized = f"every rank's pools are then sized from GPU {low}'s free memory"
+    if not refused:
+        return (f"The memory capacity is unbalanced: SGLang {version} only warns at TP {cfg.tp}, as its environment "
+                f"sets ({gap}); {sized}"), "", False
+    problem = (f"The memory capacity is unbalanced. Some GPUs may be occupied by other processes: SGLang {version} "
+               f"refuses to start at TP {cfg.tp} with a {rule.exception} ({gap})")
     fix = (f"free GPU {low} (stop what else holds its memory, nvidia-smi) or leave it out of CUDA_VISIBLE_DEVICES; "
-           "SGLANG_ENABLE_TP_MEMORY_INBALANCE_CHECK=0 makes it a warning, and every rank's pools are then sized "
-           f"from GPU {low}'s free memory")
-    return problem, fix
+           f"{rule.relax} makes it a warning in SGLang {version}, and {sized}")
+    return problem, fix, True
 
 
 def vllm_startup_free(gpu: GPU, others: int) -> int:
@@ -115,8 +124,10 @@ def startup_findings(hardware: "Hardware", cfg: "ServeConfig") -> StartupFinding
     when they hold nothing)."""
     others, gpu = hardware.other_process_bytes, hardware.gpu
     unbalanced = sglang_unbalanced(hardware, cfg)
-    if unbalanced:
+    if unbalanced and unbalanced[2]:
         return StartupFindings([unbalanced[0]], [], [unbalanced[1]])
+    if unbalanced:
+        return StartupFindings([], [unbalanced[0]], [])
     if others <= 0:
         return StartupFindings([], [], [])
     held = (f"the host holds {others / GIB:.2f} GiB of the {gpu.name}'s unified memory at start-up" if gpu.unified

@@ -25,6 +25,7 @@ from collections import defaultdict
 from doctor.models.params import EXPERT, KV, REPLICATED, TP, VOCAB, Tensor, mtp_tensors, text_tensors, vision_tensors
 from doctor.models.spec import ModelSpec, dtype_bytes
 from doctor.planner.config import ServeConfig
+from doctor.planner.marlin_padding import expert_padding
 from doctor.recipe_rules import skips_vision_tower
 
 VOCAB_PADDING = 64
@@ -132,10 +133,13 @@ def rank_weights(spec: ModelSpec, cfg: ServeConfig, pp_rank: int = 0,
     vision_tp = 1 if cfg.mm_encoder_tp_mode == "data" else cfg.tp
     out: dict[str, float] = defaultdict(float)
     mtp_names = {t.name for t in mtp_tensors(spec)} if cfg.uses_mtp_head and last else set()
+    padding = expert_padding(spec, cfg, capability)   # Marlin's MoE thread-tile padding (marlin_padding.py)
     for t in tensors:
         unquantized_mtp = t.name in mtp_names and spec.quantization.mtp_unquantized
         per_param = dtype_bytes(spec.dtype) if unquantized_mtp else bytes_per_param(spec, t, capability)
         size = _rank_numel(spec, cfg, t, vision_tp) * per_param
+        if t.shard == EXPERT and not unquantized_mtp:   # every quantised FusedMoE layer, the MTP head's included
+            size *= padding
         out["mtp" if t.name in mtp_names else _label(t)] += size
     result = {k: int(v) for k, v in out.items()}
     result["total"] = sum(result.values())
