@@ -4,16 +4,22 @@ size and in total time, not only per read.
 httpx's timeouts apply to each network operation, so a server that sends one byte every few seconds, or an
 endless chunked body, keeps a request alive (and its body growing in memory) forever. The transports here wrap
 httpx's own: a response whose body passes `max_bytes` raises `ReplyTooLarge`, one that is not whole within
-`seconds` of its request raises `ReplyTooSlow` (the async transport also bounds the wait for the head). Both are
-`httpx.HTTPError`s, so every caller that handles a failed request handles these the same way.
+`seconds` of its request raises `ReplyTooSlow`. Both are `httpx.HTTPError`s, so every caller that handles a
+failed request handles these the same way. The head is bounded too: the async transport waits for it with
+`asyncio.wait_for`; the sync one reads every byte of its socket through `_DeadlineBackend` (httpcore's network
+backend, public API), whose reads never wait past the request's deadline, so a head sent one byte at a time (a
+slowloris server) ends at the deadline as a body does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 import time
-from typing import Any, AsyncIterator, Iterator
+from typing import Any, AsyncIterator, Iterable, Iterator
 
+import httpcore
 import httpx
 
 MiB = 1 << 20
@@ -46,6 +52,11 @@ class _Budget:
             raise _too_slow(self.request, self.seconds)
         return left
 
+    def late(self) -> None:
+        """ReplyTooSlow when a timeout came at the deadline (a socket wait cut to what was left ends at it)."""
+        if time.monotonic() >= self.deadline - 0.05:
+            raise _too_slow(self.request, self.seconds) from None
+
     def take(self, chunk: bytes) -> bytes:
         self.received += len(chunk)
         if self.received > self.max_bytes:
@@ -54,12 +65,88 @@ class _Budget:
         return chunk
 
 
+class _Deadline(threading.local):
+    """The monotonic time by which the request this thread is reading must be whole (None: no request)."""
+
+    at: float | None = None
+
+    @contextlib.contextmanager
+    def until(self, at: float) -> Iterator[None]:
+        self.at = at
+        try:
+            yield
+        finally:
+            self.at = None
+
+    def bound(self, timeout: float | None) -> float | None:
+        """httpcore's per-operation timeout, cut to what is left before the deadline."""
+        if self.at is None:
+            return timeout
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise httpcore.ReadTimeout("the request's deadline has passed")
+        return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose reads and writes wait at most until the current request's deadline."""
+
+    def __init__(self, inner: httpcore.NetworkStream, deadline: _Deadline) -> None:
+        self.inner, self.deadline = inner, deadline
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self.inner.read(max_bytes, self.deadline.bound(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.inner.write(buffer, self.deadline.bound(timeout))
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        tls = self.inner.start_tls(ssl_context, server_hostname, self.deadline.bound(timeout))
+        return _DeadlineStream(tls, self.deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's network backend with every stream it opens bounded by `deadline` (see `_DeadlineStream`)."""
+
+    def __init__(self, inner: httpcore.NetworkBackend, deadline: _Deadline) -> None:
+        self.inner, self.deadline = inner, deadline
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        stream = self.inner.connect_tcp(host, port, self.deadline.bound(timeout), local_address, socket_options)
+        return _DeadlineStream(stream, self.deadline)
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Iterable[Any] | None = None) -> httpcore.NetworkStream:
+        stream = self.inner.connect_unix_socket(path, self.deadline.bound(timeout), socket_options)
+        return _DeadlineStream(stream, self.deadline)
+
+    def sleep(self, seconds: float) -> None:
+        self.inner.sleep(seconds)
+
+
 class _BoundedStream(httpx.SyncByteStream):
-    def __init__(self, inner: httpx.SyncByteStream, budget: _Budget) -> None:
-        self.inner, self.budget = inner, budget
+    def __init__(self, inner: httpx.SyncByteStream, budget: _Budget, deadline: _Deadline) -> None:
+        self.inner, self.budget, self.deadline = inner, budget, deadline
 
     def __iter__(self) -> Iterator[bytes]:
-        for chunk in self.inner:
+        chunks = iter(self.inner)
+        while True:
+            try:
+                with self.deadline.until(self.budget.deadline):
+                    chunk = next(chunks)
+            except StopIteration:
+                return
+            except httpx.TimeoutException:
+                self.budget.late()
+                raise
             yield self.budget.take(chunk)
 
     def close(self) -> None:
@@ -98,16 +185,25 @@ def _rebuilt(response: httpx.Response, stream: Any, request: httpx.Request) -> h
 
 
 class BoundedTransport(httpx.BaseTransport):
-    """httpx's transport with each response's body bounded in bytes and total seconds."""
+    """httpx's transport with each response (head and body) bounded in bytes and total seconds."""
 
     def __init__(self, seconds: float, max_bytes: int = REPLY_MAX_BYTES, **options: Any) -> None:
         self.inner = httpx.HTTPTransport(**options)
         self.seconds, self.max_bytes = seconds, max_bytes
+        self.deadline = _Deadline()
+        pool = self.inner._pool  # httpx passes no network backend through; its pool takes one (httpcore API)
+        pool._network_backend = _DeadlineBackend(pool._network_backend, self.deadline)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         budget = _Budget(request, self.seconds, self.max_bytes)
-        response = self.inner.handle_request(request)
-        return _rebuilt(response, _BoundedStream(response.stream, budget), request)  # type: ignore[arg-type]
+        try:
+            with self.deadline.until(budget.deadline):
+                response = self.inner.handle_request(request)
+        except httpx.TimeoutException:
+            budget.late()
+            raise
+        stream = _BoundedStream(response.stream, budget, self.deadline)  # type: ignore[arg-type]
+        return _rebuilt(response, stream, request)
 
     def close(self) -> None:
         self.inner.close()

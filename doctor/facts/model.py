@@ -142,7 +142,7 @@ class Facts:
         if raw.lstrip()[:1] not in (b"{", b"[") and _is_text(raw):
             return cls._from_dump(raw, str(p))
         try:
-            data = load_json(raw, "bundle", str(p))
+            data = load_json(raw, "bundle", str(p), unique_keys=True)  # a key named twice: which one counts is a guess
         except BadJSON as exc:
             raise BadBundle(f"{p} is not a qwen-doctor facts bundle: invalid JSON ({exc.detail})") from None
         except InputError as exc:

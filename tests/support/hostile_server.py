@@ -1,5 +1,6 @@
 """A local OpenAI-compatible server that answers what a test tells it to: /v1/models one body, every other path
-another, or a body that never ends (TRICKLE: one chunked byte every 0.2 s; ENDLESS: 1 MiB chunks), for probe,
+another, or a reply that never ends (TRICKLE: one chunked byte every 0.2 s; ENDLESS: 1 MiB chunks; SLOW_HEAD: a
+head that never ends, one byte every 0.2 s, the slowloris shape), for probe,
 deploy's exercises and the package index reader (tests/test_fault_campaign4.py, bench/fault_variants.py)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from typing import Callable
 
 TRICKLE, ENDLESS = b"<one byte every 0.2 s, forever>", b"<1 MiB chunks, forever>"
+SLOW_HEAD = b"<a head one byte every 0.2 s, forever>"
 MODELS = b'{"data": [{"id": "m", "max_model_len": 4096}]}'
 
 
@@ -22,6 +24,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         body = self.server.models if self.path.endswith("/models") else self.server.other  # type: ignore[attr-defined]
         if body in (TRICKLE, ENDLESS):
             return self._forever(b" " if body == TRICKLE else b" " * (1 << 20))
+        if body == SLOW_HEAD:
+            return self._slow_head()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -39,6 +43,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.flush()
                 if len(chunk) == 1:
                     time.sleep(0.2)
+
+    def _slow_head(self) -> None:
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+        with contextlib.suppress(OSError):
+            while not self.server.done.is_set():  # type: ignore[attr-defined]
+                self.wfile.write(b"a")
+                self.wfile.flush()
+                time.sleep(0.2)
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
