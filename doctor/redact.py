@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any, Callable, Optional, Protocol
 
 from doctor import textviews
-from doctor.secret_book import SecretBook
+from doctor.secret_book import SecretBook, worth_keeping
 from doctor.secret_rules import merge, secret_spans
 
 REDACTED = "[REDACTED]"
@@ -76,6 +76,12 @@ def _kept_value(value: str, norm: str) -> bool:
     if value.lower() in _PLACEHOLDERS or value.startswith("<") or _ENV_REF.fullmatch(value):
         return True
     return _NUMBER.fullmatch(value) is not None and _PASSWORDISH.search(norm) is None
+
+
+def _row_start(text: str, i: int) -> bool:
+    """Whether only blanks precede `i` on its line."""
+    line_start = text.rfind("\n", 0, i) + 1
+    return not text[line_start:i].strip(" \t")
 
 
 def _random_looking(value: str) -> bool:
@@ -143,6 +149,8 @@ class _Scan:
             return None
         if m.start() > 0 and text[m.start() - 1] in "/\\" and ":" in m.group(2):
             return None  # a file path's last component (`/etc/passwd: cannot open`), not a key
+        if not any(c in m.group(2) for c in ":=") and not _row_start(text, m.start()):
+            return None  # `name<TAB>value` is a table's row (a TSV export, an env listing) only from a line's start
         i = _BLANKS.match(text, m.end()).end()
         if norm.endswith("AUTHORIZATION"):
             return self._authorization(text, m.start(), i)
@@ -213,7 +221,8 @@ _PASSES: list[tuple[re.Pattern[str], Callable[[_Scan], Callable[[str, re.Match[s
     (re.compile(r"://"), lambda s: s.url_password, ("://",)),
     (re.compile(r"(?<![\w-])(-{1,2}[A-Za-z][\w.-]{0,80})(=|[ \t]{1,8})"), lambda s: s.flag,
      ("token", "key", "secret", "pass", "pwd", "cred", "auth", "cookie", "sig")),
-    (re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]{0,80})([\"']?[ \t]{0,8}[:=][ \t]{0,8})"), lambda s: s.assignment,
+    (re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]{0,80})([\"']?[ \t]{0,8}[:=][ \t]{0,8}|\t[ \t]{0,8}(?=[^\s:=]))"),
+     lambda s: s.assignment,
      ("token", "key", "secret", "pass", "pwd", "cred", "auth", "cookie", "sig")),
     (re.compile(r"(?<![\w-])((?i:bearer)[ \t]{1,8})([A-Za-z0-9._~+/=-]{6,})"), lambda s: s.bearer, ("bearer",)),
     (re.compile(r"(?<![A-Za-z0-9_-])(?:hf_[A-Za-z0-9]{16,}|(?:sk|rk|pk)-[A-Za-z0-9_-]{16,}|(?:sk|rk)_(?:live|test)_"
@@ -403,10 +412,11 @@ def _standard_passes(text: str, scan: _Scan, blocks: bool = True) -> str:
     return text
 
 
-def scan_text(text: str, found: Sink | None = None, known: Callable[[str], bool] = _no_secret) -> str:
-    """`redact_text`, adding each secret value it replaced to `found`; a word cut by a length limit goes too
-    when `known(word)` says it starts a known secret."""
-    scan = _Scan(found)
+def scan_text(text: str, found: Sink | None = None, known: Callable[[str], bool] = _no_secret,
+              min_len: int = MIN_SECRET_LEN) -> str:
+    """`redact_text`, adding each secret value of at least `min_len` characters it replaced to `found`; a word
+    cut by a length limit goes too when `known(word)` says it starts a known secret."""
+    scan = _Scan(found, min_len)
     text = _in_views(text, scan)
     return _cut_tail(_standard_passes(text, scan), known, scan)
 
@@ -419,13 +429,14 @@ def redact_text(text: str) -> str:
     return scan_text(text)
 
 
-def redact_lines(lines: list[str]) -> list[str]:
+def redact_lines(lines: list[str], found: Sink | None = None) -> list[str]:
     """Consecutive lines of one excerpt (a log line with its context) redacted as one text, so that a secret
     whose head is on one line and tail on the next (a wrapped token, `password: >` then its folded lines, a
     JSON key and its value) goes whole (line by line when a replacement joined lines); the body of a PEM
-    private key is hidden from its BEGIN line on, whether or not its END is in the excerpt."""
-    joined = redact_text("\n".join(lines)).split("\n")
-    each = joined if len(joined) == len(lines) else [redact_text(line) for line in lines]
+    private key is hidden from its BEGIN line on, whether or not its END is in the excerpt. `found` collects
+    the secret values replaced (as `scan_text`)."""
+    joined = scan_text("\n".join(lines), found, min_len=1).split("\n")
+    each = joined if len(joined) == len(lines) else [scan_text(line, found, min_len=1) for line in lines]
     out: list[str] = []
     in_key = False
     for line, done in zip(lines, each):
@@ -503,7 +514,7 @@ class Redactor:
                 self.hider.learn(key, node)
 
     def _remember_secret(self, value: str) -> None:
-        if len(value) >= MIN_SECRET_LEN and value != REDACTED:
+        if worth_keeping(value) and value != REDACTED and not _kept_value(value, "PASSWORD"):
             self.book.add(value)
 
     def _walk(self, node: Any, key: str | None) -> Any:
@@ -547,7 +558,8 @@ class Redactor:
         joined = "\n".join(items)
         done = self._done.get((joined, "lines"))
         if done is None:
-            done = self._done[(joined, "lines")] = "\n".join(redact_lines(items))
+            done = "\n".join(redact_lines(items, self))
+            self._done[(joined, "lines")] = done
         lines = done.split("\n")
         return lines if len(lines) == len(items) else items
 
@@ -562,7 +574,7 @@ class Redactor:
 
     def add(self, value: str) -> None:
         """A secret found in text during the walk: hidden in later strings now, in earlier ones afterwards."""
-        if value not in self.book.values:
+        if value not in self.book.values and worth_keeping(value):
             self.book.add(value)
             self.late.add(value)
             self._done.clear()
@@ -583,7 +595,7 @@ class Redactor:
 
             text = visible(text)
         text = self.book.replace(text, REDACTED)
-        text = scan_text(text, self, self.book.starts_one)
+        text = scan_text(text, self, self.book.starts_one, min_len=1)
         if hosts and self.hider is not None:
             text = self.hider.hide(text)
         return text

@@ -73,3 +73,45 @@ def test_a_bundle_naming_a_key_twice_is_refused_in_one_line(tmp_path: Path, comm
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "appears twice" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert bundle.read_bytes() == before
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("password\tTr0ub4dor-and-3", "password\t[REDACTED]"),
+    ("  HF_TOKEN\t\thf_Zq8xWv3Lm9Np2Rt5Yb\tset", "  HF_TOKEN\t\t[REDACTED]\tset"),
+    ("api_key\tq7x", "api_key\t[REDACTED]"),
+    ("the token\tmoved on", "the token\tmoved on"),  # a tab inside prose is no table row
+    ("key\tvalue", "key\tvalue"),
+])
+def test_a_secret_named_column_then_a_tab_is_a_table_row_whose_value_is_hidden(text: str, shown: str) -> None:
+    from doctor.redact import redact_text
+
+    assert redact_text(text) == shown
+
+
+def test_a_short_secret_is_hidden_wherever_it_stands_as_a_word_in_the_document() -> None:
+    from doctor.redact import redact_document
+
+    doc = {"env": {"HF_TOKEN": "q7x", "API_KEY": "zk9p", "PASSWORD": "1234"},
+           "log": ["token q7x rejected", "auth with zk9p failed", "port 1234 of q7xa", "password: ab9"], "x": "saw ab9"}
+    assert redact_document(doc)["log"] == ["token [REDACTED] rejected", "auth with [REDACTED] failed",
+                                           "port 1234 of q7xa", "password: [REDACTED]"]
+    assert redact_document(doc)["x"] == "saw [REDACTED]"
+
+
+@pytest.mark.parametrize("module", ["secrets", "yaml", "click", "json", "httpx"])
+def test_python_m_doctor_run_from_a_folder_holding_a_module_of_that_name_does_not_import_it(
+        tmp_path: Path, module: str) -> None:
+    (tmp_path / f"{module}.py").write_text("import sys\nsys.stderr.write('SHADOWED\\n')\nsys.exit(9)\n")
+    done = subprocess.run([sys.executable, "-m", "doctor", "remedies", "list"], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0 and "SHADOWED" not in done.stderr, done.stderr
+
+
+def test_an_interpreter_qwen_doctor_runs_to_read_something_does_not_import_the_current_folders_modules(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from doctor.boundedrun import run_bounded
+
+    (tmp_path / "secrets.py").write_text("raise SystemExit('SHADOWED')\n")
+    monkeypatch.chdir(tmp_path)
+    done = run_bounded([sys.executable, "-c", "import secrets; print(secrets.token_hex(2))"], 60)
+    assert done.returncode == 0 and len(done.stdout.strip()) == 4, done.stderr
