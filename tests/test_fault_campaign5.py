@@ -115,3 +115,26 @@ def test_an_interpreter_qwen_doctor_runs_to_read_something_does_not_import_the_c
     monkeypatch.chdir(tmp_path)
     done = run_bounded([sys.executable, "-c", "import secrets; print(secrets.token_hex(2))"], 60)
     assert done.returncode == 0 and len(done.stdout.strip()) == 4, done.stderr
+
+
+def test_collect_redacts_every_fact_it_writes_not_only_the_environments(tmp_path: Path) -> None:
+    """The hf probe records HF_ENDPOINT as given (with its password) and the URL it asked."""
+    out = tmp_path / "bundle.json"
+    done = subprocess.run([sys.executable, "-m", "doctor", "collect", "--timeout", "5", "--hf", "-o", str(out)],
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT),
+                               "HF_ENDPOINT": "https://me:Tr0ub4dor-and-3-horses@127.0.0.1:9"})
+    assert done.returncode == 0, done.stderr
+    bundle = out.read_text()
+    assert "3-horses" not in bundle and "https://me:[REDACTED]@127.0.0.1:9" in bundle
+
+
+def test_deploy_reads_a_model_config_nested_too_deep_as_one_that_is_no_json(tmp_path: Path) -> None:
+    """Both are QD-PLAN-001's failure (exit 1), not a second error after the progress line."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"architectures": ' + "[" * 100000 + "]" * 100000 + "}")
+    done = _doctor(tmp_path, "deploy", "--profile", "vllm-stable", "--dry-run", "--model", str(model),
+                   "--format", "json")
+    results = {r["check_id"]: r for r in json.loads(done.stdout)["results"]}
+    assert done.returncode == 1 and "nested deeper" in results["QD-PLAN-001"]["summary"], done.stderr
