@@ -138,3 +138,28 @@ def test_deploy_reads_a_model_config_nested_too_deep_as_one_that_is_no_json(tmp_
                    "--format", "json")
     results = {r["check_id"]: r for r in json.loads(done.stdout)["results"]}
     assert done.returncode == 1 and "nested deeper" in results["QD-PLAN-001"]["summary"], done.stderr
+
+
+def test_a_cache_in_a_folder_others_may_write_is_neither_read_nor_written(tmp_path: Path) -> None:
+    """The cache holds compiled code: one planted in a shared cache folder must not run."""
+    import marshal
+
+    private = tmp_path / "private"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "QWEN_DOCTOR_CACHE": str(private)}
+    check = [sys.executable, "-m", "doctor", "check", "--from", str(FIXTURE), "--format", "json"]
+    subprocess.run(check, capture_output=True, timeout=180, env=env, cwd=tmp_path)
+    cached = sorted((private / "validators").glob("*.marshal"))
+    assert cached and all(oct(p.parent.stat().st_mode)[-3:] == "700" for p in cached)
+    shared = tmp_path / "shared"
+    (shared / "validators").mkdir(parents=True)
+    for folder in (shared, shared / "validators"):
+        folder.chmod(0o1777)
+    marker = tmp_path / "planted-code-ran"
+    planted = marshal.dumps(compile(f"open({str(marker)!r}, 'w').close()", "planted", "exec"))
+    for path in cached:
+        (shared / "validators" / path.name).write_bytes(planted)
+    done = subprocess.run(check, capture_output=True, text=True, timeout=180, cwd=tmp_path,
+                          env={**env, "QWEN_DOCTOR_CACHE": str(shared)})
+    assert done.returncode in (0, 1) and json.loads(done.stdout)["results"], done.stderr
+    assert not marker.exists()
+    assert sorted(p.name for p in (shared / "validators").iterdir()) == [p.name for p in cached]
