@@ -103,6 +103,11 @@ def secret_lines() -> dict[str, str]:
         "password_stdin": f"echo {s['password']} | docker login -u robot --password-stdin ghcr.io",
         "wandb_login": f"wandb login {s['digitalocean'][-40:]}",
         "digest_params": f'Authorization: Digest username="me", realm="r", response="{s["password"]}"',
+        "k8s_env_entry": f"env:\n- name: NVIDIA_API_KEY\n  value: {s['password']}",
+        "json_env_entry": f'[{{"name": "HF_TOKEN", "value": "{s["password"]}"}}]',
+        "xml_element": f"<server><password>{s['password']}</password></server>",
+        "nuget_attributes": f'<add key="ClearTextPassword" value="{s["password"]}" />',
+        "password_tab": f"password\t{s['password']}",
     }
 
 

@@ -197,6 +197,27 @@ class _Scan:
             return None
         return "://" + authority[:colon + 1] + self.hide(authority[colon + 1:at]) + "@", i + at + 1
 
+    def named_value(self, text: str, m: re.Match[str]) -> Hit:
+        """The value of a name / value pair whose name is a secret's: a Kubernetes or ECS env entry
+        (`- name: HF_TOKEN` then `value: V`), `{"Key": "API_KEY", "Value": V}`, `<add key="ApiKey" value="V"/>`."""
+        if not is_secret_name(m.group(1)):
+            return None
+        start, end, _q = _value(text, m.end(), _PLAIN)
+        value = text[start:end]
+        if not value or value == REDACTED or _kept_value(value, _normal(m.group(1))):
+            return None
+        return text[m.start():start] + self.hide(value), end
+
+    def xml_element(self, text: str, m: re.Match[str]) -> Hit:
+        """`<password>V</password>` (Maven's settings.xml, NuGet.Config, .NET and Java configs)."""
+        if not is_secret_name(m.group(1)):
+            return None
+        end = text.find("<", m.end(), m.end() + 4096)
+        value = text[m.end():end].strip() if end > 0 else ""
+        if not value or value == REDACTED or "\n" in value or _kept_value(value, _normal(m.group(1))):
+            return None
+        return m.group() + self.hide(value), end
+
     def token(self, text: str, m: re.Match[str]) -> Hit:
         return self.hide(m.group()), m.end()
 
@@ -219,6 +240,14 @@ _PASSES: list[tuple[re.Pattern[str], Callable[[_Scan], Callable[[str, re.Match[s
     (re.compile(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)?-----"), lambda s: s.pem,
      ("private key",)),
     (re.compile(r"://"), lambda s: s.url_password, ("://",)),
+    (re.compile(r'"(?i:name|key|parameterkey)"[ \t]{0,8}:[ \t]{0,8}"([A-Za-z_][\w.-]{0,80})"[ \t]{0,8},\s{0,40}'
+                r'"(?i:value|parametervalue)"[ \t]{0,8}:[ \t]{0,8}'), lambda s: s.named_value, ("name", "key")),
+    (re.compile(r"(?<![\w-])(?i:name|key):[ \t]{1,8}[\"']?([A-Za-z_][\w.-]{0,80})[\"']?[ \t]{0,8}\r?\n"
+                r"[ \t]{0,40}(?i:value):[ \t]{0,8}"), lambda s: s.named_value, ("name", "key")),
+    (re.compile(r"(?<![\w-])(?i:key|name)[ \t]{0,8}=[ \t]{0,8}\"([A-Za-z_][\w.-]{0,80})\"[ \t]{1,8}"
+                r"(?i:value)[ \t]{0,8}=[ \t]{0,8}"), lambda s: s.named_value, ("name", "key")),
+    (re.compile(r"<([A-Za-z_][\w.-]{0,80})>"), lambda s: s.xml_element,
+     ("token", "key", "secret", "pass", "pwd", "cred", "auth", "cookie", "sig")),
     (re.compile(r"(?<![\w-])(-{1,2}[A-Za-z][\w.-]{0,80})(=|[ \t]{1,8})"), lambda s: s.flag,
      ("token", "key", "secret", "pass", "pwd", "cred", "auth", "cookie", "sig")),
     (re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]{0,80})([\"']?[ \t]{0,8}[:=][ \t]{0,8}|\t[ \t]{0,8}(?=[^\s:=]))"),
@@ -471,6 +500,20 @@ def opens_private_key(text: str) -> bool:
     return begin >= 0 and "PRIVATE KEY" in text[begin:begin + 80] and text.find("-----END", begin) < 0
 
 
+_VALUE_OF_SECRET = "SECRET_VALUE"  # the key a walk gives the value of a secret's name / value pair
+_PAIR_NAMES = ("name", "Name", "key", "Key", "ParameterKey")
+_PAIR_VALUES = frozenset({"value", "Value", "ParameterValue"})
+
+
+def _secret_pair(node: dict[Any, Any], key: Any) -> bool:
+    """Whether `node[key]` is the value of a name / value pair naming a secret (`{"name": "HF_TOKEN", "value":
+    V}`: a Kubernetes or ECS env entry, AWS's Key / Value and ParameterKey / ParameterValue)."""
+    if key not in _PAIR_VALUES:
+        return False
+    name = next((node[n] for n in _PAIR_NAMES if isinstance(node.get(n), str)), None)
+    return name is not None and is_secret_name(name)
+
+
 class Redactor:
     """One redaction pass over a JSON-like document; `hosts` also pseudonymises hostnames and IPs; `visible`
     also shows control characters as escapes (`doctor.textsafe.visible`)."""
@@ -501,7 +544,7 @@ class Redactor:
         """First look: remember secret values (to hide them wherever else they appear) and host names."""
         if isinstance(node, dict):
             for k, v in node.items():
-                self._harvest(v, str(k))
+                self._harvest(v, _VALUE_OF_SECRET if _secret_pair(node, k) else str(k))
         elif isinstance(node, list):
             for i, item in enumerate(node):
                 if isinstance(item, str) and i and isinstance(node[i - 1], str) and is_secret_flag(node[i - 1]):
@@ -519,7 +562,8 @@ class Redactor:
 
     def _walk(self, node: Any, key: str | None) -> Any:
         if isinstance(node, dict):
-            return {self._string(str(k)): self._walk(v, str(k)) for k, v in node.items()}
+            return {self._string(str(k)): self._walk(v, _VALUE_OF_SECRET if _secret_pair(node, k) else str(k))
+                    for k, v in node.items()}
         if isinstance(node, list):
             return self._walk_list(node, key)
         if isinstance(node, str):

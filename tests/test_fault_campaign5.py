@@ -163,3 +163,32 @@ def test_a_cache_in_a_folder_others_may_write_is_neither_read_nor_written(tmp_pa
     assert done.returncode in (0, 1) and json.loads(done.stdout)["results"], done.stderr
     assert not marker.exists()
     assert sorted(p.name for p in (shared / "validators").iterdir()) == [p.name for p in cached]
+
+
+SECRET = "Qm7vX2pL9kR4tW8z"
+NAME_VALUE_FORMS = {
+    "kubernetes env": f"env:\n- name: HF_TOKEN\n  value: {SECRET}\n- name: NCCL_DEBUG\n  value: INFO",
+    "kubernetes env, quoted": f'      - name: "VLLM_API_KEY"\n        value: "{SECRET}"',
+    "ECS / JSON env": f'"environment": [{{"name": "HF_TOKEN", "value": "{SECRET}"}}, {{"name": "X", "value": "1"}}]',
+    "AWS parameters": f'{{"ParameterKey": "DbPassword",\n  "ParameterValue": "{SECRET}"}}',
+    ".NET / NuGet attributes": f'<add key="ClearTextPassword" value="{SECRET}" />',
+    "Maven settings.xml": f"<server><id>x</id><password>{SECRET}</password></server>",
+}
+
+
+@pytest.mark.parametrize("form", NAME_VALUE_FORMS)
+def test_a_secret_given_as_a_name_value_pair_or_an_xml_element_is_hidden(form: str) -> None:
+    from doctor.redact import redact_text
+
+    out = redact_text(NAME_VALUE_FORMS[form])
+    assert SECRET not in out and "[REDACTED]" in out, out
+    assert "INFO" in out or "INFO" not in NAME_VALUE_FORMS[form]
+
+
+def test_a_name_value_pair_naming_a_secret_is_hidden_in_a_document_and_wherever_else_its_value_stands() -> None:
+    from doctor.redact import redact_document
+
+    doc = {"env": [{"name": "HF_TOKEN", "value": SECRET}, {"name": "NCCL_DEBUG", "value": "INFO"}],
+           "log": f"401 for token {SECRET}"}
+    assert redact_document(doc) == {"env": [{"name": "HF_TOKEN", "value": "[REDACTED]"},
+                                            {"name": "NCCL_DEBUG", "value": "INFO"}], "log": "401 for token [REDACTED]"}
