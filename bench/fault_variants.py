@@ -43,7 +43,7 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.hostile_server import ENDLESS, SLOW_HEAD, TRICKLE, start as start_server  # noqa: E402
+from tests.support.hostile_server import ENDLESS, GZIP_BOMB, SLOW_HEAD, TRICKLE, start as start_server  # noqa: E402
 from tests.support.terminal import on_terminal  # noqa: E402
 TIMEOUT_S = 90
 EARLY_STOP_S = 0.2  # python -m doctor's interpreter start-up, before its first statement, on a loaded machine
@@ -272,7 +272,7 @@ def build_cases(tmp: Path) -> list[Case]:
     for mode in SERVER_MODES:
         url = hostile_server(mode)
         # A reply that never ends is cut at --request-timeout; a short one keeps the case within TIMEOUT_S.
-        quick = ["--request-timeout", "2", "--burst", "1"] if set(SERVER_MODES[mode]) & {TRICKLE, ENDLESS, SLOW_HEAD} else []
+        quick = ["--request-timeout", "2", "--burst", "1"] if set(SERVER_MODES[mode]) & {TRICKLE, ENDLESS, SLOW_HEAD, GZIP_BOMB} else []
         cases.append(Case(f"server {mode}: probe", "servers", ["probe", url, *quick]))
         cases.append(Case(f"server {mode}: probe --model m", "servers", ["probe", url, "--model", "m", *quick]))
     return cases
@@ -656,6 +656,8 @@ SERVER_MODES = {
     "endless": ('{"data": [{"id": "m", "max_model_len": 4096}]}', ENDLESS),
     "slow head": ('{"data": [{"id": "m", "max_model_len": 4096}]}', SLOW_HEAD),
     "slow head models": (SLOW_HEAD, "{}"),
+    "gzip bomb": ('{"data": [{"id": "m", "max_model_len": 4096}]}', GZIP_BOMB),
+    "gzip bomb models": (GZIP_BOMB, "{}"),
 }
 
 

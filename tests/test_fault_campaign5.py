@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.hostile_server import SLOW_HEAD, hostile
+from tests.support.hostile_server import GZIP_BOMB, SLOW_HEAD, hostile
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "a100-8x-nvlink.json"
@@ -192,3 +192,47 @@ def test_a_name_value_pair_naming_a_secret_is_hidden_in_a_document_and_wherever_
            "log": f"401 for token {SECRET}"}
     assert redact_document(doc) == {"env": [{"name": "HF_TOKEN", "value": "[REDACTED]"},
                                             {"name": "NCCL_DEBUG", "value": "INFO"}], "log": "401 for token [REDACTED]"}
+
+
+def test_a_gzip_bomb_meets_the_byte_bound_by_what_it_inflates_to() -> None:
+    """256 KiB on the wire, 256 MiB inflated: the 4 MiB bound counts the inflated bytes."""
+    from doctor import boundedhttp
+
+    async def get(url: str) -> None:
+        async with boundedhttp.bounded_async_client(30, max_bytes=4 << 20, base_url=url) as client:
+            await client.get("/metrics")
+
+    with hostile(other=GZIP_BOMB) as url:
+        with pytest.raises(boundedhttp.ReplyTooLarge), boundedhttp.bounded_client(30, max_bytes=4 << 20) as client:
+            client.get(f"{url}/metrics")
+        with pytest.raises(boundedhttp.ReplyTooLarge):
+            asyncio.run(get(url))
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "raw deflate"])
+def test_a_compressed_reply_within_the_bound_is_read_whole(encoding: str) -> None:
+    import zlib
+
+    import httpx
+
+    from doctor import boundedhttp
+
+    body = json.dumps({"data": [{"id": "m" * 1000}] * 200}).encode()
+    packed = {"gzip": lambda b: zlib.compress(b, wbits=16 + zlib.MAX_WBITS), "deflate": zlib.compress,
+              "raw deflate": lambda b: zlib.compress(b, wbits=-zlib.MAX_WBITS)}[encoding](body)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        assert request.headers["accept-encoding"] == "gzip, deflate"
+        return httpx.Response(200, headers={"Content-Encoding": encoding.split()[-1]}, content=packed)
+
+    transport = boundedhttp.BoundedTransport(5.0)
+    transport.inner = httpx.MockTransport(answer)  # type: ignore[assignment]
+    with httpx.Client(transport=transport, headers=boundedhttp._accepting(None)) as client:
+        assert client.get("http://x/").content == body
+
+
+def test_probe_of_a_gzip_bomb_is_one_failed_exercise_each_not_gigabytes(tmp_path: Path) -> None:
+    with hostile(other=GZIP_BOMB) as url:
+        done = _doctor(tmp_path, "probe", url, "--burst", "1", "--format", "json")
+    results = {r["check_id"]: r for r in json.loads(done.stdout)["results"]}
+    assert done.returncode == 1 and "ReplyTooLarge" in results["QD-DEPLOY-CHAT"]["summary"], done.stderr
