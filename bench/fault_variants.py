@@ -131,6 +131,8 @@ class Case:
     tty: bool = False  # stdout on a pseudo-terminal: what a user's terminal receives, unstripped by click
     gone: tuple[str, ...] = ()  # files the command must have removed (a stale record it says it removed)
     one_line_stderr: bool = False  # stderr must be one line whatever the exit code (a `wrote PATH` line)
+    launcher: bool = False  # run the installed `qwen-doctor` command (signals blocked during the interpreter's
+    # start-up, which `python -m doctor` cannot do: a Ctrl-C there is Python's KeyboardInterrupt traceback)
 
 
 @dataclass
@@ -414,12 +416,15 @@ def _fifth_variants(tmp: Path, bundle: str) -> list[Case]:
                 {"QWEN_DOCTOR_CACHE": "/dev/null"}, {"QWEN_DOCTOR_VLLM_PYTHON": "/dev/null"},
                 {"QWEN_DOCTOR_VLLM_PYTHON": ""}, {"QWEN_DOCTOR_VLLM_PYTHON": "\x1b[2J"}, {"CUDA_VISIBLE_DEVICES": "\x1b]0;x\x07,a,-1"},
                 {"HF_ENDPOINT": "file:///etc/passwd"}, {"HF_ENDPOINT": "http://[::1"}, {"HF_HUB_OFFLINE": "maybe"},
+                {"HF_ENDPOINT": "http://hub.example:99999"}, {"HTTPS_PROXY": "http://[::1"},
+                {"PIP_INDEX_URL": "http://[::1"},
                 {"COLUMNS": "0"}, {"COLUMNS": "-5"}, {"COLUMNS": "99999999999"}, {"TERM": "dumb"}, {"LINES": "x"},
                 {"HOME": "/dev/null"}, {"QWEN_DOCTOR_API_KEY": "\x1b[2J"}, {"NO_COLOR": ""}, {"HF_HOME": "/dev/null"}):
         label = " ".join(f"{k}={v!r}" for k, v in env.items())
         for cmd in (["check", "--from", bundle], ["deploy", "--profile", "vllm-stable", "--dry-run"],
                     ["plan", "--gpus", "1xH200"], ["collect", "--timeout", "5", "--hf"], ["deploy", "--status"],
-                    ["probe", "http://127.0.0.1:9/", "--request-timeout", "1"], ["check", "--hf", "--only", "QD-NET"]):
+                    ["probe", "http://127.0.0.1:9/", "--request-timeout", "1"], ["check", "--hf", "--only", "QD-NET"],
+                    ["check", "--index", "--format", "json"]):
             cases.append(Case(f"5 env {label}: {' '.join(cmd[:2])}", "environment", cmd, env=env))
     # A socket as an input (never blocks), a FIFO as an -o target.
     sock_path = fifth / "in.sock"
@@ -438,7 +443,7 @@ def _fifth_variants(tmp: Path, bundle: str) -> list[Case]:
             folder = fifth / "stop" / f"INT-{label}-{delay}"
             folder.mkdir(parents=True)
             cases.append(Case(f"5 SIGINT at {delay * 1000:.0f} ms: {label} -o", "signals", [*cmd, "-o", str(folder / "out")],
-                              codes=(0, 1, 130), stop=(signal.SIGINT, delay), clean=str(folder)))
+                              codes=(0, 1, 130), stop=(signal.SIGINT, delay), clean=str(folder), launcher=True))
     # A bundle naming a key twice; a server whose reply head never ends.
     doc = Path(bundle).read_text()
     twice = _write(fifth / "twice.json", doc.replace("{", '{"hostname": "a", ', 1))
@@ -697,6 +702,9 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
     before = _files_state(case.watch)
     started = time.monotonic()
     argv = [sys.executable, "-m", "doctor", *case.args]
+    if case.launcher:
+        argv = [str(Path(sys.executable).parent / "qwen-doctor"), *case.args]
+        env["PYTHONPATH"] = str(tree)
     out_dir = tmp / "outputs" / str(abs(hash(case.name)))
     out_dir.mkdir(parents=True, exist_ok=True)
     cwd: Path = tree

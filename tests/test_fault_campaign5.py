@@ -236,3 +236,25 @@ def test_probe_of_a_gzip_bomb_is_one_failed_exercise_each_not_gigabytes(tmp_path
         done = _doctor(tmp_path, "probe", url, "--burst", "1", "--format", "json")
     results = {r["check_id"]: r for r in json.loads(done.stdout)["results"]}
     assert done.returncode == 1 and "ReplyTooLarge" in results["QD-DEPLOY-CHAT"]["summary"], done.stderr
+
+
+@pytest.mark.parametrize("endpoint", ["http://[::1", "http://hub.example:99999", "http://hub.example:abc"])
+def test_an_hf_endpoint_that_is_no_url_is_a_probe_error_not_a_crash(tmp_path: Path, endpoint: str) -> None:
+    from doctor.net import hf
+
+    assert hf.probe_endpoint(endpoint, "Qwen/Qwen3.5-35B-A3B", "main", None, 1.0)["error"].endswith(
+        "is not an http(s) URL")
+    done = subprocess.run([sys.executable, "-m", "doctor", "check", "--hf", "--only", "QD-NET"], capture_output=True,
+                          text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "HF_ENDPOINT": endpoint})
+    assert done.returncode in (0, 1) and "internal error" not in done.stderr, done.stderr
+
+
+def test_a_package_index_url_that_is_no_url_is_unreachable_naming_no_password() -> None:
+    from doctor import pkgindex
+
+    with pytest.raises(pkgindex.IndexUnreachable, match=r"^http://\[::1 did not answer \(InvalidURL\)$"):
+        pkgindex._from_url("http://[::1", "vllm", 2.0)
+    with pytest.raises(pkgindex.IndexUnreachable) as refused:
+        pkgindex._from_url("http://me:Tr0ub4dor-and-3-horses@127.0.0.1:9/simple", "vllm", 2.0)
+    assert "horses" not in str(refused.value) and "127.0.0.1:9" in str(refused.value)
