@@ -258,3 +258,22 @@ def test_a_package_index_url_that_is_no_url_is_unreachable_naming_no_password() 
     with pytest.raises(pkgindex.IndexUnreachable) as refused:
         pkgindex._from_url("http://me:Tr0ub4dor-and-3-horses@127.0.0.1:9/simple", "vllm", 2.0)
     assert "horses" not in str(refused.value) and "127.0.0.1:9" in str(refused.value)
+
+
+@pytest.mark.parametrize("spoil", ["deep record", "record of another shape", "folder others may write"])
+def test_a_rehearsal_folder_that_cannot_be_trusted_is_built_again_beside_it(tmp_path: Path, spoil: str,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from doctor.rehearse import checkpoint
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
+    first = checkpoint.build("bf16", tmp_path / "cache")
+    marker = first.path / checkpoint.MARKER
+    if spoil == "deep record":
+        marker.write_text("[" * 100000 + "]" * 100000)
+    elif spoil == "record of another shape":
+        marker.write_text('{"tokenizer": 5}')
+    else:
+        first.path.chmod(0o777)
+    again = checkpoint.build("bf16", tmp_path / "cache")
+    assert not again.cached and again.path != first.path and again.path.parent == first.path.parent
+    assert (again.path / "config.json").is_file() and checkpoint.build("bf16", tmp_path / "cache").path == again.path
