@@ -131,6 +131,7 @@ class Case:
     tty: bool = False  # stdout on a pseudo-terminal: what a user's terminal receives, unstripped by click
     gone: tuple[str, ...] = ()  # files the command must have removed (a stale record it says it removed)
     one_line_stderr: bool = False  # stderr must be one line whatever the exit code (a `wrote PATH` line)
+    ends_with: str | None = None  # exit 2 may follow the command's own stderr lines when the last starts so
     launcher: bool = False  # run the installed `qwen-doctor` command (signals blocked during the interpreter's
     # start-up, which `python -m doctor` cannot do: a Ctrl-C there is Python's KeyboardInterrupt traceback)
 
@@ -306,7 +307,8 @@ def _fifth_variants(tmp: Path, bundle: str) -> list[Case]:
             cases.append(Case(f"5 closed {fds_label}: {label}", "streams", cmd, closed=fds,
                               env={"QWEN_DOCTOR_STATE_DIR": str(fifth / "state")}))
         if label != "explain -":
-            cases.append(Case(f"5 full stdout: {label} > /dev/full", "streams", cmd, shell="> /dev/full"))
+            cases.append(Case(f"5 full stdout: {label} > /dev/full", "streams", cmd, shell="> /dev/full", codes=(2,),
+                              ends_with="qwen-doctor: error: cannot write to stdout: No space left on device"))
             cases.append(Case(f"5 EPIPE: {label} | head -1", "streams", cmd, shell="| head -c 10"))
     # -o through another user's symlink (last or parent component) for every command that writes one.
     shared = fifth / "shared"
@@ -745,7 +747,9 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
                   and not stderr.strip())
     if proc.returncode not in case.codes and not early_stop:
         why.append(f"exit {proc.returncode}")
-    if proc.returncode == 2 and not case.closed and len(stderr.decode("utf-8", "replace").strip().splitlines()) != 1:
+    err_lines = stderr.decode("utf-8", "replace").strip().splitlines()
+    ended = case.ends_with is not None and bool(err_lines) and err_lines[-1].startswith(case.ends_with)
+    if proc.returncode == 2 and not case.closed and len(err_lines) != 1 and not ended:
         why.append(f"exit 2 with {len(stderr.splitlines())} stderr lines")
     if case.one_line_stderr and len(stderr.decode("utf-8", "replace").strip().splitlines()) != 1:
         why.append(f"{len(stderr.splitlines())} stderr lines")

@@ -277,3 +277,21 @@ def test_a_rehearsal_folder_that_cannot_be_trusted_is_built_again_beside_it(tmp_
     again = checkpoint.build("bf16", tmp_path / "cache")
     assert not again.cached and again.path != first.path and again.path.parent == first.path.parent
     assert (again.path / "config.json").is_file() and checkpoint.build("bf16", tmp_path / "cache").path == again.path
+
+
+@pytest.mark.parametrize("command", [["collect", "--timeout", "5"], ["plan", "--gpus", "1xH200", "--format", "json"],
+                                     ["check", "--from", str(FIXTURE), "--format", "json"]])
+def test_a_report_lost_to_a_full_disk_is_exit_2_not_a_success(tmp_path: Path, command: list[str]) -> None:
+    """`collect > bundle.json` on a full disk: exit 0 would tell CI the bundle was written."""
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run([sys.executable, "-m", "doctor", *command], stdout=full, stderr=subprocess.PIPE,
+                              text=True, timeout=180, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2 and done.stderr.splitlines()[-1] == (
+        "qwen-doctor: error: cannot write to stdout: No space left on device; what it held is incomplete"), done.stderr
+
+
+def test_a_reader_that_stops_reading_keeps_the_commands_exit_code(tmp_path: Path) -> None:
+    done = subprocess.run(f"{sys.executable} -m doctor plan --gpus 1xH200 | head -c 1 >/dev/null; "
+                          "echo ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", capture_output=True,
+                          text=True, timeout=180, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.strip() == "0", done.stderr
