@@ -132,6 +132,7 @@ class Case:
     gone: tuple[str, ...] = ()  # files the command must have removed (a stale record it says it removed)
     one_line_stderr: bool = False  # stderr must be one line whatever the exit code (a `wrote PATH` line)
     ends_with: str | None = None  # exit 2 may follow the command's own stderr lines when the last starts so
+    forged: str | None = None  # no stdout line may start with this (a name with a newline forging a line)
     launcher: bool = False  # run the installed `qwen-doctor` command (signals blocked during the interpreter's
     # start-up, which `python -m doctor` cannot do: a Ctrl-C there is Python's KeyboardInterrupt traceback)
 
@@ -446,6 +447,16 @@ def _fifth_variants(tmp: Path, bundle: str) -> list[Case]:
             folder.mkdir(parents=True)
             cases.append(Case(f"5 SIGINT at {delay * 1000:.0f} ms: {label} -o", "signals", [*cmd, "-o", str(folder / "out")],
                               codes=(0, 1, 130), stop=(signal.SIGINT, delay), clean=str(folder), launcher=True))
+    # A name or host holding a newline and a forged line: the report keeps it on its own line.
+    forged = "[✓] all checks passed"
+    named = _write(fifth / f"server.log\n{forged}", "RuntimeError: CUDA error: out of memory\n")
+    host_doc = json.loads(Path(bundle).read_text())
+    host_doc["hostname"] = f"h\n{forged}"
+    host_bundle = _write(fifth / "newline-host.json", json.dumps(host_doc))
+    for cmd in (["explain", str(named)], ["explain", str(named), "-v"], ["lint", str(named)],
+                ["check", "--from", str(host_bundle)], ["check", "--from", str(host_bundle), "-v"],
+                ["plan", "--facts", str(host_bundle)]):
+        cases.append(Case(f"5 newline name: {' '.join(cmd[:2])}", "terminal", cmd, forged=forged))
     # A bundle naming a key twice; a server whose reply head never ends.
     doc = Path(bundle).read_text()
     twice = _write(fifth / "twice.json", doc.replace("{", '{"hostname": "a", ', 1))
@@ -761,6 +772,8 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
             why.append(f"left behind: {left}")
         elif left and not Path(case.clean, "out").read_bytes().rstrip().endswith((b"}", b"</html>")):
             why.append("a half-written -o file")
+    if case.forged is not None and any(line.startswith(case.forged.encode()) for line in stdout.splitlines()):
+        why.append(f"a line forged by a name: {case.forged!r}")
     for secret in case.secrets:
         if secret.encode() in text or secret.encode("utf-16-le") in text:
             why.append(f"leak {secret}")

@@ -295,3 +295,12 @@ def test_a_reader_that_stops_reading_keeps_the_commands_exit_code(tmp_path: Path
                           "echo ${PIPESTATUS[0]}", shell=True, executable="/bin/bash", capture_output=True,
                           text=True, timeout=180, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.stdout.strip() == "0", done.stderr
+
+
+def test_a_log_named_with_a_newline_keeps_the_reports_title_on_one_line(tmp_path: Path) -> None:
+    """A name could otherwise forge a line of the report (`x.log\\n[✓] all checks passed`)."""
+    name = "server.log\n[✓] all checks passed"
+    (tmp_path / name).write_text("RuntimeError: CUDA error: out of memory\n")
+    done = _doctor(tmp_path, "explain", name)
+    assert done.stdout.splitlines()[0].startswith("qwen-doctor explain · server.log\\n[✓] all checks passed"), done.stdout
+    assert "\n[✓] all checks passed" not in done.stdout
