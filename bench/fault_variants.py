@@ -43,7 +43,8 @@ from typing import Any, Callable
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.hostile_server import ENDLESS, GZIP_BOMB, SLOW_HEAD, TRICKLE, start as start_server  # noqa: E402
+from tests.support.hostile_server import (ENDLESS, FILE_REDIRECT, GZIP_BOMB, HUGE_HEADER, REDIRECT_LOOP, SLOW_HEAD,
+                                          TRICKLE, start as start_server)  # noqa: E402
 from tests.support.terminal import on_terminal  # noqa: E402
 TIMEOUT_S = 90
 EARLY_STOP_S = 0.2  # python -m doctor's interpreter start-up, before its first statement, on a loaded machine
@@ -447,6 +448,14 @@ def _fifth_variants(tmp: Path, bundle: str) -> list[Case]:
             folder.mkdir(parents=True)
             cases.append(Case(f"5 SIGINT at {delay * 1000:.0f} ms: {label} -o", "signals", [*cmd, "-o", str(folder / "out")],
                               codes=(0, 1, 130), stop=(signal.SIGINT, delay), clean=str(folder), launcher=True))
+    # Hugging Face reachability and the package index against a hostile server.
+    for mode in ("slow head models", "gzip bomb models", "redirect loop", "file: redirect", "huge header", "trickle",
+                 "endless", "deep models", "invalid UTF-8"):
+        url = hostile_server(mode)
+        for cmd in (["check", "--hf", "--only", "QD-NET", "--timeout", "3"], ["collect", "--hf", "--timeout", "3"]):
+            cases.append(Case(f"5 hostile HF_ENDPOINT {mode}: {cmd[0]}", "servers", cmd, env={"HF_ENDPOINT": url}))
+        cases.append(Case(f"5 hostile index {mode}: check --index", "servers", ["check", "--index", "--timeout", "3"],
+                          env={"PIP_INDEX_URL": url + "/simple"}))
     # A name or host holding a newline and a forged line: the report keeps it on its own line.
     forged = "[✓] all checks passed"
     named = _write(fifth / f"server.log\n{forged}", "RuntimeError: CUDA error: out of memory\n")
@@ -676,6 +685,11 @@ SERVER_MODES = {
     "slow head models": (SLOW_HEAD, "{}"),
     "gzip bomb": ('{"data": [{"id": "m", "max_model_len": 4096}]}', GZIP_BOMB),
     "gzip bomb models": (GZIP_BOMB, "{}"),
+    "redirect loop": (REDIRECT_LOOP, REDIRECT_LOOP),
+    "file: redirect": (FILE_REDIRECT, FILE_REDIRECT),
+    "huge header": (HUGE_HEADER, HUGE_HEADER),
+    "huge header chat": ('{"data": [{"id": "m", "max_model_len": 4096}]}', HUGE_HEADER),
+    "invalid UTF-8": (b'{"data": [{"id": "m\xff\xfe", "max_model_len": 4096}]}', b'{"choices": [{"message": {"content": "\xff"}}]}'),
 }
 
 

@@ -1,6 +1,7 @@
 """A local OpenAI-compatible server that answers what a test tells it to: /v1/models one body, every other path
 another, or a reply that never ends (TRICKLE: one chunked byte every 0.2 s; ENDLESS: 1 MiB chunks; SLOW_HEAD: a
-head that never ends, one byte every 0.2 s, the slowloris shape; GZIP_BOMB: 256 KiB of gzip that inflate to 256 MiB),
+head that never ends, one byte every 0.2 s, the slowloris shape; GZIP_BOMB: 256 KiB of gzip that inflate to 256 MiB;
+REDIRECT_LOOP / FILE_REDIRECT: a 302 to itself / to a file: URL; HUGE_HEADER: a 1 MiB header),
 for probe,
 deploy's exercises and the package index reader (tests/test_fault_campaign4.py, bench/fault_variants.py)."""
 
@@ -18,6 +19,8 @@ from typing import Callable
 TRICKLE, ENDLESS = b"<one byte every 0.2 s, forever>", b"<1 MiB chunks, forever>"
 SLOW_HEAD = b"<a head one byte every 0.2 s, forever>"
 GZIP_BOMB = b"<256 MiB of zeros, gzip-encoded>"
+REDIRECT_LOOP, FILE_REDIRECT = b"<302 to the same path>", b"<302 to file:///etc/passwd>"
+HUGE_HEADER = b"<a 1 MiB header line>"
 MODELS = b'{"data": [{"id": "m", "max_model_len": 4096}]}'
 
 
@@ -32,6 +35,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return self._slow_head()
         if body == GZIP_BOMB:
             return self._bomb()
+        if body in (REDIRECT_LOOP, FILE_REDIRECT, HUGE_HEADER):
+            return self._odd_head(body)
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -49,6 +54,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.flush()
                 if len(chunk) == 1:
                     time.sleep(0.2)
+
+    def _odd_head(self, body: bytes) -> None:
+        self.send_response(200 if body == HUGE_HEADER else 302)
+        if body == HUGE_HEADER:
+            self.send_header("X-Huge", "a" * (1 << 20))
+        else:
+            self.send_header("Location", self.path if body == REDIRECT_LOOP else "file:///etc/passwd")
+        self.send_header("Content-Length", "0")
+        with contextlib.suppress(OSError):
+            self.end_headers()
 
     def _bomb(self) -> None:
         body = _gzip_bomb()
