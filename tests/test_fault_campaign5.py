@@ -129,15 +129,14 @@ def test_collect_redacts_every_fact_it_writes_not_only_the_environments(tmp_path
     assert "3-horses" not in bundle and "https://me:[REDACTED]@127.0.0.1:9" in bundle
 
 
-def test_deploy_reads_a_model_config_nested_too_deep_as_one_that_is_no_json(tmp_path: Path) -> None:
-    """Both are QD-PLAN-001's failure (exit 1), not a second error after the progress line."""
+@pytest.mark.parametrize("profile", ["vllm-stable", "sglang-stable"])
+def test_deploy_refuses_a_model_config_nested_too_deep_before_its_progress_line(tmp_path: Path, profile: str) -> None:
+    """One line on stderr, as for any bad input: not the progress line and then the error."""
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text('{"architectures": ' + "[" * 100000 + "]" * 100000 + "}")
-    done = _doctor(tmp_path, "deploy", "--profile", "vllm-stable", "--dry-run", "--model", str(model),
-                   "--format", "json")
-    results = {r["check_id"]: r for r in json.loads(done.stdout)["results"]}
-    assert done.returncode == 1 and "nested deeper" in results["QD-PLAN-001"]["summary"], done.stderr
+    done = _doctor(tmp_path, "deploy", "--profile", profile, "--dry-run", "--model", str(model))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "nested deeper" in done.stderr, done.stderr
 
 
 def test_a_cache_in_a_folder_others_may_write_is_neither_read_nor_written(tmp_path: Path) -> None:
@@ -304,3 +303,27 @@ def test_a_log_named_with_a_newline_keeps_the_reports_title_on_one_line(tmp_path
     done = _doctor(tmp_path, "explain", name)
     assert done.stdout.splitlines()[0].startswith("qwen-doctor explain · server.log\\n[✓] all checks passed"), done.stdout
     assert "\n[✓] all checks passed" not in done.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's symlink needs root")
+def test_a_run_record_in_a_shared_state_folder_is_not_written_through_another_users_symlink(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from doctor.deploy import runs
+    from doctor.errors import DoctorError
+
+    shared = tmp_path / "state"
+    (shared / "runs").mkdir(parents=True)
+    for folder in (shared, shared / "runs"):
+        folder.chmod(0o1777)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    monkeypatch.setenv("QWEN_DOCTOR_STATE_DIR", str(shared))
+    record = runs.RunRecord(pid=4_000_003, create_time=5.0, host="h", port=8000, profile="p", backend="vllm",
+                            log="l", started_at="s")
+    record.path.symlink_to(victim)
+    os.lchown(record.path, 54321, 54321)
+    with pytest.raises(DoctorError, match="owned by uid 54321"):
+        runs.save(record)
+    assert victim.read_text() == "precious\n"
+    record.path.unlink()
+    assert json.loads(runs.save(record).read_text())["pid"] == 4_000_003

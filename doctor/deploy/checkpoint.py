@@ -22,7 +22,7 @@ from doctor.deploy.spec import LaunchSpec
 from doctor.deployment import SettingError, from_argv
 from doctor.deployment.table import field_names
 from doctor.results import Result, Status
-from doctor.safeio import CONFIG_MAX_BYTES, InputError, read_json
+from doctor.safeio import CONFIG_MAX_BYTES, BadJSON, read_json
 
 CHECK_ID = "QD-DEPLOY-CONFIG"
 TITLE = "Flags fit the checkpoint's config.json"
@@ -54,14 +54,13 @@ def derived_max_len(config: dict[str, Any]) -> tuple[int, str] | None:
 
 
 def read_config(model: str) -> dict[str, Any] | None:
-    """The checkpoint's config.json when `model` is a local directory holding one (else None: also when it is
-    no bounded JSON, which QD-PLAN-001 reports, having read it first)."""
+    """The checkpoint's config.json when `model` is a local directory holding one (else None)."""
     path = Path(model) / "config.json"
     if not os.path.isfile(path):
         return None
     try:
         data = read_json(path, "model config", CONFIG_MAX_BYTES)
-    except InputError:  # invalid, too deep, too large or not a regular file
+    except BadJSON:
         return None
     return data if isinstance(data, dict) else None
 
