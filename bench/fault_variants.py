@@ -456,6 +456,18 @@ def _fifth_variants(tmp: Path, bundle: str) -> list[Case]:
             cases.append(Case(f"5 hostile HF_ENDPOINT {mode}: {cmd[0]}", "servers", cmd, env={"HF_ENDPOINT": url}))
         cases.append(Case(f"5 hostile index {mode}: check --index", "servers", ["check", "--index", "--timeout", "3"],
                           env={"PIP_INDEX_URL": url + "/simple"}))
+    # An engine interpreter whose flag-probe answer is deep, of another shape, or names a key twice.
+    for label, answer in (("deep", '"[" * 100000 + "]" * 100000'), ("another shape", '\'{"x": 1}\''),
+                          ("issues of another shape", '\'{"version": 1, "issues": [5]}\''),
+                          ("a key twice", '\'{"version": 1, "issues": [], "issues": []}\'')):
+        python = _write(fifth / "pythons" / label.replace(" ", "-"),
+                        f"#!{sys.executable}\nprint('@@QWEN_DOCTOR_PROBE@@' + {answer})\n")
+        python.chmod(0o755)
+        for cmd in (["profiles", "show", "vllm-stable", "--render", "--validate", "real"],
+                    ["deploy", "--profile", "vllm-stable", "--dry-run", "--python", str(python)],
+                    ["lint", str(ROOT / "tests/data/lint/serve.sh")], ["check", "--from", bundle, "--profile", "vllm-stable"]):
+            cases.append(Case(f"5 parser answer {label}: {' '.join(cmd[:2])}", "inputs", cmd,
+                              env={"QWEN_DOCTOR_VLLM_PYTHON": str(python)}))
     # A name or host holding a newline and a forged line: the report keeps it on its own line.
     forged = "[✓] all checks passed"
     named = _write(fifth / f"server.log\n{forged}", "RuntimeError: CUDA error: out of memory\n")

@@ -327,3 +327,20 @@ def test_a_run_record_in_a_shared_state_folder_is_not_written_through_another_us
     assert victim.read_text() == "precious\n"
     record.path.unlink()
     assert json.loads(runs.save(record).read_text())["pid"] == 4_000_003
+
+
+PARSER_ANSWERS = {"deep": '"[" * 100000 + "]" * 100000', "another shape": '\'{"x": 1}\'', "a list": "'[1, 2]'",
+                  "issues of another shape": '\'{"version": 1, "issues": [5]}\'',
+                  "a key twice": '\'{"version": 1, "issues": [], "issues": []}\''}
+
+
+@pytest.mark.parametrize("answer", PARSER_ANSWERS)
+def test_an_engine_interpreter_answering_the_flag_probe_oddly_is_one_line(tmp_path: Path, answer: str) -> None:
+    python = tmp_path / "python"
+    python.write_text(f"#!{sys.executable}\nprint('@@QWEN_DOCTOR_PROBE@@' + {PARSER_ANSWERS[answer]})\n")
+    python.chmod(0o755)
+    done = subprocess.run([sys.executable, "-m", "doctor", "profiles", "show", "vllm-stable", "--render", "--validate",
+                           "real"], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "QWEN_DOCTOR_VLLM_PYTHON": str(python)})
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "internal error" not in done.stderr and str(python) in done.stderr, done.stderr
