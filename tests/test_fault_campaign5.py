@@ -344,3 +344,12 @@ def test_an_engine_interpreter_answering_the_flag_probe_oddly_is_one_line(tmp_pa
                           env={**os.environ, "PYTHONPATH": str(ROOT), "QWEN_DOCTOR_VLLM_PYTHON": str(python)})
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "internal error" not in done.stderr and str(python) in done.stderr, done.stderr
+
+
+def test_a_recipe_value_nested_too_deep_is_refused_in_one_line_not_a_recursion_error() -> None:
+    from doctor.recipes.emit import _value
+    from doctor.safeio import InputError
+
+    assert _value('{"method": "mtp", "num_speculative_tokens": 2}') == {"method": "mtp", "num_speculative_tokens": 2}
+    with pytest.raises(InputError, match="nested deeper than"):
+        _value('{"a":' * 5000 + "1" + "}" * 5000)
