@@ -22,6 +22,16 @@ Fourth campaign: secrets in tools' own command-line forms (.netrc, mysql -pPW, s
 as it was); a --python that is no interpreter (writes without end, fails, answers another shape); a server that
 trickles or never ends its replies, lists models in another shape or names a key twice; a profile naming a
 key twice (PyYAML keeps the last silently); an -o file named with a newline (its `wrote` line stays one line).
+Fifth campaign: each earlier class across every command and output: closed / full / broken stdout for every
+command (a full disk is exit 2, one line), another user's symlink under every writer's -o / --report, deep inputs
+in every reader (a checkpoint config, a flag's JSON, a notebook, a run record, an engine interpreter's answer),
+secrets in collect's bundle, plan --from-log and probe's URL, name / value pairs, XML and TAB rows; numbers (NaN,
+inf, 1e309, non-ASCII digits) in every numeric option and profile field; YAML tags, merge keys, streams; hostile
+environment values (QWEN_DOCTOR_*, HF_ENDPOINT / proxies / index URLs that do not parse, COLUMNS, TERM, HOME);
+sockets as inputs; SIGINT mid-write (through the installed command); hostile servers that send their head a
+byte at a time, a gzip bomb, redirect loops, a file: redirect, a 1 MiB header or invalid UTF-8, read by probe,
+the HF probe and the index reader; a bundle naming a key twice; a file or host named with a newline that would
+forge a report line.
 Prints one row per case and the failures; exits 1 when any case fails.
 Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json]
 """
