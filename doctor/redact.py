@@ -149,8 +149,7 @@ class _Scan:
             return None
         if m.start() > 0 and text[m.start() - 1] in "/\\" and ":" in m.group(2):
             return None  # a file path's last component (`/etc/passwd: cannot open`), not a key
-        if not any(c in m.group(2) for c in ":=") and not _row_start(text, m.start()):
-            return None  # `name<TAB>value` is a table's row (a TSV export, an env listing) only from a line's start
+        tab_only = not any(c in m.group(2) for c in ":=")  # `name<TAB>value`: a TSV export, an env listing
         i = _BLANKS.match(text, m.end()).end()
         if norm.endswith("AUTHORIZATION"):
             return self._authorization(text, m.start(), i)
@@ -160,6 +159,8 @@ class _Scan:
         value = text[start:end]
         if _kept_value(value.strip(), norm) or (norm == "KEY" and not in_query and not _random_looking(value)):
             return None
+        if tab_only and not _row_start(text, m.start()) and not _random_looking(value):
+            return None  # after other words, a tab before a word is prose's (`the token\tmoved on`)
         return text[m.start():start] + self.hide(value), end
 
     def _authorization(self, text: str, begin: int, i: int) -> Hit:

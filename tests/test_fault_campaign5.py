@@ -80,6 +80,7 @@ def test_a_bundle_naming_a_key_twice_is_refused_in_one_line(tmp_path: Path, comm
     ("  HF_TOKEN\t\thf_Zq8xWv3Lm9Np2Rt5Yb\tset", "  HF_TOKEN\t\t[REDACTED]\tset"),
     ("api_key\tq7x", "api_key\t[REDACTED]"),
     ("the token\tmoved on", "the token\tmoved on"),  # a tab inside prose is no table row
+    ("CUDA error: out of memory password\tTr0ub4dor-and-3", "CUDA error: out of memory password\t[REDACTED]"),
     ("key\tvalue", "key\tvalue"),
 ])
 def test_a_secret_named_column_then_a_tab_is_a_table_row_whose_value_is_hidden(text: str, shown: str) -> None:
