@@ -22,6 +22,16 @@ Fourth campaign: secrets in tools' own command-line forms (.netrc, mysql -pPW, s
 as it was); a --python that is no interpreter (writes without end, fails, answers another shape); a server that
 trickles or never ends its replies, lists models in another shape or names a key twice; a profile naming a
 key twice (PyYAML keeps the last silently); an -o file named with a newline (its `wrote` line stays one line).
+Fifth campaign: each earlier class across every command and output: closed / full / broken stdout for every
+command (a full disk is exit 2, one line), another user's symlink under every writer's -o / --report, deep inputs
+in every reader (a checkpoint config, a flag's JSON, a notebook, a run record, an engine interpreter's answer),
+secrets in collect's bundle, plan --from-log and probe's URL, name / value pairs, XML and TAB rows; numbers (NaN,
+inf, 1e309, non-ASCII digits) in every numeric option and profile field; YAML tags, merge keys, streams; hostile
+environment values (QWEN_DOCTOR_*, HF_ENDPOINT / proxies / index URLs that do not parse, COLUMNS, TERM, HOME);
+sockets as inputs; SIGINT mid-write (through the installed command); hostile servers that send their head a
+byte at a time, a gzip bomb, redirect loops, a file: redirect, a 1 MiB header or invalid UTF-8, read by probe,
+the HF probe and the index reader; a bundle naming a key twice; a file or host named with a newline that would
+forge a report line.
 Prints one row per case and the failures; exits 1 when any case fails.
 Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json]
 """
@@ -38,12 +48,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.support.hostile_server import ENDLESS, TRICKLE, start as start_server  # noqa: E402
+from tests.support.hostile_server import (ENDLESS, FILE_REDIRECT, GZIP_BOMB, HUGE_HEADER, REDIRECT_LOOP, SLOW_HEAD,
+                                          TRICKLE, start as start_server)  # noqa: E402
 from tests.support.terminal import on_terminal  # noqa: E402
 TIMEOUT_S = 90
 EARLY_STOP_S = 0.2  # python -m doctor's interpreter start-up, before its first statement, on a loaded machine
@@ -103,6 +114,11 @@ def secret_lines() -> dict[str, str]:
         "password_stdin": f"echo {s['password']} | docker login -u robot --password-stdin ghcr.io",
         "wandb_login": f"wandb login {s['digitalocean'][-40:]}",
         "digest_params": f'Authorization: Digest username="me", realm="r", response="{s["password"]}"',
+        "k8s_env_entry": f"env:\n- name: NVIDIA_API_KEY\n  value: {s['password']}",
+        "json_env_entry": f'[{{"name": "HF_TOKEN", "value": "{s["password"]}"}}]',
+        "xml_element": f"<server><password>{s['password']}</password></server>",
+        "nuget_attributes": f'<add key="ClearTextPassword" value="{s["password"]}" />',
+        "password_tab": f"password\t{s['password']}",
     }
 
 
@@ -126,6 +142,10 @@ class Case:
     tty: bool = False  # stdout on a pseudo-terminal: what a user's terminal receives, unstripped by click
     gone: tuple[str, ...] = ()  # files the command must have removed (a stale record it says it removed)
     one_line_stderr: bool = False  # stderr must be one line whatever the exit code (a `wrote PATH` line)
+    ends_with: str | None = None  # exit 2 may follow the command's own stderr lines when the last starts so
+    forged: str | None = None  # no stdout line may start with this (a name with a newline forging a line)
+    launcher: bool = False  # run the installed `qwen-doctor` command (signals blocked during the interpreter's
+    # start-up, which `python -m doctor` cannot do: a Ctrl-C there is Python's KeyboardInterrupt traceback)
 
 
 @dataclass
@@ -262,14 +282,221 @@ def build_cases(tmp: Path) -> list[Case]:
     cases += _second_variants(tmp, bundle)
     cases += _third_variants(tmp, bundle)
     cases += _fourth_variants(tmp)
+    cases += _fifth_variants(tmp, bundle)
     # A hostile server read by probe (and the exercises it runs).
     for mode in SERVER_MODES:
         url = hostile_server(mode)
         # A reply that never ends is cut at --request-timeout; a short one keeps the case within TIMEOUT_S.
-        quick = ["--request-timeout", "2", "--burst", "1"] if SERVER_MODES[mode][1] in (TRICKLE, ENDLESS) else []
+        quick = ["--request-timeout", "2", "--burst", "1"] if set(SERVER_MODES[mode]) & {TRICKLE, ENDLESS, SLOW_HEAD, GZIP_BOMB} else []
         cases.append(Case(f"server {mode}: probe", "servers", ["probe", url, *quick]))
         cases.append(Case(f"server {mode}: probe --model m", "servers", ["probe", url, "--model", "m", *quick]))
     return cases
+
+
+def _fifth_variants(tmp: Path, bundle: str) -> list[Case]:
+    """The fifth campaign's variations: each earlier class across every command and output (closed and full
+    streams, symlinked -o targets, deep inputs, secrets in collect / plan / probe / index URLs), numbers in every
+    numeric option, YAML tags and merge keys, hostile environment values, sockets as inputs, SIGINT mid-write,
+    a head sent one byte at a time, a bundle naming a key twice."""
+    import signal
+    import socket
+
+    cases: list[Case] = []
+    log = str(ROOT / "tests/data/logs/nccl-525-shm.log")
+    fifth = tmp / "fifth"
+    commands = {
+        "explain": ["explain", log], "explain -": ["explain", "-"], "lint": ["lint", str(ROOT / "tests/data/lint/serve.sh")],
+        "plan": ["plan", "--gpus", "1xH200"], "plan --from-log": ["plan", "--from-log", log],
+        "profiles show": ["profiles", "show", "vllm-stable", "--render"], "profiles suggest": ["profiles", "suggest", "--from", bundle],
+        "remedies show": ["remedies", "show", "QD-R-HOST-EXEC-FORMAT"], "deploy --dry-run": ["deploy", "--profile", "vllm-stable", "--dry-run"],
+        "deploy --status": ["deploy", "--status"], "collect": ["collect", "--timeout", "5"],
+        "probe unreachable": ["probe", "http://127.0.0.1:9/", "--request-timeout", "1"], "check --list": ["check", "--list"],
+    }
+    for label, cmd in commands.items():
+        for fds_label, fds in (("stdout", (1,)), ("stderr", (2,)), ("stdin", (0,)), ("all", (0, 1, 2))):
+            if label == "explain -" and 0 not in fds:
+                continue  # it would read the campaign's own stdin
+            cases.append(Case(f"5 closed {fds_label}: {label}", "streams", cmd, closed=fds,
+                              env={"QWEN_DOCTOR_STATE_DIR": str(fifth / "state")}))
+        if label != "explain -":
+            cases.append(Case(f"5 full stdout: {label} > /dev/full", "streams", cmd, shell="> /dev/full", codes=(2,),
+                              ends_with="qwen-doctor: error: cannot write to stdout: No space left on device"))
+            cases.append(Case(f"5 EPIPE: {label} | head -1", "streams", cmd, shell="| head -c 10"))
+    # -o through another user's symlink (last or parent component) for every command that writes one.
+    shared = fifth / "shared"
+    shared.mkdir(parents=True)
+    shared.chmod(0o1777)
+    victim = _write(fifth / "private" / "victim.txt", "precious\n")
+    writers = {"collect": ["collect", "--timeout", "5"], "plan": ["plan", "--gpus", "1xH200"], "explain": ["explain", log],
+               "lint": ["lint", str(ROOT / "tests/data/lint/serve.sh")], "deploy --dry-run": ["deploy", "--profile", "vllm-stable", "--dry-run"],
+               "probe": ["probe", "http://127.0.0.1:9/", "--request-timeout", "1"], "check": ["check", "--from", bundle]}
+    for label, cmd in writers.items():
+        for option in (["-o"], ["--report"]) if label == "deploy --dry-run" else (["-o"],):
+            link = shared / f"{label.split()[0]}{option[0]}.out"
+            link.symlink_to(victim)
+            parent = shared / f"{label.split()[0]}{option[0]}.dir"
+            parent.symlink_to(victim.parent, target_is_directory=True)
+            if os.geteuid() == 0:
+                os.lchown(link, 54321, 54321)
+                os.lchown(parent, 54321, 54321)
+            cases.append(Case(f"5 -o their symlink: {label} {option[0]}", "outfiles", [*cmd, *option, str(link)],
+                              watch=(str(victim),)))
+            cases.append(Case(f"5 -o their symlinked folder: {label} {option[0]}", "outfiles",
+                              [*cmd, *option, str(parent / "victim.txt")], watch=(str(victim),)))
+    # Deep inputs where other readers look: a model folder's config, a flag's JSON, a notebook, a run record.
+    deep_json = "[" * 100000 + "]" * 100000
+    model = fifth / "model"
+    _write(model / "config.json", '{"architectures": ' + deep_json + "}")
+    _write(model / "model.safetensors.index.json", '{"weight_map": ' + deep_json + "}")
+    notebook = _write(fifth / "deep.ipynb", '{"cells": ' + deep_json + "}")
+    record_state = fifth / "deep-state"
+    _write(record_state / "runs" / "r.json", '{"pid": ' + deep_json + "}")
+    deep_yaml_env = _write(fifth / "deep-env.yaml", (ROOT / "profiles/vllm-stable.yaml").read_text()
+                           + "env:\n  X: " + "[" * 50000 + "]" * 50000 + "\n")
+    for label, cmd, env in (
+            ("--model deep config: plan", ["plan", "--gpus", "1xH200", "--model", str(model)], {}),
+            ("--model deep config: deploy", ["deploy", "--profile", "vllm-stable", "--dry-run", "--model", str(model)], {}),
+            ("--model deep config: check", ["check", "--from", bundle, "--model", str(model)], {}),
+            ("--flag deep JSON: plan", ["plan", "--gpus", "1xH200", "--flag", "speculative-config=" + "[" * 30000 + "]" * 30000], {}),
+            ("--flag deep JSON: deploy", ["deploy", "--profile", "vllm-stable", "--dry-run", "--flag",
+                                          "speculative-config=" + "{\"a\":" * 15000 + "1" + "}" * 15000], {}),
+            ("--set deep: profiles show", ["profiles", "show", "vllm-stable", "--set", "model=" + "[" * 30000, "--render"], {}),
+            ("notebook: lint", ["lint", str(notebook)], {}),
+            ("run record: deploy --status", ["deploy", "--status"], {"QWEN_DOCTOR_STATE_DIR": str(record_state)}),
+            ("run record: deploy --stop all", ["deploy", "--stop", "all"], {"QWEN_DOCTOR_STATE_DIR": str(record_state)}),
+            ("profile env: deploy", ["deploy", "--profile", str(deep_yaml_env), "--dry-run"], {})):
+        cases.append(Case(f"5 deep {label}", "inputs", cmd, env=env))
+    # Secrets in what collect writes, what plan reads from a log, what probe and the index reader echo.
+    secret_env = {"HF_TOKEN": SECRETS["hf"], "MY_DB_PASSWORD": SECRETS["password"], "NOTE": f"key={SECRETS['stripe']}",
+                  "PIP_INDEX_URL": f"https://me:{SECRETS['password']}@pypi.example.com/simple",
+                  "HF_ENDPOINT": f"https://me:{SECRETS['password']}@127.0.0.1:9", "SLACK": SECRETS["slack_webhook"]}
+    out = fifth / "collect.json"
+    cases.append(Case("5 secret env: collect -o", "secrets", ["collect", "--timeout", "5", "-o", str(out)],
+                      env=secret_env, secrets=tuple(TAILS.values()), outputs=(str(out),)))
+    cases.append(Case("5 secret env: collect --hf -o", "secrets", ["collect", "--timeout", "5", "--hf", "-o", str(out) + "2"],
+                      env=secret_env, secrets=tuple(TAILS.values()), outputs=(str(out) + "2",)))
+    cases.append(Case("5 secret env: check --index", "secrets", ["check", "--index", "--only", "QD-PKG"],
+                      env=secret_env, secrets=tuple(TAILS.values())))
+    cases.append(Case("5 secret env: check --hf", "secrets", ["check", "--hf", "--only", "QD-NET"],
+                      env=secret_env, secrets=tuple(TAILS.values())))
+    for form, text in list(secret_lines().items())[:40]:
+        leaky = _write(fifth / "secret-logs" / f"{form}.log", (Path(log).read_text() + text + "\n"))
+        cases.append(Case(f"5 secret {form}: plan --from-log", "secrets", ["plan", "--from-log", str(leaky), "--format", "json"],
+                          secrets=tuple(TAILS.values())))
+    for url in (f"http://me:{SECRETS['password']}@127.0.0.1:9/", f"http://127.0.0.1:9/?token={SECRETS['hf']}"):
+        cases.append(Case(f"5 secret in probe's URL {url[:12]}", "secrets", ["probe", url, "--request-timeout", "1"],
+                          secrets=tuple(TAILS.values())))
+        cases.append(Case(f"5 secret in probe's URL {url[:12]} json", "secrets", ["probe", url, "--request-timeout", "1",
+                                                                               "--format", "json"], secrets=tuple(TAILS.values())))
+    cases.append(Case("5 secret --api-key: probe", "secrets", ["probe", "http://127.0.0.1:9/", "--request-timeout", "1",
+                                                              "--api-key", SECRETS["anthropic"], "--format", "html"],
+                      secrets=tuple(TAILS.values())))
+    # Numbers in every numeric option and profile field: NaN, infinities, 1e309, non-ASCII digits, huge.
+    numeric = {"plan": (["plan", "--gpus", "1xH200"], ["--gpu-memory-utilization", "--max-model-len", "--tp",
+                                                      "--overhead-gib", "--mem-fraction-static", "--block-size", "--kv-cache-memory"]),
+               "probe": (["probe", "http://127.0.0.1:9/"], ["--request-timeout", "--burst"]),
+               "deploy": (["deploy", "--profile", "vllm-stable", "--dry-run"], ["--port", "--timeout", "--burst"]),
+               "check": (["check", "--from", bundle], ["--gpu-memory-utilization", "--tp", "--timeout"]),
+               "explain": (["explain", log], ["--context"]), "collect": (["collect"], ["--timeout"])}
+    for label, (cmd, options) in numeric.items():
+        for option in options:
+            for value in ("nan", "inf", "-inf", "1e309", "\u0664", "\uff18", "9" * 5000, "-0", "0x10"):
+                cases.append(Case(f"5 number {label} {option} {value[:8]!r}", "numbers", [*cmd, option, value]))
+    stable = (ROOT / "profiles/vllm-stable.yaml").read_text()
+    for field_, value in (("port: 8000", "port: .nan"), ("port: 8000", "port: .inf"), ("port: 8000", "port: 1e309"),
+                          ("port: 8000", "port: \"\u0668\u0660\u0660\u0660\""), ("max-model-len: 262144", "max-model-len: .nan"),
+                          ("max-model-len: 262144", "max-model-len: 1e309"), ("port: 8000", "port: 0x1F40"),
+                          ("max-model-len: 262144", "max-model-len: 99999999999999999999999999")):
+        path = _write(fifth / "numbers" / f"{abs(hash(value))}.yaml", stable.replace(field_, value))
+        for cmd in (["profiles", "show", str(path), "--render"], ["deploy", "--profile", str(path), "--dry-run"],
+                    ["plan", "--gpus", "2xH200", "--profile", str(path)]):
+            cases.append(Case(f"5 profile {value!r}: {' '.join(cmd[:2])}", "numbers", cmd))
+    # YAML tags, merge keys, anchors across fields, binary and timestamps where text is read.
+    for label, text in (("python tag", stable + "x: !!python/object/apply:os.system ['touch /tmp/qd-owned']\n"),
+                        ("merge key", "base: &b\n  backend: vllm\n  model: Qwen/Qwen3.5-35B-A3B\nname: m\n<<: *b\n"),
+                        ("binary value", stable.replace("port: 8000", "port: !!binary aGVsbG8=")),
+                        ("timestamp model", stable.replace("port: 8000", "port: 2001-12-14t21:59:43.10-05:00")),
+                        ("set flags", stable.replace("flags:", "flags: !!set {a, b}\nold_flags:")),
+                        ("tagged str", stable.replace("port: 8000", "port: !custom 8000")),
+                        ("document stream", stable + "---\nname: second\n"), ("top-level list", "- a\n- b\n"),
+                        ("empty", ""), ("bom", "\ufeff" + stable), ("utf-16", None)):
+        path = fifth / "yaml" / f"{label.replace(' ', '-')}.yaml"
+        _write(path, text if text is not None else stable.encode("utf-16"))
+        for cmd in (["profiles", "show", str(path), "--render"], ["deploy", "--profile", str(path), "--dry-run"],
+                    ["plan", "--gpus", "2xH200", "--profile", str(path)], ["lint", str(path)]):
+            cases.append(Case(f"5 yaml {label}: {' '.join(cmd[:2])}", "profiles", cmd))
+    # Hostile environment values.
+    for env in ({"QWEN_DOCTOR_STATE_DIR": "/dev/null"}, {"QWEN_DOCTOR_STATE_DIR": str(ROOT / "README.md")},
+                {"QWEN_DOCTOR_CACHE": "/dev/null"}, {"QWEN_DOCTOR_VLLM_PYTHON": "/dev/null"},
+                {"QWEN_DOCTOR_VLLM_PYTHON": ""}, {"QWEN_DOCTOR_VLLM_PYTHON": "\x1b[2J"}, {"CUDA_VISIBLE_DEVICES": "\x1b]0;x\x07,a,-1"},
+                {"HF_ENDPOINT": "file:///etc/passwd"}, {"HF_ENDPOINT": "http://[::1"}, {"HF_HUB_OFFLINE": "maybe"},
+                {"HF_ENDPOINT": "http://hub.example:99999"}, {"HTTPS_PROXY": "http://[::1"},
+                {"PIP_INDEX_URL": "http://[::1"},
+                {"COLUMNS": "0"}, {"COLUMNS": "-5"}, {"COLUMNS": "99999999999"}, {"TERM": "dumb"}, {"LINES": "x"},
+                {"HOME": "/dev/null"}, {"QWEN_DOCTOR_API_KEY": "\x1b[2J"}, {"NO_COLOR": ""}, {"HF_HOME": "/dev/null"}):
+        label = " ".join(f"{k}={v!r}" for k, v in env.items())
+        for cmd in (["check", "--from", bundle], ["deploy", "--profile", "vllm-stable", "--dry-run"],
+                    ["plan", "--gpus", "1xH200"], ["collect", "--timeout", "5", "--hf"], ["deploy", "--status"],
+                    ["probe", "http://127.0.0.1:9/", "--request-timeout", "1"], ["check", "--hf", "--only", "QD-NET"],
+                    ["check", "--index", "--format", "json"]):
+            cases.append(Case(f"5 env {label}: {' '.join(cmd[:2])}", "environment", cmd, env=env))
+    # A socket as an input (never blocks), a FIFO as an -o target.
+    sock_path = fifth / "in.sock"
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(sock_path))
+    listener.listen(1)
+    _LISTENERS.append(listener)
+    for cmd in (["explain", str(sock_path)], ["lint", str(sock_path)], ["check", "--from", str(sock_path)],
+                ["plan", "--from-log", str(sock_path)], ["deploy", "--profile", str(sock_path), "--dry-run"],
+                ["check", "--from", bundle, "--log", str(sock_path)], ["plan", "--facts", str(sock_path)]):
+        cases.append(Case(f"5 socket input: {' '.join(cmd[:2])}", "inputs", cmd))
+    # SIGINT mid-run (Ctrl-C): 130, one line, -o whole or absent, no temporary file.
+    for delay in (0.25, 0.6, 1.2):
+        for label, cmd in (("collect", ["collect", "--timeout", "5"]), ("explain", ["explain", log, "--format", "html"]),
+                           ("deploy", ["deploy", "--profile", "vllm-stable", "--dry-run", "--format", "json"])):
+            folder = fifth / "stop" / f"INT-{label}-{delay}"
+            folder.mkdir(parents=True)
+            cases.append(Case(f"5 SIGINT at {delay * 1000:.0f} ms: {label} -o", "signals", [*cmd, "-o", str(folder / "out")],
+                              codes=(0, 1, 130), stop=(signal.SIGINT, delay), clean=str(folder), launcher=True))
+    # Hugging Face reachability and the package index against a hostile server.
+    for mode in ("slow head models", "gzip bomb models", "redirect loop", "file: redirect", "huge header", "trickle",
+                 "endless", "deep models", "invalid UTF-8"):
+        url = hostile_server(mode)
+        for cmd in (["check", "--hf", "--only", "QD-NET", "--timeout", "3"], ["collect", "--hf", "--timeout", "3"]):
+            cases.append(Case(f"5 hostile HF_ENDPOINT {mode}: {cmd[0]}", "servers", cmd, env={"HF_ENDPOINT": url}))
+        cases.append(Case(f"5 hostile index {mode}: check --index", "servers", ["check", "--index", "--timeout", "3"],
+                          env={"PIP_INDEX_URL": url + "/simple"}))
+    # An engine interpreter whose flag-probe answer is deep, of another shape, or names a key twice.
+    for label, answer in (("deep", '"[" * 100000 + "]" * 100000'), ("another shape", '\'{"x": 1}\''),
+                          ("issues of another shape", '\'{"version": 1, "issues": [5]}\''),
+                          ("a key twice", '\'{"version": 1, "issues": [], "issues": []}\'')):
+        python = _write(fifth / "pythons" / label.replace(" ", "-"),
+                        f"#!{sys.executable}\nprint('@@QWEN_DOCTOR_PROBE@@' + {answer})\n")
+        python.chmod(0o755)
+        for cmd in (["profiles", "show", "vllm-stable", "--render", "--validate", "real"],
+                    ["deploy", "--profile", "vllm-stable", "--dry-run", "--python", str(python)],
+                    ["lint", str(ROOT / "tests/data/lint/serve.sh")], ["check", "--from", bundle, "--profile", "vllm-stable"]):
+            cases.append(Case(f"5 parser answer {label}: {' '.join(cmd[:2])}", "inputs", cmd,
+                              env={"QWEN_DOCTOR_VLLM_PYTHON": str(python)}))
+    # A name or host holding a newline and a forged line: the report keeps it on its own line.
+    forged = "[✓] all checks passed"
+    named = _write(fifth / f"server.log\n{forged}", "RuntimeError: CUDA error: out of memory\n")
+    host_doc = json.loads(Path(bundle).read_text())
+    host_doc["hostname"] = f"h\n{forged}"
+    host_bundle = _write(fifth / "newline-host.json", json.dumps(host_doc))
+    for cmd in (["explain", str(named)], ["explain", str(named), "-v"], ["lint", str(named)],
+                ["check", "--from", str(host_bundle)], ["check", "--from", str(host_bundle), "-v"],
+                ["plan", "--facts", str(host_bundle)]):
+        cases.append(Case(f"5 newline name: {' '.join(cmd[:2])}", "terminal", cmd, forged=forged))
+    # A bundle naming a key twice; a server whose reply head never ends.
+    doc = Path(bundle).read_text()
+    twice = _write(fifth / "twice.json", doc.replace("{", '{"hostname": "a", ', 1))
+    for cmd in (["check", "--from", str(twice)], ["plan", "--facts", str(twice)], ["profiles", "suggest", "--from", str(twice)]):
+        cases.append(Case(f"5 bundle key twice: {' '.join(cmd[:2])}", "inputs", cmd, codes=(2,)))
+    return cases
+
+
+_LISTENERS: list[Any] = []
 
 
 def _packed(data: bytes) -> dict[str, bytes]:
@@ -476,13 +703,22 @@ SERVER_MODES = {
     "duplicate keys": ('{"data": [{"id": "m"}], "data": 5}', '{"usage": {"completion_tokens": 1}, "usage": []}'),
     "trickle": ('{"data": [{"id": "m", "max_model_len": 4096}]}', TRICKLE),
     "endless": ('{"data": [{"id": "m", "max_model_len": 4096}]}', ENDLESS),
+    "slow head": ('{"data": [{"id": "m", "max_model_len": 4096}]}', SLOW_HEAD),
+    "slow head models": (SLOW_HEAD, "{}"),
+    "gzip bomb": ('{"data": [{"id": "m", "max_model_len": 4096}]}', GZIP_BOMB),
+    "gzip bomb models": (GZIP_BOMB, "{}"),
+    "redirect loop": (REDIRECT_LOOP, REDIRECT_LOOP),
+    "file: redirect": (FILE_REDIRECT, FILE_REDIRECT),
+    "huge header": (HUGE_HEADER, HUGE_HEADER),
+    "huge header chat": ('{"data": [{"id": "m", "max_model_len": 4096}]}', HUGE_HEADER),
+    "invalid UTF-8": (b'{"data": [{"id": "m\xff\xfe", "max_model_len": 4096}]}', b'{"choices": [{"message": {"content": "\xff"}}]}'),
 }
 
 
 def hostile_server(mode: str) -> str:
     """A local server answering every request with SERVER_MODES[mode]; its base URL (it lives as long as the run)."""
     models, other = SERVER_MODES[mode]
-    url, _stop = start_server(models.encode(), other if isinstance(other, bytes) else other.encode())
+    url, _stop = start_server(*(body if isinstance(body, bytes) else body.encode() for body in (models, other)))
     return url
 
 
@@ -515,6 +751,9 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
     before = _files_state(case.watch)
     started = time.monotonic()
     argv = [sys.executable, "-m", "doctor", *case.args]
+    if case.launcher:
+        argv = [str(Path(sys.executable).parent / "qwen-doctor"), *case.args]
+        env["PYTHONPATH"] = str(tree)
     out_dir = tmp / "outputs" / str(abs(hash(case.name)))
     out_dir.mkdir(parents=True, exist_ok=True)
     cwd: Path = tree
@@ -555,7 +794,9 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
                   and not stderr.strip())
     if proc.returncode not in case.codes and not early_stop:
         why.append(f"exit {proc.returncode}")
-    if proc.returncode == 2 and not case.closed and len(stderr.decode("utf-8", "replace").strip().splitlines()) != 1:
+    err_lines = stderr.decode("utf-8", "replace").strip().splitlines()
+    ended = case.ends_with is not None and bool(err_lines) and err_lines[-1].startswith(case.ends_with)
+    if proc.returncode == 2 and not case.closed and len(err_lines) != 1 and not ended:
         why.append(f"exit 2 with {len(stderr.splitlines())} stderr lines")
     if case.one_line_stderr and len(stderr.decode("utf-8", "replace").strip().splitlines()) != 1:
         why.append(f"{len(stderr.splitlines())} stderr lines")
@@ -567,6 +808,8 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
             why.append(f"left behind: {left}")
         elif left and not Path(case.clean, "out").read_bytes().rstrip().endswith((b"}", b"</html>")):
             why.append("a half-written -o file")
+    if case.forged is not None and any(line.startswith(case.forged.encode()) for line in stdout.splitlines()):
+        why.append(f"a line forged by a name: {case.forged!r}")
     for secret in case.secrets:
         if secret.encode() in text or secret.encode("utf-16-le") in text:
             why.append(f"leak {secret}")

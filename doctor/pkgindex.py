@@ -114,8 +114,8 @@ def _from_url(base: str, project: str, timeout_s: float) -> set[Version]:
             body = bounded_body(response, timeout_s, INDEX_PAGE_MAX_BYTES)
     except (ReplyTooLarge, ReplyTooSlow) as exc:
         raise IndexUnreachable(f"{url}: {exc}") from None
-    except httpx.HTTPError as exc:
-        raise IndexUnreachable(f"{urlparse(base).netloc or base} did not answer ({type(exc).__name__})") from None
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        raise IndexUnreachable(f"{_netloc(base)} did not answer ({type(exc).__name__})") from None
     text = body.decode("utf-8", "replace")
     try:
         data = json.loads(text)
@@ -123,6 +123,15 @@ def _from_url(base: str, project: str, timeout_s: float) -> set[Version]:
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         names = re.findall(r">([^<>]+?)</a>", text)  # an index that answers the HTML form only
     return _versions_of_files(names, project)
+
+
+def _netloc(url: str) -> str:
+    """The host part of an index URL without its user:password, or the URL where it does not parse
+    (`http://[::1`)."""
+    try:
+        return urlparse(url).netloc.rpartition("@")[2] or url
+    except ValueError:
+        return url
 
 
 def _from_dir(base: str, project: str) -> set[Version]:

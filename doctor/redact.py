@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any, Callable, Optional, Protocol
 
 from doctor import textviews
-from doctor.secret_book import SecretBook
+from doctor.secret_book import SecretBook, worth_keeping
 from doctor.secret_rules import merge, secret_spans
 
 REDACTED = "[REDACTED]"
@@ -76,6 +76,12 @@ def _kept_value(value: str, norm: str) -> bool:
     if value.lower() in _PLACEHOLDERS or value.startswith("<") or _ENV_REF.fullmatch(value):
         return True
     return _NUMBER.fullmatch(value) is not None and _PASSWORDISH.search(norm) is None
+
+
+def _row_start(text: str, i: int) -> bool:
+    """Whether only blanks precede `i` on its line."""
+    line_start = text.rfind("\n", 0, i) + 1
+    return not text[line_start:i].strip(" \t")
 
 
 def _random_looking(value: str) -> bool:
@@ -143,6 +149,7 @@ class _Scan:
             return None
         if m.start() > 0 and text[m.start() - 1] in "/\\" and ":" in m.group(2):
             return None  # a file path's last component (`/etc/passwd: cannot open`), not a key
+        tab_only = not any(c in m.group(2) for c in ":=")  # `name<TAB>value`: a TSV export, an env listing
         i = _BLANKS.match(text, m.end()).end()
         if norm.endswith("AUTHORIZATION"):
             return self._authorization(text, m.start(), i)
@@ -152,6 +159,8 @@ class _Scan:
         value = text[start:end]
         if _kept_value(value.strip(), norm) or (norm == "KEY" and not in_query and not _random_looking(value)):
             return None
+        if tab_only and not _row_start(text, m.start()) and not _random_looking(value):
+            return None  # after other words, a tab before a word is prose's (`the token\tmoved on`)
         return text[m.start():start] + self.hide(value), end
 
     def _authorization(self, text: str, begin: int, i: int) -> Hit:
@@ -189,6 +198,27 @@ class _Scan:
             return None
         return "://" + authority[:colon + 1] + self.hide(authority[colon + 1:at]) + "@", i + at + 1
 
+    def named_value(self, text: str, m: re.Match[str]) -> Hit:
+        """The value of a name / value pair whose name is a secret's: a Kubernetes or ECS env entry
+        (`- name: HF_TOKEN` then `value: V`), `{"Key": "API_KEY", "Value": V}`, `<add key="ApiKey" value="V"/>`."""
+        if not is_secret_name(m.group(1)):
+            return None
+        start, end, _q = _value(text, m.end(), _PLAIN)
+        value = text[start:end]
+        if not value or value == REDACTED or _kept_value(value, _normal(m.group(1))):
+            return None
+        return text[m.start():start] + self.hide(value), end
+
+    def xml_element(self, text: str, m: re.Match[str]) -> Hit:
+        """`<password>V</password>` (Maven's settings.xml, NuGet.Config, .NET and Java configs)."""
+        if not is_secret_name(m.group(1)):
+            return None
+        end = text.find("<", m.end(), m.end() + 4096)
+        value = text[m.end():end].strip() if end > 0 else ""
+        if not value or value == REDACTED or "\n" in value or _kept_value(value, _normal(m.group(1))):
+            return None
+        return m.group() + self.hide(value), end
+
     def token(self, text: str, m: re.Match[str]) -> Hit:
         return self.hide(m.group()), m.end()
 
@@ -211,9 +241,18 @@ _PASSES: list[tuple[re.Pattern[str], Callable[[_Scan], Callable[[str, re.Match[s
     (re.compile(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)?-----"), lambda s: s.pem,
      ("private key",)),
     (re.compile(r"://"), lambda s: s.url_password, ("://",)),
+    (re.compile(r'"(?i:name|key|parameterkey)"[ \t]{0,8}:[ \t]{0,8}"([A-Za-z_][\w.-]{0,80})"[ \t]{0,8},\s{0,40}'
+                r'"(?i:value|parametervalue)"[ \t]{0,8}:[ \t]{0,8}'), lambda s: s.named_value, ("name", "key")),
+    (re.compile(r"(?<![\w-])(?i:name|key):[ \t]{1,8}[\"']?([A-Za-z_][\w.-]{0,80})[\"']?[ \t]{0,8}\r?\n"
+                r"[ \t]{0,40}(?i:value):[ \t]{0,8}"), lambda s: s.named_value, ("name", "key")),
+    (re.compile(r"(?<![\w-])(?i:key|name)[ \t]{0,8}=[ \t]{0,8}\"([A-Za-z_][\w.-]{0,80})\"[ \t]{1,8}"
+                r"(?i:value)[ \t]{0,8}=[ \t]{0,8}"), lambda s: s.named_value, ("name", "key")),
+    (re.compile(r"<([A-Za-z_][\w.-]{0,80})>"), lambda s: s.xml_element,
+     ("token", "key", "secret", "pass", "pwd", "cred", "auth", "cookie", "sig")),
     (re.compile(r"(?<![\w-])(-{1,2}[A-Za-z][\w.-]{0,80})(=|[ \t]{1,8})"), lambda s: s.flag,
      ("token", "key", "secret", "pass", "pwd", "cred", "auth", "cookie", "sig")),
-    (re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]{0,80})([\"']?[ \t]{0,8}[:=][ \t]{0,8})"), lambda s: s.assignment,
+    (re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]{0,80})([\"']?[ \t]{0,8}[:=][ \t]{0,8}|\t[ \t]{0,8}(?=[^\s:=]))"),
+     lambda s: s.assignment,
      ("token", "key", "secret", "pass", "pwd", "cred", "auth", "cookie", "sig")),
     (re.compile(r"(?<![\w-])((?i:bearer)[ \t]{1,8})([A-Za-z0-9._~+/=-]{6,})"), lambda s: s.bearer, ("bearer",)),
     (re.compile(r"(?<![A-Za-z0-9_-])(?:hf_[A-Za-z0-9]{16,}|(?:sk|rk|pk)-[A-Za-z0-9_-]{16,}|(?:sk|rk)_(?:live|test)_"
@@ -403,10 +442,11 @@ def _standard_passes(text: str, scan: _Scan, blocks: bool = True) -> str:
     return text
 
 
-def scan_text(text: str, found: Sink | None = None, known: Callable[[str], bool] = _no_secret) -> str:
-    """`redact_text`, adding each secret value it replaced to `found`; a word cut by a length limit goes too
-    when `known(word)` says it starts a known secret."""
-    scan = _Scan(found)
+def scan_text(text: str, found: Sink | None = None, known: Callable[[str], bool] = _no_secret,
+              min_len: int = MIN_SECRET_LEN) -> str:
+    """`redact_text`, adding each secret value of at least `min_len` characters it replaced to `found`; a word
+    cut by a length limit goes too when `known(word)` says it starts a known secret."""
+    scan = _Scan(found, min_len)
     text = _in_views(text, scan)
     return _cut_tail(_standard_passes(text, scan), known, scan)
 
@@ -419,13 +459,14 @@ def redact_text(text: str) -> str:
     return scan_text(text)
 
 
-def redact_lines(lines: list[str]) -> list[str]:
+def redact_lines(lines: list[str], found: Sink | None = None) -> list[str]:
     """Consecutive lines of one excerpt (a log line with its context) redacted as one text, so that a secret
     whose head is on one line and tail on the next (a wrapped token, `password: >` then its folded lines, a
     JSON key and its value) goes whole (line by line when a replacement joined lines); the body of a PEM
-    private key is hidden from its BEGIN line on, whether or not its END is in the excerpt."""
-    joined = redact_text("\n".join(lines)).split("\n")
-    each = joined if len(joined) == len(lines) else [redact_text(line) for line in lines]
+    private key is hidden from its BEGIN line on, whether or not its END is in the excerpt. `found` collects
+    the secret values replaced (as `scan_text`)."""
+    joined = scan_text("\n".join(lines), found, min_len=1).split("\n")
+    each = joined if len(joined) == len(lines) else [scan_text(line, found, min_len=1) for line in lines]
     out: list[str] = []
     in_key = False
     for line, done in zip(lines, each):
@@ -460,6 +501,20 @@ def opens_private_key(text: str) -> bool:
     return begin >= 0 and "PRIVATE KEY" in text[begin:begin + 80] and text.find("-----END", begin) < 0
 
 
+_VALUE_OF_SECRET = "SECRET_VALUE"  # the key a walk gives the value of a secret's name / value pair
+_PAIR_NAMES = ("name", "Name", "key", "Key", "ParameterKey")
+_PAIR_VALUES = frozenset({"value", "Value", "ParameterValue"})
+
+
+def _secret_pair(node: dict[Any, Any], key: Any) -> bool:
+    """Whether `node[key]` is the value of a name / value pair naming a secret (`{"name": "HF_TOKEN", "value":
+    V}`: a Kubernetes or ECS env entry, AWS's Key / Value and ParameterKey / ParameterValue)."""
+    if key not in _PAIR_VALUES:
+        return False
+    name = next((node[n] for n in _PAIR_NAMES if isinstance(node.get(n), str)), None)
+    return name is not None and is_secret_name(name)
+
+
 class Redactor:
     """One redaction pass over a JSON-like document; `hosts` also pseudonymises hostnames and IPs; `visible`
     also shows control characters as escapes (`doctor.textsafe.visible`)."""
@@ -490,7 +545,7 @@ class Redactor:
         """First look: remember secret values (to hide them wherever else they appear) and host names."""
         if isinstance(node, dict):
             for k, v in node.items():
-                self._harvest(v, str(k))
+                self._harvest(v, _VALUE_OF_SECRET if _secret_pair(node, k) else str(k))
         elif isinstance(node, list):
             for i, item in enumerate(node):
                 if isinstance(item, str) and i and isinstance(node[i - 1], str) and is_secret_flag(node[i - 1]):
@@ -503,12 +558,13 @@ class Redactor:
                 self.hider.learn(key, node)
 
     def _remember_secret(self, value: str) -> None:
-        if len(value) >= MIN_SECRET_LEN and value != REDACTED:
+        if worth_keeping(value) and value != REDACTED and not _kept_value(value, "PASSWORD"):
             self.book.add(value)
 
     def _walk(self, node: Any, key: str | None) -> Any:
         if isinstance(node, dict):
-            return {self._string(str(k)): self._walk(v, str(k)) for k, v in node.items()}
+            return {self._string(str(k)): self._walk(v, _VALUE_OF_SECRET if _secret_pair(node, k) else str(k))
+                    for k, v in node.items()}
         if isinstance(node, list):
             return self._walk_list(node, key)
         if isinstance(node, str):
@@ -547,7 +603,8 @@ class Redactor:
         joined = "\n".join(items)
         done = self._done.get((joined, "lines"))
         if done is None:
-            done = self._done[(joined, "lines")] = "\n".join(redact_lines(items))
+            done = "\n".join(redact_lines(items, self))
+            self._done[(joined, "lines")] = done
         lines = done.split("\n")
         return lines if len(lines) == len(items) else items
 
@@ -562,7 +619,7 @@ class Redactor:
 
     def add(self, value: str) -> None:
         """A secret found in text during the walk: hidden in later strings now, in earlier ones afterwards."""
-        if value not in self.book.values:
+        if value not in self.book.values and worth_keeping(value):
             self.book.add(value)
             self.late.add(value)
             self._done.clear()
@@ -583,7 +640,7 @@ class Redactor:
 
             text = visible(text)
         text = self.book.replace(text, REDACTED)
-        text = scan_text(text, self, self.book.starts_one)
+        text = scan_text(text, self, self.book.starts_one, min_len=1)
         if hosts and self.hider is not None:
             text = self.hider.hide(text)
         return text

@@ -4,6 +4,10 @@ A report can hold thousands of distinct secrets (a bearer token per logged reque
 each string would be quadratic. A book of up to SMALL values tests them directly; a larger one indexes each
 value by its longest alphanumeric run and tests only the values whose run occurs in the text as a whole run
 (a secret glued to other letters is then left to the text patterns, which see it in its context).
+
+A short value (WORD_MIN to LONG_MIN - 1 characters, `password: q7x`) is hidden only where it stands as a whole
+word: replaced inside other words, `q7x` would take pieces of unrelated text with it. Shorter values and bare
+numbers (a 2-character password, a PIN that reads like a port or a count) are hidden where they were found only.
 """
 
 from __future__ import annotations
@@ -12,6 +16,13 @@ import re
 
 _RUN = re.compile(r"[A-Za-z0-9]{4,}")
 _START_MIN, _START_MAX = 3, 12
+WORD_MIN, LONG_MIN = 3, 6
+
+
+def worth_keeping(value: str) -> bool:
+    """Whether a secret value is long enough, and unlike a number enough, to hide wherever else it appears."""
+    return len(value) >= LONG_MIN or (len(value) >= WORD_MIN and not value.isdigit() and value.strip() == value
+                                      and not any(c.isspace() for c in value))
 
 
 class SecretBook:
@@ -25,6 +36,8 @@ class SecretBook:
         self._unindexed: list[str] = []
         self._starts: dict[str, list[str]] = {}
         self._longest_first: list[str] | None = None
+        self._words: set[str] = set()
+        self._word_pattern: re.Pattern[str] | None = None
 
     def __len__(self) -> int:
         return len(self.values)
@@ -33,6 +46,10 @@ class SecretBook:
         if value in self.values:
             return
         self.values.add(value)
+        if len(value) < LONG_MIN:
+            self._words.add(value)
+            self._word_pattern = None
+            return
         self._longest_first = None
         runs = _RUN.findall(value)
         if runs:
@@ -47,9 +64,11 @@ class SecretBook:
         """`text` with every known value replaced by `mark`, longest first."""
         if not self.values:
             return text
-        if len(self.values) <= self.SMALL:
+        if self._words:
+            text = self._whole_words().sub(mark, text)
+        if len(self.values) - len(self._words) <= self.SMALL:
             if self._longest_first is None:
-                self._longest_first = sorted(self.values, key=len, reverse=True)
+                self._longest_first = sorted(self.values - self._words, key=len, reverse=True)
             candidates = self._longest_first
         else:
             found = {v for run in _RUN.findall(text) for v in self._by_run.get(run, ())}
@@ -58,6 +77,12 @@ class SecretBook:
             if value in text:
                 text = text.replace(value, mark)
         return text
+
+    def _whole_words(self) -> re.Pattern[str]:
+        if self._word_pattern is None:
+            alternatives = "|".join(re.escape(w) for w in sorted(self._words, key=len, reverse=True))
+            self._word_pattern = re.compile(rf"(?<![A-Za-z0-9_])(?:{alternatives})(?![A-Za-z0-9_])")
+        return self._word_pattern
 
     def starts_one(self, word: str) -> bool:
         """Whether `word` (3 characters or more) is the start of a known value."""

@@ -34,6 +34,12 @@ def visible(text: str) -> str:
     return _ANSI.sub("", text).translate(_ESCAPES)
 
 
+def one_line(text: str) -> str:
+    """`visible(text)` with its line breaks shown as `\\n` too: a field a report prints on a line of its own
+    (a title naming the user's files, a host name), which a name holding a newline must not split."""
+    return visible(text).replace("\r", "\\r").replace("\n", "\\n")
+
+
 COLOR_CHOICES = ("auto", "always", "never")
 
 

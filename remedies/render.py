@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from doctor.report.sections import fix_text
+from doctor.textsafe import one_line
 
 SYMBOL = {"error": "✗", "warning": "!", "info": "•"}
 COLOR = {"error": "31", "warning": "33", "info": "90"}
@@ -21,7 +22,7 @@ def _paint(text: str, severity: str, color: bool) -> str:
 def render_findings(matches: Sequence[dict[str, Any]], sources: Sequence[str], verbose: bool = False,
                     color: bool = False) -> str:
     """The matched remedies (`sections.remedies` entries) with context and fix steps; a verdict at the end."""
-    names = ", ".join(sources)
+    names = ", ".join(one_line(source) for source in sources)  # a name with a newline must not forge a line
     if not matches:
         return f"qwen-doctor explain · {names}\n\nNo known errors found.\n"
     lines = [f"qwen-doctor explain · {names} · {len(matches)} finding(s), root cause first", ""]
@@ -33,7 +34,7 @@ def render_findings(matches: Sequence[dict[str, Any]], sources: Sequence[str], v
 
 
 def _where(loc: dict[str, Any] | None) -> str:
-    return f"{loc.get('source')}:{loc.get('line')}" if loc else "?"
+    return one_line(f"{loc.get('source')}:{loc.get('line')}") if loc else "?"
 
 
 def _match_lines(m: dict[str, Any], verbose: bool, color: bool) -> list[str]:

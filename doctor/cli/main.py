@@ -116,6 +116,26 @@ def main(argv: list[str] | None = None) -> Any:
 
 
 def _run(argv: list[str] | None) -> Any:
+    """The command, ended in exit 2 and one line when its stdout could not be written (see `streams`)."""
+    try:
+        outcome = _command(argv)
+    except SystemExit as exc:
+        _refuse_lost_stdout(exc.code)
+        raise
+    _refuse_lost_stdout(0)
+    return outcome
+
+
+def _refuse_lost_stdout(code: Any) -> None:
+    from doctor.cli import streams
+
+    why = streams.lost_stdout() if code in (0, 1, None) else None
+    if why is not None:
+        click.echo(f"qwen-doctor: error: cannot write to stdout: {why}; what it held is incomplete", err=True)
+        sys.exit(2)
+
+
+def _command(argv: list[str] | None) -> Any:
     from doctor.errors import DoctorError
 
     try:

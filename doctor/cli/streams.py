@@ -6,13 +6,16 @@
   otherwise leave `sys.stdout` as None, and exit 120 when its final flush fails);
 - stdout and stderr are wrapped in `SafeStream`: a write that fails (EPIPE from `| head`, ENOSPC from
   `>/dev/full`, EIO from a vanished terminal) parks the descriptor on /dev/null and is dropped, never raised, so
-  the command goes on to its own exit code;
+  the command goes on to its end. A reader that stopped reading (EPIPE) chose to: the command keeps its own
+  exit code. Any other failure lost output nobody chose to lose (`collect > bundle.json` on a full disk):
+  `lost_stdout` names it, and `main` ends the command with that one line and exit 2, not a success;
 - text is encoded in the stream's own charset (PYTHONIOENCODING, a non-UTF-8 locale) with what it cannot hold
   written as backslash escapes, never a UnicodeEncodeError.
 """
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import sys
@@ -47,6 +50,7 @@ class SafeStream(io.TextIOBase):
         self.inner = inner
         self.fd = fd
         self.failed = False
+        self.error: OSError | None = None
         charset = getattr(inner, "encoding", None) or "utf-8"
         self.charset = charset
         self._narrow = charset.replace("_", "-").lower() not in ("utf-8", "utf8")
@@ -71,27 +75,28 @@ class SafeStream(io.TextIOBase):
             self.inner.write(shown)
         except UnicodeEncodeError:
             self._write_escaped(text)
-        except (OSError, ValueError):
-            self._park()
+        except (OSError, ValueError) as exc:
+            self._park(exc)
         return len(text)
 
     def _write_escaped(self, text: str) -> None:
         try:
             self.inner.write(text.encode("ascii", "backslashreplace").decode("ascii"))
-        except (OSError, ValueError):
-            self._park()
+        except (OSError, ValueError) as exc:
+            self._park(exc)
 
     def flush(self) -> None:
         if self.failed:
             return
         try:
             self.inner.flush()
-        except (OSError, ValueError):
-            self._park()
+        except (OSError, ValueError) as exc:
+            self._park(exc)
 
-    def _park(self) -> None:
+    def _park(self, exc: Exception) -> None:
         """Stop writing to a stream that failed: its descriptor now points at /dev/null."""
         self.failed = True
+        self.error = exc if isinstance(exc, OSError) else None
         if self.fd is None:
             return
         try:
@@ -123,6 +128,19 @@ class SafeStream(io.TextIOBase):
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
+
+
+def lost_stdout() -> str | None:
+    """Why what the command wrote to stdout was lost (`No space left on device`), after flushing it; None when
+    it was written, or when its reader stopped reading (EPIPE: `| head`)."""
+    stdout = sys.stdout
+    if not isinstance(stdout, SafeStream):
+        return None
+    stdout.flush()
+    error = stdout.error
+    if error is None or error.errno == errno.EPIPE:
+        return None
+    return error.strerror or str(error)
 
 
 def _fd_of(stream: Any) -> int | None:

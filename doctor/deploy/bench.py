@@ -15,7 +15,6 @@ GuideLLM is not driven: its result format is not read here.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import subprocess
@@ -26,11 +25,14 @@ from typing import Any
 
 from doctor.boundedrun import OutputTooLarge, run_bounded
 from doctor.deploy.exercise import Exercise, ExerciseConfig
+from doctor.safeio import MiB, InputError, read_json
 
 INPUT_LEN = 128
 BENCH_TIMEOUT_S = 600.0
 KEYS = ("completed", "failed", "duration", "output_throughput", "request_throughput", "p50_ttft_ms", "p99_ttft_ms",
         "median_ttft_ms", "p99_tpot_ms", "median_tpot_ms", "p99_itl_ms", "median_itl_ms", "max_concurrency")
+
+RESULT_MAX_BYTES = 64 * MiB  # one concurrency level's result file (its per-request lists included)
 
 
 BENCH_MAIN = ("import sys; from vllm.utils.argparse_utils import FlexibleArgumentParser; "
@@ -86,7 +88,13 @@ def _run(head: list[str], base_url: str, cfg: ExerciseConfig) -> Exercise:
                 tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])[:400]
                 return Exercise("bench", "fail", f"vllm bench serve exited {done.returncode} at concurrency "
                                 f"{concurrency}: {tail}", time.perf_counter() - t0, {"levels": levels})
-            data = json.loads(result.read_text())
+            try:
+                data = read_json(result, "vllm bench serve result", RESULT_MAX_BYTES)
+            except InputError as exc:
+                return Exercise("bench", "fail", str(exc), time.perf_counter() - t0, {"levels": levels})
+            if not isinstance(data, dict):
+                return Exercise("bench", "fail", f"vllm bench serve wrote no JSON object at concurrency "
+                                f"{concurrency}", time.perf_counter() - t0, {"levels": levels})
             levels.append({"concurrency": concurrency, **{k: data.get(k) for k in KEYS}})
     line = "; ".join(f"{lv['concurrency']}: {lv['output_throughput'] or 0:.0f} tok/s, TTFT p99 "
                      f"{lv['p99_ttft_ms'] or 0:.0f} ms" for lv in levels)

@@ -17,6 +17,7 @@ from doctor.context import CheckContext
 from doctor.errors import DoctorError
 from doctor.facts.model import Facts
 from doctor.results import Result, Status
+from doctor.safeio import reply_json
 
 CPU_ONLY_SKIPS = ("driver", "gpu", "memory", "topology")
 CPU_SKIP_IDS = ("QD-VER-005",)
@@ -41,7 +42,7 @@ def backend_packages(python: str, timeout: float = 60.0) -> dict[str, Any]:
             tail = (out.stderr.strip().splitlines() or ["no output"])[-1][:300]
             raise DoctorError(f"cannot read the packages of the backend interpreter {python}: it exited with code "
                               f"{out.returncode}: {tail}")
-        seen = json.loads(out.stdout)
+        seen = reply_json(out.stdout, "its answer")  # bounded: a deep or huge answer is a ValueError
         inventory = {"source": "metadata", "complete": bool(seen["complete"]),
                      "locations": as_locations([tuple(row) for row in seen["found"]]),
                      "seconds": round(float(seen["seconds"]), 4)}

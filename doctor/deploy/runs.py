@@ -74,13 +74,14 @@ class RunRecord:
 
 
 def save(record: RunRecord) -> Path:
-    """Write (or rewrite) a record atomically; return its path."""
+    """Write (or rewrite) a record atomically through `doctor.outfile` (a state folder that others may write
+    into, `QWEN_DOCTOR_STATE_DIR=/tmp/x`, cannot steer the write through their symlinks); return its path."""
+    from doctor.outfile import write_file
+
     path = record.path
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
     fields = {k: v for k, v in asdict(record).items() if k != "file"}
-    tmp.write_text(json.dumps(fields, indent=1), encoding="utf-8")
-    tmp.replace(path)
+    write_file(path, json.dumps(fields, indent=1), what="run record")
     return path
 
 

@@ -120,7 +120,11 @@ class Facts:
         return probe.get("error") or probe.get("status")
 
     def to_json(self) -> str:
-        return json.dumps(self._data, indent=1, sort_keys=False, default=str)
+        """The bundle as written for others (`collect`): every string redacted (`doctor.redact`), not only the env
+        probe's values (an HF_ENDPOINT with a password is also the hf probe's URL, a node's facts carry theirs)."""
+        from doctor.redact import redact_document
+
+        return json.dumps(redact_document(self._data), indent=1, sort_keys=False, default=str)
 
     def save(self, path: Path) -> None:
         """Write atomically (`doctor.outfile`), so an interrupted write never leaves a half bundle behind."""
@@ -142,7 +146,7 @@ class Facts:
         if raw.lstrip()[:1] not in (b"{", b"[") and _is_text(raw):
             return cls._from_dump(raw, str(p))
         try:
-            data = load_json(raw, "bundle", str(p))
+            data = load_json(raw, "bundle", str(p), unique_keys=True)  # a key named twice: which one counts is a guess
         except BadJSON as exc:
             raise BadBundle(f"{p} is not a qwen-doctor facts bundle: invalid JSON ({exc.detail})") from None
         except InputError as exc:

@@ -58,7 +58,7 @@ def _cached_code(part: str | None) -> Callable[[Any], Any]:
 
     import fastjsonschema
 
-    from doctor.cachedir import cache_home
+    from doctor.cachedir import cache_home, private_folder
 
     text = resources.files("doctor.facts").joinpath("facts.schema.json").read_bytes()
     key = hashlib.sha256(text + str(part).encode() + fastjsonschema.VERSION.encode()
@@ -66,14 +66,16 @@ def _cached_code(part: str | None) -> Callable[[Any], Any]:
     home = cache_home()
     path = home / "validators" / f"{key}.marshal" if home is not None else None
     try:
-        code = marshal.loads(path.read_bytes()) if path is not None else None
+        code = marshal.loads(path.read_bytes()) if path is not None and private_folder(path.parent) else None
     except (OSError, ValueError, EOFError, TypeError):
         code = None
     if code is None:
         code = compile(_generated(part), f"<facts schema {key}>", "exec")
         if path is not None:
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                if not private_folder(path.parent):
+                    raise PermissionError(f"{path.parent} is not private")  # a cache in a shared folder: none
                 partial = path.with_suffix(f".{os.getpid()}.tmp")
                 partial.write_bytes(marshal.dumps(code))
                 os.replace(partial, path)

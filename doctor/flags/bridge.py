@@ -8,10 +8,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from doctor.boundedrun import OutputTooLarge, run_bounded
 from doctor.errors import DoctorError
 from doctor.flags.issues import FlagIssue, ValidationReport
+from doctor.safeio import BadReply, reply_json
 
 PROBE = Path(__file__).resolve().parent / "_probe.py"
 PYTHON_ENV = {"vllm": "QWEN_DOCTOR_VLLM_PYTHON", "sglang": "QWEN_DOCTOR_SGLANG_PYTHON"}
@@ -54,7 +56,10 @@ def _run(python: str, argv: list[str], timeout: float) -> dict:
         raise BridgeError(f"{python}: cannot run: {exc}") from exc
     for line in proc.stdout.splitlines():
         if line.startswith(MARKER):
-            return json.loads(line[len(MARKER):])
+            try:  # bounded as any reply we did not write (depth, numbers, a key named twice)
+                return reply_json(line[len(MARKER):], f"{python}'s parser answer")
+            except BadReply as exc:
+                raise BridgeError(str(exc)) from None
     tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
     raise BridgeError(f"{python}: could not build the {argv[1]} parser: {tail}")
 
@@ -64,9 +69,7 @@ def real_parse(backend: str, args: list[str], python: str | None = None, timeout
     python = python or find_backend_python(backend)
     if python is None:
         return None
-    out = _run(python, ["parse", backend, json.dumps(args)], timeout)
-    issues = [FlagIssue(i["kind"], i["flag"], i["message"]) for i in out["issues"]]
-    return ValidationReport(backend, out["version"], f"real {backend} {out['version']} parser", issues)
+    return _report(backend, _run(python, ["parse", backend, json.dumps(args)], timeout), python)
 
 
 def real_parse_many(backend: str, arg_lists: list[list[str]], python: str | None = None,
@@ -76,8 +79,20 @@ def real_parse_many(backend: str, arg_lists: list[list[str]], python: str | None
     if python is None:
         return None
     outs = _run(python, ["parse-many", backend, json.dumps(arg_lists)], timeout)
-    return [ValidationReport(backend, o["version"], f"real {backend} {o['version']} parser",
-                             [FlagIssue(i["kind"], i["flag"], i["message"]) for i in o["issues"]]) for o in outs]
+    if not isinstance(outs, list):
+        raise BridgeError(f"{python}: its parser answered in another shape (not a list)")
+    return [_report(backend, out, python) for out in outs]
+
+
+def _report(backend: str, out: Any, python: str) -> ValidationReport:
+    """One parse answer as a report; BridgeError for an answer of another shape (an interpreter that is not
+    the probe's, or another version of it)."""
+    try:
+        issues = [FlagIssue(str(i["kind"]), str(i["flag"]), str(i["message"])) for i in out["issues"]]
+        return ValidationReport(backend, str(out["version"]), f"real {backend} {out['version']} parser", issues)
+    except (KeyError, TypeError, IndexError) as exc:
+        raise BridgeError(f"{python}: its parser answered in another shape ({type(exc).__name__}: "
+                          f"{str(exc)[:80]})") from None
 
 
 def real_schema(backend: str, python: str | None = None, timeout: float = 180) -> dict:

@@ -53,20 +53,20 @@ def probe(model: str = DEFAULT_MODEL, revision: str = "main", env: Mapping[str, 
 def probe_endpoint(url: str, model: str, revision: str, token: str | None, timeout_s: float) -> dict[str, Any]:
     """DNS, then TCP, then the metadata API and one file's download URL; stops at the first layer that fails."""
     t0 = time.monotonic()
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    scheme, host, port = address(url)
     out: dict[str, Any] = {"url": url, "host": host, "port": port, "dns": None, "tcp": None, "api": None,
                            "file": None, "redirect": None, "proxy": None}
-    if parts.scheme not in ("http", "https") or not host:
+    if scheme not in ("http", "https") or not host:
         out["error"] = f"{url!r} is not an http(s) URL"
         return out
-    proxy = proxy_for(parts.scheme, host, os.environ)
+    proxy = proxy_for(scheme, host, os.environ)
     if proxy:
         # The proxy resolves and connects for us: what must answer here is the proxy itself.
-        proxy_parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-        host, port = proxy_parts.hostname or "", proxy_parts.port or 80
-        out["proxy"] = f"{proxy_parts.scheme}://{host}:{port}"  # without any user:password
+        proxy_scheme, host, port = address(proxy if "://" in proxy else f"http://{proxy}")
+        if not host:
+            out["error"] = "the proxy setting for it is not a URL"
+            return out
+        out["proxy"] = f"{proxy_scheme}://{host}:{port}"  # without any user:password
     out["dns"] = probes.dns(host, min(timeout_s, 2.0))
     if not out["dns"]["ok"]:
         return _done(out, t0)
@@ -85,6 +85,16 @@ def probe_endpoint(url: str, model: str, revision: str, token: str | None, timeo
     if file.get("status") in (301, 302, 303, 307, 308) and location and not proxy:
         out["redirect"] = _probe_redirect(url, location, timeout_s)
     return _done(out, t0)
+
+
+def address(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of a URL; the host is empty where the URL does not parse (`http://[::1`, a port past
+    65535 or not a number: urllib raises ValueError for each)."""
+    try:
+        parts = urlsplit(url)
+        return parts.scheme, parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return "", "", 0
 
 
 def proxy_for(scheme: str, host: str, env: Mapping[str, str]) -> str | None:
@@ -110,9 +120,7 @@ def _summarize(resp: dict[str, Any]) -> dict[str, Any]:
 
 def _probe_redirect(base: str, location: str, timeout_s: float) -> dict[str, Any]:
     """LFS files redirect to a CDN host that a firewall may block although the endpoint itself is open."""
-    target = urlsplit(location if "://" in location else base + location)
-    host = target.hostname or ""
-    port = target.port or (443 if target.scheme == "https" else 80)
+    _scheme, host, port = address(location if "://" in location else base + location)
     result: dict[str, Any] = {"host": host, "port": port, "dns": probes.dns(host, min(timeout_s, 2.0)), "tcp": None}
     if result["dns"]["ok"]:
         result["tcp"] = probes.tcp(host, port, min(timeout_s, 2.0))

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from doctor.recipes.candidate import Candidate
+from doctor.safeio import parse_json
 
 HEADER = ("# Imported by `qwen-doctor profiles import` from {repository} ({file}); regenerate with\n"
           "# scripts/refresh_recipes.py instead of editing by hand.\n")
@@ -23,7 +24,7 @@ def _value(text: str) -> Any:
         return float(text)
     if text.startswith("{"):
         try:
-            parsed = json.loads(text)
+            parsed = parse_json(text, f"the recipe's value {text[:40]!r}")  # a value too deep: one line, exit 2
         except json.JSONDecodeError:
             return text
         if isinstance(parsed, dict):

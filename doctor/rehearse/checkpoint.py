@@ -213,10 +213,15 @@ def _refuse_hf_cache(root: Path) -> None:
 def build(model: str, root: Path | None = None) -> Checkpoint:
     """The rehearsal folder for `model`, built once per content hash and reused after that."""
     path, digest, config, copied, name = plan(model, root)
-    marker = path / MARKER
-    if marker.is_file():
-        meta = json.loads(marker.read_text(encoding="utf-8"))
-        return Checkpoint(path, name, digest, meta["tokenizer"], True, tuple(sorted(meta["files"])))
+    for candidate in (path, path.with_name(f"{path.name}-uid{os.geteuid()}")):
+        built = _built(candidate)
+        if built is not None:
+            return Checkpoint(candidate, name, digest, built[0], True, built[1])
+    if os.path.lexists(path):  # a folder we cannot reuse (see _built): ours is built beside it
+        path = path.with_name(f"{path.name}-uid{os.geteuid()}")
+        if os.path.lexists(path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path = Path(tempfile.mkdtemp(prefix=path.name + "-", dir=path.parent))
     files: dict[str, bytes] = {"config.json": json.dumps(served_config(config), indent=2).encode()}
     files["generation_config.json"] = json.dumps({"eos_token_id": [EOS_ID, PAD_ID], "pad_token_id": PAD_ID},
                                                  indent=2).encode()
@@ -236,6 +241,26 @@ def build(model: str, root: Path | None = None) -> Checkpoint:
     files[MARKER] = json.dumps({"model": name, "config_hash": digest, "tokenizer": how, "files": names}).encode()
     _write_atomically(path, files)
     return Checkpoint(path, name, digest, how, False, tuple(names))
+
+
+def _built(path: Path) -> tuple[str, tuple[str, ...]] | None:
+    """(how its tokenizer was made, its files) of a folder built before, or None: not built, its record not one
+    we wrote (then the folder is built again beside it), or a folder others may write into (a cache in a shared
+    folder: what the engine would load from it could be anyone's)."""
+    from doctor.cachedir import private_folder
+    from doctor.safeio import InputError
+
+    marker = path / MARKER
+    if not os.path.isfile(marker) or not private_folder(path):
+        return None
+    try:
+        meta = read_json(marker, "rehearsal record", CONFIG_MAX_BYTES)
+    except InputError:
+        return None
+    if not isinstance(meta, dict) or not isinstance(meta.get("tokenizer"), str) or not isinstance(
+            meta.get("files"), list) or not all(isinstance(f, str) for f in meta["files"]):
+        return None
+    return meta["tokenizer"], tuple(sorted(meta["files"]))
 
 
 def _write_atomically(path: Path, files: dict[str, bytes]) -> None:

@@ -10,6 +10,7 @@ from doctor.report.model import Report
 from doctor.report.sections import PERCENTILES, SECTION_ORDER, as_status, fix_text
 from doctor.report.view import grid, plain, section_rows, unreported_exercises, verdict_result
 from doctor.results import Result, Status, worst
+from doctor.textsafe import one_line
 
 PROBLEMS = (Status.WARN, Status.FAIL, Status.ERROR)
 _COLOR = {Status.OK: "32", Status.WARN: "33", Status.FAIL: "31", Status.ERROR: "35", Status.SKIP: "90"}
@@ -29,8 +30,8 @@ def render_text(report: Report, verbose: bool = False, color: bool = False) -> s
     outcome = verdict_result(report.results)
     if outcome is not None:
         lines.append(_paint(f"Deploy {outcome.status.value}: {plain(outcome.summary)}", outcome.status, color))
-    lines.append(f"qwen-doctor {report.tool_version} · {report.command} · host {s.get('hostname') or '?'} · "
-                 f"{s.get('source', 'live')}")
+    lines.append(one_line(f"qwen-doctor {report.tool_version} · {report.command} · host {s.get('hostname') or '?'} · "
+                          f"{s.get('source', 'live')}"))
     if s:
         parts = [f"driver {s.get('driver_version') or '-'}", f"GPUs: {s.get('gpus')}"]
         parts += [f"{k} {v}" for k, v in (s.get("packages") or {}).items()]

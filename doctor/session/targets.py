@@ -73,9 +73,11 @@ class SingleMachine:
         facts = _with_backend_packages(collect(timeout_s=10.0), python)
         report.facts_summary = summarize(facts, "live")
         version = engine_version(spec.backend, facts)
-        # Bad input (a flag the engine lacks, a value its setting cannot read) is refused before the progress
-        # line: its one line is all stderr holds.
+        # Bad input (a flag the engine lacks, a value its setting cannot read, a checkpoint config too deep, too
+        # large or no regular file) is refused before the progress line: its one line is all stderr holds.
         overrides.validate(request.flags, spec.backend, version)
+        if served_model:
+            checkpoint.read_config(served_model)
         deployment = spec.deployment.with_version(version)
         options = check_options(spec)
         session.on_event(f"  {redact_text('checking this machine and the profile ...')}")

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from typing import Any
 
+from doctor.boundedrun import probe_env
+
 SCRIPT = r"""
 import json, torch
 out = {"version": torch.__version__, "cuda": torch.version.cuda, "cuda_available": torch.cuda.is_available()}
@@ -22,7 +24,8 @@ print(json.dumps(out))
 def probe(timeout_s: float = 60.0) -> dict[str, Any]:
     """What torch reports about CUDA; a failure to import or initialise is recorded, not raised."""
     try:
-        done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=timeout_s)
+        done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=timeout_s,
+                              env=probe_env())
     except subprocess.TimeoutExpired:
         return {"error": f"importing torch took longer than {timeout_s:g} s"}
     if done.returncode != 0:
