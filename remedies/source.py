@@ -16,6 +16,7 @@ from typing import Iterable
 
 from packaging.version import InvalidVersion, Version
 
+from remedies import assertsite
 from remedies.crash import Frame
 from remedies.inferred import completed
 from remedies.links import Links, load_links
@@ -73,12 +74,17 @@ class Located:
             for site in self.sites[:MAX_SITES])
         more = f" (and {len(self.sites) - MAX_SITES} more sites)" if len(self.sites) > MAX_SITES else ""
         cut = "" if self.hit.whole else " The log holds only the start of the message."
-        return (f"{template.package} raises this {kind} in {where}{more}; the message is printed by "
+        printed = "the statement is in" if assertsite.is_statement(template) else "the message is printed by"
+        return (f"{template.package} raises this {kind} in {where}{more}; {printed} "
                 f"{template.package} {_span(template.releases)}.{cut}")
 
     def steps(self) -> tuple[FixStep, ...]:
         """What the condition implies: the user settings it names, then the message's own wording."""
         template = self.hit.template
+        if assertsite.is_statement(template):
+            whole = () if self.hit.whole else (FixStep(f"The whole statement as {template.package} has it (the "
+                                                       f"traceback printed its first line): `{template.text}`"),)
+            return (*whole, *assertsite.steps(template, self.sites, template.package))
         steps: list[FixStep] = []
         flags = [f for f in self.flags if f.startswith("--")]
         env = [f for f in self.flags if not f.startswith("--")]

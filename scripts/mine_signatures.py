@@ -6,6 +6,7 @@ them with `ast` and turns the first argument of
 
 - `raise SomeError(...)` (directly, or through a variable assigned earlier in the same function),
 - `logger.error / warning / warn / exception / critical / fatal` (and vLLM's `*_once` variants),
+- `assert test, msg` (its message) and a bare `assert test` (the statement itself, which is all a traceback prints),
 
 into a template: f-string fields, `%s` / `%d` / `%.2f` arguments and `str.format` fields all become `{}`.
 Templates are merged across releases into `remedies/signatures/<package>.json` (template, kind, modules,
@@ -304,8 +305,9 @@ def _useful(template: str) -> bool:
 class _Collector(ast.NodeVisitor):
     """Walk one module, remembering string assignments per function so `raise X(msg)` resolves."""
 
-    def __init__(self, module: str) -> None:
+    def __init__(self, module: str, source: str = "") -> None:
         self.module = module
+        self.source = source
         self.found: list[Found] = []
         self._names: list[dict[str, ast.expr]] = [{}]
         self._scopes: list[str] = []
@@ -338,12 +340,23 @@ class _Collector(ast.NodeVisitor):
             self._tests.pop()
 
     def visit_Assert(self, node: ast.Assert) -> None:
-        """`assert test, msg` raises AssertionError(msg) when the test is false."""
+        """`assert test, msg` raises AssertionError(msg) when the test is false. A bare `assert test` raises
+        AssertionError without a message: the traceback prints the statement under the raising frame, so the
+        statement as written (whitespace collapsed) is its template (remedies/bareassert.py reads it back)."""
+        self._tests.append(f"not ({_source(node.test)})")
         if node.msg is not None:
-            self._tests.append(f"not ({_source(node.test)})")
             self._add(node.msg, "raise:AssertionError", printf=False)
-            self._tests.pop()
+        else:
+            self._add_statement(node)
+        self._tests.pop()
         self.generic_visit(node)
+
+    def _add_statement(self, node: ast.Assert) -> None:
+        statement = ast.get_source_segment(self.source, node) if self.source else None
+        template = " ".join((statement or f"assert {ast.unparse(node.test)}").split())
+        if _useful(template.removeprefix("assert ")):
+            self.found.append(Found(template, "raise:AssertionError", self.module, ".".join(self._scopes),
+                                    _chain(self._tests)))
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
@@ -441,7 +454,7 @@ def templates(sources: dict[str, str]) -> Iterator[Found]:
             tree = ast.parse(text)
         except SyntaxError:
             continue
-        collector = _Collector(path)
+        collector = _Collector(path, text)
         collector.visit(tree)
         yield from collector.found
 
