@@ -7,6 +7,7 @@ them with `ast` and turns the first argument of
 - `raise SomeError(...)` (directly, or through a variable assigned earlier in the same function),
 - `logger.error / warning / warn / exception / critical / fatal` (and vLLM's `*_once` variants),
 - `assert test, msg` (its message) and a bare `assert test` (the statement itself, which is all a traceback prints),
+- `errors.append("...")` where the module raises that list's items joined (`raise ValueError(" ".join(errors))`),
 
 into a template: f-string fields, `%s` / `%d` / `%.2f` arguments and `str.format` fields all become `{}`.
 Templates are merged across releases into `remedies/signatures/<package>.json` (template, kind, modules,
@@ -305,9 +306,10 @@ def _useful(template: str) -> bool:
 class _Collector(ast.NodeVisitor):
     """Walk one module, remembering string assignments per function so `raise X(msg)` resolves."""
 
-    def __init__(self, module: str, source: str = "") -> None:
+    def __init__(self, module: str, source: str = "", joined: dict[str, str] | None = None) -> None:
         self.module = module
         self.source = source
+        self.joined = joined or {}  # list name -> the exception class that raises its items joined
         self.found: list[Found] = []
         self._names: list[dict[str, ast.expr]] = [{}]
         self._scopes: list[str] = []
@@ -378,6 +380,9 @@ class _Collector(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if (isinstance(func, ast.Attribute) and func.attr == "append" and isinstance(func.value, ast.Name)
+                and func.value.id in self.joined and node.args):
+            self._add(node.args[0], f"raise:{self.joined[func.value.id]}", printf=False)
         if isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and node.args:
             level = func.attr.removesuffix("_once")
             self._add(node.args[0], f"log:{'warning' if level == 'warn' else level}", printf=len(node.args) > 1,
@@ -447,6 +452,23 @@ def named_settings(text: str, flags: frozenset[str]) -> tuple[str, ...]:
     return tuple(found)
 
 
+def joined_lists(tree: ast.AST) -> dict[str, str]:
+    """Lists whose items a module raises joined into one message (`raise ValueError(" ".join(error_msg))`, as
+    vLLM's PEFTHelper.validate_legal does with what `_validate_features` appended): list name -> exception
+    class. Each `<name>.append("...")` of the module is then a message that class raises."""
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args):
+            continue
+        exc = node.exc.func
+        name = exc.attr if isinstance(exc, ast.Attribute) else getattr(exc, "id", "?")
+        for inner in ast.walk(node.exc.args[0]):
+            if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "join"
+                    and inner.args and isinstance(inner.args[0], ast.Name)):
+                found[inner.args[0].id] = name
+    return found
+
+
 def templates(sources: dict[str, str]) -> Iterator[Found]:
     """Every message template of the given modules (modules that do not parse are skipped)."""
     for path, text in sorted(sources.items()):
@@ -454,7 +476,7 @@ def templates(sources: dict[str, str]) -> Iterator[Found]:
             tree = ast.parse(text)
         except SyntaxError:
             continue
-        collector = _Collector(path, text)
+        collector = _Collector(path, text, joined_lists(tree))
         collector.visit(tree)
         yield from collector.found
 
