@@ -103,6 +103,15 @@ COMPONENTS: dict[str, Component] = {
         "sglang_lora", "pypi:sglang",
         re.compile(r"^sglang/srt/(lora/.*|arg_groups/(lora_hook|fields/lora))\.py$"),
         ("0.4.3.post2", "0.4.9.post6", "0.5.5", "0.5.13", "0.5.23"), "python"),
+    "modelscope": Component(
+        "modelscope", "pypi:modelscope",
+        re.compile(r"^modelscope/hub/(errors|api|file_download|snapshot_download|utils/utils)\.py$"),
+        ("1.11.1", "1.20.1", "1.28.2", "1.35.3", "1.40.2"), "python"),
+    "modelscope_hub": Component(
+        "modelscope_hub", "pypi:modelscope_hub",
+        re.compile(r"^modelscope_hub/(errors|api|_api/[a-z_]+|file_download|snapshot_download|_download/[a-z_]+"
+                   r"|utils/[a-z_]+)\.py$"),
+        ("0.2.0", "0.5.1"), "python"),
     "litellm": Component(
         "litellm", "pypi:litellm",
         re.compile(r"^litellm/(exceptions|litellm_core_utils/exception_mapping_utils|llms/openai/common_utils"

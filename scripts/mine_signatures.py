@@ -312,17 +312,20 @@ class _Collector(ast.NodeVisitor):
         self.joined = joined or {}  # list name -> the exception class that raises its items joined
         self.found: list[Found] = []
         self._names: list[dict[str, ast.expr]] = [{}]
+        self._earlier: list[dict[str, list[ast.expr]]] = [{}]  # a name's earlier assignments (other branches)
         self._scopes: list[str] = []
         self._tests: list[str] = []
 
     def _visit_scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self._names.append({})
+        self._earlier.append({})
         self._scopes.append(node.name)
         tests, self._tests = self._tests, []
         self.generic_visit(node)
         self._tests = tests
         self._scopes.pop()
         self._names.pop()
+        self._earlier.pop()
 
     visit_FunctionDef = visit_AsyncFunctionDef = _visit_scope
 
@@ -363,6 +366,8 @@ class _Collector(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             if isinstance(target, ast.Name):
+                if target.id in self._names[-1]:
+                    self._earlier[-1].setdefault(target.id, []).append(self._names[-1][target.id])
                 self._names[-1][target.id] = node.value
         self.generic_visit(node)
 
@@ -376,6 +381,9 @@ class _Collector(ast.NodeVisitor):
         if isinstance(exc, ast.Call) and exc.args:
             name = exc.func.attr if isinstance(exc.func, ast.Attribute) else getattr(exc.func, "id", "?")
             self._add(exc.args[0], f"raise:{name}", printf=False)
+            if isinstance(exc.args[0], ast.Name):  # a message assigned in each branch before one raise
+                for earlier in self._earlier[-1].get(exc.args[0].id, ()):
+                    self._add(earlier, f"raise:{name}", printf=False)
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
