@@ -86,7 +86,8 @@ MODULES: dict[str, re.Pattern[str]] = {
         r"^huggingface_hub/(file_download|_snapshot_download|errors|hf_api|utils/_errors|utils/_http)\.py$"
     ),
     "transformers": re.compile(
-        r"^transformers/(models/auto/configuration_auto|utils/hub|configuration_utils|modeling_utils)\.py$"
+        r"^transformers/(models/auto/(configuration_auto|auto_factory|tokenization_auto|processing_auto)|utils/hub"
+        r"|configuration_utils|modeling_utils)\.py$"
     ),
     "ray": re.compile(
         r"^ray/(exceptions|_private/(worker|node|services|utils)|util/placement_group|scripts/scripts)\.py$"
@@ -103,7 +104,7 @@ DEFAULT_VERSIONS: dict[str, list[str]] = {
     "sglang": ["0.4.0.post2", "0.4.3.post2", "0.4.6.post5", "0.4.9.post6", "0.5.2", "0.5.5", "0.5.9", "0.5.13",
                "0.5.17", "0.5.20", "0.5.23"],
     "huggingface_hub": ["0.25.2", "0.30.2", "1.0.0", "2.4.0"],
-    "transformers": ["4.45.2", "4.57.1", "5.25.0"],
+    "transformers": ["4.30.2", "4.36.2", "4.40.2", "4.45.2", "4.48.3", "4.51.3", "4.53.3", "4.57.1", "5.0.0", "5.25.0"],
     "ray": ["2.9.3", "2.40.0", "2.60.0"],
     "torch": ["2.4.0", "2.15.0"],
 }

@@ -108,3 +108,16 @@ def handle_http_response(response, model_id):
     found = {(f.template, f.kind) for f in mine_signatures.templates({"modelscope/hub/errors.py": source})}
     assert {("The request model: {} does not exist!", "raise:HTTPError"),
             ("Authentication token does not exist or is invalid here.", "raise:HTTPError")} <= found
+
+
+AUTO_WORDINGS = sorted({(e, t["template"]) for e, words in (
+    ("QD-R-HF-AUTO-CLASS-UNRECOGNIZED", ("Unrecognized configuration class",)),
+    ("QD-R-HF-PROCESSOR-FILES-MISSING", ("Unrecognized processing class",))) for t in _mined("transformers", *words)})
+
+
+@pytest.mark.parametrize("entry,template", AUTO_WORDINGS)
+def test_each_auto_class_wording_of_every_release_names_its_entry(tmp_path, entry, template):
+    message = (template.replace("class {}", "class <class 'vllm.transformers_utils.configs.Qwen3_5MoeConfig'>", 1)
+               .replace("AutoModel: {}", "AutoModel: AutoModelForCausalLM").replace("in {}", "in /models/ckpt-500")
+               .replace("{}", "LlamaConfig, Qwen2Config"))
+    assert _first(tmp_path, f"ValueError: {message}\n") == entry
