@@ -10,7 +10,7 @@ with the fix they imply.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Iterable
 
@@ -106,6 +106,18 @@ class Located:
                                  f"{self.sites[0].where if self.sites else template.package}; search its issue "
                                  "tracker for the message, and try the nearest other release."))
         return tuple(steps)
+
+    def facing(self, frame: Frame | None) -> Located:
+        """The same location with the sites the crash's deepest frame is in (its module, then its function)
+        first: a template raised at several sites is told at the one the traceback shows."""
+        if frame is None:
+            return self
+        path, function = frame.path.replace("\\", "/"), frame.function.rsplit(".", 1)[-1]
+        sites = tuple(sorted(self.sites, key=lambda s: (not path.endswith(s.module),
+                                                          s.function.rsplit(".", 1)[-1] != function)))
+        if sites == self.sites:
+            return self
+        return Located(replace(self.hit, template=self.hit.template._replace(sites=sites)), self.entries)
 
     @property
     def component(self) -> str:

@@ -210,3 +210,27 @@ def test_a_test_on_the_engines_own_state_is_named_a_likely_bug_at_its_site():
     template, sites = _statement("assert kv_cache_groups_are_consistent(groups)", ())
     (step,) = steps(template, sites, "vllm")
     assert "likely a vllm bug at vllm/config/cache.py::CacheConfig.verify" in step.text
+
+
+def _multi_site() -> list[tuple[str, dict]]:
+    """Statements mined at two or more functions (a helper's invariant repeated in its callers)."""
+    out = []
+    for package in ENGINES:
+        for template in _statements(package):
+            functions = {s["function"].rsplit(".", 1)[-1] for s in template["sites"]}
+            if len(functions) >= 2:
+                out.append((package, template))
+    return out[::max(1, len(out) // 6)][:6]
+
+
+MULTI = _multi_site()
+
+
+@pytest.mark.parametrize("package,template", MULTI, ids=[t["template"][:60] for _, t in MULTI])
+def test_a_statement_raised_at_several_sites_is_told_at_the_frame_the_traceback_shows(tmp_path, package, template):
+    site = template["sites"][-1]
+    text = _traceback(site["module"], site["function"].rsplit(".", 1)[-1], _lines(template["template"]))
+    (finding,) = _explained(tmp_path, text)
+    assert finding.located is not None
+    first = finding.located.sites[0]
+    assert (first.module, first.function.rsplit(".", 1)[-1]) == (site["module"], site["function"].rsplit(".", 1)[-1])
