@@ -121,3 +121,33 @@ def test_each_auto_class_wording_of_every_release_names_its_entry(tmp_path, entr
                .replace("AutoModel: {}", "AutoModel: AutoModelForCausalLM").replace("in {}", "in /models/ckpt-500")
                .replace("{}", "LlamaConfig, Qwen2Config"))
     assert _first(tmp_path, f"ValueError: {message}\n") == entry
+
+
+API_WORDINGS = ["Embeddings", "Pooling", "Score", "Rerank (Score)", "Classification", "Chat Completions",
+                "Completions", "Responses", "Transcriptions", "Translations"]
+
+
+@pytest.mark.parametrize("api", API_WORDINGS)
+@pytest.mark.parametrize("shape", [
+    '{{"object":"error","message":"The model does not support {api} API","type":"BadRequestError","code":400}}',
+    "NotImplementedError: The model does not support {api} API",
+    "openai.BadRequestError: Error code: 400 - {{'object': 'error', 'message': 'The model does not support {api} "
+    "API', 'type': 'BadRequestError'}}",
+])
+def test_an_api_the_running_model_does_not_serve_names_the_runner_entry(tmp_path, api, shape):
+    """vLLM's api_server.py (0.8-0.2x) and pooling/*/api_router.py refusals, as the server, the router and a
+    client print them."""
+    assert _first(tmp_path, shape.format(api=api) + "\n") == "QD-R-VLLM-API-RUNNER-MISMATCH"
+
+
+@pytest.mark.parametrize("text", [
+    "jinja2.exceptions.TemplateError: Conversation roles must alternate user/assistant/user/assistant/...\n",
+    'ERROR 03-02 10:00:00 [serving_chat.py:200] Error in preprocessing prompt inputs: TemplateError("System '
+    'message must be at the beginning.")\n',
+    'Traceback (most recent call last):\n  File "/usr/lib/python3/site-packages/transformers/utils/'
+    'chat_template_utils.py", line 485, in raise_exception\n    raise jinja2.exceptions.TemplateError(message)\n'
+    "jinja2.exceptions.TemplateError: No user query found in messages.\n",
+])
+def test_a_chat_template_refusing_the_messages_names_the_template_entry(tmp_path, text):
+    """transformers' raise_exception turns a template's rule into jinja2's TemplateError, in any template's words."""
+    assert _first(tmp_path, text) == "QD-R-HF-CHAT-TEMPLATE-REFUSED"
