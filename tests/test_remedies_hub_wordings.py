@@ -153,3 +153,13 @@ def test_an_api_the_running_model_does_not_serve_names_the_runner_entry(tmp_path
 def test_a_chat_template_refusing_the_messages_names_the_template_entry(tmp_path, text):
     """transformers' raise_exception turns a template's rule into jinja2's TemplateError, in any template's words."""
     assert _first(tmp_path, text) == "QD-R-HF-CHAT-TEMPLATE-REFUSED"
+
+
+@pytest.mark.parametrize("backend", ["TokenizersBackend", "PythonBackend", "SentencePieceBackend",
+                                     "MistralCommonBackend", "Qwen2Tokenizer"])
+def test_a_removed_tokenizer_attribute_names_the_dependency_entry_whatever_the_tokenizer_class(tmp_path, backend):
+    """transformers 5's PreTrainedTokenizerBase.__getattr__ names the instance's class: the model's tokenizer, or
+    one of the generic backends of tokenization_utils_tokenizers.py, tokenization_python.py,
+    tokenization_utils_sentencepiece.py and tokenization_mistral_common.py."""
+    line = f"AttributeError: {backend} has no attribute all_special_tokens_extended\n"
+    assert _first(tmp_path, line) == "QD-R-VLLM-DEPENDENCY-VERSION"
