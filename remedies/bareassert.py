@@ -23,3 +23,30 @@ def with_statement(exception: str, statement: str) -> str:
     if not _BARE_ASSERTION.match(exception.strip()) or not _ASSERT.match(text):
         return exception
     return f"{exception.strip()}: {text[:MAX_STATEMENT]}"
+
+
+def _open(text: str) -> int:
+    return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+
+
+def statement_of(lines: list[str]) -> str:
+    """The statement printed under a frame, from its lines (stripped, first first): a bare assert whose first
+    line leaves a bracket open is joined with the lines that follow (Python 3.13 prints every line of a
+    multi-line statement, cpython Lib/traceback.py StackSummary.format_frame_summary) until it closes; any
+    other statement is its first line."""
+    if not lines:
+        return ""
+    statement = lines[0]
+    if not _ASSERT.match(statement) or _open(statement) <= 0:
+        return statement
+    for line in lines[1:]:
+        statement = f"{statement} {line}"
+        if _open(statement) <= 0 or len(statement) > MAX_STATEMENT:
+            break
+    return statement
+
+
+def continues(statement: str) -> bool:
+    """Whether a statement read so far is a bare assert whose brackets are still open (its next printed line
+    belongs to it)."""
+    return bool(_ASSERT.match(statement)) and _open(statement) > 0 and len(statement) <= MAX_STATEMENT

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from remedies.bareassert import with_statement
+from remedies.bareassert import continues, with_statement
 from remedies.labels import label_line
 from remedies.normalise import Line
 
@@ -312,6 +312,8 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
             elif not stripped or text[:1] in " \t" or stripped.startswith("[Previous line repeated"):
                 if stripped and frames and not statement and not stripped.startswith(("^", "~", "[Previous")):
                     statement = stripped
+                elif stripped and continues(statement) and not stripped.startswith(("^", "~")):
+                    statement = f"{statement} {stripped}"
             elif exception_line(stripped):
                 chain.append((stripped, frames, lineno))
                 statements.append(statement)

@@ -243,6 +243,7 @@ class Collector:
         located = locate((*crash.readings, crash.final), package=crash.component)
         if located is None and crash.frame is not None and crash.statement:
             located = locate_at(crash.frame, crash.statement, crash.exception)
+        located = located.facing(crash.frame) if located is not None else None
         entry = self._covering(located) or self._sampled(crash)
         if entry is not None:
             hit = entry.regex.search(crash.exception)

@@ -80,11 +80,24 @@ def completed(frame: Frame, statement: str, exception: str) -> Template | None:
     name, _, message = exception.partition(":")
     if not kind or kind.rsplit(".", 1)[-1] != name.strip().rsplit(".", 1)[-1]:
         return None
+    if kind == "AssertionError" and message.strip().startswith("assert"):
+        return _statement_at(frame, message.strip())
     candidates = _starting(_at_site(frame, name.strip().rsplit(".", 1)[-1]), message.strip())
     literal = _LITERAL.search(statement)
     if literal is not None:
         candidates = _starting(candidates, literal.group("text").split("{", 1)[0]) or candidates
     return _one(candidates)
+
+
+def _statement_at(frame: Frame, printed: str) -> Template | None:
+    """The one bare assert statement mined at the frame's site that the printed part of it starts (Python
+    before 3.13 prints only the first line of a multi-line statement, `assert (`), or None."""
+    start = skeleton(printed)
+    found: dict[str, list[Template]] = {}
+    for template in _at_site(frame, "AssertionError"):
+        if template.text.startswith("assert ") and skeleton(template.text).startswith(start):
+            found.setdefault(skeleton(template.text), []).append(template)  # one statement, reformatted
+    return max(next(iter(found.values())), key=_newest) if len(found) == 1 else None
 
 
 def _at_site(frame: Frame, kind: str) -> list[Template]:

@@ -27,7 +27,7 @@ from typing import Iterable
 
 from remedies.crash import (_BARE, _FRAME, CHAINS, FLAT_FRAME, HEADER, Frame, component_of, embedded, exception_line,
                             flattened)
-from remedies.bareassert import with_statement
+from remedies.bareassert import statement_of, with_statement
 from remedies.inferred import INFERRED
 from remedies.links import load_links
 from remedies.normalise import Line, normalise
@@ -254,20 +254,20 @@ def _is_exception(read: list[Line], index: int) -> bool:
 def _frames_above(read: list[Line], exc: int) -> list[tuple[Frame, str]]:
     """The traceback frames printed above line `exc`, outermost first, each with the statement under it."""
     frames: list[tuple[Frame, str]] = []
-    statement = ""
+    printed: list[str] = []  # the lines under the frame being read, first first
     for index in range(exc - 1, max(-1, exc - WINDOW_BEFORE), -1):
         text = read[index].text
         stripped = text.strip()
         found = _FRAME.match(text)
         if found:
             frames.append((Frame(found.group("path"), int(found.group("line")), found.group("func") or ""),
-                           statement))
-            statement = ""
+                           statement_of(printed)))
+            printed = []
         elif stripped.startswith(HEADER) or any(stripped.startswith(c) for c in CHAINS):
             break
         elif not stripped or text[:1] in " \t" or stripped.startswith(("^", "~")):
             if stripped and not stripped.startswith(("^", "~")):
-                statement = stripped
+                printed.insert(0, stripped)
         else:
             break
     frames.reverse()

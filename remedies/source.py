@@ -10,12 +10,13 @@ with the fix they imply.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Iterable
 
 from packaging.version import InvalidVersion, Version
 
+from remedies import assertsite
 from remedies.crash import Frame
 from remedies.inferred import completed
 from remedies.links import Links, load_links
@@ -73,12 +74,17 @@ class Located:
             for site in self.sites[:MAX_SITES])
         more = f" (and {len(self.sites) - MAX_SITES} more sites)" if len(self.sites) > MAX_SITES else ""
         cut = "" if self.hit.whole else " The log holds only the start of the message."
-        return (f"{template.package} raises this {kind} in {where}{more}; the message is printed by "
+        printed = "the statement is in" if assertsite.is_statement(template) else "the message is printed by"
+        return (f"{template.package} raises this {kind} in {where}{more}; {printed} "
                 f"{template.package} {_span(template.releases)}.{cut}")
 
     def steps(self) -> tuple[FixStep, ...]:
         """What the condition implies: the user settings it names, then the message's own wording."""
         template = self.hit.template
+        if assertsite.is_statement(template):
+            whole = () if self.hit.whole else (FixStep(f"The whole statement as {template.package} has it (the "
+                                                       f"traceback printed its first line): `{template.text}`"),)
+            return (*whole, *assertsite.steps(template, self.sites, template.package))
         steps: list[FixStep] = []
         flags = [f for f in self.flags if f.startswith("--")]
         env = [f for f in self.flags if not f.startswith("--")]
@@ -100,6 +106,18 @@ class Located:
                                  f"{self.sites[0].where if self.sites else template.package}; search its issue "
                                  "tracker for the message, and try the nearest other release."))
         return tuple(steps)
+
+    def facing(self, frame: Frame | None) -> Located:
+        """The same location with the sites the crash's deepest frame is in (its module, then its function)
+        first: a template raised at several sites is told at the one the traceback shows."""
+        if frame is None:
+            return self
+        path, function = frame.path.replace("\\", "/"), frame.function.rsplit(".", 1)[-1]
+        sites = tuple(sorted(self.sites, key=lambda s: (not path.endswith(s.module),
+                                                          s.function.rsplit(".", 1)[-1] != function)))
+        if sites == self.sites:
+            return self
+        return Located(replace(self.hit, template=self.hit.template._replace(sites=sites)), self.entries)
 
     @property
     def component(self) -> str:

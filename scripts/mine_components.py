@@ -94,6 +94,24 @@ COMPONENTS: dict[str, Component] = {
         "vllm_kv_transfer", "pypi:vllm",
         re.compile(r"^vllm/(distributed/kv_transfer/.*|config/kv_transfer)\.py$"),
         ("0.10.2", "0.17.1", "0.26.0", "0.34.0"), "python"),
+    "vllm_lora": Component(
+        "vllm_lora", "pypi:vllm",
+        re.compile(r"^vllm/(lora/.*|config/lora|v1/worker/lora_model_runner_mixin|worker/lora_model_runner"
+                   r"|entrypoints/openai/(serving_models|models/serving)|entrypoints/serve/lora/[a-z_]+)\.py$"),
+        ("0.8.5.post1", "0.10.2", "0.14.1", "0.20.2", "0.26.0", "0.34.0"), "python"),
+    "sglang_lora": Component(
+        "sglang_lora", "pypi:sglang",
+        re.compile(r"^sglang/srt/(lora/.*|arg_groups/(lora_hook|fields/lora))\.py$"),
+        ("0.4.3.post2", "0.4.9.post6", "0.5.5", "0.5.13", "0.5.23"), "python"),
+    "modelscope": Component(
+        "modelscope", "pypi:modelscope",
+        re.compile(r"^modelscope/hub/(errors|api|file_download|snapshot_download|utils/utils)\.py$"),
+        ("1.11.1", "1.20.1", "1.28.2", "1.35.3", "1.40.2"), "python"),
+    "modelscope_hub": Component(
+        "modelscope_hub", "pypi:modelscope_hub",
+        re.compile(r"^modelscope_hub/(errors|api|_api/[a-z_]+|file_download|snapshot_download|_download/[a-z_]+"
+                   r"|utils/[a-z_]+)\.py$"),
+        ("0.2.0", "0.5.1"), "python"),
     "litellm": Component(
         "litellm", "pypi:litellm",
         re.compile(r"^litellm/(exceptions|litellm_core_utils/exception_mapping_utils|llms/openai/common_utils"
@@ -238,13 +256,15 @@ def mine(component: Component, mirrors: Path) -> dict[str, object]:
         per_release[release] = found
         read_from[release] = origin
         print(f"{component.name} {release}: {len(sources)} files, {len(found)} messages", flush=True)
+    project = component.origin.partition(":")[2]
+    settings = ms.settings_of(project) if component.origin.startswith("pypi:") else frozenset()
     return {
         "package": component.name,
         "extractor": f"static-{component.language}/1 (scripts/mine_components.py)",
         "releases": sorted(per_release, key=ms.Version),
         "modules": component.files.pattern,
         "source": read_from,
-        "templates": [s.to_json() for s in ms.merge(per_release)],
+        "templates": [s.to_json(settings) for s in ms.merge(per_release)],
     }
 
 

@@ -6,6 +6,8 @@ them with `ast` and turns the first argument of
 
 - `raise SomeError(...)` (directly, or through a variable assigned earlier in the same function),
 - `logger.error / warning / warn / exception / critical / fatal` (and vLLM's `*_once` variants),
+- `assert test, msg` (its message) and a bare `assert test` (the statement itself, which is all a traceback prints),
+- `errors.append("...")` where the module raises that list's items joined (`raise ValueError(" ".join(errors))`),
 
 into a template: f-string fields, `%s` / `%d` / `%.2f` arguments and `str.format` fields all become `{}`.
 Templates are merged across releases into `remedies/signatures/<package>.json` (template, kind, modules,
@@ -84,7 +86,8 @@ MODULES: dict[str, re.Pattern[str]] = {
         r"^huggingface_hub/(file_download|_snapshot_download|errors|hf_api|utils/_errors|utils/_http)\.py$"
     ),
     "transformers": re.compile(
-        r"^transformers/(models/auto/configuration_auto|utils/hub|configuration_utils|modeling_utils)\.py$"
+        r"^transformers/(models/auto/(configuration_auto|auto_factory|tokenization_auto|processing_auto)|utils/hub"
+        r"|configuration_utils|modeling_utils)\.py$"
     ),
     "ray": re.compile(
         r"^ray/(exceptions|_private/(worker|node|services|utils)|util/placement_group|scripts/scripts)\.py$"
@@ -101,7 +104,7 @@ DEFAULT_VERSIONS: dict[str, list[str]] = {
     "sglang": ["0.4.0.post2", "0.4.3.post2", "0.4.6.post5", "0.4.9.post6", "0.5.2", "0.5.5", "0.5.9", "0.5.13",
                "0.5.17", "0.5.20", "0.5.23"],
     "huggingface_hub": ["0.25.2", "0.30.2", "1.0.0", "2.4.0"],
-    "transformers": ["4.45.2", "4.57.1", "5.25.0"],
+    "transformers": ["4.30.2", "4.36.2", "4.40.2", "4.45.2", "4.48.3", "4.51.3", "4.53.3", "4.57.1", "5.0.0", "5.25.0"],
     "ray": ["2.9.3", "2.40.0", "2.60.0"],
     "torch": ["2.4.0", "2.15.0"],
 }
@@ -304,21 +307,26 @@ def _useful(template: str) -> bool:
 class _Collector(ast.NodeVisitor):
     """Walk one module, remembering string assignments per function so `raise X(msg)` resolves."""
 
-    def __init__(self, module: str) -> None:
+    def __init__(self, module: str, source: str = "", joined: dict[str, str] | None = None) -> None:
         self.module = module
+        self.source = source
+        self.joined = joined or {}  # list name -> the exception class that raises its items joined
         self.found: list[Found] = []
         self._names: list[dict[str, ast.expr]] = [{}]
+        self._earlier: list[dict[str, list[ast.expr]]] = [{}]  # a name's earlier assignments (other branches)
         self._scopes: list[str] = []
         self._tests: list[str] = []
 
     def _visit_scope(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         self._names.append({})
+        self._earlier.append({})
         self._scopes.append(node.name)
         tests, self._tests = self._tests, []
         self.generic_visit(node)
         self._tests = tests
         self._scopes.pop()
         self._names.pop()
+        self._earlier.pop()
 
     visit_FunctionDef = visit_AsyncFunctionDef = _visit_scope
 
@@ -338,16 +346,29 @@ class _Collector(ast.NodeVisitor):
             self._tests.pop()
 
     def visit_Assert(self, node: ast.Assert) -> None:
-        """`assert test, msg` raises AssertionError(msg) when the test is false."""
+        """`assert test, msg` raises AssertionError(msg) when the test is false. A bare `assert test` raises
+        AssertionError without a message: the traceback prints the statement under the raising frame, so the
+        statement as written (whitespace collapsed) is its template (remedies/bareassert.py reads it back)."""
+        self._tests.append(f"not ({_source(node.test)})")
         if node.msg is not None:
-            self._tests.append(f"not ({_source(node.test)})")
             self._add(node.msg, "raise:AssertionError", printf=False)
-            self._tests.pop()
+        else:
+            self._add_statement(node)
+        self._tests.pop()
         self.generic_visit(node)
+
+    def _add_statement(self, node: ast.Assert) -> None:
+        statement = ast.get_source_segment(self.source, node) if self.source else None
+        template = " ".join((statement or f"assert {ast.unparse(node.test)}").split())
+        if _useful(template.removeprefix("assert ")):
+            self.found.append(Found(template, "raise:AssertionError", self.module, ".".join(self._scopes),
+                                    _chain(self._tests)))
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             if isinstance(target, ast.Name):
+                if target.id in self._names[-1]:
+                    self._earlier[-1].setdefault(target.id, []).append(self._names[-1][target.id])
                 self._names[-1][target.id] = node.value
         self.generic_visit(node)
 
@@ -361,10 +382,16 @@ class _Collector(ast.NodeVisitor):
         if isinstance(exc, ast.Call) and exc.args:
             name = exc.func.attr if isinstance(exc.func, ast.Attribute) else getattr(exc.func, "id", "?")
             self._add(exc.args[0], f"raise:{name}", printf=False)
+            if isinstance(exc.args[0], ast.Name):  # a message assigned in each branch before one raise
+                for earlier in self._earlier[-1].get(exc.args[0].id, ()):
+                    self._add(earlier, f"raise:{name}", printf=False)
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if (isinstance(func, ast.Attribute) and func.attr == "append" and isinstance(func.value, ast.Name)
+                and func.value.id in self.joined and node.args):
+            self._add(node.args[0], f"raise:{self.joined[func.value.id]}", printf=False)
         if isinstance(func, ast.Attribute) and func.attr in LOG_METHODS and node.args:
             level = func.attr.removesuffix("_once")
             self._add(node.args[0], f"log:{'warning' if level == 'warn' else level}", printf=len(node.args) > 1,
@@ -434,6 +461,23 @@ def named_settings(text: str, flags: frozenset[str]) -> tuple[str, ...]:
     return tuple(found)
 
 
+def joined_lists(tree: ast.AST) -> dict[str, str]:
+    """Lists whose items a module raises joined into one message (`raise ValueError(" ".join(error_msg))`, as
+    vLLM's PEFTHelper.validate_legal does with what `_validate_features` appended): list name -> exception
+    class. Each `<name>.append("...")` of the module is then a message that class raises."""
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args):
+            continue
+        exc = node.exc.func
+        name = exc.attr if isinstance(exc, ast.Attribute) else getattr(exc, "id", "?")
+        for inner in ast.walk(node.exc.args[0]):
+            if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and inner.func.attr == "join"
+                    and inner.args and isinstance(inner.args[0], ast.Name)):
+                found[inner.args[0].id] = name
+    return found
+
+
 def templates(sources: dict[str, str]) -> Iterator[Found]:
     """Every message template of the given modules (modules that do not parse are skipped)."""
     for path, text in sorted(sources.items()):
@@ -441,7 +485,7 @@ def templates(sources: dict[str, str]) -> Iterator[Found]:
             tree = ast.parse(text)
         except SyntaxError:
             continue
-        collector = _Collector(path)
+        collector = _Collector(path, text, joined_lists(tree))
         collector.visit(tree)
         yield from collector.found
 

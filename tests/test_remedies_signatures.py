@@ -162,8 +162,11 @@ def check(max_model_len):
     assert max_model_len > 0, f"max_model_len must be positive, got {max_model_len} instead"
     assert max_model_len < 10
 '''
-    (found,) = _found_of(source).values()
-    assert (found.kind, found.condition) == ("raise:AssertionError", "not (max_model_len > 0)")
+    found = _found_of(source)
+    message = found["max_model_len must be positive, got {} instead"]
+    assert (message.kind, message.condition) == ("raise:AssertionError", "not (max_model_len > 0)")
+    bare = found["assert max_model_len < 10"]  # no message: the statement is what the traceback prints
+    assert (bare.kind, bare.condition) == ("raise:AssertionError", "not (max_model_len < 10)")
 
 
 def test_the_flags_and_environment_variables_a_condition_names_are_recorded():

@@ -151,9 +151,10 @@ NEAR_MISSES = [
     # the port is taken, not privileged or foreign: the in-use entries keep it
     ("uvicorn port in use", "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
      "address already in use\n", "QD-R-VLLM-PORT-IN-USE"),
-    # transformers 5.x: the config really has no model_type key; that is not the too-old entry
+    # transformers 5.x: the config has no model_type key; the same AutoConfig.from_pretrained raise as 4.x's
+    # "Unrecognized model in" (mined with its site), whose entry says to check the folder's config.json first
     ("transformers 5.x config without model_type", "ValueError: Unrecognized model in ./adapter. Should have a "
-     "`model_type` key in its config.json.\n", None),
+     "`model_type` key in its config.json.\n", "QD-R-HF-UNKNOWN-MODEL-TYPE"),
     # a plain CUDA launch without a kernel image stays the generic build entry
     ("torch kernel without an image", "RuntimeError: CUDA error: no kernel image is available for execution on "
      "the device\n", "QD-R-CUDA-NO-KERNEL-IMAGE"),
