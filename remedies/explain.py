@@ -32,12 +32,13 @@ from remedies.levels import as_context
 from remedies.nativesites import native_sites
 from remedies.recordsite import message_site, record_site
 from remedies.loader import load_catalogue
-from remedies.matcher import Match, Matcher
+from remedies.matcher import WRAP_SCAN_BYTES, Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.partial import scan_partial
 from remedies.prose import prose_crashes
 from remedies.rustpanic import panic_crashes
+from remedies.silentdeath import KILL_ENTRIES, kill_only, silent_deaths, with_phase
 from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
 from remedies.fragment import fragment_crashes
 from remedies.reader import STDIN
@@ -402,6 +403,11 @@ def explain_sources(
             with views.open(source) as stream:
                 for match in prose_crashes(stream, stated=True):
                     collector.add(match, str(source))
+    if collector.wants_crashes() and _unexplained(collector.unknown()):
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                for match in silent_deaths(stream):
+                    collector.add(match, str(source))
     heads: dict[str, list[str]] = {}
 
     def head(source: str) -> list[str]:
@@ -413,7 +419,22 @@ def explain_sources(
     found = [_with_root(f, views) if f.remedy.severity in ROOTED and i < MAX_ROOTS else f
              for i, f in enumerate(found)]
     found = _regression_first([_name_engine_bug(_fit_to_log(finding, head), head) for finding in found], head)
+    found = [_with_phase(finding, views) for finding in found]
     return [_in_source(finding, views) for finding in found]
+
+
+def _with_phase(finding: Finding, views: Sources) -> Finding:
+    """A kill's finding told the startup phase its pasted excerpt stopped in (`remedies.silentdeath`)."""
+    if finding.remedy.id not in KILL_ENTRIES or not excerpt(finding.first.source):
+        return finding
+    with views.open(finding.first.source) as stream:
+        lines = stream.read(WRAP_SCAN_BYTES).decode("utf-8", "replace").split("\n")
+    return replace(finding, remedy=with_phase(finding.remedy, lines))
+
+
+def _unexplained(unknown: Finding | None) -> bool:
+    """No crash was found, or only a kill's mark (`remedies.silentdeath`): the process said nothing of its own."""
+    return unknown is None or unknown.crash is not None and kill_only(unknown.crash.exception)
 
 
 # A line that says only `Error: ...` (a client's or a shell's heading, no exception class of its own)
