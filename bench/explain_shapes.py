@@ -94,6 +94,9 @@ TRACEBACK_SHAPES: dict[str, Shape] = {
     "flattened": lambda lines: [" ".join(x.strip() for x in lines)],
     "ranks": interleaved,
     "escaped": lambda lines: [repr("\n".join(lines) + "\n")],
+    "cut": lambda lines: lines[:-1],
+    "cut-upstream": lambda lines: ["node-1:2222:2222 [1] misc/cudawrap.cc:188 NCCL WARN Cuda failure 1 'invalid argument'",
+                                   *lines[:-1]],
     "ipython": lambda lines: ["-" * 75, f"{lines[-1].split(':', 1)[0]}{' ' * 30}Traceback (most recent call last)",
                               "Cell In[3], line 1", "----> 1 llm = LLM(model='Qwen/Qwen3.5-35B-A3B')", "",
                               f"File {VLLM}/engine/arg_utils.py:1500, in EngineArgs.create_engine_config(self)",
@@ -158,6 +161,30 @@ def _fold(lines: list[str]) -> list[str]:
     return [line[i:i + WRAP] for line in lines for i in range(0, max(1, len(line)), WRAP)]
 
 
+def bare(sample: str) -> str:
+    """The sample's message as prose quotes it: without its log prefix and its exception class."""
+    return _CLASS.sub("", normalise(sample).text.strip(), count=1)
+
+
+def _cut_frames(lines: list[str]) -> list[str]:
+    """A traceback up to its deepest frame, cut mid-frame: the page or the paste ends before its exception line."""
+    return traceback(lines[1])[:4]
+
+
+PROSE_SHAPES: dict[str, Shape] = {
+    "bare-code-question": lambda lines: [f"Why does `vllm serve` fail with `{bare(lines[1])}` on two GPUs?"],
+    "bare-bullet-bold": lambda lines: ["### Describe the bug", "", "- vLLM 0.11.0 on 2x H100",
+                                       f"- it fails with **{bare(lines[1])}**", "- then the process exits"],
+    "bare-title": lambda lines: [f"# [Bug]: Server fails at startup: {bare(lines[1])}", "",
+                                 "### Your current environment", "", "vLLM 0.11.0, 2x H100"],
+    "title-cut-traceback": lambda lines: [f"# [Bug]: {lines[1]}", "", "```", *_cut_frames(lines), "```"],
+    "cjk-wrapper-title": lambda lines: [f"# 启动模型失败：[address=0.0.0.0:34567, pid=12345] {bare(lines[1])}", "",
+                                        "使用 xinference 启动模型时报错。"],
+    "summary-paragraph": lambda lines: ["## Summary", "", *textwrap.wrap(
+        f"When serving the model with tensor parallel 2 the engine stops with {bare(lines[1])} and every request "
+        "fails afterwards; it happens on every start.", WRAP - 8, break_long_words=False, break_on_hyphens=False)],
+}
+
 LINE_SHAPES: dict[str, Shape] = {
     "plain": lambda lines: lines,
     "prose": _quoted("When I start the server on two GPUs it fails with ", " and then exits, any idea why?"),
@@ -181,6 +208,7 @@ LINE_SHAPES: dict[str, Shape] = {
     "prose-wrapped": _prose_wrapped,
     "fold-80": _fold,
     "crlf": lambda lines: [x + "\r" for x in lines],
+    **PROSE_SHAPES,
 }
 FAMILIES: dict[str, tuple[dict[str, Shape], Callable[[str], list[str]]]] = {
     "traceback": (TRACEBACK_SHAPES, traceback),

@@ -21,6 +21,7 @@ from remedies.advisories import (
     release_without,
 )
 from remedies.consequences import causes_first
+from remedies.cuttrace import CUT, cut_crashes
 from remedies.crash import SHUTTING_DOWN, TEARDOWN_FRAMES, Crash, component_of, final_group, peer_gone
 from remedies.dependency import Dependency, dependency, engine_of, mismatch
 from remedies.enginebug import crash_bug, entry_verdict, steps_for
@@ -37,6 +38,7 @@ from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.partial import scan_partial
 from remedies.prose import prose_crashes
+from remedies.prosespans import quoted_crashes
 from remedies.rustpanic import panic_crashes
 from remedies.silentdeath import KILL_ENTRIES, kill_only, silent_deaths, with_phase
 from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
@@ -202,6 +204,10 @@ class Collector:
     def wants_crashes(self) -> bool:
         """No entry other than a wrapper named an error: an unrecognised crash must be looked for."""
         return not any(f.remedy.severity == "error" and not f.remedy.wrapper for f in self._standing())
+
+    def named_nothing(self) -> bool:
+        """No entry, a wrapper's included, named an error."""
+        return not any(f.remedy.severity == "error" for f in self._standing())
 
     def _precursor(self, source: str, line: int) -> str | None:
         """The last warning an entry named in this source before this line."""
@@ -403,6 +409,16 @@ def explain_sources(
             with views.open(source) as stream:
                 for match in prose_crashes(stream, stated=True):
                     collector.add(match, str(source))
+    if collector.wants_crashes() and collector.unknown() is None:
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                for match in quoted_crashes(stream):
+                    collector.add(match, str(source))
+    if collector.named_nothing() and collector.unknown() is None:  # a wrapper's entry points at the same frames
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                for match in cut_crashes(stream):
+                    collector.add(match, str(source))
     if collector.wants_crashes() and _unexplained(collector.unknown()):
         for source in filter(excerpt, files):
             with views.open(source) as stream:
@@ -592,7 +608,8 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
             own = finding.fix or finding.remedy.render_fix({})
             return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))
         return _advised(finding, head)
-    bug = crash_bug(finding.crash, head(finding.first.source), finding.located)
+    cut = finding.crash.exception == CUT  # no exception to judge: the frames alone make no engine bug
+    bug = None if cut else crash_bug(finding.crash, head(finding.first.source), finding.located)
     if bug is None:
         return _signed(finding, head)
     bug = _without_raise(bug, finding.located)

@@ -41,10 +41,10 @@ import re
 from dataclasses import dataclass, replace
 from typing import BinaryIO, Iterator
 
-from remedies.crash import SHUTTING_DOWN
+from remedies.crash import SHUTTING_DOWN, Crash, component_of, death, exception_line
 from remedies.loader import load_catalogue
 from remedies.matcher import MAX_LINE, WRAP_SCAN_BYTES, Match
-from remedies.model import Remedy
+from remedies.model import UNKNOWN, Remedy
 from remedies.normalise import normalise
 
 KILLED_ID = "QD-R-HOST-PROCESS-KILLED"
@@ -147,7 +147,7 @@ class Reading:
 
     def __init__(self) -> None:
         self.open_phase: Phase | None = None
-        self.phase_line = self.mark_line = self.number = 0
+        self.phase_line = self.mark_line = self.number = self.death_line = 0
         self.ready = self.stopping = self.said = False
 
     def read(self, raw: str) -> None:
@@ -164,6 +164,8 @@ class Reading:
             self.open_phase, self.phase_line = (None, 0) if ended else (phase, self.number)
             self.mark_line = 0 if ended else self.mark_line
         mark = KILL_MARKS.search(text)
+        if not (mark or self.stopping or self.death_line) and death(line) and not exception_line(text.strip()):
+            self.death_line = self.number  # a process's death notice, not an exception (the crash scan's)
         if mark and not self.stopping and (self.open_phase is not None or not _TERM.search(mark.group())):
             self.mark_line = self.mark_line or self.number
         elif found is None and line.level is None and not line.record and DEATH_WORDS.search(text):
@@ -197,13 +199,26 @@ def silent_deaths(stream: BinaryIO) -> Iterator[Match]:
     kill evidence, or that carries a kill's mark (see the module doc)."""
     data = stream.read(WRAP_SCAN_BYTES + 1)[:WRAP_SCAN_BYTES]
     lines = data.decode("utf-8", errors="replace").split("\n")
-    stop = stop_of(lines)
-    entry = load_catalogue().get(KILLED_ID)
+    reading = Reading()
+    for raw in lines:
+        reading.read(raw)
+    stop, entry = reading.stop(), load_catalogue().get(KILLED_ID)
+    if stop is None and reading.death_line:
+        yield _death(lines, reading.death_line)
+        return
     if stop is None or entry is None:
         return
     at = stop.mark_line or stop.phase_line
     yield Match(told(entry, stop), at, lines[at - 1].strip()[:400], tuple(x.rstrip() for x in lines[max(0, at - 3):at - 1]),
                 tuple(x.rstrip() for x in lines[at:at + 2]))
+
+
+def _death(lines: list[str], number: int) -> Match:
+    """A death line read on its own, as a crash: the record it continues (a log record printed just before it, by
+    another process) hid it from the crash scan, which reads a record from its first line."""
+    text = normalise(lines[number - 1][:MAX_LINE]).text.strip()[:400]
+    crash = Crash(number, text, text, None, component_of((), text), "death")
+    return Match(UNKNOWN, number, lines[number - 1].strip()[:400], crash=crash)
 
 
 def told(entry: Remedy, stop: Stop) -> Remedy:
