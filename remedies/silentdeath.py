@@ -25,7 +25,10 @@ engines print when each startup phase begins and when it ends:
   mark (`KILL_MARKS`: SIGKILL exit codes 137 / -9, the shell's "Killed", "died unexpectedly", a pod's
   OOMKilled / Evicted / CrashLoopBackOff, absl's `*** SIGTERM received`), or the reporter's own words outside
   the log records that the process died, exited, restarted, was killed or stopped with no error
-  (`DEATH_WORDS`, English and CJK).
+  (`DEATH_WORDS`, English and CJK), or a paste that holds nothing but one unfinished phase's own lines (at least
+  MIN_PHASE_LINES of them: progress bars, the streamer's buffer allocations): what was pasted is where the log
+  stopped, not a boot pasted up to a line of interest, which carries its banner, its configuration or the end
+  of an earlier phase.
 - A kill's mark alone, with no open phase, is read too (the phase is then "serving" when the server was ready),
   unless the server was told to stop before it (SHUTTING_DOWN: a stop sent SIGKILL after its grace period).
 
@@ -104,6 +107,9 @@ KILL_MARKS = re.compile(
     r"|\bOOMKilled\b|\bEvicted\b|CrashLoopBackOff|\*\*\* SIG(?:TERM|KILL) received",
     re.I,
 )
+# Markdown that frames a paste: fences, headings, rules
+_FRAMING = re.compile(r"^\s*(?:```|~~~|#{1,6}\s|-{3,}\s*$|<details|</details|<summary)")
+MIN_PHASE_LINES = 2
 # SIGTERM is also how a server is stopped on purpose: its mark counts only while a startup phase is open.
 _TERM = re.compile(r"SIGTERM")
 # The reporter's words that the process died (outside the log's records): English and CJK.
@@ -149,6 +155,8 @@ class Reading:
         self.open_phase: Phase | None = None
         self.phase_line = self.mark_line = self.number = self.death_line = 0
         self.ready = self.stopping = self.said = False
+        self.phase_lines = self.other_lines = 0
+        self.seen: set[str] = set()  # the phases the lines belong to, and "ended" once one ended
 
     def read(self, raw: str) -> None:
         """Take the log's next line."""
@@ -159,8 +167,12 @@ class Reading:
             self.ready, self.open_phase, self.phase_line, self.mark_line = True, None, 0, 0
             return
         found = _phase_of(text)
+        if found is None and text.strip() and not _FRAMING.match(text):
+            self.other_lines += 1
         if found is not None:
+            self.phase_lines += 1
             phase, ended = found
+            self.seen |= {phase.name, "ended"} if ended else {phase.name}
             self.open_phase, self.phase_line = (None, 0) if ended else (phase, self.number)
             self.mark_line = 0 if ended else self.mark_line
         mark = KILL_MARKS.search(text)
@@ -176,9 +188,14 @@ class Reading:
         """Where the lines read so far show a death no line explains, or None."""
         if self.mark_line:
             return Stop(self.open_phase, self.phase_line, self.mark_line, self.ready)
-        if self.open_phase is not None and self.said:
+        if self.open_phase is not None and (self.said or self.only_phase()):
             return Stop(self.open_phase, self.phase_line, 0, self.ready)
         return None
+
+    def only_phase(self) -> bool:
+        """The excerpt is nothing but startup phases' own lines (MIN_PHASE_LINES of them at least): what was pasted
+        is where the log stopped, not a boot pasted up to a line of interest."""
+        return self.phase_lines >= MIN_PHASE_LINES and not self.other_lines and len(self.seen) == 1
 
 
 def stop_of(lines: list[str]) -> Stop | None:

@@ -85,6 +85,15 @@ def test_a_log_that_stops_in_a_phase_with_the_reporters_words_names_the_phase(tm
     assert f"stops while {phase}" in found[0].remedy.why and found[0].first.line == 5
 
 
+@pytest.mark.parametrize("phase", sorted(RUNNING))
+def test_a_paste_of_nothing_but_an_unfinished_phase_is_where_the_log_stopped(tmp_path, phase):
+    """What the reporter pasted is only the phase's lines (the streamer's buffers, a bar short of 100%)."""
+    lines = ["```", *RUNNING[phase], "```"]
+    found = explain(tmp_path, lines)
+    assert [f.remedy.id for f in found] == [KILLED_ID] and f"stops while {phase}" in found[0].remedy.why
+    assert explain(tmp_path, ["```", *RUNNING[phase], ENDS[phase], "```"]) == []
+
+
 @pytest.mark.parametrize("phase, running", CASES)
 def test_a_log_that_merely_stops_in_a_phase_is_no_death(tmp_path, phase, running):
     """A boot pasted up to a line (a question about a warning) stops mid-phase too: without evidence, silence."""
@@ -119,8 +128,9 @@ def test_the_oom_killer_entry_is_told_the_phase_too(tmp_path):
 
 @pytest.mark.parametrize("log", sorted(p.name for p in HEALTHY.glob("*.log")))
 def test_a_healthy_log_cut_at_any_line_is_no_death(log):
+    """Except where the cut leaves nothing but one unfinished phase's lines: that paste is the stopped log's shape."""
     reading, stopped = Reading(), []
     for number, line in enumerate((HEALTHY / log).read_text(encoding="utf-8", errors="replace").split("\n"), 1):
         reading.read(line)
-        stopped += [number] if reading.stop() is not None else []
+        stopped += [number] if reading.stop() is not None and not reading.only_phase() else []
     assert stopped == []
