@@ -5,7 +5,8 @@ an operator) prints nothing of its own: the log stops mid-phase. What is left is
 sometimes, the mark of the kill printed by whoever watched the process. The rule, read from the lines the
 engines print when each startup phase begins and when it ends:
 
-- The phases and their end lines (vLLM 0.32 / SGLang 0.5.23 source, older wordings alike):
+- The phases and their end lines (phases.yaml, with the source of each; vLLM 0.32 / SGLang 0.5.23, older wordings
+  alike):
   weight loading ends with vLLM's "Loading weights took" (model_loader/default_loader.py) and "Model loading
   took" (v1/worker/gpu_model_runner.py), V0's "Loading model weights took", SGLang's "Load weight end"
   (srt/model_executor/model_runner.py); weight streaming with the Run:ai streamer's "[RunAI Streamer] Overall
@@ -42,9 +43,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import BinaryIO, Iterator
 
 from remedies.crash import SHUTTING_DOWN, Crash, component_of, death, exception_line
+from remedies.datalist import read_list
 from remedies.loader import load_catalogue
 from remedies.matcher import MAX_LINE, WRAP_SCAN_BYTES, Match
 from remedies.model import UNKNOWN, Remedy
@@ -66,58 +69,24 @@ class Phase:
     holds: str  # what the phase holds in memory, where a killer would look
 
 
-PHASES = (
-    Phase("streaming the weights (Run:ai Model Streamer)",
-          re.compile(r"\[RunAI (?:Distributed )?Streamer\] CPU [Bb]uffer size|Loading safetensors using Runai Model Streamer"),
-          re.compile(r"\[RunAI (?:Distributed )?Streamer\] Overall time to stream"),
-          "the streamer's CPU buffer is as large as the files it streams (its 'CPU Buffer size' line), in the "
-          "container's memory"),
-    Phase("loading the weights",
-          re.compile(r"Starting to load model|Load weight begin|Loading (?:safetensors|pt|np_cache) checkpoint shards"
-                     r"|Multi-thread loading pt checkpoint shards|Loading safetensors using \w+ loader"
-                     r"|Using model weights format|Loading model weights"),
-          re.compile(r"Loading weights took|Model loading took|Loading model weights took|Load weight end"),
-          "safetensors shards are read through host RAM (page cache, and /dev/shm for the workers' broadcast), "
-          "once per tensor-parallel worker on the node"),
-    Phase("compiling the model (torch.compile)",
-          re.compile(r"for vLLM's torch\.compile|Dynamo bytecode transform time|Compiling a graph for"
-                     r"|Start compiling|torch\.compile"),
-          re.compile(r"torch\.compile t(?:akes|ook) [\d.]+ ?s in total"),
-          "Inductor's compile workers use host RAM and CPU (one pool per worker process)"),
-    Phase("profiling the memory",
-          re.compile(r"profil(?:e|ing) run|Memory profiling|determine_available_memory|Init memory pool|KV Cache is allocated"),
-          re.compile(r"Memory profiling takes|Available KV cache memory|GPU KV cache size|Memory pool end"),
-          "the profile run's dummy batch sizes activations on the GPU"),
-    Phase("capturing CUDA graphs",
-          re.compile(r"Capturing CUDA graph|Capturing batches|Capture (?:[\w -]{1,40} )?cuda graph (?:begin|bs)", re.I),
-          re.compile(r"Graph capturing finished|Capture (?:[\w -]{1,40} )?cuda graph end", re.I),
-          "each captured batch size keeps its own graph memory pool on the GPU, and workers synchronise over NCCL"),
-)
-READY = re.compile(r"Application startup complete|Starting vLLM API server|init engine \(profile, create kv cache"
-                   r"|fired up and ready to roll|Uvicorn running on")
+DATA = Path(__file__).with_name("phases.yaml")
+
+
+def _either(patterns: list[str], flags: int = 0) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{pattern})" for pattern in patterns), flags)
+
+
+PHASES = tuple(Phase(item["name"], _either(item["running"]), _either(item["ends"]), item["holds"])
+               for item in read_list(DATA, "phases"))
+READY = _either([item["pattern"] for item in read_list(DATA, "ready")])
+KILL_MARKS = _either([item["pattern"] for item in read_list(DATA, "kill_marks")], re.I)
+TERM = "SIGTERM"  # also how a server is stopped on purpose: its mark counts only while a startup phase is open
 # tqdm's bar at its end: the phase's progress reached 100% (a finished bar is no open phase)
 _DONE_BAR = re.compile(r"\b100% ?(?:Completed)?\s?\|")
-# The marks a kill leaves, printed by whoever watched the process: the shell (bash jobs.c "Killed"), docker /
-# compose ("exited with code 137"), a launcher (torch elastic "exitcode: -9", multiprocessing "exitcode=-9"),
-# vLLM's executor ("died unexpectedly"), kubelet (OOMKilled, Evicted, CrashLoopBackOff, Exit Code 137) and absl's
-# failure signal handler (abseil-cpp absl/debugging/failure_signal_handler.cc "*** SIGTERM received at time=").
-KILL_MARKS = re.compile(
-    r"(?:^|[\s:])Killed(?:\s|$)|exit(?:ed with)? ?code[ =:]{0,3}(?:137|-9)\b|exit ?code:?\s{0,20}137\b"
-    r"|exitcode[ =:]{0,3}-?9\b(?!\.)|\bSIGKILL\b|killed by signal|\bsignal 9\b|died unexpectedly"
-    r"|\bOOMKilled\b|\bEvicted\b|CrashLoopBackOff|\*\*\* SIG(?:TERM|KILL) received",
-    re.I,
-)
 # Markdown that frames a paste: fences, headings, rules
 _FRAMING = re.compile(r"^\s*(?:```|~~~|#{1,6}\s|-{3,}\s*$|<details|</details|<summary)")
 MIN_PHASE_LINES = 2
-# SIGTERM is also how a server is stopped on purpose: its mark counts only while a startup phase is open.
-_TERM = re.compile(r"SIGTERM")
-# The reporter's words that the process died (outside the log's records): English and CJK.
-DEATH_WORDS = re.compile(
-    r"(?i)\b(?:gets? killed|was killed|killed|dies|died|crash(?:es|ed)?|exits?|exited|restarts?|restarted"
-    r"|restarting|terminat(?:es|ed)|stops?|stopped|disappear(?:s|ed)?)\b|\bno (?:error|exception|traceback)"
-    r"|without (?:any )?(?:error|exception|traceback)|退出|被杀|崩溃|重启|挂掉|没有(?:任何)?报错|无报错|中断"
-)
+DEATH_WORDS = _either([item["pattern"] for item in read_list(DATA, "death_words")], re.I)
 
 
 @dataclass(frozen=True)
@@ -178,7 +147,7 @@ class Reading:
         mark = KILL_MARKS.search(text)
         if not (mark or self.stopping or self.death_line) and death(line) and not exception_line(text.strip()):
             self.death_line = self.number  # a process's death notice, not an exception (the crash scan's)
-        if mark and not self.stopping and (self.open_phase is not None or not _TERM.search(mark.group())):
+        if mark and not self.stopping and (self.open_phase is not None or TERM not in mark.group().upper()):
             self.mark_line = self.mark_line or self.number
         elif found is None and line.level is None and not line.record and DEATH_WORDS.search(text):
             self.said = True
