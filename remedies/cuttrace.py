@@ -3,7 +3,8 @@
 People paste a traceback up to the frame that looks relevant, or a page cuts it mid-frame, so the exception
 line Python prints last is missing. The crash scan reads exceptions; here the last traceback of an excerpt that
 is cut (no exception line after its frames) still yields a crash: its raise site is the deepest engine frame
-(vllm / sglang, else the deepest frame; `remedies.rootcause.cut_traceback_near`). When a C library printed the
+(vllm / sglang, else the deepest frame; `remedies.rootcause.cut_traceback_near`), its root what the report's
+title says failed, when the issue's title (its first H1 / H2 heading) states a failure. When a C library printed the
 failure above it - NCCL's `NCCL WARN` (src/include/debug.h WARN), a CUDA driver or runtime error (torch's
 c10/cuda/CUDAException.h "CUDA error: ...", the driver API's CUDA_ERROR_* names), NVSHMEM's
 "non-zero status" / "failed" (nvshmem src/host/util/debug.h NVSHMEMI_ERROR_PRINT) - that line is the root
@@ -28,6 +29,11 @@ UPSTREAM = re.compile(
     r"\bNCCL WARN\b|\bCUDA (?:driver |runtime )?error\b|\bCUDA_ERROR_[A-Z_]{2,60}\b|\bcudaError[A-Z]\w{2,60}\b"
     r"|(?i:\bnvshmem\w{0,40}\b[^\n]{0,300}?(?:non-zero status|failed|error))"
 )
+# An issue's title (the first H1 / H2 heading, its [Bug]-style tags dropped) that states a failure
+_TITLE = re.compile(r"^\s{0,3}#{1,2}\s+(?:\[[^\]\n]{1,40}\]:?\s*)*(?P<text>\S.{8,})$")
+_FAILS = re.compile(r"(?i)\b(?:error|exception|fail(?:s|ed|ure)?|cannot|can't|unable|refused|in use|not (?:found|"
+                    r"supported|available)|invalid|crash(?:es|ed)?|timed? ?out|denied)\b|报错|失败|错误|异常")
+CUT_KIND = "cut"  # the crash's kind: no exception line of its own, so no verdict on the code that raised it
 CUT = "not pasted (the traceback is cut before its exception line)"
 MAX_ROOT = 400
 
@@ -62,6 +68,16 @@ def _upstream(lines: list[str], start: int, floor: int) -> int | None:
     return None
 
 
+def _title(lines: list[str]) -> tuple[int, str] | None:
+    """The 0-based index and text of the issue title above a traceback when it states a failure, else None."""
+    for index, raw in enumerate(lines):
+        found = _TITLE.match(raw[:MAX_LINE])
+        if found is not None:
+            text = found.group("text").replace("**", "").replace("`", "").strip()[:MAX_ROOT]
+            return (index, text) if _FAILS.search(text) else None
+    return None
+
+
 def cut_crashes(stream: BinaryIO) -> Iterator[Match]:
     """The last traceback of a pasted excerpt (at most WRAP_SCAN_BYTES) that is cut before its exception line,
     as a crash raised at its deepest engine frame, rooted at a C library's report above it when there is one."""
@@ -79,9 +95,11 @@ def cut_crashes(stream: BinaryIO) -> Iterator[Match]:
             continue
         floor = starts[order - 1] + 1 if order else 0
         upstream = _upstream(lines, start, floor)
-        at = upstream if upstream is not None else start
-        root = normalise(lines[at][:MAX_LINE]).text.strip()[:MAX_ROOT] if upstream is not None else CUT
-        crash = Crash(at + 1, root, root, frame, component_of([frame], root), "traceback")
+        titled = _title(lines[:start]) if upstream is None else None
+        at = upstream if upstream is not None else titled[0] if titled is not None else start
+        root = (normalise(lines[at][:MAX_LINE]).text.strip()[:MAX_ROOT] if upstream is not None
+                else titled[1] if titled is not None else CUT)
+        crash = Crash(at + 1, root, root, frame, component_of([frame], root), CUT_KIND)
         yield Match(UNKNOWN, at + 1, lines[at].strip()[:MAX_ROOT], tuple(lines[max(0, at - 2):at]),
                     tuple(lines[at + 1:at + 3]), crash=crash)
         return

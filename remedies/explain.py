@@ -21,7 +21,7 @@ from remedies.advisories import (
     release_without,
 )
 from remedies.consequences import causes_first
-from remedies.cuttrace import CUT, cut_crashes
+from remedies.cuttrace import CUT_KIND, cut_crashes
 from remedies.crash import SHUTTING_DOWN, TEARDOWN_FRAMES, Crash, component_of, final_group, peer_gone
 from remedies.dependency import Dependency, dependency, engine_of, mismatch
 from remedies.enginebug import crash_bug, entry_verdict, steps_for
@@ -608,7 +608,7 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
             own = finding.fix or finding.remedy.render_fix({})
             return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))
         return _advised(finding, head)
-    cut = finding.crash.exception == CUT  # no exception to judge: the frames alone make no engine bug
+    cut = finding.crash.kind == CUT_KIND  # no exception to judge: the frames alone make no engine bug
     bug = None if cut else crash_bug(finding.crash, head(finding.first.source), finding.located)
     if bug is None:
         return _signed(finding, head)

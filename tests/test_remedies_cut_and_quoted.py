@@ -95,3 +95,19 @@ def test_pieces_are_the_quoted_parts_and_a_headings_text_after_its_colon():
         "the placement group has too few GPUs for this"]
     assert pieces("it fails with `the placement group has too few GPUs` and **nothing else printed here**") == [
         "the placement group has too few GPUs", "nothing else printed here"]
+
+
+@pytest.mark.parametrize("title", [
+    "# [Bug]: vllm serve fails with \"Address already in use\" when a second instance starts",
+    "## [Usage]: 启动第二个实例时报错，端口被占用",
+    "# Engine crashed after upgrading to 0.11",
+])
+def test_an_issue_title_that_states_the_failure_is_the_root_of_its_cut_traceback(tmp_path, title):
+    found = explain(tmp_path, [title, "", "```", *FRAMES[:5], "```"])
+    assert found[0].first.line == 1 and found[0].crash.exception in title
+    assert found[0].crash.frame.function == "determine_available_memory" and found[0].engine_bug is None
+
+
+def test_a_title_that_states_no_failure_leaves_the_cut_traceback_rootless(tmp_path):
+    found = explain(tmp_path, ["# How to serve Qwen3 on two GPUs with vLLM", "", "```", *FRAMES[:5], "```"])
+    assert found[0].crash.exception == CUT and found[0].crash.frame.function == "determine_available_memory"
