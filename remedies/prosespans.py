@@ -6,7 +6,9 @@ not set**", a one-line question with the message in backticks. `remedies.prose` 
 class; here the quoted pieces of a line outside the log's records (its code spans, bold runs, quotes, CJK quotes,
 and for a heading or a bullet its text after the last colon) count when they are the message of a mined raise
 template (`remedies.source.locate`) or of a catalogue entry's sample (`remedies.source.sampled_entry`): the
-engine's own words, not a paraphrase. The first such piece is read as the crash, and the crash's path
+engine's own words, not a paraphrase. A summary paragraph that a page or an editor wrapped carries the message
+unquoted over several lines: its lines are joined and looked up whole (a raise template's words found inside it).
+The first such piece (else paragraph) is read as the crash, and the crash's path
 (`Collector.unknown`) names the entry covering its template, or explains it from its source. explain reads this
 only in a pasted excerpt in which nothing else named a failure.
 """
@@ -20,10 +22,12 @@ from remedies.crash import Crash, component_of, exception_line
 from remedies.loader import load_catalogue
 from remedies.matcher import MAX_LINE, WRAP_SCAN_BYTES, Match
 from remedies.model import UNKNOWN
-from remedies.normalise import normalise
+from remedies.normalise import Line, normalise
 from remedies.source import sampled_entry
 from remedies.templates import load_templates
 
+MAX_PARAGRAPHS = 200
+MAX_PARAGRAPH = 1200
 MIN_PIECE = 24  # characters: shorter quoted pieces are names and flags, not messages
 MAX_PIECE = 600
 _QUOTED = re.compile(
@@ -60,19 +64,51 @@ def engine_message(piece: str) -> str | None:
     return piece if entry is not None and entry.severity == "error" else None
 
 
+def _prose(line: Line) -> bool:
+    """Whether a normalised line is the reporter's prose: no log record, no traceback line, no exception line, no
+    warning."""
+    return not (line.level is not None or line.text[:1] in " \t" or exception_line(line.text.strip())
+                or _WARNING.search(line.text))
+
+
 def quoted_crashes(stream: BinaryIO) -> Iterator[Match]:
     """The first piece of prose in a pasted excerpt (at most WRAP_SCAN_BYTES) that quotes an engine's message
-    without its exception class, as a crash (its entry, or its source, is named on the crash's path)."""
+    without its exception class, as a crash (its entry, or its source, is named on the crash's path); else the
+    first paragraph of prose (its lines joined, as a page wrapped them) that carries a raise template's words."""
     data = stream.read(WRAP_SCAN_BYTES + 1)[:WRAP_SCAN_BYTES]
-    text = data.decode("utf-8", errors="replace")
-    for lineno, raw in enumerate(text.split("\n"), 1):
-        line = normalise(raw[:MAX_LINE])
-        if (line.level is not None or line.text[:1] in " \t" or exception_line(line.text.strip())
-                or _WARNING.search(line.text)):
+    raws = data.decode("utf-8", errors="replace").split("\n")
+    lines = [normalise(raw[:MAX_LINE]) for raw in raws]
+    for lineno, line in enumerate(lines, 1):
+        if not _prose(line):
             continue  # a record, a traceback's line or an exception line: the crash scan reads those
         for piece in pieces(line.text):
             named = engine_message(piece)
             if named is not None:
-                yield Match(UNKNOWN, lineno, raw.strip()[:400],
-                            crash=Crash(lineno, named, named, None, component_of((), named), "exception"))
+                yield _crash(lineno, raws[lineno - 1], named)
                 return
+    for first, text in paragraphs(lines)[:MAX_PARAGRAPHS]:
+        hit = load_templates().lookup(text, raised_only=True)
+        if hit is not None:
+            yield _crash(first, raws[first - 1], text)
+            return
+
+
+def paragraphs(lines: list[Line]) -> list[tuple[int, str]]:
+    """Runs of at least two prose lines (1-based first line, the lines joined with spaces), at most
+    MAX_PARAGRAPH characters each: a sentence a page or an editor wrapped."""
+    found: list[tuple[int, str]] = []
+    run: list[tuple[int, str]] = []
+    for lineno, line in enumerate([*lines, Line("", None, True)], 1):
+        text = line.text.strip()
+        if text and _prose(line) and not _HEADED.match(line.text):
+            run.append((lineno, text))
+            continue
+        if len(run) >= 2:
+            found.append((run[0][0], " ".join(t for _, t in run)[:MAX_PARAGRAPH]))
+        run = []
+    return found
+
+
+def _crash(lineno: int, raw: str, named: str) -> Match:
+    return Match(UNKNOWN, lineno, raw.strip()[:400],
+                 crash=Crash(lineno, named[:MAX_PIECE], named[:MAX_PIECE], None, component_of((), named), "exception"))

@@ -71,14 +71,15 @@ def test_a_whole_traceback_is_not_read_as_cut(tmp_path):
 
 
 @pytest.mark.parametrize("template, line", SOURCE)
-@pytest.mark.parametrize("shape", ["bare-code-question", "bare-bullet-bold", "bare-title", "cjk-wrapper-title"])
+@pytest.mark.parametrize("shape", ["bare-code-question", "bare-bullet-bold", "bare-title", "cjk-wrapper-title",
+                                   "summary-paragraph"])
 def test_an_engine_message_quoted_without_its_class_is_located_in_the_engines_source(tmp_path, template, line, shape):
     lines = explain_shapes.LINE_SHAPES[shape](explain_shapes.block(line))
     found = explain(tmp_path, lines)
     assert found, lines
     located = found[0].located or (found[0].root.located if found[0].root is not None else None)
-    assert located is not None  # the same template in any release's spacing
-    assert skeleton(located.hit.template.text) == skeleton(template.removeprefix("source:"))
+    assert located is not None  # the same template in any release's spacing, or a release's shorter wording of it
+    assert skeleton(template.removeprefix("source:")).startswith(skeleton(located.hit.template.text))
 
 
 @pytest.mark.parametrize("text", [
