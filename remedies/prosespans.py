@@ -26,7 +26,8 @@ from remedies.normalise import Line, normalise
 from remedies.source import sampled_entry
 from remedies.templates import load_templates
 
-MAX_PARAGRAPHS = 200
+MAX_PARAGRAPHS = 50  # lookups cost about a millisecond per 100 characters: a long page is read in part
+MAX_PIECES = 400
 MAX_PARAGRAPH = 1200
 MIN_PIECE = 24  # characters: shorter quoted pieces are names and flags, not messages
 MAX_PIECE = 600
@@ -78,10 +79,14 @@ def quoted_crashes(stream: BinaryIO) -> Iterator[Match]:
     data = stream.read(WRAP_SCAN_BYTES + 1)[:WRAP_SCAN_BYTES]
     raws = data.decode("utf-8", errors="replace").split("\n")
     lines = [normalise(raw[:MAX_LINE]) for raw in raws]
+    looked = 0
     for lineno, line in enumerate(lines, 1):
         if not _prose(line):
             continue  # a record, a traceback's line or an exception line: the crash scan reads those
         for piece in pieces(line.text):
+            looked += 1
+            if looked > MAX_PIECES:
+                break
             named = engine_message(piece)
             if named is not None:
                 yield _crash(lineno, raws[lineno - 1], named)
