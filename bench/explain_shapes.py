@@ -7,8 +7,10 @@ Two families of shapes, each scored against its own control:
   a code viewer's gutter, a Markdown table cell, HTML escapes in `<details><pre>`, Docker's JSON lines, a
   newest-first CloudWatch export, stern's, grep's `file:`, docker-compose's, kubectl's and journald's prefix
   on every line, a Markdown quote, CRLF line ends, two tensor-parallel workers printing at once, the
-  traceback escaped into one Python string, an IPython traceback. Scored: named first, and named with its
-  raise site (the traceback's deepest frame, as the finding's root or crash frame).
+  traceback escaped into one Python string, an IPython traceback; the traceback cut before its exception line,
+  alone or under a C library's WARN line (`cut`, `cut-upstream`: no message to name, scored by the raise site
+  alone). Scored: named first, and named with its raise site (the traceback's deepest frame, as the finding's
+  root or crash frame).
 - `line`: EVERY error entry's first sample (exception lines, log records, native C/C++ messages, HTTP / JSON
   payloads) as the one failing line of a short log (`block`), put in the shapes prose-heavy and one-line
   pastes take: the message quoted in a sentence, in a Markdown H1 / H2 title, inside `code`, **bold** or CJK
@@ -16,7 +18,10 @@ Two families of shapes, each scored against its own control:
   docker-compose, kubectl `--prefix`, journald or stern prefix; the line cut at 60 / 100 characters (counted
   only where the cut keeps remedies.templates.MIN_PREFIX characters of the message, the least a cut message
   is told by: a timestamp and a class name are not a message); the
-  block's lines joined into one backtick span; Windows CRLF line ends. Scored: named first, and any finding
+  block's lines joined into one backtick span; Windows CRLF line ends; the message without its class in a
+  one-line question's code span, a bullet's bold, an issue title, a CJK title behind a wrapper's
+  `[address=..., pid=...]`, a wrapped summary paragraph, and an issue title above a traceback cut before its
+  exception line. Scored: named first, and any finding
   at all. A shape that does not change a sample (a cut longer than it) is not counted for it.
 - `source`: the line shapes over exception lines printed from vLLM's and SGLang's mined raise templates that
   no entry covers (every SOURCE_EVERY-th, holes filled with a figure): scored as located in the engine's
@@ -103,6 +108,8 @@ TRACEBACK_SHAPES: dict[str, Shape] = {
                               "   1499 if bad:",
                               f"-> 1500     raise {lines[-1].split(':', 1)[0].rsplit('.', 1)[-1]}(", "", lines[-1]],
 }
+
+CUT_SHAPES = ("cut", "cut-upstream")  # the traceback without its exception line: scored by its raise site alone
 
 # --- the line family: the sample as the failing line of a short log -------------------------------------------
 
@@ -293,7 +300,10 @@ def main() -> None:
                 total += 1
                 named, site, anything = first_named("\n".join(lines) + "\n", Path(folder))
                 right += named == rid
-                other += (named == rid and site) if args.family == "traceback" else anything
+                if args.family == "traceback":  # a cut traceback has no message to name: its raise site counts
+                    other += site if shape in CUT_SHAPES else (named == rid and site)
+                else:
+                    other += anything
                 if named != rid:
                     missed[rid] += 1
                     if args.misses:

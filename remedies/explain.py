@@ -450,7 +450,8 @@ def _with_phase(finding: Finding, views: Sources) -> Finding:
 
 def _unexplained(unknown: Finding | None) -> bool:
     """No crash was found, or only a kill's mark (`remedies.silentdeath`): the process said nothing of its own."""
-    return unknown is None or unknown.crash is not None and kill_only(unknown.crash.exception)
+    return unknown is None or (unknown.crash is not None and kill_only(unknown.crash.exception)
+                               and (unknown.located is None or not unknown.located.hit.template.raised))
 
 
 # A line that says only `Error: ...` (a client's or a shell's heading, no exception class of its own)

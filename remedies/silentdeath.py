@@ -176,8 +176,9 @@ def stop_of(lines: list[str]) -> Stop | None:
 
 
 def kill_only(exception: str) -> bool:
-    """Whether an unrecognised crash's exception is only a kill's mark (nothing of the process's own)."""
-    return bool(KILL_MARKS.search(exception)) and len(exception) <= MAX_MARK
+    """Whether an unrecognised crash's exception is only a kill's mark (nothing of the process's own: not an
+    exception the engine raised that mentions a death)."""
+    return bool(KILL_MARKS.search(exception)) and len(exception) <= MAX_MARK and not exception_line(exception)
 
 
 def silent_deaths(stream: BinaryIO) -> Iterator[Match]:
