@@ -40,6 +40,7 @@ from remedies.partial import scan_partial
 from remedies.prose import prose_crashes
 from remedies.prosespans import quoted_crashes
 from remedies.rustpanic import panic_crashes
+from remedies.titleclaim import TITLE_KIND, title_crashes
 from remedies.silentdeath import KILL_ENTRIES, kill_only, silent_deaths, with_phase
 from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
 from remedies.fragment import fragment_crashes
@@ -419,6 +420,11 @@ def explain_sources(
             with views.open(source) as stream:
                 for match in cut_crashes(stream):
                     collector.add(match, str(source))
+    if collector.named_nothing() and collector.unknown() is None:
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                for match in title_crashes(stream):
+                    collector.add(match, str(source))
     if collector.wants_crashes() and _unexplained(collector.unknown()):
         for source in filter(excerpt, files):
             with views.open(source) as stream:
@@ -609,7 +615,7 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
             own = finding.fix or finding.remedy.render_fix({})
             return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))
         return _advised(finding, head)
-    cut = finding.crash.kind == CUT_KIND  # no exception to judge: the frames alone make no engine bug
+    cut = finding.crash.kind in (CUT_KIND, TITLE_KIND)  # no exception to judge: no verdict on the engine's code
     bug = None if cut else crash_bug(finding.crash, head(finding.first.source), finding.located)
     if bug is None:
         return _signed(finding, head)

@@ -67,6 +67,7 @@ class Phase:
     running: re.Pattern[str]
     ends: re.Pattern[str]
     holds: str  # what the phase holds in memory, where a killer would look
+    alone: bool = True  # whether a paste of nothing but this phase's lines is where a log stopped
 
 
 DATA = Path(__file__).with_name("phases.yaml")
@@ -76,8 +77,8 @@ def _either(patterns: list[str], flags: int = 0) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{pattern})" for pattern in patterns), flags)
 
 
-PHASES = tuple(Phase(item["name"], _either(item["running"]), _either(item["ends"]), item["holds"])
-               for item in read_list(DATA, "phases"))
+PHASES = tuple(Phase(item["name"], _either(item["running"]), _either(item["ends"]), item["holds"],
+                     item.get("alone", True)) for item in read_list(DATA, "phases"))
 READY = _either([item["pattern"] for item in read_list(DATA, "ready")])
 KILL_MARKS = _either([item["pattern"] for item in read_list(DATA, "kill_marks")], re.I)
 TERM = "SIGTERM"  # also how a server is stopped on purpose: its mark counts only while a startup phase is open
@@ -164,7 +165,8 @@ class Reading:
     def only_phase(self) -> bool:
         """The excerpt is nothing but startup phases' own lines (MIN_PHASE_LINES of them at least): what was pasted
         is where the log stopped, not a boot pasted up to a line of interest."""
-        return self.phase_lines >= MIN_PHASE_LINES and not self.other_lines and len(self.seen) == 1
+        return (self.phase_lines >= MIN_PHASE_LINES and not self.other_lines and len(self.seen) == 1
+                and self.open_phase is not None and self.open_phase.alone)
 
 
 def stop_of(lines: list[str]) -> Stop | None:

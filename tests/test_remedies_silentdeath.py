@@ -134,3 +134,17 @@ def test_a_healthy_log_cut_at_any_line_is_no_death(log):
         reading.read(line)
         stopped += [number] if reading.stop() is not None and not reading.only_phase() else []
     assert stopped == []
+
+
+@pytest.mark.parametrize("said", ["The pod is in a crash loop, the only log line is:",
+                                  "It keeps restarting and this is all the log shows:"])
+def test_a_restart_loop_told_in_prose_is_a_kill(tmp_path, said):
+    debug = "DEBUG 05-01 10:00:00 [__init__.py:30] No plugins for group vllm.platform_plugins found."
+    assert [f.remedy.id for f in explain(tmp_path, [said, "", "```", debug, "```"])] == [KILLED_ID]
+
+
+def test_a_container_that_exits_after_the_banner_names_the_start(tmp_path):
+    banner = [HEAD, "INFO 05-01 10:00:00 [utils.py:326] non-default args: {'model': 'Qwen/Qwen3-30B-A3B'}"]
+    found = explain(tmp_path, ["The container exits right after this, no error:", "", "```", *banner, "```"])
+    assert found[0].remedy.id == KILLED_ID and "stops while starting the engine" in found[0].remedy.why
+    assert explain(tmp_path, ["```", *banner, "```"]) == []  # a boot banner alone is no death
