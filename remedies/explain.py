@@ -29,6 +29,7 @@ from remedies.enginepaths import engine_path
 from remedies.figures import log_model, uses_log_figures
 from remedies.inferred import INFERRED
 from remedies.kernelfault import kernel_fault
+from remedies.lastrecord import record_crashes
 from remedies.levels import as_context
 from remedies.nativesites import native_sites
 from remedies.recordsite import message_site, record_site
@@ -419,6 +420,11 @@ def explain_sources(
         for source in filter(excerpt, files):
             with views.open(source) as stream:
                 for match in cut_crashes(stream):
+                    collector.add(match, str(source))
+    if collector.named_nothing() and collector.unknown() is None:
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                for match in record_crashes(stream):
                     collector.add(match, str(source))
     if collector.named_nothing() and collector.unknown() is None:
         for source in filter(excerpt, files):
