@@ -207,9 +207,9 @@ class Collector:
         """No entry other than a wrapper named an error: an unrecognised crash must be looked for."""
         return not any(f.remedy.severity == "error" and not f.remedy.wrapper for f in self._standing())
 
-    def named_nothing(self) -> bool:
-        """No entry, a wrapper's included, named an error."""
-        return not any(f.remedy.severity == "error" for f in self._standing())
+    def found_nothing(self) -> bool:
+        """No entry, of any severity, a wrapper's included, named anything: the paste yields nothing so far."""
+        return not self._standing()
 
     def _precursor(self, source: str, line: int) -> str | None:
         """The last warning an entry named in this source before this line."""
@@ -411,27 +411,27 @@ def explain_sources(
             with views.open(source) as stream:
                 for match in prose_crashes(stream, stated=True):
                     collector.add(match, str(source))
-    if collector.wants_crashes() and collector.unknown() is None:
+    if collector.found_nothing() and collector.unknown() is None:
         for source in filter(excerpt, files):
             with views.open(source) as stream:
                 for match in quoted_crashes(stream):
                     collector.add(match, str(source))
-    if collector.named_nothing() and collector.unknown() is None:  # a wrapper's entry points at the same frames
+    if collector.found_nothing() and collector.unknown() is None:  # an entry's finding carries its own root
         for source in filter(excerpt, files):
             with views.open(source) as stream:
                 for match in cut_crashes(stream):
                     collector.add(match, str(source))
-    if collector.named_nothing() and collector.unknown() is None:
+    if collector.found_nothing() and collector.unknown() is None:
         for source in filter(excerpt, files):
             with views.open(source) as stream:
                 for match in record_crashes(stream):
                     collector.add(match, str(source))
-    if collector.named_nothing() and collector.unknown() is None:
+    if collector.found_nothing() and collector.unknown() is None:
         for source in filter(excerpt, files):
             with views.open(source) as stream:
                 for match in title_crashes(stream):
                     collector.add(match, str(source))
-    if collector.wants_crashes() and _unexplained(collector.unknown()):
+    if collector.found_nothing() and _unexplained(collector.unknown()):
         for source in filter(excerpt, files):
             with views.open(source) as stream:
                 for match in silent_deaths(stream):
