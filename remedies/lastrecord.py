@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import BinaryIO, Iterator
 
-from remedies.crash import CARRIED_ON, FATAL_LEVELS, HARMLESS_LEVELS, Crash, component_of, progress
+from remedies.crash import CARRIED_ON, FATAL_LEVELS, HARMLESS_LEVELS, Crash, component_of, progress, starts_traceback
 from remedies.cuttrace import UPSTREAM
 from remedies.matcher import MAX_LINE, WRAP_SCAN_BYTES, Match
 from remedies.model import UNKNOWN
@@ -36,8 +36,8 @@ def failing(raw: str) -> str | None:
     """The failing text of a record (see the module doc), or None."""
     line = normalise(raw[:MAX_LINE])
     text = line.text.strip()
-    if not text or line.level in HARMLESS_LEVELS:
-        return None
+    if not text or line.level in HARMLESS_LEVELS or starts_traceback(text):
+        return None  # a traceback's header is no message: remedies.cuttrace reads a traceback cut after it
     if (UPSTREAM.search(text) or NATIVE_SITE.search(text)) and not _QUIET.search(text):
         return text[:MAX_RECORD]
     return text[:MAX_RECORD] if line.level in FATAL_LEVELS else None
