@@ -411,30 +411,14 @@ def explain_sources(
             with views.open(source) as stream:
                 for match in prose_crashes(stream, stated=True):
                     collector.add(match, str(source))
-    if collector.found_nothing() and collector.unknown() is None:
+    # where the paste yields nothing else: an entry's finding, of any severity, carries its own root
+    for scan in (quoted_crashes, cut_crashes, record_crashes, title_crashes, silent_deaths):
+        unknown = collector.unknown()
+        if not collector.found_nothing() or not (unknown is None or scan is silent_deaths and _unexplained(unknown)):
+            continue
         for source in filter(excerpt, files):
             with views.open(source) as stream:
-                for match in quoted_crashes(stream):
-                    collector.add(match, str(source))
-    if collector.found_nothing() and collector.unknown() is None:  # an entry's finding carries its own root
-        for source in filter(excerpt, files):
-            with views.open(source) as stream:
-                for match in cut_crashes(stream):
-                    collector.add(match, str(source))
-    if collector.found_nothing() and collector.unknown() is None:
-        for source in filter(excerpt, files):
-            with views.open(source) as stream:
-                for match in record_crashes(stream):
-                    collector.add(match, str(source))
-    if collector.found_nothing() and collector.unknown() is None:
-        for source in filter(excerpt, files):
-            with views.open(source) as stream:
-                for match in title_crashes(stream):
-                    collector.add(match, str(source))
-    if collector.found_nothing() and _unexplained(collector.unknown()):
-        for source in filter(excerpt, files):
-            with views.open(source) as stream:
-                for match in silent_deaths(stream):
+                for match in scan(stream):
                     collector.add(match, str(source))
     heads: dict[str, list[str]] = {}
 
