@@ -7,8 +7,10 @@ Two families of shapes, each scored against its own control:
   a code viewer's gutter, a Markdown table cell, HTML escapes in `<details><pre>`, Docker's JSON lines, a
   newest-first CloudWatch export, stern's, grep's `file:`, docker-compose's, kubectl's and journald's prefix
   on every line, a Markdown quote, CRLF line ends, two tensor-parallel workers printing at once, the
-  traceback escaped into one Python string, an IPython traceback. Scored: named first, and named with its
-  raise site (the traceback's deepest frame, as the finding's root or crash frame).
+  traceback escaped into one Python string, an IPython traceback; the traceback cut before its exception line,
+  alone or under a C library's WARN line (`cut`, `cut-upstream`: no message to name, scored by the raise site
+  alone). Scored: named first, and named with its raise site (the traceback's deepest frame, as the finding's
+  root or crash frame).
 - `line`: EVERY error entry's first sample (exception lines, log records, native C/C++ messages, HTTP / JSON
   payloads) as the one failing line of a short log (`block`), put in the shapes prose-heavy and one-line
   pastes take: the message quoted in a sentence, in a Markdown H1 / H2 title, inside `code`, **bold** or CJK
@@ -16,7 +18,10 @@ Two families of shapes, each scored against its own control:
   docker-compose, kubectl `--prefix`, journald or stern prefix; the line cut at 60 / 100 characters (counted
   only where the cut keeps remedies.templates.MIN_PREFIX characters of the message, the least a cut message
   is told by: a timestamp and a class name are not a message); the
-  block's lines joined into one backtick span; Windows CRLF line ends. Scored: named first, and any finding
+  block's lines joined into one backtick span; Windows CRLF line ends; the message without its class in a
+  one-line question's code span, a bullet's bold, an issue title, a CJK title behind a wrapper's
+  `[address=..., pid=...]`, a wrapped summary paragraph, and an issue title above a traceback cut before its
+  exception line. Scored: named first, and any finding
   at all. A shape that does not change a sample (a cut longer than it) is not counted for it.
 - `source`: the line shapes over exception lines printed from vLLM's and SGLang's mined raise templates that
   no entry covers (every SOURCE_EVERY-th, holes filled with a figure): scored as located in the engine's
@@ -94,12 +99,17 @@ TRACEBACK_SHAPES: dict[str, Shape] = {
     "flattened": lambda lines: [" ".join(x.strip() for x in lines)],
     "ranks": interleaved,
     "escaped": lambda lines: [repr("\n".join(lines) + "\n")],
+    "cut": lambda lines: lines[:-1],
+    "cut-upstream": lambda lines: ["node-1:2222:2222 [1] misc/cudawrap.cc:188 NCCL WARN Cuda failure 1 'invalid argument'",
+                                   *lines[:-1]],
     "ipython": lambda lines: ["-" * 75, f"{lines[-1].split(':', 1)[0]}{' ' * 30}Traceback (most recent call last)",
                               "Cell In[3], line 1", "----> 1 llm = LLM(model='Qwen/Qwen3.5-35B-A3B')", "",
                               f"File {VLLM}/engine/arg_utils.py:1500, in EngineArgs.create_engine_config(self)",
                               "   1499 if bad:",
                               f"-> 1500     raise {lines[-1].split(':', 1)[0].rsplit('.', 1)[-1]}(", "", lines[-1]],
 }
+
+CUT_SHAPES = ("cut", "cut-upstream")  # the traceback without its exception line: scored by its raise site alone
 
 # --- the line family: the sample as the failing line of a short log -------------------------------------------
 
@@ -158,6 +168,30 @@ def _fold(lines: list[str]) -> list[str]:
     return [line[i:i + WRAP] for line in lines for i in range(0, max(1, len(line)), WRAP)]
 
 
+def bare(sample: str) -> str:
+    """The sample's message as prose quotes it: without its log prefix and its exception class."""
+    return _CLASS.sub("", normalise(sample).text.strip(), count=1)
+
+
+def _cut_frames(lines: list[str]) -> list[str]:
+    """A traceback up to its deepest frame, cut mid-frame: the page or the paste ends before its exception line."""
+    return traceback(lines[1])[:4]
+
+
+PROSE_SHAPES: dict[str, Shape] = {
+    "bare-code-question": lambda lines: [f"Why does `vllm serve` fail with `{bare(lines[1])}` on two GPUs?"],
+    "bare-bullet-bold": lambda lines: ["### Describe the bug", "", "- vLLM 0.11.0 on 2x H100",
+                                       f"- it fails with **{bare(lines[1])}**", "- then the process exits"],
+    "bare-title": lambda lines: [f"# [Bug]: Server fails at startup: {bare(lines[1])}", "",
+                                 "### Your current environment", "", "vLLM 0.11.0, 2x H100"],
+    "title-cut-traceback": lambda lines: [f"# [Bug]: {lines[1]}", "", "```", *_cut_frames(lines), "```"],
+    "cjk-wrapper-title": lambda lines: [f"# 启动模型失败：[address=0.0.0.0:34567, pid=12345] {bare(lines[1])}", "",
+                                        "使用 xinference 启动模型时报错。"],
+    "summary-paragraph": lambda lines: ["## Summary", "", *textwrap.wrap(
+        f"When serving the model with tensor parallel 2 the engine stops with {bare(lines[1])} and every request "
+        "fails afterwards; it happens on every start.", WRAP - 8, break_long_words=False, break_on_hyphens=False)],
+}
+
 LINE_SHAPES: dict[str, Shape] = {
     "plain": lambda lines: lines,
     "prose": _quoted("When I start the server on two GPUs it fails with ", " and then exits, any idea why?"),
@@ -181,6 +215,7 @@ LINE_SHAPES: dict[str, Shape] = {
     "prose-wrapped": _prose_wrapped,
     "fold-80": _fold,
     "crlf": lambda lines: [x + "\r" for x in lines],
+    **PROSE_SHAPES,
 }
 FAMILIES: dict[str, tuple[dict[str, Shape], Callable[[str], list[str]]]] = {
     "traceback": (TRACEBACK_SHAPES, traceback),
@@ -265,7 +300,10 @@ def main() -> None:
                 total += 1
                 named, site, anything = first_named("\n".join(lines) + "\n", Path(folder))
                 right += named == rid
-                other += (named == rid and site) if args.family == "traceback" else anything
+                if args.family == "traceback":  # a cut traceback has no message to name: its raise site counts
+                    other += site if shape in CUT_SHAPES else (named == rid and site)
+                else:
+                    other += anything
                 if named != rid:
                     missed[rid] += 1
                     if args.misses:

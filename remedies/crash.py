@@ -47,7 +47,7 @@ CHAINS = ("The above exception was the direct cause of the following exception",
 LITERALS = (
     HEADER, "Error: ", "Exception: ", "Segmentation fault", "core dumped", "Killed", "exited with",
     "exit code", "exitcode", "Fatal Python error", "terminate called after throwing", "died with",
-    "AssertionError", LLVM_FATAL, "Check failed: ", RAY_FATAL, " exception=",
+    "AssertionError", LLVM_FATAL, "Check failed: ", RAY_FATAL, " exception=", " received at time=",
 )
 HARMLESS_LEVELS = ("WARNING", "INFO", "DEBUG", "TRACE")
 FATAL_LEVELS = ("ERROR", "CRITICAL", "FATAL")
@@ -69,6 +69,7 @@ _DEATH = re.compile(
     rf"|^{re.escape(LLVM_FATAL)}|\bCheck failed: |{re.escape(RAY_FATAL)}"
     r"|(?:^|[\s:])Killed(?:[\s:]|$)|exited with (?:exit )?code[ =:]{0,3}-?[1-9]|exit ?code[ =:]{1,3}-?[1-9]"
     r"|died with <Signals\.SIG"
+    r"|^\*\*\* SIG(?:SEGV|ABRT|BUS|FPE|ILL) received at time="  # absl failure_signal_handler.cc: a native crash
 )
 # Words of a process that is stopping: its notices are the end of a log, not a server carrying on.
 _SHUTDOWN = re.compile(

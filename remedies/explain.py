@@ -21,6 +21,7 @@ from remedies.advisories import (
     release_without,
 )
 from remedies.consequences import causes_first
+from remedies.cuttrace import CUT_KIND, cut_crashes
 from remedies.crash import SHUTTING_DOWN, TEARDOWN_FRAMES, Crash, component_of, final_group, peer_gone
 from remedies.dependency import Dependency, dependency, engine_of, mismatch
 from remedies.enginebug import crash_bug, entry_verdict, steps_for
@@ -28,16 +29,20 @@ from remedies.enginepaths import engine_path
 from remedies.figures import log_model, uses_log_figures
 from remedies.inferred import INFERRED
 from remedies.kernelfault import kernel_fault
+from remedies.lastrecord import record_crashes
 from remedies.levels import as_context
 from remedies.nativesites import native_sites
 from remedies.recordsite import message_site, record_site
 from remedies.loader import load_catalogue
-from remedies.matcher import Match, Matcher
+from remedies.matcher import WRAP_SCAN_BYTES, Match, Matcher
 from remedies.model import SEVERITIES, UNKNOWN, FixStep, Remedy
 from remedies.parallel import scan_parallel
 from remedies.partial import scan_partial
 from remedies.prose import prose_crashes
+from remedies.prosespans import quoted_crashes
 from remedies.rustpanic import panic_crashes
+from remedies.titleclaim import TITLE_KIND, title_crashes
+from remedies.silentdeath import KILL_ENTRIES, kill_only, silent_deaths, with_phase
 from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
 from remedies.fragment import fragment_crashes
 from remedies.reader import STDIN
@@ -201,6 +206,10 @@ class Collector:
     def wants_crashes(self) -> bool:
         """No entry other than a wrapper named an error: an unrecognised crash must be looked for."""
         return not any(f.remedy.severity == "error" and not f.remedy.wrapper for f in self._standing())
+
+    def found_nothing(self) -> bool:
+        """No entry, of any severity, a wrapper's included, named anything: the paste yields nothing so far."""
+        return not self._standing()
 
     def _precursor(self, source: str, line: int) -> str | None:
         """The last warning an entry named in this source before this line."""
@@ -403,6 +412,15 @@ def explain_sources(
             with views.open(source) as stream:
                 for match in prose_crashes(stream, stated=True):
                     collector.add(match, str(source))
+    # where the paste yields nothing else: an entry's finding, of any severity, carries its own root
+    for scan in (quoted_crashes, cut_crashes, record_crashes, title_crashes, silent_deaths):
+        unknown = collector.unknown()
+        if not collector.found_nothing() or not (unknown is None or scan is silent_deaths and _unexplained(unknown)):
+            continue
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                for match in scan(stream):
+                    collector.add(match, str(source))
     heads: dict[str, list[str]] = {}
 
     def head(source: str) -> list[str]:
@@ -414,7 +432,23 @@ def explain_sources(
     found = [_with_root(f, views) if f.remedy.severity in ROOTED and i < MAX_ROOTS else f
              for i, f in enumerate(found)]
     found = _regression_first([_name_engine_bug(_fit_to_log(finding, head), head) for finding in found], head)
+    found = [_with_phase(finding, views) for finding in found]
     return [_in_source(finding, views) for finding in found]
+
+
+def _with_phase(finding: Finding, views: Sources) -> Finding:
+    """A kill's finding told the startup phase its pasted excerpt stopped in (`remedies.silentdeath`)."""
+    if finding.remedy.id not in KILL_ENTRIES or not excerpt(finding.first.source):
+        return finding
+    with views.open(finding.first.source) as stream:
+        lines = stream.read(WRAP_SCAN_BYTES).decode("utf-8", "replace").split("\n")
+    return replace(finding, remedy=with_phase(finding.remedy, lines))
+
+
+def _unexplained(unknown: Finding | None) -> bool:
+    """No crash was found, or only a kill's mark (`remedies.silentdeath`): the process said nothing of its own."""
+    return unknown is None or (unknown.crash is not None and kill_only(unknown.crash.exception)
+                               and (unknown.located is None or not unknown.located.hit.template.raised))
 
 
 # A line that says only `Error: ...` (a client's or a shell's heading, no exception class of its own)
@@ -572,7 +606,8 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
             own = finding.fix or finding.remedy.render_fix({})
             return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))
         return _advised(finding, head)
-    bug = crash_bug(finding.crash, head(finding.first.source), finding.located)
+    cut = finding.crash.kind in (CUT_KIND, TITLE_KIND)  # no exception to judge: no verdict on the engine's code
+    bug = None if cut else crash_bug(finding.crash, head(finding.first.source), finding.located)
     if bug is None:
         return _signed(finding, head)
     bug = _without_raise(bug, finding.located)

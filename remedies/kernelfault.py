@@ -25,12 +25,22 @@ all the line says:
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Callable
 
 from remedies.advisories import engine_release
 from remedies.bugfeatures import MAX_FEATURE_LINES, features
+from remedies.datalist import read_list
 from remedies.enginebug import NamedBug, Verdict, engine_in
 from remedies.loader import load_catalogue
+
+WORDINGS = Path(__file__).with_name("kernel_wordings.yaml")
+
+
+def wordings(key: str) -> re.Pattern[str]:
+    """The kernel-failure wordings listed under `key` in kernel_wordings.yaml, as one case-insensitive pattern."""
+    return re.compile("|".join(f"(?:{item['pattern']})" for item in read_list(WORDINGS, key)), re.I)
+
 
 CAPTURE_ENTRIES = ("QD-R-SGLANG-CUDA-GRAPH-CAPTURE",)
 OOM_ENTRIES = ("QD-R-TORCH-CUDA-OOM", "QD-R-CUDA-DEVICE-OOM")
@@ -38,16 +48,12 @@ MAX_CONTINUATION = 12
 _CONTINUES = re.compile(r"^(?: {2,}|\t)[ \t]*(?!File \")\S")
 _ENDS = re.compile(r"^\s*(?:Possible solutions|Open an issue on GitHub)")
 _ARCH = re.compile(r"(?i)\bsm_?(?P<arch>\d{2,3})[af]?\b|compute capability[ :=(]{1,3}(?P<major>\d{1,2})[., ]{1,2}(?P<minor>\d)")
-_MISMATCH = re.compile(
-    r"(?i)no kernels? (?:runnable|available|found|compiled) (?:on|for) sm_?\d{2,3}"
-    r"|device architecture or [\w ]{1,40}mismatch|\bError Arch Mismatch\b|kernel only supports sm_?\d{2,3}"
-    r"|no kernel image is available|invalid device function|device kernel image is invalid"
-    r"|CUDA_ERROR_NO_BINARY_FOR_GPU")
+_MISMATCH = wordings("arch_mismatch")
 _KERNEL_WORD = re.compile(r"(?i)\b(?:kernels?|cubins?|gemm|compiled|built|ships?)\b")
 _FLA = re.compile(r"(?:^|[/\\])(?:fla|flash_linear_attention)[/\\](?:ops[/\\])?\w{1,60}\.py"
                   r"|\bchunk_gated_delta_rule\w{0,40}|\bchunk_fwd_(?:kernel_)?o\b|\bchunk_scaled_dot_kkt\w{0,20}"
                   r"|\bsolve_tril\b|\brecompute_w_u_fwd\b|\bfused_recurrent_gated_delta_rule\w{0,20}")
-_LAUNCH_FAILURE = re.compile(r"(?i)\bunspecified launch failure\b|cudaErrorLaunchFailure|CUDA_ERROR_LAUNCH_FAILED")
+_LAUNCH_FAILURE = wordings("launch_failure")
 _LAUNCH_WORDS = ("launch failure", "LaunchFailure", "LAUNCH_FAILED")
 _SITE = re.compile(r"Error in function '(?P<func>[^'\n]{1,120})' at (?P<file>[^\s:]{1,300}):(?P<line>\d{1,7})")
 

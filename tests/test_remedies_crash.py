@@ -76,8 +76,6 @@ def test_a_traceback_logged_as_a_warning_is_a_handled_error_not_a_crash(tmp_path
 
 @pytest.mark.parametrize("line, expected", [
     ("Segmentation fault (core dumped)", "Segmentation fault (core dumped)"),
-    ("/bin/sh: line 1:  4242 Killed                  python -m sglang.launch_server --model x", "Killed"),
-    ("vllm-1 exited with code 137", "vllm-1 exited with code 137"),
     ("ERROR 12-03 10:00:00 [core.py:700] EngineCore failed to start.", None),
     ("Fatal Python error: Aborted", "Fatal Python error: Aborted"),
 ])
@@ -86,6 +84,16 @@ def test_a_process_that_died_is_reported(tmp_path, line, expected):
     assert findings and findings[0].remedy.severity == "error"
     if expected is not None:
         assert findings[0].remedy.id == "QD-R-UNKNOWN" and expected in findings[0].crash.exception
+
+
+@pytest.mark.parametrize("line", [
+    "/bin/sh: line 1:  4242 Killed                  python -m sglang.launch_server --model x",
+    "vllm-1 exited with code 137",
+])
+def test_a_process_killed_from_outside_is_told_as_a_kill(tmp_path, line):
+    """A SIGKILL's mark is the watcher's, not the process's: the kill entry, with how to find the killer."""
+    findings = explain(tmp_path, f"INFO 12-03 10:00:00 [a.py:1] serving\n{line}\n")
+    assert findings[0].remedy.id == "QD-R-HOST-PROCESS-KILLED" and findings[0].line == line
 
 
 @pytest.mark.parametrize("line", [

@@ -195,9 +195,13 @@ def test_a_cut_traceback_of_statements_without_frames_is_no_crash(tmp_path):
     assert not [f for f in explain(tmp_path, text) if f.remedy.severity == "error"]
 
 
-def test_a_paste_cut_in_the_middle_of_a_stack_raises_no_alarm(tmp_path):
+def test_a_paste_cut_in_the_middle_of_a_stack_is_the_generic_crash_at_its_deepest_frame(tmp_path):
+    """Changed on purpose (issue 21): a traceback cut before its exception line is still a located crash
+    (remedies/cuttrace.py), without an engine-bug verdict."""
     text = "\n".join(RAY_FRAMES[:3]) + "\n"
-    assert not [f for f in explain(tmp_path, text) if f.remedy.severity == "error"]
+    found = [f for f in explain(tmp_path, text) if f.remedy.severity == "error"]
+    assert [f.remedy.id for f in found] == ["QD-R-UNKNOWN"] and found[0].crash.kind == "cut"
+    assert found[0].crash.frame is not None and found[0].engine_bug is None
 
 
 # --- gutters ---------------------------------------------------------------------------------------------------
