@@ -26,7 +26,7 @@ RUNNING = {
     ],
     "compiling the model (torch.compile)": [
         "INFO 05-01 10:00:55 [backends.py:541] Dynamo bytecode transform time: 8.10 s",
-        "INFO 05-01 10:00:55 [backends.py:530] Using cache directory: /root/.cache/vllm/torch_compile_cache/ab/"
+        "INFO 05-01 10:00:55 [backends.py:530] Using cache directory: /var/cache/vllm/torch_compile_cache/ab/"
         "rank_0_0/backbone for vLLM's torch.compile",
     ],
     "capturing CUDA graphs": [
