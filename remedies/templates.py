@@ -284,7 +284,9 @@ class TemplateIndex:
             hit = Hit(template, *found)
             if (short and not hit.whole) or (_incidental(hit, text) and not _same_package(template.package, package)):
                 continue
-            key = (hit.whole, hit.matched, template.kind == kind)
+            # a whole match counts first only when it is no short fragment ("speculative decoding") that a longer
+            # template's cut prefix beats on fixed characters
+            key = (hit.whole and hit.matched >= MIN_PREFIX, hit.matched, hit.whole, template.kind == kind)
             if best_key is None or key > best_key:
                 best, best_key = hit, key
         return best

@@ -5,6 +5,7 @@ remedies/prosespans.py). Generated over the mined raise templates no entry cover
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import pytest
 from remedies import explain_sources
 from remedies.cuttrace import CUT
 from remedies.prosespans import pieces
-from remedies.templates import skeleton
+from remedies.templates import MIN_PREFIX, skeleton
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import explain_shapes  # noqa: E402
@@ -78,8 +79,11 @@ def test_an_engine_message_quoted_without_its_class_is_located_in_the_engines_so
     found = explain(tmp_path, lines)
     assert found, lines
     located = found[0].located or (found[0].root.located if found[0].root is not None else None)
-    assert located is not None  # the same template in any release's spacing, or a release's shorter wording of it
-    assert skeleton(template.removeprefix("source:")).startswith(skeleton(located.hit.template.text))
+    assert located is not None
+    # the same template in any release's spacing, a release's shorter wording of it, or (a paragraph cut the line)
+    # another release's wording that shares every fixed character the paste kept
+    wanted, named = skeleton(template.removeprefix("source:")), skeleton(located.hit.template.text)
+    assert wanted.startswith(named) or len(os.path.commonprefix([wanted, named])) >= MIN_PREFIX, (wanted, named)
 
 
 @pytest.mark.parametrize("text", [
