@@ -152,7 +152,6 @@ class Launcher:
                 self.say(f"{node.prefix}qwen-doctor: killed {len(node.survivors)} process(es) left behind: "
                          f"{node.survivors}")
 
-
     def _settle(self, node: _Node) -> float:
         """How long the sweep lets `node`'s group go on its own: a force-cancelled node's group is being stopped by
         its guard (SIGTERM once it sees the worker gone, SIGKILL `grace` seconds later), so it gets that long."""

@@ -75,6 +75,13 @@ def resolved_config(name: str) -> dict[str, Any]:
     return _resolve(registry()[name.lower()].name, _load_entries(text))
 
 
+@lru_cache(maxsize=1)
+def drafter_entries() -> dict[str, dict[str, Any]]:
+    """The `drafters:` of registry.yaml as written: separate speculative drafters, each with its config.json fields."""
+    text = resources.files("doctor.models").joinpath("registry.yaml").read_text(encoding="utf-8")
+    return (yaml.safe_load(text) or {}).get("drafters") or {}
+
+
 def known_models() -> list[str]:
     """Canonical names of the shipped models."""
     return sorted({spec.name for spec in registry().values()})

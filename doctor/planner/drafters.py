@@ -88,11 +88,9 @@ import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from doctor.deployment.table import option
 from doctor.models.spec import ModelSpec, dtype_bytes
@@ -193,8 +191,9 @@ def drafter_from_config(config: dict[str, Any], name: str, source: str, method: 
 @lru_cache(maxsize=1)
 def known_drafters() -> dict[str, DrafterSpec]:
     """The `drafters:` of doctor/models/registry.yaml by lower-cased name and alias."""
-    text = resources.files("doctor.models").joinpath("registry.yaml").read_text(encoding="utf-8")
-    entries = (yaml.safe_load(text) or {}).get("drafters") or {}
+    from doctor.models.registry import drafter_entries
+
+    entries = drafter_entries()
     out: dict[str, DrafterSpec] = {}
     for name, entry in entries.items():
         if not entry.get("source"):

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from importlib import resources
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from doctor.errors import DoctorError
 from doctor.rehearse.checkpoint import cache_root
@@ -22,8 +19,9 @@ DRAFTER_MODEL_TYPE = "qwen3"
 
 def registry_config(name: str) -> tuple[str, dict[str, Any]]:
     """(registry name, config.json content) of the drafter `name` (a registry name or alias, any case)."""
-    text = resources.files("doctor.models").joinpath("registry.yaml").read_text(encoding="utf-8")
-    entries = (yaml.safe_load(text) or {}).get("drafters") or {}
+    from doctor.models.registry import drafter_entries
+
+    entries = drafter_entries()
     wanted = name.lower()
     for key, entry in entries.items():
         if wanted in [str(k).lower() for k in [key, *(entry.get("aliases") or [])]]:
