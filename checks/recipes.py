@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from doctor.context import CheckContext
 from doctor.registry import check
 from doctor.results import Outcome, fail, ok, skip, warn
@@ -62,8 +64,8 @@ def tool_call_parser(ctx: CheckContext) -> Outcome:
        backends=("vllm",))
 def mamba_concurrency_limit(ctx: CheckContext) -> Outcome:
     """vLLM runs at most one sequence per Mamba cache block of Qwen3.5's GDN layers; from 0.19.0 it refuses to
-    start when --max-num-seqs exceeds them with FULL CUDA graphs (speculative decoding), earlier it caps
-    (vllm#38270, #37416, #49064)."""
+    start when --max-num-seqs exceeds them with FULL CUDA graphs (the default FULL_AND_PIECEWISE mode; not in eager
+    mode or with cudagraph_mode PIECEWISE / NONE), earlier it caps (vllm#38270, #37416, #49064)."""
     from doctor.errors import DoctorError
     from doctor.profile_plan import plan_profile
     from doctor.recipe_rules import MAMBA_SOURCE, mamba_concurrency
@@ -84,7 +86,8 @@ def mamba_concurrency_limit(ctx: CheckContext) -> Outcome:
     block = planned.ranks[0].block_size if planned.ranks else 0
     if not seqs or not block:
         return skip("the concurrency limit or the block size is not known for this version")
-    full = bool(planned.config.mtp_tokens) or "FULL" in flags.get("--compilation-config", "").upper()
+    compilation = flags.get("--compilation-config", "").upper()
+    full = not planned.config.enforce_eager and ("FULL" in compilation or not re.search(r"PIECEWISE|NONE", compilation))
     verdict, why = mamba_concurrency(version or planned.config.backend_version, int(seqs), planned.kv_tokens // block,
                                      full)
     where = f"profile {profile.name} on {planned.hardware}: {why}"

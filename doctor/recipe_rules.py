@@ -127,10 +127,13 @@ def language_model_only_issue(backend: str, flags: Mapping[str, str], version: s
 # - From vLLM 0.19.0 (vllm-project/vllm#38270, merged 2026-03-26, after 0.18.0 of 2026-03-20), the engine refuses
 #   to start when max_num_seqs exceeds num_blocks and FULL CUDA graphs are captured (vllm config/compilation.py:
 #   "max_num_seqs (N) exceeds available Mamba cache blocks (M) ... Please lower max_num_seqs to at most M";
-#   reproduced on 0.23.1, 0.25.1 and 0.28.0: vllm#49064, kaito-project/kaito#2319). For Qwen3.5 / 3.6 the FULL
-#   decode graphs come with speculative decoding (a default-max_num_seqs FP8 boot served while the same boot with
-#   MTP refused at 983 blocks; on 0.26.0, --max-num-seqs 1024 with 294,167 KV tokens at 8k context, about 278
-#   blocks, started and served) or with an explicit FULL cudagraph_mode.
+#   reproduced on 0.23.1, 0.25.1 and 0.28.0: vllm#49064, kaito-project/kaito#2319). The check
+#   (resolve_cudagraph_mode_and_sizes, read in 0.26.0 and the 0.32.0 CPU build) runs whenever the mode has FULL
+#   graphs, which the default FULL_AND_PIECEWISE has, speculative decoding or not: vLLM 0.26.0 on one H100, no
+#   drafter, --max-num-seqs 512 against 335 blocks refused (tests/fixtures/h100-rehearsal/vllm-kv/
+#   h100-vllm-0.26-bf16-512-16384-u095.log). Eager mode and cudagraph_mode PIECEWISE / NONE capture no FULL graph.
+#   An earlier note here said a 0.26.0 boot served --max-num-seqs 1024 with 294,167 KV tokens at 8k context and
+#   no drafter; it named no source, and the engine's check and the H100 boot say otherwise.
 # - Before (0.17.x, 0.18.x) nothing refuses: the capture sizes are capped instead (vllm#37416) and requests
 #   beyond the blocks wait.
 MAMBA_REFUSES_FROM = "0.19.0"

@@ -48,7 +48,9 @@ def test_every_vllm_schema_accepts_auto_for_max_model_len_only(version: str) -> 
 
 
 def _rtx5090(utilization: float, **kwargs) -> object:
-    cfg = ServeConfig(backend_version="0.26.0", gpu_memory_utilization=utilization, **kwargs)
+    # 8 sequences: a cache sized for one long request holds fewer Mamba cache blocks than the default 256, which
+    # vLLM refuses with FULL CUDA graphs (tests/test_planner_mamba_blocks.py)
+    cfg = ServeConfig(backend_version="0.26.0", gpu_memory_utilization=utilization, **{"max_num_seqs": 8, **kwargs})
     return plan(get_model(NVFP4), Hardware(get_gpu("RTX5090"), 1), cfg)
 
 

@@ -22,6 +22,7 @@ ENTRIES = yaml.safe_load(DATA.read_text())["entries"]
 AVAILABLE = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
 TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+REFUSAL_ESTIMATE = re.compile(r"the estimated maximum model length is (\d+)")
 
 
 def find(pattern: re.Pattern, lines: list[str]) -> re.Match:
@@ -34,13 +35,27 @@ def logged_figure(entry, capacity) -> int:
     return capacity.tokens if vllm_rules(str(entry["vllm"])).tokens_from_concurrency else capacity.legacy_tokens
 
 
-@pytest.mark.parametrize("entry", ENTRIES, ids=[e["id"] for e in ENTRIES])
+# A drafter's own layers form KV groups of their own (doctor/planner/drafters.py): the layout below is the target's.
+TARGET_ONLY = [e for e in ENTRIES if "drafter" not in e["flags"]]
+
+
+@pytest.mark.parametrize("entry", TARGET_ONLY, ids=[e["id"] for e in TARGET_ONLY])
 def test_kv_tokens_from_logged_available_memory(entry):
-    assert entry["source"].startswith(("https://github.com/", "qwen-doctor H200 rehearsal"))
+    assert entry["source"].startswith(("https://github.com/", "qwen-doctor H200 rehearsal", "qwen-doctor H100 rehearsal"))
     spec = get_model(entry["model"])
     cfg = resolve_config(spec, ServeConfig(backend_version=entry["vllm"], **entry["flags"]))
     cfg = cfg.with_(max_model_len=cfg.max_model_len or spec.max_position_embeddings)
     available_gib = float(find(AVAILABLE, entry["log"]).group(1))
+    full = len(spec.full_attention_layers) + (spec.mtp_layers if cfg.mtp_tokens else 0)
+    layout = vllm_layout(spec, cfg, full, len(spec.linear_attention_layers))
+    if not any(TOKENS.search(line) for line in entry["log"]):
+        # a boot vLLM refused for want of KV memory: the same budget holds less than one max-length request, and
+        # the refusal's "estimated maximum model length" is what that budget holds
+        estimate = int(find(REFUSAL_ESTIMATE, entry["log"]).group(1))
+        mid = vllm_capacity(layout, int(available_gib * GIB), cfg.max_model_len, cfg)
+        assert mid.tokens < cfg.max_model_len
+        assert abs(mid.tokens - estimate) <= 0.03 * estimate
+        return
     logged_tokens = int(find(TOKENS, entry["log"]).group(1).replace(",", ""))
     full = len(spec.full_attention_layers) + (spec.mtp_layers if cfg.mtp_tokens else 0)
     layout = vllm_layout(spec, cfg, full, len(spec.linear_attention_layers))
@@ -53,7 +68,7 @@ def test_kv_tokens_from_logged_available_memory(entry):
     assert abs(logged_figure(entry, mid) - logged_tokens) <= 0.03 * logged_tokens
     concurrency = [m for line in entry["log"] if (m := CONCURRENCY.search(line))]
     if concurrency:
-        assert round(mid.max_concurrency, 2) == float(concurrency[0].group(2))
+        assert round(low.max_concurrency, 2) <= float(concurrency[0].group(2)) <= round(high.max_concurrency, 2)
 
 
 def test_mtp_adds_a_drafter_attention_layer_and_three_padding_layers():

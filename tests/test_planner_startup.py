@@ -53,7 +53,7 @@ def test_memory_of_engine_processes_is_the_deployment_itself_not_another_tenant(
 
 
 def test_vllm_refuses_to_start_where_the_desktop_leaves_less_than_the_utilization_asks() -> None:
-    spec, cfg = get_model(NVFP4), ServeConfig(backend_version="0.20.0", max_model_len=8192)
+    spec, cfg = get_model(NVFP4), ServeConfig(backend_version="0.20.0", max_model_len=8192, max_num_seqs=4)
     refused = plan(spec, wsl(), cfg.with_(gpu_memory_utilization=0.95))
     assert not refused.fits
     assert refused.problems[-1].startswith(

@@ -97,7 +97,9 @@ def test_the_sampler_phase_holds_the_dummy_forwards_hidden_states_and_the_moe_wo
     inputs = overhead_inputs(BF16, ServeConfig(language_model_only=True, backend_version="0.26.0"), H100)
     assert inputs.sampler_held == sampler_held_bytes(BF16, 8192, 1024) + 8192 * 8 * 4096 * 2
     coef = shipped()
-    assert peak_activation(inputs, coef) == inputs.sampler_held + int(inputs.logits * coef.sampler_bytes_per_logit)
+    assert inputs.sampler_buffer == 132 * 248320 * 4     # the Triton top-k / top-p buffer, an H100's 132 SMs
+    assert peak_activation(inputs, coef) == (inputs.sampler_held + int(inputs.logits * coef.sampler_bytes_per_logit)
+                                             + inputs.sampler_buffer)
 
 
 def test_the_h200_peak_is_the_moe_workspace_held_hidden_states_and_a_14_byte_sampler():
@@ -108,6 +110,7 @@ def test_the_h200_peak_is_the_moe_workspace_held_hidden_states_and_a_14_byte_sam
     inputs = overhead_inputs(BF16, ServeConfig(language_model_only=True, backend_version="0.26.0"),
                              parse_gpus("1xH200").gpu)
     physical = inputs.sampler_held + inputs.logits * 14 + 132 * VOCAB * 4
+    assert inputs.sampler_buffer == 132 * VOCAB * 4
     assert abs(physical / GIB - 4.01) < 0.05
 
 

@@ -12,7 +12,9 @@ NVFP4 = "nvidia/Qwen3.6-35B-A3B-NVFP4"
 
 
 def _plan(gpus: str, **flags):
-    cfg = ServeConfig(max_model_len=65536, kv_cache_dtype="fp8", **flags)
+    # 64 sequences: the default 256 exceed the 245 Mamba cache blocks of this cache, which vLLM refuses with FULL
+    # CUDA graphs (tests/test_planner_mamba_blocks.py)
+    cfg = ServeConfig(max_model_len=65536, kv_cache_dtype="fp8", **{"max_num_seqs": 64, **flags})
     return plan(get_model(NVFP4), parse_gpus(gpus), cfg)
 
 
@@ -130,7 +132,7 @@ def test_a_wsl2_bundle_that_enables_pinned_memory_keeps_the_v2_runner_s_state_of
 
     assert wsl_pins_memory({"VLLM_WSL2_ENABLE_PIN_MEMORY": "1"}) and not wsl_pins_memory({})
     assert not wsl_pins_memory({"VLLM_WSL2_ENABLE_PIN_MEMORY": "yes"})   # vLLM's int() would refuse it
-    cfg = ServeConfig(max_model_len=65536, kv_cache_dtype="fp8", backend_version="0.29.0")
+    cfg = ServeConfig(max_model_len=65536, kv_cache_dtype="fp8", backend_version="0.29.0", max_num_seqs=64)
     wsl = parse_gpus("1xRTX5090-WSL")
     assert plan(get_model(NVFP4), replace(wsl, pinned_memory=True), cfg).fits
     pinned = plan(get_model(NVFP4), replace(wsl, pinned_memory=True), cfg.with_(backend_version="0.32.0"))
@@ -188,7 +190,8 @@ def test_check_plans_a_wsl2_machine_with_the_pinned_memory_and_runner_its_enviro
     data["host"]["kernel"] = "6.6.87.2-microsoft-standard-WSL2"
     data["nvml"]["gpus"][0].update(name="NVIDIA GeForce RTX 5090", compute_capability="12.0",
                                    memory={"total": 32607 << 20, "free": 31 << 30, "used": 1 << 30}, processes=[])
-    [result] = run(Facts(data), only=("QD-PLAN-002",), model=NVFP4, max_model_len=65536, kv_cache_dtype="fp8")["QD-PLAN-002"]
+    [result] = run(Facts(data), only=("QD-PLAN-002",), model=NVFP4, max_model_len=65536, kv_cache_dtype="fp8",
+                   max_num_seqs=64)["QD-PLAN-002"]
     assert result.status.value == expected
     if expected == "fail":
         assert "UVA is not available" in result.summary

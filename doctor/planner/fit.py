@@ -114,13 +114,14 @@ def fit(boots: list[LoggedBoot], uma: Sequence[dict[str, Any]] = (),
     module docstring for the rules)."""
     first = mean(first_captures.values()) if first_captures else 0.0
     act = {b.id: b.boot.activation_gib * GIB - b.inputs.encoder_outputs - b.inputs.encoder_inputs for b in boots}
-    sampled = {b.id: act[b.id] - b.inputs.sampler_held - b.inputs.rejection_sampler for b in boots}
+    sampled = {b.id: act[b.id] - b.inputs.sampler_held - b.inputs.rejection_sampler - b.inputs.sampler_buffer
+               for b in boots}
     sampler_fits = [sampled[b.id] / b.inputs.logits for b in boots
                     if b.inputs.logits and not b.inputs.rejection_sampler and not b.inputs.logits_only_bytes
                     and b.inputs.forward_bytes < SAMPLER_BOUND * act[b.id]
                     and sampled[b.id] / b.inputs.logits <= SAMPLER_MAX_BYTES]
     per_logit = mean(sampler_fits) if sampler_fits else SAMPLER_BYTES_PER_LOGIT_PHYSICS
-    sampler_run = {b.id: b.inputs.sampler_held + b.inputs.rejection_sampler
+    sampler_run = {b.id: b.inputs.sampler_held + b.inputs.rejection_sampler + b.inputs.sampler_buffer
                    + b.inputs.logits * (b.inputs.logits_only_bytes or per_logit) for b in boots}
     forward_fits = [act[b.id] / b.inputs.forward_bytes for b in boots
                     if b.inputs.forward_bytes and sampler_run[b.id] < FORWARD_BOUND * act[b.id]

@@ -34,6 +34,7 @@ class GPU:
     torch_bytes: int = 0
     unified: bool = False
     virtualised: bool = False    # a WSL2 paravirtualised GPU (dxgkrnl): the Windows host shares it
+    sms: int = 0                 # streaming multiprocessors (0: not catalogued)
 
     @property
     def usable_bytes(self) -> int:
@@ -94,8 +95,11 @@ def build_catalogue(text: str) -> dict[str, GPU]:
         if not isinstance(mem, int) or mem <= 0 or not re.fullmatch(r"\d+\.\d+", cc):
             raise PlanInputError(f"GPU catalogue entry {name!r} needs memory_mib and compute_capability")
         torch_gib = entry.get("torch_total_gib")
+        sms = entry.get("sms", 0)
+        if not isinstance(sms, int) or sms < 0:
+            raise PlanInputError(f"GPU catalogue entry {name!r}: sms must be a whole number")
         gpu = GPU(name, mem * MIB, cc, int(float(torch_gib) * GIB) if torch_gib else 0, bool(entry.get("unified")),
-                  bool(entry.get("wsl")))
+                  bool(entry.get("wsl")), sms)
         for key in [name, *(str(a) for a in entry.get("aliases") or [])]:
             if _norm(key) in out:
                 raise PlanInputError(f"GPU name or alias {key!r} is used twice")

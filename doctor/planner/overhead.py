@@ -389,6 +389,31 @@ def rejection_sampler_bytes(spec: ModelSpec, cfg: ServeConfig, seqs: int) -> int
     return seqs * spec.vocab_size * (2 * dtype_bytes(spec.dtype) + 12)
 
 
+TOPK_TOPP_TRITON_SINCE = Version("0.17.1")   # apply_top_k_top_p_triton (vllm#33538) from 8 rows
+TOPK_TOPP_TRITON_MIN_ROWS = 8
+UNCATALOGUED_SMS = 132                       # an H100 / H200's count, for a GPU the catalogue lacks
+
+
+def topk_topp_buffer_bytes(spec: ModelSpec, cfg: ServeConfig, seqs: int, sms: int) -> int:
+    """The per-program buffer of vLLM's Triton top-k / top-p kernel, which profile_run's dummy sampler run
+    allocates and keeps (0 where it does not run). v1/sample/ops/topk_topp_triton.py apply_top_k_top_p_triton
+    (read in 0.26.0 and the 0.32.0 CPU build) caches per device, dtype and vocabulary a float32
+    [min(next_power_of_2(min(SMs, rows)), SMs), V] tensor in _TRITON_BUFFER_CACHE, so it outlives the call and
+    stays through the rejection sampler's run; topk_topp_sampler.py apply_top_k_top_p takes it from 8 rows.
+    The dummy run reaches it through forward_native: gpu_model_runner.py _dummy_sampler_run samples with top-k
+    and top-p set, and where the FlashInfer sampler is on (forward_cuda) it calls the sampler a second time with
+    a generator ("Also warm forward_native", 0.26.0 / 0.32.0), which forward_cuda hands to forward_native.
+    On one H100 (132 SMs) at 256 sequences this is 132 x 248,320 x 4 bytes = 0.12 GiB of a 1.52 GiB logged
+    peak (tests/fixtures/h100-rehearsal/vllm-kv/h100-vllm-0.26-bf16-256-8192-u095.log). The V2 model runner's
+    dummy sampler (sampler_logits_only) and releases before the kernel have none."""
+    v = Version(Version(cfg.backend_version or ASSUMED_VLLM_VERSION).base_version)
+    if seqs < TOPK_TOPP_TRITON_MIN_ROWS or v < TOPK_TOPP_TRITON_SINCE or not v1_model_runner(cfg):
+        return 0
+    units = sms or UNCATALOGUED_SMS
+    rows = min(1 << (min(units, seqs) - 1).bit_length(), units)
+    return rows * spec.vocab_size * 4
+
+
 def logits_gather_bytes(spec: ModelSpec, tp: int, seqs: int) -> int:
     """Peak of LogitsProcessor._gather_logits at TP > 1, over `seqs` rows of the vocabulary (0 at TP 1).
 
@@ -505,6 +530,7 @@ class OverheadInputs:
                                     # holds of the target's (drafter_run.drafter_run)
     speculator_logits: int = 0      # the V2 runner's speculator graphs: the draft logits its largest FULL graph
                                     # holds in the graph pool (capture.speculator_logit_rows)
+    sampler_buffer: int = 0         # the Triton top-k / top-p kernel's cached buffer (topk_topp_buffer_bytes)
 
 
 def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: bool = True) -> OverheadInputs:
@@ -539,6 +565,7 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
                           sampler_held=held,
                           logits_gather=logits_gather_bytes(spec, cfg.tp, seqs) if last_stage else 0,
                           rejection_sampler=rejection_sampler_bytes(spec, cfg, seqs) if last_stage else 0,
+                          sampler_buffer=topk_topp_buffer_bytes(spec, cfg, seqs, gpu.sms) if last_stage else 0,
                           logits_only_bytes=float(dtype_bytes(spec.dtype)) if sampler_logits_only(cfg) else 0.0,
                           drafter_phase=drafting.total if drafting else 0,
                           speculator_logits=draft_rows * spec.vocab_size * dtype_bytes(spec.dtype))
@@ -546,9 +573,10 @@ def overhead_inputs(spec: ModelSpec, cfg: ServeConfig, gpu: GPU, last_stage: boo
 
 def sampler_phase(inputs: OverheadInputs, coef: Coefficients) -> int:
     """The sampler phase of profile_run: the forward outputs it holds + max(logits gather, sampler's run), the
-    sampler's run with speculative decoding being the rejection sampler's (its own tensors on top)."""
+    sampler's run with speculative decoding being the rejection sampler's (its own tensors on top), and the
+    top-k / top-p kernel's buffer kept from the run (topk_topp_buffer_bytes)."""
     per_logit = inputs.logits_only_bytes or coef.sampler_bytes_per_logit
-    run = int(inputs.logits * per_logit) + inputs.rejection_sampler
+    run = int(inputs.logits * per_logit) + inputs.rejection_sampler + inputs.sampler_buffer
     return inputs.sampler_held + max(inputs.logits_gather, run)
 
 
@@ -652,4 +680,5 @@ __all__ = ["VllmOverhead", "OverheadInputs", "overhead_inputs", "vllm_overhead_t
            "peak_activation", "cudagraph_estimate", "dispatched_tokens", "gathered_bytes",
            "all2all_buffer_bytes", "ep_group_spans_nodes", "batched_dp_moe", "deepep_low_latency_rdma_bytes",
            "allreduce_output_bytes", "sampler_held_bytes", "logits_gather_bytes", "rejection_sampler_bytes",
+           "topk_topp_buffer_bytes",
            "v1_model_runner", "sampler_logits_only", "sampler_phase", "MIB"]

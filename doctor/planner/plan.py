@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from packaging.version import Version
+
 from doctor.deployment.table import option
 from doctor.models.spec import ModelSpec
 from doctor.flags.values import AUTO_LENGTH
@@ -24,7 +26,7 @@ from doctor.planner.versions import SGLANG_READ, model_support_problem, nearest_
 from doctor.planner.wsl import device_state_note, uva_startup_problem, wsl_note
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.weights import pp_partition, rank_weights
-from doctor.recipe_rules import skips_vision_tower
+from doctor.recipe_rules import MAMBA_REFUSES_FROM, skips_vision_tower
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class RankPlan:
     max_running_requests: int = 0
     terms: VllmOverhead | None = None   # vLLM: peak activation, non-torch, CUDA-graph estimate
     drafter_kv_bytes: int = 0  # SGLang: the draft worker's own KV pool (outside --mem-fraction-static)
+    mamba_blocks: int = 0      # vLLM, hybrid model: the pool's blocks, one per running sequence (0: not known)
 
 
 @dataclass
@@ -163,9 +166,13 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
             full += drafter.num_layers    # identical KV spec: the drafter's layers join the target's groups
         tokens, concurrency, block = _vllm_kv(spec, cfg, drafter, full, linear, cache, max_len,
                                               terms.max_num_batched_tokens)
+        own_spec = drafter is not None and not drafter.same_kv_spec_as(spec, cfg.tp)
+        blocks = 0 if own_spec or not linear else vllm_capacity(vllm_layout(spec, cfg, full, linear), cache, max_len,
+                                                                cfg).num_blocks
         return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cache, tokens,
                         concurrency, block_size=block,
-                        max_running_requests=cfg.max_num_seqs or terms.max_num_seqs, terms=terms)
+                        max_running_requests=cfg.max_num_seqs or terms.max_num_seqs, terms=terms,
+                        mamba_blocks=blocks)
     # SGLang sizes its pools from the memory free before the load: other processes' memory comes off (startup.py)
     overhead = sglang_context_bytes(cfg) + hw.other_process_bytes
     if measured is not None and measured.overhead_bytes is not None:
@@ -245,7 +252,25 @@ def _problems(plan: Plan) -> list[str]:
             out.append(f"To serve at least one request with the model's max seq len ({plan.max_model_len}), "
                        f"the KV cache must hold it; it holds {r.kv_tokens} tokens "
                        f"(stage {r.pp_rank}). Try increasing `gpu_memory_utilization` or decreasing `max_model_len`")
+        elif _mamba_blocks_refused(cfg, r):
+            seqs = r.terms.max_num_seqs if r.terms else 0
+            out.append(f"max_num_seqs ({seqs}) exceeds available Mamba cache blocks ({r.mamba_blocks}). Each decode "
+                       "sequence requires one Mamba cache block, so CUDA graph capture cannot proceed. Please lower "
+                       f"max_num_seqs to at most {r.mamba_blocks} or increase gpu_memory_utilization.")
     return list(dict.fromkeys(out))
+
+
+def _mamba_blocks_refused(cfg: ServeConfig, r: RankPlan) -> bool:
+    """Whether vLLM refuses to capture FULL CUDA graphs because max_num_seqs exceeds the hybrid model's Mamba cache
+    blocks. config/compilation.py resolve_cudagraph_mode_and_sizes (0.19.0+, vllm#38270; read in 0.26.0 and the
+    0.32.0 CPU build) raises it after the KV cache is sized whenever the mode has FULL graphs, which the default
+    FULL_AND_PIECEWISE has: vLLM 0.26.0 on one H100, no speculative decoding, 512 sequences against 335 blocks
+    refused (tests/fixtures/h100-rehearsal/vllm-kv/h100-vllm-0.26-bf16-512-16384-u095.log). Eager mode captures
+    nothing."""
+    if cfg.backend != "vllm" or cfg.enforce_eager or not r.mamba_blocks or r.terms is None:
+        return False
+    version = Version(Version(cfg.backend_version or ASSUMED_VLLM_VERSION).base_version)
+    return version >= Version(MAMBA_REFUSES_FROM) and r.terms.max_num_seqs > r.mamba_blocks
 
 
 def _largest_fitting_len(spec: ModelSpec, hw: Hardware, cfg: ServeConfig) -> int:
@@ -268,6 +293,10 @@ def _suggest(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, plan: Plan) -> lis
         return [f"use TP x PP x DP <= {hw.count} (e.g. {option('tp')} "
                 f"{max(t for t in valid_tensor_parallel_sizes(spec, hw.count) if t <= hw.count)})"]
     candidates: list[tuple[str, ServeConfig, ModelSpec]] = []
+    blocks = min((r.mamba_blocks for r in plan.ranks if _mamba_blocks_refused(cfg, r)), default=0)
+    if blocks:
+        candidates.append((f"lower {option('max_num_seqs')} to {blocks} (one Mamba cache block per sequence)",
+                           cfg.with_(max_num_seqs=blocks), spec))
     if cfg.backend == "vllm" and cfg.kv_cache_memory_gib is None and cfg.utilization < 0.95:
         candidates.append((f"raise {option('gpu_memory_utilization')} to 0.95", cfg.with_(gpu_memory_utilization=0.95), spec))
     if cfg.backend == "sglang":
@@ -298,9 +327,10 @@ def _suggest(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, plan: Plan) -> lis
         candidates.append((f"use {option('tp')} {tp} with {option('dp')} {dp}",
                            cfg.with_(tp=tp, dp=dp), spec))
     out = [label for label, c, s in candidates if _evaluate(s, hw, c).fits]
-    longest = _largest_fitting_len(spec, hw, cfg)
+    longest = _largest_fitting_len(spec, hw, cfg.with_(max_num_seqs=blocks) if blocks else cfg)
     if longest >= 1024 and longest < plan.max_model_len:
-        out.append(f"lower {option('max_model_len')} to {longest}")
+        out.append(f"lower {option('max_model_len')} to {longest}"
+                   + (f" and {option('max_num_seqs')} to {blocks}" if blocks else ""))
     return out
 
 
