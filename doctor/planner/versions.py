@@ -47,11 +47,28 @@ def covered_range(backend: str) -> tuple[str, str]:
     return RULES_SINCE[backend], max(known_versions(backend)[-1], RULES_SINCE[backend], key=Version)
 
 
+def untagged_build(backend: str, version: str) -> bool:
+    """Whether `version` is a vLLM built from a checkout without its release tags: setuptools_scm's default
+    guess-next-dev scheme renders a tagless history as tag 0.0 + distance, "0.1.devN+g<sha>" (N counts every commit
+    since the root), which says nothing of the release. Public builds log it: vllm-project/recipes#831 ("vLLM
+    0.1.dev19754+g3a0914114", the qwen38 image of August 2026), vllm-project/vllm#54846 ("0.1.dev20073+g8e685d198").
+    vLLM's own tags have three components (v0.1.0 ... v0.34.0), so a build past any of them is X.Y.(Z+1)[rcN].devN,
+    never 0.1.devN."""
+    parsed = Version(version)
+    return backend == "vllm" and parsed.release == (0, 1) and parsed.dev is not None
+
+
 def nearest_covered(backend: str, version: str) -> tuple[str, str | None]:
     """(the version to plan with, a one-line note or None): a version outside covered_range plans with the
     nearest covered release, and the note says so. A build of a covered release (0.22.1rc1.dev26+g4721bb3aa) is
-    covered; SGLang's versionless source builds (0.0.0.devN) are older than any."""
+    covered; SGLang's versionless source builds (0.0.0.devN) are older than any; a vLLM built without its release
+    tags (untagged_build) plans with the newest covered release, and the note asks for the release it was built
+    from."""
     oldest, newest = covered_range(backend)
+    if untagged_build(backend, version):
+        return newest, (f"vLLM {version} is a build without release tags (setuptools_scm's 0.1.devN), so its release "
+                        f"is unknown: planned with {newest}'s rules; pass --backend-version with the release it was "
+                        "built from")
     release = Version(Version(version).base_version)
     if Version(oldest) <= release <= Version(newest):
         return version, None
