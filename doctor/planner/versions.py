@@ -14,6 +14,7 @@ from importlib import resources
 from packaging.version import InvalidVersion, Version
 
 from doctor.facts.installed import installed_version
+from doctor.flags.schema import untagged_build
 from doctor.planner.errors import PlanInputError
 
 
@@ -45,17 +46,6 @@ ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
 def covered_range(backend: str) -> tuple[str, str]:
     """(oldest, newest) release the planner's rules cover for `backend`."""
     return RULES_SINCE[backend], max(known_versions(backend)[-1], RULES_SINCE[backend], key=Version)
-
-
-def untagged_build(backend: str, version: str) -> bool:
-    """Whether `version` is a vLLM built from a checkout without its release tags: setuptools_scm's default
-    guess-next-dev scheme renders a tagless history as tag 0.0 + distance, "0.1.devN+g<sha>" (N counts every commit
-    since the root), which says nothing of the release. Public builds log it: vllm-project/recipes#831 ("vLLM
-    0.1.dev19754+g3a0914114", the qwen38 image of August 2026), vllm-project/vllm#54846 ("0.1.dev20073+g8e685d198").
-    vLLM's own tags have three components (v0.1.0 ... v0.34.0), so a build past any of them is X.Y.(Z+1)[rcN].devN,
-    never 0.1.devN."""
-    parsed = Version(version)
-    return backend == "vllm" and parsed.release == (0, 1) and parsed.dev is not None
 
 
 def nearest_covered(backend: str, version: str) -> tuple[str, str | None]:
