@@ -223,7 +223,7 @@ def class_table(entries: list[dict], rows: list[Residual]) -> dict:
           f"{'<=3%/6%':>7}  features seen")
     out, notes = {}, []
     for name, c in sorted(classes.items()):
-        gap, kv, covered, meets = band_row(name, c["rows"], ", ".join(sorted(c["features"])))
+        gap, kv, _, meets = band_row(name, c["rows"], ", ".join(sorted(c["features"])))
         feature_bands = {}
         for feat, feat_rows in sorted(c["rows_by_feature"].items()):
             feat_gap, feat_kv, _, _ = band_row(f"  {name} · {feat}", feat_rows, "")
