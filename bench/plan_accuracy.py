@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from doctor.planner.accuracy import (Residual, SglangResidual, partial_residuals, release, residuals,
                                      sglang_residuals)  # noqa: E402
-from doctor.planner.bands import boot_classes  # noqa: E402
+from doctor.planner.bands import FEATURE_BANDS, boot_classes  # noqa: E402
 from doctor.planner.coefficients import using  # noqa: E402
 from doctor.planner.fit import (first_capture_samples, fit, leave_one_out, logged_boots, uma_entries,
                                 wsl_entries)  # noqa: E402
@@ -179,41 +179,56 @@ def run_to_run(entries: list[dict], rows: list[Residual]) -> dict[str, tuple[flo
     return out
 
 
+def band_row(label: str, rows: list[Residual], features_seen: str) -> tuple[float, list[float], bool, bool]:
+    """Print one band row and return (band in GiB, absolute KV-token errors, whether the band covers every row's
+    KV-token residual, whether the rows meet issue 26's target). The band is the largest KV-memory residual, or the
+    KV-token one taken over the planned cache where that is larger (block rounding): it then covers both."""
+    gap = max(max(abs(r.available_gap_gib or 0.0),
+                  abs(r.kv_error or 0) * r.planned_available_gib if r.planned_available_gib > 0 else 0)
+              for r in rows)
+    kv = [abs(r.kv_error) for r in rows if r.kv_error is not None]
+    covered = all(r.kv_error is None or abs(r.kv_error) <= gap / r.planned_available_gib + 1e-9
+                  for r in rows if r.planned_available_gib > 0)
+    meets = bool(kv) and sum(kv) / len(kv) <= TARGET_MEAN and max(kv) <= TARGET_MAX
+    mean_kv = f"{sum(kv) / len(kv):.2%}" if kv else "-"
+    max_kv = f"{max(kv):.2%}" if kv else "-"
+    print(f"{label:<48} {len(rows):>5} {mean_kv:>13} {max_kv:>8} {gap:>10.2f} {'yes' if covered else 'NO':>6} "
+          f"{'yes' if meets else 'no':>7}  {features_seen}")
+    return gap, kv, covered, meets
+
+
 def class_table(entries: list[dict], rows: list[Residual]) -> dict:
     """Per hardware class: the residuals of its boots, each planned without being fitted on (leave-one-out,
     out of sample or held out); the band is the largest KV-memory residual (GiB), and it must cover every boot's
     own KV-token residual once taken relative to that boot's planned cache (a boot that states only its tokens
     counts by that residual). Whether the class meets issue 26's
     target (KV-token error mean <= 3%, max <= 6%), and where it does not, its pools against the engine's own
-    run-to-run spread. Returns calibration.yaml `classes`."""
+    run-to-run spread. The boots of each feature of bands.FEATURE_BANDS (TP > 1, speculative decoding) get a row
+    and a band of their own under their class. Returns calibration.yaml `classes`."""
     by_id = {e["id"]: e for e in entries}
     classes: dict[str, dict] = {}
     for r in rows:
         if r.available_gap_gib is None and r.kv_error is None:
             continue
         name, feats = boot_classes(by_id[r.id])
-        c = classes.setdefault(name, {"rows": [], "features": set()})
+        c = classes.setdefault(name, {"rows": [], "features": set(), "rows_by_feature": {}})
         c["rows"].append(r)
         c["features"].update(feats)
+        for feat in set(feats) & set(FEATURE_BANDS):
+            c["rows_by_feature"].setdefault(feat, []).append(r)
     noise = run_to_run(entries, rows)
-    print("\nPer hardware class (every boot planned without being fitted on: leave-one-out, out of sample, held out)")
-    print(f"{'class':<34} {'boots':>5} {'KV error mean':>13} {'max':>8} {'band (GiB)':>10} {'covers':>6} "
+    print("\nPer hardware class (every boot planned without being fitted on: leave-one-out, out of sample, held out;"
+          " indented: the class's boots with that feature)")
+    print(f"{'class':<48} {'boots':>5} {'KV error mean':>13} {'max':>8} {'band (GiB)':>10} {'covers':>6} "
           f"{'<=3%/6%':>7}  features seen")
     out, notes = {}, []
     for name, c in sorted(classes.items()):
-        # the KV-memory residual, or the KV-token one taken over the planned cache where that is larger (block
-        # rounding): the band then covers both
-        gap = max(max(abs(r.available_gap_gib or 0.0),
-                      abs(r.kv_error or 0) * r.planned_available_gib if r.planned_available_gib > 0 else 0)
-                  for r in c["rows"])
-        kv = [abs(r.kv_error) for r in c["rows"] if r.kv_error is not None]
-        covered = all(r.kv_error is None or abs(r.kv_error) <= gap / r.planned_available_gib + 1e-9
-                      for r in c["rows"] if r.planned_available_gib > 0)
-        meets = bool(kv) and sum(kv) / len(kv) <= TARGET_MEAN and max(kv) <= TARGET_MAX
-        mean_kv = f"{sum(kv) / len(kv):.2%}" if kv else "-"
-        max_kv = f"{max(kv):.2%}" if kv else "-"
-        print(f"{name:<34} {len(c['rows']):>5} {mean_kv:>13} {max_kv:>8} {gap:>10.2f} {'yes' if covered else 'NO':>6} "
-              f"{'yes' if meets else 'no':>7}  {', '.join(sorted(c['features']))}")
+        gap, kv, _, meets = band_row(name, c["rows"], ", ".join(sorted(c["features"])))
+        feature_bands = {}
+        for feat, feat_rows in sorted(c["rows_by_feature"].items()):
+            feat_gap, feat_kv, _, _ = band_row(f"  {name} · {feat}", feat_rows, "")
+            feature_bands[feat] = {"boots": len(feat_rows), "gap_gib": round(feat_gap + 5e-3, 2),
+                                   "kv_tokens_max_abs_error": round(max(feat_kv) + 5e-4, 3) if feat_kv else None}
         spread, same, pool = noise.get(name, (None, "", 0.0))
         if not meets and kv:
             pools = sorted(r.logged_available_gib for r in c["rows"]
@@ -237,7 +252,7 @@ def class_table(entries: list[dict], rows: list[Residual]) -> dict:
         out[name] = {"boots": len(c["rows"]), "gap_gib": round(gap + 5e-3, 2),
                      "kv_tokens_max_abs_error": round(max(kv) + 5e-4, 3) if kv else None,
                      "meets_target": meets, "run_to_run_gib": None if spread is None else round(spread, 2),
-                     "features": sorted(c["features"])}
+                     "features": sorted(c["features"]), "feature_bands": feature_bands}
     for line in notes:
         print(line)
     startup_table(entries, classes)

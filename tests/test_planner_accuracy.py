@@ -367,3 +367,40 @@ def test_the_h100_sweep_is_planned_within_its_band_at_small_batches():
     for name in ("h100-vllm-0.26-bf16-256-8192-u095", "h100-vllm-0.26-bf16-mtp2-128-4096-u096",
                  "h100-vllm-0.26-bf16-512-16384-u095"):
         assert abs(rows[name].tokens_error) <= 0.025, name
+
+
+def test_each_feature_row_of_a_class_covers_its_own_boots():
+    from doctor.planner.bands import FEATURE_BANDS, boot_classes
+
+    rows = [r for r in residuals(ENTRIES, leave_one_out=True) if r.mode != "weights"]
+    rows += partial_residuals(ENTRIES)
+    classes = calibration()["classes"]
+    by_id = {e["id"]: e for e in ENTRIES}
+    seen = set()
+    for r in rows:
+        name, feats = boot_classes(by_id[r.id])
+        for feat in set(feats) & set(FEATURE_BANDS):
+            band = classes[name]["feature_bands"][feat]["gap_gib"]
+            seen.add((name, feat))
+            assert r.available_gap_gib is None or abs(r.available_gap_gib) <= band + 0.01
+    assert ("Hopper", "TP > 1") in seen and ("Hopper", "speculative decoding") in seen
+
+
+def test_a_tp_plan_is_held_to_its_class_s_tp_boots():
+    from doctor.models import get_model
+    from doctor.planner import ServeConfig, parse_gpus, plan
+    from doctor.planner.bands import MIN_CLASS_BOOTS, plan_band, term_bound
+
+    hopper = calibration()["classes"]["Hopper"]
+    assert hopper["boots"] >= MIN_CLASS_BOOTS > hopper["feature_bands"]["TP > 1"]["boots"]
+    tp2 = plan(get_model("Qwen/Qwen3.5-35B-A3B-FP8"), parse_gpus("2xH200"), ServeConfig(tp=2, backend_version="0.26.0"))
+    rel, why = plan_band(tp2)
+    cache = min(r.cache_bytes for r in tp2.ranks)
+    assert rel == pytest.approx(max(hopper["gap_gib"] * GIB, term_bound(tp2)) / cache)
+    assert "measured with TP > 1 on 1 boot only" in why
+    # six Hopper boots ran a drafter: a speculative plan keeps the class's band
+    spec = plan(get_model("Qwen/Qwen3.5-35B-A3B"), parse_gpus("1xH200"),
+                ServeConfig(language_model_only=True, backend_version="0.26.0", mtp_tokens=2))
+    rel, why = plan_band(spec)
+    assert rel == pytest.approx(hopper["gap_gib"] * GIB / min(r.cache_bytes for r in spec.ranks))
+    assert "measured with" not in why

@@ -125,3 +125,21 @@ def test_a_release_older_than_the_first_that_loads_the_model_is_a_problem_with_t
     old = plan(SPEC, parse_gpus("1xH200"), ServeConfig(backend_version="0.15.1"))
     assert not old.fits and old.problems[0].startswith("vLLM 0.15.1 cannot load")
     assert old.suggestions == ["use vLLM 0.17.0 or later (--backend-version 0.17.0)"]
+
+
+def test_a_vllm_built_without_release_tags_plans_with_the_newest_rules_and_asks_for_its_release():
+    newest = covered_range("vllm")[1]
+    for untagged in ("0.1.dev19754+g3a0914114", "0.1.dev20073+g8e685d198"):
+        version, note = nearest_covered("vllm", untagged)
+        assert version == newest and f"vLLM {untagged} is a build without release tags" in note
+        assert f"planned with {newest}'s rules" in note and "--backend-version" in note
+    # vLLM's own 0.1.x releases and builds past them keep their numbers; SGLang's source builds are not vLLM's
+    assert nearest_covered("vllm", "0.1.2.dev3")[1].startswith("vLLM 0.1.2.dev3 is older than")
+    assert "without release tags" not in (nearest_covered("sglang", "0.1.dev5")[1] or "")
+    result = run("--gpus", "1xH200", "--tp", "1", "--backend-version", "0.1.dev19754+g3a0914114")
+    notes = [line for line in result.output.splitlines() if line.strip().startswith("!") and "0.1.dev19754" in line]
+    assert len(notes) == 1 and "cannot load" not in result.output
+    same = run("--gpus", "1xH200", "--tp", "1", "--backend-version", newest, "--format", "json")
+    untagged = run("--gpus", "1xH200", "--tp", "1", "--backend-version", "0.1.dev19754+g3a0914114", "--format", "json")
+    assert [json.loads(r.output)["sections"]["plan"]["kv_tokens"] for r in (same, untagged)] == \
+        [json.loads(same.output)["sections"]["plan"]["kv_tokens"]] * 2

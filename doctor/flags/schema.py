@@ -193,8 +193,20 @@ def _covered(backend: str) -> tuple[Version, ...]:
     return tuple(sorted(versions))
 
 
+def untagged_build(backend: str, version: str | Version) -> bool:
+    """Whether `version` is a vLLM built from a checkout without its release tags: setuptools_scm's default
+    guess-next-dev scheme renders a tagless history as tag 0.0 + distance, "0.1.devN+g<sha>" (N counts every commit
+    since the root), which says nothing of the release. Public builds log it: vllm-project/recipes#831 ("vLLM
+    0.1.dev19754+g3a0914114", the qwen38 image of August 2026), vllm-project/vllm#54846 ("0.1.dev20073+g8e685d198").
+    vLLM's own tags have three components (v0.1.0 ... v0.34.0), so a build past any of them is X.Y.(Z+1)[rcN].devN,
+    never 0.1.devN."""
+    parsed = Version(version) if isinstance(version, str) else version
+    return backend == "vllm" and parsed.release == (0, 1) and parsed.dev is not None
+
+
 def pick_version(backend: str, version: str | None) -> Version:
-    """The nearest covered version <= `version` (newest when None; oldest when below all)."""
+    """The nearest covered version <= `version` (newest when None or a vLLM built without its release tags,
+    untagged_build; oldest when below all)."""
     covered = available_versions(backend)
     if not covered:
         raise SchemaError(f"no flag schema shipped for backend {backend!r}")
@@ -204,6 +216,8 @@ def pick_version(backend: str, version: str | None) -> Version:
         wanted = Version(version)
     except InvalidVersion as exc:
         raise SchemaError(f"not a version: {version!r}") from exc
+    if untagged_build(backend, wanted):
+        return covered[-1]
     below = [v for v in covered if v.release <= wanted.release]
     return below[-1] if below else covered[0]
 

@@ -6,7 +6,8 @@ is the largest such residual over its boots, every one planned without having be
 for the boots fit.py fits on, out of sample for the partly described and the held-out boots
 (bench/plan_accuracy.py writes the figures). A plan's band is its class's, relative to its own cache; where its
 class has no boot, or the class's boots never had one of the plan's features (TP > 1, speculative decoding, its
-quantisation), the band says so and is at least the bound the terms' own uncertainty gives (term_bound). A class
+quantisation), the band says so and is at least the bound the terms' own uncertainty gives (term_bound); a plan
+with TP > 1 or speculative decoding is held to its class's boots with that feature too (FEATURE_BANDS). A class
 that misses issue 26's target (KV-token error mean <= 3%, max <= 6%) says so with the engine's own run-to-run spread
 on it (calibration.yaml `meets_target`, `run_to_run_gib`).
 """
@@ -26,6 +27,11 @@ if TYPE_CHECKING:
 # a class's largest residual is its band once it has this many boots; fewer say little about the spread, so the
 # terms' own uncertainty (term_bound) is the floor
 MIN_CLASS_BOOTS = 3
+# features whose boots have band rows of their own within a class (calibration.yaml `feature_bands`): a plan with
+# one is held to its class's boots with it, the same MIN_CLASS_BOOTS rule applied to them (TP > 1 brings the NCCL
+# and custom all-reduce buffers, speculative decoding the drafter's terms, neither of which a TP 1 boot without a
+# drafter measures)
+FEATURE_BANDS = ("TP > 1", "speculative decoding")
 
 
 def features(spec: "ModelSpec", cfg: "ServeConfig") -> list[str]:
@@ -69,6 +75,22 @@ def term_bound(plan: "Plan") -> float:
             + terms.get("graph_gib", 0.5) * GIB + rank.weights["total"] * terms.get("weights_rel", 0.01))
 
 
+def feature_floor(cls: dict[str, Any], plan_features: list[str], gap: float, bound: float,
+                  why: str) -> tuple[float, str]:
+    """(band in bytes, why) once the class's rows of the plan's FEATURE_BANDS features are applied: at least each
+    row's largest residual, and the terms' bound where a row has fewer than MIN_CLASS_BOOTS boots."""
+    rows = cls.get("feature_bands") or {}
+    few = []
+    for feat in (f for f in plan_features if f in FEATURE_BANDS and f in rows):
+        gap = max(gap, rows[feat]["gap_gib"] * GIB)
+        if rows[feat]["boots"] < MIN_CLASS_BOOTS:
+            gap = max(gap, bound)
+            few.append(f"{feat} on {rows[feat]['boots']} boot{'s' if rows[feat]['boots'] > 1 else ''}")
+    if few:
+        why += f"; measured with {', '.join(few)} only, so at least the bound from the terms' uncertainty"
+    return gap, why
+
+
 def plan_band(plan: "Plan") -> tuple[float | None, str]:
     """(relative band of the plan's KV capacity or None where its cache is not positive, why)."""
     classes: dict[str, Any] = calibration().get("classes") or {}
@@ -93,6 +115,8 @@ def plan_band(plan: "Plan") -> tuple[float | None, str]:
         gap = cls["gap_gib"] * GIB
         why = (f"largest residual of the {cls['boots']} logged boots of {name}, each planned without being fitted "
                "on (bench/plan_accuracy.py)")
+    if cls is not None and not missing:
+        gap, why = feature_floor(cls, features(plan.model, plan.config), gap, bound, why)
     if cls is not None and cls.get("run_to_run_gib") is not None:
         # the engine's own spread between identical boots bounds the band from below, whatever the residuals
         gap = max(gap, cls["run_to_run_gib"] * GIB)

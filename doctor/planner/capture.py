@@ -21,6 +21,12 @@ the 0.26.0-0.34.0 wheels:
 Between #50488 and #54418 (nightly builds only, never a release) the uniform decode sizes were not held to the
 ceiling: max_num_seqs x (1 + k) tokens, 2,176 for DFlash's nightly CI, whose graphs left 0.94 GiB of KV cache where
 5.12 GiB were needed (#54418); a boot of such a build logs several GiB of graphs that no release captures.
+The window is a few days of main: #50488 merged as d3d79ff, the head of nightly build 86121 of 2026-08-29, whose
+H200 spec-decode jobs broke (vllm-project/vllm#54352, the auto-revert draft: max_cudagraph_capture_size 512 at
+21fa2c5a / 6d4562c5 before it, 768-6400 at d3d79ff); #54418 was opened on 2026-08-30. Main's nightlies of those
+weeks carry an older base (0.26.1rc1.dev608+g99a10304d on 2026-08-15, recipes#810; 0.26.1rc1.dev1102+ge9d1398d9
+on 2026-08-31, vllm#53520) and no release tag orders their commits, so a version string cannot place a build in the
+window: such a build plans as the release its base names.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from importlib import resources
 from packaging.version import InvalidVersion, Version
 
 from doctor.facts.installed import installed_version
+from doctor.flags.schema import untagged_build
 from doctor.planner.errors import PlanInputError
 
 
@@ -50,8 +51,14 @@ def covered_range(backend: str) -> tuple[str, str]:
 def nearest_covered(backend: str, version: str) -> tuple[str, str | None]:
     """(the version to plan with, a one-line note or None): a version outside covered_range plans with the
     nearest covered release, and the note says so. A build of a covered release (0.22.1rc1.dev26+g4721bb3aa) is
-    covered; SGLang's versionless source builds (0.0.0.devN) are older than any."""
+    covered; SGLang's versionless source builds (0.0.0.devN) are older than any; a vLLM built without its release
+    tags (untagged_build) plans with the newest covered release, and the note asks for the release it was built
+    from."""
     oldest, newest = covered_range(backend)
+    if untagged_build(backend, version):
+        return newest, (f"vLLM {version} is a build without release tags (setuptools_scm's 0.1.devN), so its release "
+                        f"is unknown: planned with {newest}'s rules; pass --backend-version with the release it was "
+                        "built from")
     release = Version(Version(version).base_version)
     if Version(oldest) <= release <= Version(newest):
         return version, None
