@@ -33,7 +33,10 @@ byte at a time, a gzip bomb, redirect loops, a file: redirect, a 1 MiB header or
 the HF probe and the index reader; a bundle naming a key twice; a file or host named with a newline that would
 forge a report line.
 Prints one row per case and the failures; exits 1 when any case fails.
-Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json]
+Cases run in forks of one warmed interpreter (bench/forkserver.py) unless they need a start-up of their own
+(signals, a terminal, a shell pipeline, the launcher, locale / PYTHON* / cache variables); --processes runs each
+as `python -m doctor`, as the campaigns before the sixth did.
+Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json] [--processes]
 """
 
 from __future__ import annotations
@@ -525,7 +528,8 @@ def _second_variants(tmp: Path, bundle: str) -> list[Case]:
 
     cases: list[Case] = []
     log = ROOT / "tests/data/logs/nccl-525-shm.log"
-    # SIGTERM / SIGHUP mid-run: one line, 143 / 129, -o whole or absent, no temporary file left.
+    # SIGTERM / SIGHUP mid-run: one line, 143 / 129, -o whole or absent, no temporary file left; through the
+    # installed command, which blocks them during the interpreter's start-up (`python -m doctor` cannot).
     for signum, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP")):
         for delay in (0.05, 0.25, 0.5, 0.9):
             for label, cmd in (("check", ["check", "--from", bundle, "--format", "json"]),
@@ -535,7 +539,7 @@ def _second_variants(tmp: Path, bundle: str) -> list[Case]:
                 folder.mkdir(parents=True)
                 cases.append(Case(f"{name} at {delay * 1000:.0f} ms: {label} -o", "signals",
                                   [*cmd, "-o", str(folder / "out")], codes=(0, 1, 128 + signum),
-                                  stop=(signum, delay), clean=str(folder)))
+                                  stop=(signum, delay), clean=str(folder), launcher=True))
     # A current directory deleted before the command starts: relative -o refused in one line, the rest runs.
     for cmd in (["check", "--from", bundle, "-o", "r.json"], ["plan", "--gpus", "1xH200", "-o", "p.json"],
                 ["explain", str(log), "-o", "e.html"], ["explain", "rel.log"], ["profiles", "list"],
@@ -745,6 +749,69 @@ def _files_state(paths: tuple[str, ...]) -> dict[str, tuple[int, bytes]]:
     return out
 
 
+# Variables read by the interpreter's start-up or by what the fork server built before forking (the cache folder
+# its matcher read): a case that sets one runs in a process of its own.
+OWN_PROCESS_ENV = ("PYTHON", "LC_", "LANG", "HOME", "XDG_", "TMPDIR", "QWEN_DOCTOR_CACHE", "QWEN_DOCTOR_SIGNATURES")
+
+
+class ForkServer:
+    """bench/forkserver.py for one source tree: `run` is subprocess.run for `python -m doctor ARGS` without the
+    interpreter's start-up and imports (a fork of one warmed interpreter per case)."""
+
+    def __init__(self, tree: Path, folder: Path) -> None:
+        self.socket = str(folder / "forkserver.sock")
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "forkserver.py"), self.socket], cwd=tree,
+                                     env={**os.environ, "PYTHONPATH": str(tree)}, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE)
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != b"ready":
+            raise RuntimeError("the fork server did not start")
+
+    @staticmethod
+    def serves(case: Case) -> bool:
+        """Whether the case can run in a fork (it needs no start-up of its own)."""
+        return not (case.stop or case.tty or case.shell or case.launcher) and not any(
+            name.startswith(OWN_PROCESS_ENV) for name in case.env)
+
+    def run(self, args: list[str], env: dict[str, str], cwd: Path, closed: tuple[int, ...], cwd_gone: bool,
+            out_dir: Path) -> subprocess.CompletedProcess:
+        import socket
+
+        streams = [open(os.devnull, "rb"), open(out_dir / "stdout", "w+b"), open(out_dir / "stderr", "w+b")]
+        given = [fd for fd in (0, 1, 2) if fd not in closed]
+        request = {"argv": args, "env": env, "cwd": str(cwd), "cwd_gone": cwd_gone, "fds": given}
+        pid = None
+        try:
+            with socket.socket(socket.AF_UNIX) as conn:
+                conn.connect(self.socket)
+                socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [streams[fd].fileno() for fd in given])
+                conn.settimeout(TIMEOUT_S)
+                reply = conn.makefile("rb")
+                try:
+                    pid = int(reply.readline().split()[1])
+                    status = int(reply.readline().split()[1])
+                except (socket.timeout, TimeoutError, IndexError):
+                    if pid is not None:
+                        try:
+                            os.kill(pid, 9)
+                        except OSError:
+                            pass
+                    raise subprocess.TimeoutExpired(args, TIMEOUT_S) from None
+            streams[1].seek(0)
+            streams[2].seek(0)
+            return subprocess.CompletedProcess(args, status, streams[1].read(), streams[2].read())
+        finally:
+            for stream in streams:
+                stream.close()
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+FORK: list[ForkServer] = []  # the run's fork server, when it uses one
+
+
 def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
     env = {**os.environ, "NO_COLOR": "1", **case.env}
     env.pop("QWEN_DOCTOR_DEBUG", None)
@@ -761,7 +828,9 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
         cwd = out_dir / "gone"
         cwd.mkdir(exist_ok=True)
     try:
-        if case.stop:
+        if FORK and ForkServer.serves(case):
+            proc = FORK[0].run(case.args, env, cwd, case.closed, case.cwd_gone, out_dir)
+        elif case.stop:
             proc = _stopped(argv, env, cwd, *case.stop)
         elif case.tty:
             proc = on_terminal(argv, env, cwd, TIMEOUT_S)
@@ -864,12 +933,21 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, default=ROOT,
                         help="run the CLI of this source tree (an export of an older commit, for a before/after)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--processes", action="store_true",
+                        help="run every case as a process of its own (`python -m doctor`), without the fork server")
     args = parser.parse_args()
+    started = time.monotonic()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         cases = [c for c in build_cases(tmp) if args.k in c.name]
-        with ThreadPoolExecutor(max_workers=args.workers) as pool:
-            outcomes = list(pool.map(lambda c: run_case(c, tmp, args.tree.resolve()), cases))
+        if not args.processes:
+            FORK.append(ForkServer(args.tree.resolve(), tmp))
+        try:
+            with ThreadPoolExecutor(max_workers=args.workers) as pool:
+                outcomes = list(pool.map(lambda c: run_case(c, tmp, args.tree.resolve()), cases))
+        finally:
+            while FORK:
+                FORK.pop().close()
     failed = [o for o in outcomes if not o.ok]
     if args.json:
         print(json.dumps([o.__dict__ for o in outcomes], indent=1))
@@ -881,7 +959,8 @@ def main() -> None:
             print(f"{klass:<10}{len(rows):>5} cases{sum(not r.ok for r in rows):>5} failed")
         for o in failed:
             print(f"FAIL [{o.klass}] {o.case}: {o.why}")
-        print(f"{len(outcomes)} cases, {len(failed)} failed")
+        print(f"{len(outcomes)} cases, {len(failed)} failed, {time.monotonic() - started:.0f} s with {args.workers} "
+              f"workers{' (a process per case)' if args.processes else ''}")
     sys.exit(1 if failed else 0)
 
 
