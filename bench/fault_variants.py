@@ -821,8 +821,8 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
     if case.launcher:
         argv = [str(Path(sys.executable).parent / "qwen-doctor"), *case.args]
         env["PYTHONPATH"] = str(tree)
-    out_dir = tmp / "outputs" / str(abs(hash(case.name)))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    (tmp / "outputs").mkdir(exist_ok=True)
+    out_dir = Path(tempfile.mkdtemp(dir=tmp / "outputs"))  # its own: two cases may share a name
     cwd: Path = tree
     if case.cwd_gone:
         cwd = out_dir / "gone"
