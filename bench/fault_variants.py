@@ -32,6 +32,9 @@ sockets as inputs; SIGINT mid-write (through the installed command); hostile ser
 byte at a time, a gzip bomb, redirect loops, a file: redirect, a 1 MiB header or invalid UTF-8, read by probe,
 the HF probe and the index reader; a bundle naming a key twice; a file or host named with a newline that would
 forge a report line.
+Sixth campaign: the campaign run whole (forks of one warmed interpreter); deploy --log naming an existing file or
+a link to one; max-model-len: auto where the pinned release reads it and where it does not; a stream of nothing
+but matching lines; a GCP private_key_id, grep's `/path/token:VALUE`, a token as a URL's user name.
 Prints one row per case and the failures; exits 1 when any case fails.
 Cases run in forks of one warmed interpreter (bench/forkserver.py) unless they need a start-up of their own
 (signals, a terminal, a shell pipeline, the launcher, locale / PYTHON* / cache variables); --processes runs each
@@ -122,6 +125,10 @@ def secret_lines() -> dict[str, str]:
         "xml_element": f"<server><password>{s['password']}</password></server>",
         "nuget_attributes": f'<add key="ClearTextPassword" value="{s["password"]}" />',
         "password_tab": f"password\t{s['password']}",
+        "gcp_private_key_id": f'{{"type": "service_account", "private_key_id": "{s["databricks"][4:]}"}}',
+        "grep_path_token": f"/root/.cache/huggingface/token:{s['databricks'][4:]}",
+        "url_token_user": f"git clone https://{s['databricks'][4:]}@github.com/org/repo.git",
+        "url_token_oauth_basic": f"https://{s['databricks'][4:]}:x-oauth-basic@github.com/org/repo",
     }
 
 
@@ -286,6 +293,7 @@ def build_cases(tmp: Path) -> list[Case]:
     cases += _third_variants(tmp, bundle)
     cases += _fourth_variants(tmp)
     cases += _fifth_variants(tmp, bundle)
+    cases += _sixth_variants(tmp, bundle)
     # A hostile server read by probe (and the exercises it runs).
     for mode in SERVER_MODES:
         url = hostile_server(mode)
@@ -500,6 +508,36 @@ def _fifth_variants(tmp: Path, bundle: str) -> list[Case]:
 
 
 _LISTENERS: list[Any] = []
+
+
+def _sixth_variants(tmp: Path, bundle: str) -> list[Case]:
+    """The sixth campaign's variations: deploy --log naming an existing file or a link to one (kept as it was),
+    max-model-len: auto under a pin that reads it and one that does not, a stream of nothing but matching lines
+    (the secret forms are in secret_lines)."""
+    cases: list[Case] = []
+    sixth = tmp / "sixth"
+    victim = _write(sixth / "private" / "victim.log", "last night's crash, the only copy\n")
+    existing = _write(sixth / "existing.log", "yesterday's boot\n")
+    link = sixth / "link.log"
+    link.symlink_to(victim)
+    for label, path, watched in (("an existing file", existing, existing), ("a symlink to a file", link, victim)):
+        for dry in (["--dry-run"], []):
+            cases.append(Case(f"6 deploy --log {label}{' --dry-run' if dry else ''}", "outfiles",
+                              ["deploy", "--profile", "vllm-stable", *dry, "--log", str(path), "--timeout", "5"],
+                              codes=(2,), watch=(str(watched),)))
+    stable = (ROOT / "profiles/vllm-stable.yaml").read_text()
+    for pin, codes in (('">=0.17.0"', (0, 1)), ('">=0.15.0"', (2,)), ('"<0.35"', (2,))):
+        for length in ("auto", "-1", "AUTO"):
+            path = _write(sixth / "auto" / f"{abs(hash(pin + length))}.yaml", stable.replace(
+                "max-model-len: 262144", f"max-model-len: {length}").replace('backend_version: ">=0.17.0"',
+                                                                           f"backend_version: {pin}"))
+            for cmd in (["profiles", "show", str(path), "--render"], ["deploy", "--profile", str(path), "--dry-run"],
+                        ["plan", "--gpus", "1xH200", "--profile", str(path)]):
+                cases.append(Case(f"6 max-model-len {length} pinned {pin}: {' '.join(cmd[:2])}", "profiles", cmd,
+                                  codes=codes))
+    stream = _write(sixth / "matching.log", b"RuntimeError: CUDA error: out of memory\n" * 160_000)
+    cases.append(Case("6 a stream of matching lines: explain", "inputs", ["explain", str(stream)], codes=(1,)))
+    return cases
 
 
 def _packed(data: bytes) -> dict[str, bytes]:
