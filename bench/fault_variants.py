@@ -34,7 +34,7 @@ the HF probe and the index reader; a bundle naming a key twice; a file or host n
 forge a report line.
 Sixth campaign: the campaign run whole (forks of one warmed interpreter); deploy --log naming an existing file or
 a link to one; max-model-len: auto where the pinned release reads it and where it does not; a stream of nothing
-but matching lines; a GCP private_key_id, grep's `/path/token:VALUE`, a token as a URL's user name.
+but matching lines; -o on a full filesystem (root: a tmpfs filled up); a GCP private_key_id, grep's `/path/token:VALUE`, a token as a URL's user name.
 Prints one row per case and the failures; exits 1 when any case fails.
 Cases run in forks of one warmed interpreter (bench/forkserver.py) unless they need a start-up of their own
 (signals, a terminal, a shell pipeline, the launcher, locale / PYTHON* / cache variables); --processes runs each
@@ -537,6 +537,39 @@ def _sixth_variants(tmp: Path, bundle: str) -> list[Case]:
                                   codes=codes))
     stream = _write(sixth / "matching.log", b"RuntimeError: CUDA error: out of memory\n" * 160_000)
     cases.append(Case("6 a stream of matching lines: explain", "inputs", ["explain", str(stream)], codes=(1,)))
+    cases += _full_filesystem(sixth / "full", bundle)
+    return cases
+
+
+_MOUNTS: list[Path] = []  # filesystems the campaign mounted, unmounted when it ends
+
+
+def _full_filesystem(folder: Path, bundle: str) -> list[Case]:
+    """-o on a full filesystem (a 64 KiB tmpfs filled up; root only): one line, exit 2, no file left behind."""
+    writers = {"check": ["check", "--from", bundle], "plan": ["plan", "--gpus", "1xH200"],
+               "explain": ["explain", str(ROOT / "tests/data/logs/nccl-525-shm.log")], "collect": ["collect", "--timeout", "5"],
+               "lint": ["lint", str(ROOT / "tests/data/lint/serve.sh")],
+               "deploy --dry-run": ["deploy", "--profile", "vllm-stable", "--dry-run"]}
+    folder.mkdir(parents=True)
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+                                           capture_output=True).returncode != 0:
+        return []
+    _MOUNTS.append(folder)
+    cases = []
+    for label, cmd in writers.items():
+        for fmt in ("json", "html"):
+            each = folder / f"{label.split()[0]}-{fmt}"
+            each.mkdir()
+            cases.append(Case(f"6 -o on a full filesystem: {label} {fmt}", "outfiles",
+                              [*cmd, "--format", fmt, "-o", str(each / "out")], codes=(2,), clean=str(each),
+                              ends_with="qwen-doctor: error: cannot write report"))  # after deploy's progress
+    try:
+        with open(folder / "filler", "wb") as filler:
+            while True:
+                filler.write(b"x" * 1024)
+                filler.flush()
+    except OSError:
+        pass
     return cases
 
 
@@ -986,6 +1019,8 @@ def main() -> None:
         finally:
             while FORK:
                 FORK.pop().close()
+            while _MOUNTS:
+                subprocess.run(["umount", str(_MOUNTS.pop())], capture_output=True)
     failed = [o for o in outcomes if not o.ok]
     if args.json:
         print(json.dumps([o.__dict__ for o in outcomes], indent=1))
