@@ -125,7 +125,7 @@ def time_explain(log: Path) -> tuple[float, float, int, int]:
         if splittable(log, threshold) and log.stat().st_size // threshold >= 2 else 1
     cpu, start = time.process_time() + _children_cpu(), time.perf_counter()
     explain_sources([log], matcher, collector=collector)
-    return time.perf_counter() - start, time.process_time() + _children_cpu() - cpu, len(collector.lines), workers
+    return time.perf_counter() - start, time.process_time() + _children_cpu() - cpu, collector.matched_lines, workers
 
 
 CHILD = """
@@ -140,7 +140,7 @@ def spent():
 matcher, collector = Matcher(), Collector()
 cpu, start = spent(), time.perf_counter()
 explain_sources([Path(sys.argv[2])], matcher, collector=collector)
-print(time.perf_counter() - start, spent() - cpu, len(collector.lines))
+print(time.perf_counter() - start, spent() - cpu, collector.matched_lines)
 """
 
 

@@ -32,8 +32,14 @@ sockets as inputs; SIGINT mid-write (through the installed command); hostile ser
 byte at a time, a gzip bomb, redirect loops, a file: redirect, a 1 MiB header or invalid UTF-8, read by probe,
 the HF probe and the index reader; a bundle naming a key twice; a file or host named with a newline that would
 forge a report line.
+Sixth campaign: the campaign run whole (forks of one warmed interpreter); deploy --log naming an existing file or
+a link to one; max-model-len: auto where the pinned release reads it and where it does not; a stream of nothing
+but matching lines; -o on a full filesystem (root: a tmpfs filled up); a GCP private_key_id, grep's `/path/token:VALUE`, a token as a URL's user name.
 Prints one row per case and the failures; exits 1 when any case fails.
-Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json]
+Cases run in forks of one warmed interpreter (bench/forkserver.py) unless they need a start-up of their own
+(signals, a terminal, a shell pipeline, the launcher, locale / PYTHON* / cache variables); --processes runs each
+as `python -m doctor`, as the campaigns before the sixth did.
+Usage: python bench/fault_variants.py [-k SUBSTRING] [--workers 2] [--tree DIR] [--json] [--processes]
 """
 
 from __future__ import annotations
@@ -119,6 +125,10 @@ def secret_lines() -> dict[str, str]:
         "xml_element": f"<server><password>{s['password']}</password></server>",
         "nuget_attributes": f'<add key="ClearTextPassword" value="{s["password"]}" />',
         "password_tab": f"password\t{s['password']}",
+        "gcp_private_key_id": f'{{"type": "service_account", "private_key_id": "{s["databricks"][4:]}"}}',
+        "grep_path_token": f"/root/.cache/huggingface/token:{s['databricks'][4:]}",
+        "url_token_user": f"git clone https://{s['databricks'][4:]}@github.com/org/repo.git",
+        "url_token_oauth_basic": f"https://{s['databricks'][4:]}:x-oauth-basic@github.com/org/repo",
     }
 
 
@@ -283,6 +293,7 @@ def build_cases(tmp: Path) -> list[Case]:
     cases += _third_variants(tmp, bundle)
     cases += _fourth_variants(tmp)
     cases += _fifth_variants(tmp, bundle)
+    cases += _sixth_variants(tmp, bundle)
     # A hostile server read by probe (and the exercises it runs).
     for mode in SERVER_MODES:
         url = hostile_server(mode)
@@ -499,6 +510,69 @@ def _fifth_variants(tmp: Path, bundle: str) -> list[Case]:
 _LISTENERS: list[Any] = []
 
 
+def _sixth_variants(tmp: Path, bundle: str) -> list[Case]:
+    """The sixth campaign's variations: deploy --log naming an existing file or a link to one (kept as it was),
+    max-model-len: auto under a pin that reads it and one that does not, a stream of nothing but matching lines
+    (the secret forms are in secret_lines)."""
+    cases: list[Case] = []
+    sixth = tmp / "sixth"
+    victim = _write(sixth / "private" / "victim.log", "last night's crash, the only copy\n")
+    existing = _write(sixth / "existing.log", "yesterday's boot\n")
+    link = sixth / "link.log"
+    link.symlink_to(victim)
+    for label, path, watched in (("an existing file", existing, existing), ("a symlink to a file", link, victim)):
+        for dry in (["--dry-run"], []):
+            cases.append(Case(f"6 deploy --log {label}{' --dry-run' if dry else ''}", "outfiles",
+                              ["deploy", "--profile", "vllm-stable", *dry, "--log", str(path), "--timeout", "5"],
+                              codes=(2,), watch=(str(watched),)))
+    stable = (ROOT / "profiles/vllm-stable.yaml").read_text()
+    for pin, codes in (('">=0.17.0"', (0, 1)), ('">=0.15.0"', (2,)), ('"<0.35"', (2,))):
+        for length in ("auto", "-1", "AUTO"):
+            path = _write(sixth / "auto" / f"{abs(hash(pin + length))}.yaml", stable.replace(
+                "max-model-len: 262144", f"max-model-len: {length}").replace('backend_version: ">=0.17.0"',
+                                                                           f"backend_version: {pin}"))
+            for cmd in (["profiles", "show", str(path), "--render"], ["deploy", "--profile", str(path), "--dry-run"],
+                        ["plan", "--gpus", "1xH200", "--profile", str(path)]):
+                cases.append(Case(f"6 max-model-len {length} pinned {pin}: {' '.join(cmd[:2])}", "profiles", cmd,
+                                  codes=codes))
+    stream = _write(sixth / "matching.log", b"RuntimeError: CUDA error: out of memory\n" * 160_000)
+    cases.append(Case("6 a stream of matching lines: explain", "inputs", ["explain", str(stream)], codes=(1,)))
+    cases += _full_filesystem(sixth / "full", bundle)
+    return cases
+
+
+_MOUNTS: list[Path] = []  # filesystems the campaign mounted, unmounted when it ends
+
+
+def _full_filesystem(folder: Path, bundle: str) -> list[Case]:
+    """-o on a full filesystem (a 64 KiB tmpfs filled up; root only): one line, exit 2, no file left behind."""
+    writers = {"check": ["check", "--from", bundle], "plan": ["plan", "--gpus", "1xH200"],
+               "explain": ["explain", str(ROOT / "tests/data/logs/nccl-525-shm.log")], "collect": ["collect", "--timeout", "5"],
+               "lint": ["lint", str(ROOT / "tests/data/lint/serve.sh")],
+               "deploy --dry-run": ["deploy", "--profile", "vllm-stable", "--dry-run"]}
+    folder.mkdir(parents=True)
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)],
+                                           capture_output=True).returncode != 0:
+        return []
+    _MOUNTS.append(folder)
+    cases = []
+    for label, cmd in writers.items():
+        for fmt in ("json", "html"):
+            each = folder / f"{label.split()[0]}-{fmt}"
+            each.mkdir()
+            cases.append(Case(f"6 -o on a full filesystem: {label} {fmt}", "outfiles",
+                              [*cmd, "--format", fmt, "-o", str(each / "out")], codes=(2,), clean=str(each),
+                              ends_with="qwen-doctor: error: cannot write report"))  # after deploy's progress
+    try:
+        with open(folder / "filler", "wb") as filler:
+            while True:
+                filler.write(b"x" * 1024)
+                filler.flush()
+    except OSError:
+        pass
+    return cases
+
+
 def _packed(data: bytes) -> dict[str, bytes]:
     """`data` as every compressed or archived form a user may hand over where gzip is read."""
     import bz2
@@ -525,7 +599,8 @@ def _second_variants(tmp: Path, bundle: str) -> list[Case]:
 
     cases: list[Case] = []
     log = ROOT / "tests/data/logs/nccl-525-shm.log"
-    # SIGTERM / SIGHUP mid-run: one line, 143 / 129, -o whole or absent, no temporary file left.
+    # SIGTERM / SIGHUP mid-run: one line, 143 / 129, -o whole or absent, no temporary file left; through the
+    # installed command, which blocks them during the interpreter's start-up (`python -m doctor` cannot).
     for signum, name in ((signal.SIGTERM, "SIGTERM"), (signal.SIGHUP, "SIGHUP")):
         for delay in (0.05, 0.25, 0.5, 0.9):
             for label, cmd in (("check", ["check", "--from", bundle, "--format", "json"]),
@@ -535,7 +610,7 @@ def _second_variants(tmp: Path, bundle: str) -> list[Case]:
                 folder.mkdir(parents=True)
                 cases.append(Case(f"{name} at {delay * 1000:.0f} ms: {label} -o", "signals",
                                   [*cmd, "-o", str(folder / "out")], codes=(0, 1, 128 + signum),
-                                  stop=(signum, delay), clean=str(folder)))
+                                  stop=(signum, delay), clean=str(folder), launcher=True))
     # A current directory deleted before the command starts: relative -o refused in one line, the rest runs.
     for cmd in (["check", "--from", bundle, "-o", "r.json"], ["plan", "--gpus", "1xH200", "-o", "p.json"],
                 ["explain", str(log), "-o", "e.html"], ["explain", "rel.log"], ["profiles", "list"],
@@ -745,6 +820,69 @@ def _files_state(paths: tuple[str, ...]) -> dict[str, tuple[int, bytes]]:
     return out
 
 
+# Variables read by the interpreter's start-up or by what the fork server built before forking (the cache folder
+# its matcher read): a case that sets one runs in a process of its own.
+OWN_PROCESS_ENV = ("PYTHON", "LC_", "LANG", "HOME", "XDG_", "TMPDIR", "QWEN_DOCTOR_CACHE", "QWEN_DOCTOR_SIGNATURES")
+
+
+class ForkServer:
+    """bench/forkserver.py for one source tree: `run` is subprocess.run for `python -m doctor ARGS` without the
+    interpreter's start-up and imports (a fork of one warmed interpreter per case)."""
+
+    def __init__(self, tree: Path, folder: Path) -> None:
+        self.socket = str(folder / "forkserver.sock")
+        self.proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "forkserver.py"), self.socket], cwd=tree,
+                                     env={**os.environ, "PYTHONPATH": str(tree)}, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE)
+        assert self.proc.stdout is not None
+        if self.proc.stdout.readline().strip() != b"ready":
+            raise RuntimeError("the fork server did not start")
+
+    @staticmethod
+    def serves(case: Case) -> bool:
+        """Whether the case can run in a fork (it needs no start-up of its own)."""
+        return not (case.stop or case.tty or case.shell or case.launcher) and not any(
+            name.startswith(OWN_PROCESS_ENV) for name in case.env)
+
+    def run(self, args: list[str], env: dict[str, str], cwd: Path, closed: tuple[int, ...], cwd_gone: bool,
+            out_dir: Path) -> subprocess.CompletedProcess:
+        import socket
+
+        streams = [open(os.devnull, "rb"), open(out_dir / "stdout", "w+b"), open(out_dir / "stderr", "w+b")]
+        given = [fd for fd in (0, 1, 2) if fd not in closed]
+        request = {"argv": args, "env": env, "cwd": str(cwd), "cwd_gone": cwd_gone, "fds": given}
+        pid = None
+        try:
+            with socket.socket(socket.AF_UNIX) as conn:
+                conn.connect(self.socket)
+                socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], [streams[fd].fileno() for fd in given])
+                conn.settimeout(TIMEOUT_S)
+                reply = conn.makefile("rb")
+                try:
+                    pid = int(reply.readline().split()[1])
+                    status = int(reply.readline().split()[1])
+                except (socket.timeout, TimeoutError, IndexError):
+                    if pid is not None:
+                        try:
+                            os.kill(pid, 9)
+                        except OSError:
+                            pass
+                    raise subprocess.TimeoutExpired(args, TIMEOUT_S) from None
+            streams[1].seek(0)
+            streams[2].seek(0)
+            return subprocess.CompletedProcess(args, status, streams[1].read(), streams[2].read())
+        finally:
+            for stream in streams:
+                stream.close()
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+FORK: list[ForkServer] = []  # the run's fork server, when it uses one
+
+
 def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
     env = {**os.environ, "NO_COLOR": "1", **case.env}
     env.pop("QWEN_DOCTOR_DEBUG", None)
@@ -754,14 +892,16 @@ def run_case(case: Case, tmp: Path, tree: Path = ROOT) -> Outcome:
     if case.launcher:
         argv = [str(Path(sys.executable).parent / "qwen-doctor"), *case.args]
         env["PYTHONPATH"] = str(tree)
-    out_dir = tmp / "outputs" / str(abs(hash(case.name)))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    (tmp / "outputs").mkdir(exist_ok=True)
+    out_dir = Path(tempfile.mkdtemp(dir=tmp / "outputs"))  # its own: two cases may share a name
     cwd: Path = tree
     if case.cwd_gone:
         cwd = out_dir / "gone"
         cwd.mkdir(exist_ok=True)
     try:
-        if case.stop:
+        if FORK and ForkServer.serves(case):
+            proc = FORK[0].run(case.args, env, cwd, case.closed, case.cwd_gone, out_dir)
+        elif case.stop:
             proc = _stopped(argv, env, cwd, *case.stop)
         elif case.tty:
             proc = on_terminal(argv, env, cwd, TIMEOUT_S)
@@ -864,12 +1004,23 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, default=ROOT,
                         help="run the CLI of this source tree (an export of an older commit, for a before/after)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--processes", action="store_true",
+                        help="run every case as a process of its own (`python -m doctor`), without the fork server")
     args = parser.parse_args()
+    started = time.monotonic()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         cases = [c for c in build_cases(tmp) if args.k in c.name]
-        with ThreadPoolExecutor(max_workers=args.workers) as pool:
-            outcomes = list(pool.map(lambda c: run_case(c, tmp, args.tree.resolve()), cases))
+        if not args.processes:
+            FORK.append(ForkServer(args.tree.resolve(), tmp))
+        try:
+            with ThreadPoolExecutor(max_workers=args.workers) as pool:
+                outcomes = list(pool.map(lambda c: run_case(c, tmp, args.tree.resolve()), cases))
+        finally:
+            while FORK:
+                FORK.pop().close()
+            while _MOUNTS:
+                subprocess.run(["umount", str(_MOUNTS.pop())], capture_output=True)
     failed = [o for o in outcomes if not o.ok]
     if args.json:
         print(json.dumps([o.__dict__ for o in outcomes], indent=1))
@@ -881,7 +1032,8 @@ def main() -> None:
             print(f"{klass:<10}{len(rows):>5} cases{sum(not r.ok for r in rows):>5} failed")
         for o in failed:
             print(f"FAIL [{o.klass}] {o.case}: {o.why}")
-        print(f"{len(outcomes)} cases, {len(failed)} failed")
+        print(f"{len(outcomes)} cases, {len(failed)} failed, {time.monotonic() - started:.0f} s with {args.workers} "
+              f"workers{' (a process per case)' if args.processes else ''}")
     sys.exit(1 if failed else 0)
 
 

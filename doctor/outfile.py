@@ -33,7 +33,7 @@ import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import BinaryIO, Iterable
 
 from doctor.errors import DoctorError
 
@@ -189,6 +189,35 @@ def check_outputs(requested: Iterable[str | Path], inputs: Iterable[str | Path |
         seen[key] = dest.requested
         out.append(dest)
     return out
+
+
+def check_new(requested: str | Path, inputs: Iterable[str | Path | None] = (), what: str = "output") -> Destination:
+    """`check_outputs` for a file the command creates and then writes as it goes (a server's log): one that
+    exists is refused, never truncated, since what it held would be lost (and, appended to, its old lines would
+    be read back as this run's)."""
+    dest = check_outputs([requested], inputs, what)[0]
+    if dest.existing is not None:
+        raise OutputError(f"refusing to overwrite {what} {dest.requested}: the file exists "
+                          "(name a new file, or move that one away)")
+    return dest
+
+
+def create_new(requested: str | Path, what: str = "output") -> BinaryIO:
+    """A new file opened for writing: created here (O_EXCL) in a symlink-free directory, following no link, so
+    nothing that exists (or appears meanwhile) is truncated or written through."""
+    dest = check_new(requested, (), what)
+    directory, base = os.path.split(dest.path)
+    dir_fd = _open_dir_nofollow(directory, str(requested), what)
+    try:
+        fd = os.open(base, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
+    except FileExistsError:
+        raise OutputError(f"refusing to overwrite {what} {requested}: the file exists "
+                          "(name a new file, or move that one away)") from None
+    except OSError as exc:
+        raise OutputError(f"cannot write {what} {requested}: {exc.strerror or exc}") from None
+    finally:
+        os.close(dir_fd)
+    return os.fdopen(fd, "wb")
 
 
 def _identities(inputs: Iterable[str | Path | None]) -> dict[tuple[int, int], str]:

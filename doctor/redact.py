@@ -26,10 +26,11 @@ MIN_SECRET_LEN = 6
 TRUNCATION_MARK = "…"
 
 # ---- names -----------------------------------------------------------------------------------------------
-# On an upper-case snake name: *_TOKEN, *_KEY, *SECRET*, passwords, credentials, auth headers, cookies, signatures.
+# On an upper-case snake name: *_TOKEN, *_KEY, *SECRET*, passwords, credentials, auth headers, cookies, signatures;
+# a Google service account's private_key_id (the key file's `private_key_id`, which names the key to revoke).
 _SECRET_NAME = re.compile(
     r"(?:^|_)(?:TOKEN|KEY|APIKEY|ACCESSKEY|SECRETKEY|PRIVATEKEY|PASS|PASSPHRASE|PWD|CREDENTIALS?|AUTH|"
-    r"AUTHORIZATION|COOKIE|SIG|SIGNATURE)$|SECRET|PASSWORD|PASSWD")
+    r"AUTHORIZATION|COOKIE|SIG|SIGNATURE)$|(?:^|_)PRIVATE_?KEY_ID$|SECRET|PASSWORD|PASSWD")
 _PASSWORDISH = re.compile(r"SECRET|PASSWORD|PASSWD|PASS$|PASSPHRASE|PWD$|CREDENTIAL|COOKIE|AUTH")
 # Roles of tokenizer special tokens (`eos_token: <|im_end|>`): not secrets.
 _TOKEN_ROLES = frozenset({"BOS", "EOS", "PAD", "UNK", "MASK", "CLS", "SEP", "IMAGE", "VIDEO", "AUDIO", "VISION",
@@ -147,8 +148,7 @@ class _Scan:
         norm = _normal(m.group(1))
         if not _secret_normal(norm) or (norm == "KEY" and "=" not in m.group(2)):
             return None
-        if m.start() > 0 and text[m.start() - 1] in "/\\" and ":" in m.group(2):
-            return None  # a file path's last component (`/etc/passwd: cannot open`), not a key
+        path_name = m.start() > 0 and text[m.start() - 1] in "/\\" and ":" in m.group(2)
         tab_only = not any(c in m.group(2) for c in ":=")  # `name<TAB>value`: a TSV export, an env listing
         i = _BLANKS.match(text, m.end()).end()
         if norm.endswith("AUTHORIZATION"):
@@ -159,6 +159,8 @@ class _Scan:
         value = text[start:end]
         if _kept_value(value.strip(), norm) or (norm == "KEY" and not in_query and not _random_looking(value)):
             return None
+        if path_name and not _random_looking(value):
+            return None  # a file path's last component (`/etc/passwd: cannot open`); grep's `/x/token:VALUE` is not
         if tab_only and not _row_start(text, m.start()) and not _random_looking(value):
             return None  # after other words, a tab before a word is prose's (`the token\tmoved on`)
         return text[m.start():start] + self.hide(value), end
@@ -194,9 +196,13 @@ class _Scan:
         authority = _AUTHORITY.match(text, i).group()
         at = authority.rfind("@")
         colon = authority.find(":", 0, at) if at > 0 else -1
-        if colon < 0 or authority[colon + 1:at] in ("", REDACTED):
-            return None
-        return "://" + authority[:colon + 1] + self.hide(authority[colon + 1:at]) + "@", i + at + 1
+        user = authority[:colon if colon >= 0 else max(at, 0)]
+        password = authority[colon + 1:at] if colon >= 0 else ""
+        if at > 0 and _token_as_user(user, password):
+            return "://" + self.hide(user) + authority[len(user):at + 1], i + at + 1
+        if colon < 0 or password in (REDACTED, *_USER_PLACEHOLDER_PASSWORDS):
+            return None  # nothing, or GitHub's fixed `x-oauth-basic` beside a token user name
+        return "://" + authority[:colon + 1] + self.hide(password) + "@", i + at + 1
 
     def named_value(self, text: str, m: re.Match[str]) -> Hit:
         """The value of a name / value pair whose name is a secret's: a Kubernetes or ECS env entry
@@ -236,6 +242,18 @@ class _Scan:
 
 
 _AUTHORITY = re.compile(r"[^\s/?#\"'`<>\\]*")
+# GitHub's token-in-URL forms: `https://TOKEN@github.com/...`, `https://TOKEN:x-oauth-basic@github.com/...`
+# (docs.github.com, "Using a personal access token on the command line"; git's credential docs).
+_USER_PLACEHOLDER_PASSWORDS = frozenset({"", "x-oauth-basic", "x-oauth-token"})
+
+
+def _token_as_user(user: str, password: str) -> bool:
+    """Whether a URL's user name is itself a token: no real password beside it, and generated-looking (long,
+    letters and digits, none of a name's dots or at-signs); `git@`, `user@`, `me.name@` stay."""
+    if password.lower() not in _USER_PLACEHOLDER_PASSWORDS or user == REDACTED or len(user) < 20:
+        return False
+    return (any(c.isdigit() for c in user) and any(c.isalpha() for c in user)
+            and all(c.isalnum() or c in "_-" for c in user))
 # (pattern, method of _Scan, lower-case needles: the pattern can only match a text holding one of them).
 _PASSES: list[tuple[re.Pattern[str], Callable[[_Scan], Callable[[str, re.Match[str]], Hit]], tuple[str, ...]]] = [
     (re.compile(r"-----BEGIN (?:[A-Z0-9]{1,20} ){0,3}PRIVATE KEY(?: BLOCK)?-----"), lambda s: s.pem,

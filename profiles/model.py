@@ -12,7 +12,9 @@ from doctor.deployment import Deployment, DeploymentError, Flag, from_profile
 from doctor.deployment.launcher import DEFAULT_LAUNCHER, LAUNCHERS
 from doctor.deployment.table import field_names
 from doctor.errors import DataError, DoctorError
+from doctor.flags.values import AUTO_LENGTH, AUTO_LENGTH_SINCE
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 from profiles import values
 
 BACKENDS = ("vllm", "sglang")
@@ -141,8 +143,9 @@ class Profile:
 
     @property
     def max_model_len(self) -> int | None:
-        """Context length."""
-        return self.setting("max_model_len")
+        """Context length (AUTO_LENGTH for vLLM's `auto`, fitted to the KV cache)."""
+        value = self.setting("max_model_len")
+        return AUTO_LENGTH if isinstance(value, str) else value
 
     def deployment(self, overrides: Mapping[str, Any] | None = None, flags: Mapping[str, Any] | None = None,
                    version: str | None = None) -> Deployment:
@@ -228,6 +231,7 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
     if not isinstance(sources, list) or not sources or len(sources) > values.MAX_LIST \
             or not all(isinstance(s, str) and s and len(s) <= values.MAX_TEXT for s in sources):
         v.fail("sources", "must be a non-empty list of citations (URL or repo path)")
+    auto_length = backend == "vllm" and _floor(spec) >= Version(AUTO_LENGTH_SINCE)
     flags = data.get("flags") or {}
     if not isinstance(flags, dict) or len(flags) > values.MAX_LIST:
         v.fail("flags", "must be a mapping of flag name (without --) to value")
@@ -236,7 +240,7 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
             v.fail(f"flags.{str(flag)[:64]}", "flag names are lower-case, dash-separated, without the leading --")
         if flag in ("model", "model-path", "host", "port"):
             v.fail(f"flags.{flag}", "set this with the top-level model/host/port fields")
-        v.check(f"flags.{flag}", value, lambda x, f=flag: values.flag_value(f, x))
+        v.check(f"flags.{flag}", value, lambda x, f=flag: values.flag_value(f, x, auto_length))
     env = data.get("env") or {}
     if not isinstance(env, dict) or len(env) > values.MAX_LIST:
         v.fail("env", "must be a mapping of NAME: value")
@@ -277,6 +281,18 @@ def parse_profile(data: Any, origin: str, path: Path | None = None) -> Profile:
         nodes=nodes,
         provenance={str(k): str(val) for k, val in provenance.items()},
     )
+
+
+def _floor(spec: SpecifierSet) -> Version:
+    """The lowest release `spec` admits, as far as its lower bounds say (0 when it has none)."""
+    floors = [Version("0")]
+    for item in spec:
+        if item.operator in (">=", ">", "==", "~=", "==="):
+            try:
+                floors.append(Version(item.version.removesuffix(".*")))
+            except InvalidVersion:
+                continue
+    return max(floors)
 
 
 def _name(value: Any) -> str:

@@ -12,6 +12,7 @@ import re
 from typing import Any, Callable
 
 from doctor.deployment.table import typed_profile_names
+from doctor.flags.values import AUTO_LENGTH, AUTO_LENGTH_SINCE, is_auto_length
 
 MAX_NAME = 64
 MAX_TEXT = 4096
@@ -115,9 +116,15 @@ def json_value(value: Any, depth: int = 0) -> Any:
     return scalar(value)
 
 
-def flag_value(flag: str, value: Any) -> Any:
-    """A profile flag's value: typed for the flags checks read, else a scalar, a list of scalars or a mapping."""
+def flag_value(flag: str, value: Any, auto_length: bool = False) -> Any:
+    """A profile flag's value: typed for the flags checks read, else a scalar, a list of scalars or a mapping.
+    `auto_length`: the pinned release reads `max-model-len: auto` / -1 (vLLM from AUTO_LENGTH_SINCE)."""
     rule = TYPED_FLAGS.get(flag)
+    if flag == "max-model-len" and (value == AUTO_LENGTH or (isinstance(value, str) and is_auto_length(value))):
+        if auto_length:
+            return value
+        raise ValueRuleError(f"must be an integer from 1 to {2**31 - 1}; got {show(value)} (vLLM reads auto / -1 "
+                             f"from {AUTO_LENGTH_SINCE}: pin backend_version to >={AUTO_LENGTH_SINCE})")
     if rule is not None:
         return rule(value)
     if value is None or (isinstance(value, list) and not value):

@@ -164,7 +164,8 @@ class Collector:
         self._sources: dict[str, int] = {}
         self._stops: dict[str, int] = {}
         self._demoted: dict[str, Remedy] = {}
-        self.lines: set[tuple[str, int]] = set()
+        self.matched_lines = 0  # lines that matched an entry (counted, not kept: a stream may hold millions)
+        self._last_line: tuple[str, int] | None = None
 
     def add(self, match: Match, source: str) -> None:
         here = Location(source, match.lineno)
@@ -175,7 +176,9 @@ class Collector:
         if match.crash is not None:
             self._crashes.setdefault((source, match.lineno), match)
             return
-        self.lines.add((source, match.lineno))
+        if self._last_line != (source, match.lineno):  # a scan yields a source's matches in line order
+            self._last_line = (source, match.lineno)
+            self.matched_lines += 1
         remedy = as_context(match.remedy, match.line)
         if remedy is not match.remedy:
             self._demoted.setdefault(remedy.id, match.remedy)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass, replace
-from typing import BinaryIO, Generator, Iterable, Iterator
+from typing import AbstractSet, BinaryIO, Generator, Iterable, Iterator, Mapping
 
 from remedies import crash as crash_rules
 from remedies.crash import Crash
@@ -383,6 +383,23 @@ class Matcher:
             raise ValueError(f"scan ended at byte {done}, not at the chunk boundary {stop}")
         return lineno - 1
 
+    def _records(self, chunk: bytearray, limit: int, starts: Mapping[int, AbstractSet[int]]
+                 ) -> Iterator[tuple[int, int, int, list[Line], int, set[int]]]:
+        """(first, start, last, pieces, at, anchors) of each record holding a needle, in order, one at a time (a
+        chunk of nothing but matching lines holds hundreds of thousands): the needles of the lines a record
+        takes in after its start join its anchors."""
+        ordered = sorted(starts)
+        i = 0
+        while i < len(ordered):
+            start = ordered[i]
+            first, last, pieces, at = self._record(chunk, start, limit)
+            anchors = set(starts[start])
+            i += 1
+            while i < len(ordered) and ordered[i] < last:
+                anchors.update(starts[ordered[i]])
+                i += 1
+            yield first, start, last, pieces, at, anchors
+
     def _scan_chunk(self, chunk: bytearray, limit: int, lineno: int, crashes: bool = False,
                     catalogue: bool = True, small: bool = False) -> Generator[Match, None, int]:
         """Matches in chunk[:limit] (whole lines) numbered from `lineno`; returns the next line's number.
@@ -392,16 +409,8 @@ class Matcher:
         """
         starts = self._scanner(catalogue, small, crashes).line_starts(chunk, limit)
         counted = 0
-        record_end, parsed_until = -1, -1
-        records: list[tuple[int, int, int, list[Line], int, set[int]]] = []
-        for start in sorted(starts):
-            if start < record_end:
-                records[-1][5].update(starts[start])
-                continue
-            first, last, pieces, at = self._record(chunk, start, limit)
-            records.append((first, start, last, pieces, at, set(starts[start])))
-            record_end = last
-        for first, start, last, pieces, at, anchors in records:
+        parsed_until = -1
+        for first, start, last, pieces, at, anchors in self._records(chunk, limit, starts):
             lineno += chunk.count(b"\n", counted, start)
             counted = start
             line_end = self._line_end(chunk, start, limit)

@@ -126,7 +126,9 @@ def test_a_kept_server_is_recorded_recognised_on_its_port_and_stopped_by_id(tmp_
         assert f"qwen-doctor deploy --stop {run_id}" in r.stderr
         status = qd("--status")
         assert status.returncode == 0 and f"{run_id}  alive" in status.stdout and "cpu-tiny" in status.stdout
-        again = qd(*args, "-o", str(tmp_path / "busy.json"))
+        # The kept server still writes server.log: a second deploy names a new log (an existing one is refused).
+        again_args = [str(tmp_path / "again.log") if a == str(tmp_path / "server.log") else a for a in args]
+        again = qd(*again_args, "-o", str(tmp_path / "busy.json"))
         assert again.returncode == 2 and "held by a server qwen-doctor started earlier" in again.stderr
         assert f"qwen-doctor deploy --stop {run_id}" in again.stderr and "Traceback" not in again.stderr
         busy = json.loads((tmp_path / "busy.json").read_text())

@@ -150,3 +150,13 @@ def test_ctrl_c_during_the_checks_still_writes_the_report(tmp_path, monkeypatch)
     first = outcome(out)
     assert first["status"] == "fail" and first["summary"].startswith("interrupted by Ctrl-C during the checks")
     assert not (tmp_path / "server.log").exists()
+
+
+@pytest.mark.parametrize("dry_run", [["--dry-run"], []], ids=["dry run", "real run"])
+def test_deploy_log_naming_an_existing_file_is_refused_before_anything_starts(tmp_path, dry_run) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("the log of last night's crash\n")
+    r = qd("--profile", "vllm-stable", *dry_run, "--log", str(log))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "refusing to overwrite server log" in r.stderr and "Traceback" not in r.stderr
+    assert log.read_text() == "the log of last night's crash\n"

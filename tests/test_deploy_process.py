@@ -13,6 +13,7 @@ import pytest
 
 from doctor.deploy.ports import PortInUse, ensure_port_free, free_port
 from doctor.deploy.process import LaunchFailed, ServerProcess, supervised
+from doctor.outfile import OutputError
 from tests.support.deploy_helpers import kill_all, wait_gone
 
 SPAWN_GRANDCHILD = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; "
@@ -122,3 +123,21 @@ def test_a_port_whose_last_connections_are_in_time_wait_is_free() -> None:
         conn.close()  # the server side closes first: its end goes to TIME_WAIT
         client.close()
     ensure_port_free("127.0.0.1", port)
+
+
+def test_an_existing_log_file_is_refused_and_kept_as_it_was(tmp_path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("yesterday's boot, the only copy\n")
+    server = ServerProcess([sys.executable, "-c", "print('new')"], {}, log)
+    with pytest.raises(OutputError, match="refusing to overwrite server log .*the file exists"):
+        server.start()
+    assert log.read_text() == "yesterday's boot, the only copy\n" and server.proc is None
+
+
+def test_a_log_path_that_is_a_symlink_is_never_written_through(tmp_path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (tmp_path / "server.log").symlink_to(victim)
+    with pytest.raises(OutputError):
+        ServerProcess([sys.executable, "-c", "print('new')"], {}, tmp_path / "server.log").start()
+    assert victim.read_text() == "precious\n"

@@ -123,3 +123,26 @@ def test_deep_nesting_and_huge_numbers_in_a_profile_are_exit_2(tmp_path: Path, f
 def test_an_absurd_profile_name_on_the_command_line_is_exit_2(name: str):
     assert_refused(qd("check", "--from", str(FIXTURES / "h200.json"), "--profile", name), "profile")
     assert_refused(qd("deploy", "--dry-run", "--profile", name), "profile")
+
+
+@pytest.mark.parametrize("length", ["auto", "AUTO", " auto ", -1, "-1"])
+def test_max_model_len_auto_is_accepted_where_the_pinned_vllm_reads_it(length: Any):
+    profile = parse_profile(with_fields(flags={**STABLE["flags"], "max-model-len": length}), "t.yaml")
+    assert profile.max_model_len == -1  # doctor.flags.values.AUTO_LENGTH: vLLM fits the length to the KV cache
+    assert profile.flags["max-model-len"] == length  # rendered as the user wrote it
+
+
+@pytest.mark.parametrize("pin", ["<0.35", ">=0.15.0", ">=0.16.0,<0.17", "==0.16.*"])
+def test_max_model_len_auto_is_refused_where_a_pinned_release_cannot_read_it(pin: str):
+    data = with_fields(backend_version=pin, flags={**STABLE["flags"], "max-model-len": "auto"})
+    with pytest.raises(ProfileError, match=r"flags.max-model-len.*from 0\.17\.0: pin backend_version to >=0\.17\.0"):
+        parse_profile(data, "t.yaml")
+
+
+def test_max_model_len_auto_renders_and_plans_through_the_cli(tmp_path: Path):
+    path = tmp_path / "auto.yaml"
+    path.write_text(yaml.safe_dump(with_fields(flags={**STABLE["flags"], "max-model-len": "auto"})))
+    shown = qd("profiles", "show", str(path), "--render")
+    assert shown.returncode == 0 and "--max-model-len auto" in shown.stdout.replace("\\\n", "").replace("  ", " ")
+    planned = qd("plan", "--gpus", "1xH200", "--profile", str(path))
+    assert planned.returncode in (0, 1) and "Traceback" not in planned.stderr, planned.stderr

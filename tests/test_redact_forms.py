@@ -63,6 +63,14 @@ FORMS = [
     f"-----BEGIN RSA PRIVATE KEY-----\nMIIE{S}\nAAAA\n-----END RSA PRIVATE KEY-----",
     f"-----BEGIN OPENSSH PRIVATE KEY-----\\nb3Blbn{S}\\n-----END OPENSSH PRIVATE KEY-----",
     f"-----BEGIN PRIVATE KEY----- MIIE{S}",
+    f'{{"type": "service_account", "private_key_id": "{S}", "client_email": "a@b.iam.gserviceaccount.com"}}',
+    f"private_key_id: {S}",
+    f"/root/.cache/huggingface/token:{S}",
+    f"/home/me/.config/svc/api_key: {S}",
+    f"./secrets/hf_token:3:{S}",
+    f"git clone https://{S}0123@github.com/org/repo.git",
+    f"https://{S}0123:x-oauth-basic@github.com/org/repo",
+    f"pip install --index-url https://me:p%40{S}%21@pypi.corp/simple x",
 ]
 
 
@@ -92,6 +100,9 @@ def test_redacting_twice_changes_nothing_more(line: str):
     "HF_TOKEN_PATH=/root/.cache/huggingface/token TOKENIZERS_PARALLELISM=false",
     "--enable-auto-tool-choice --tool-call-parser qwen3_coder --reasoning-parser qwen3",
     "for whl in sorted(src.glob('*.whl'), key=lambda p: -p.stat().st_size):",
+    "cat: /etc/passwd: No such file or directory",
+    "open /root/.cache/huggingface/token: permission denied",
+    "git clone https://git@github.com/org/repo and https://first.last@gitlab.corp/x",
 ])
 def test_ordinary_text_is_left_alone(line: str):
     assert redact_text(line) == line

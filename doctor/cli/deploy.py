@@ -46,7 +46,8 @@ from doctor.errors import DoctorError
 @click.option("--timeout", type=options.FiniteFloatRange(min=1), default=900.0, show_default=True,
               help="Seconds the server may take to become healthy.")
 @click.option("--log", "log_path", type=click.Path(dir_okay=False), default=None,
-              help="Server log file (default: a new file under the temp directory).")
+              help="Server log file, a new one: an existing file is refused, never overwritten (default: a new file "
+                   "under the temp directory).")
 @click.option("--burst", type=click.IntRange(1, 512), default=8, show_default=True,
               help="Parallel streams in the burst (up to 512).")
 @click.option("--burst-tokens", type=click.IntRange(1, 8192), default=32, show_default=True,
@@ -93,9 +94,9 @@ def deploy(profile_name, model, variables, flags, port, host, python, dry_run, r
     report_out = report_out.reading(profile.path, log_path)
     report_out.check()
     if log_path:
-        from doctor.outfile import check_outputs
+        from doctor.outfile import check_new
 
-        check_outputs([log_path], [profile.path], what="server log")
+        check_new(log_path, [profile.path], what="server log")
     report = Report(command=f"deploy --profile {profile.name}", results=[], argv=sys.argv[1:], created_at=now())
     run = session.Session(report, on_event=lambda text: click.echo(text, err=True))
     previous = signal.signal(signal.SIGTERM, _raise_terminated)

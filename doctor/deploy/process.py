@@ -101,10 +101,13 @@ class ServerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def start(self) -> None:
-        """Spawn the server writing straight to the log file (so a kept server outlives qwen-doctor),
-        and follow that file; raise LaunchFailed when it cannot be executed."""
+        """Spawn the server writing straight to the log file, a new one (so a kept server outlives qwen-doctor;
+        an existing file is never truncated: OutputError), and follow that file; raise LaunchFailed when it
+        cannot be executed."""
+        from doctor.outfile import create_new
+
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.log_path.open("wb") as log:
+        with create_new(self.log_path, "server log") as log:
             try:
                 self.proc = subprocess.Popen(
                     self.argv, env={**os.environ, **self.env}, stdin=subprocess.DEVNULL,

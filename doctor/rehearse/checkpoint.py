@@ -9,8 +9,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -18,6 +16,7 @@ from typing import Any
 
 from doctor.errors import DoctorError
 from doctor.safeio import CONFIG_MAX_BYTES, read_json
+from doctor.rehearse import cachefolder
 from doctor.rehearse import tokenizer as tok
 from doctor.rehearse.vocab import EOS_ID, PAD_ID, VISION_IDS, VOCAB_SIZE
 
@@ -213,15 +212,11 @@ def _refuse_hf_cache(root: Path) -> None:
 def build(model: str, root: Path | None = None) -> Checkpoint:
     """The rehearsal folder for `model`, built once per content hash and reused after that."""
     path, digest, config, copied, name = plan(model, root)
-    for candidate in (path, path.with_name(f"{path.name}-uid{os.geteuid()}")):
-        built = _built(candidate)
-        if built is not None:
-            return Checkpoint(candidate, name, digest, built[0], True, built[1])
-    if os.path.lexists(path):  # a folder we cannot reuse (see _built): ours is built beside it
-        path = path.with_name(f"{path.name}-uid{os.geteuid()}")
-        if os.path.lexists(path):
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path = Path(tempfile.mkdtemp(prefix=path.name + "-", dir=path.parent))
+    reused = cachefolder.reuse(path, _built)
+    if reused is not None:
+        folder, (how, names) = reused
+        return Checkpoint(folder, name, digest, how, True, names)
+    path = cachefolder.fresh(path)  # a folder we cannot reuse (see _built): ours is built beside it
     files: dict[str, bytes] = {"config.json": json.dumps(served_config(config), indent=2).encode()}
     files["generation_config.json"] = json.dumps({"eos_token_id": [EOS_ID, PAD_ID], "pad_token_id": PAD_ID},
                                                  indent=2).encode()
@@ -239,19 +234,17 @@ def build(model: str, root: Path | None = None) -> Checkpoint:
     files.update(copied)
     names = sorted(files)
     files[MARKER] = json.dumps({"model": name, "config_hash": digest, "tokenizer": how, "files": names}).encode()
-    _write_atomically(path, files)
+    cachefolder.write_whole(path, files, MARKER)
     return Checkpoint(path, name, digest, how, False, tuple(names))
 
 
 def _built(path: Path) -> tuple[str, tuple[str, ...]] | None:
     """(how its tokenizer was made, its files) of a folder built before, or None: not built, its record not one
-    we wrote (then the folder is built again beside it), or a folder others may write into (a cache in a shared
-    folder: what the engine would load from it could be anyone's)."""
-    from doctor.cachedir import private_folder
+    we wrote (then the folder is built again beside it); cachefolder.reuse asks it of private folders only."""
     from doctor.safeio import InputError
 
     marker = path / MARKER
-    if not os.path.isfile(marker) or not private_folder(path):
+    if not os.path.isfile(marker):
         return None
     try:
         meta = read_json(marker, "rehearsal record", CONFIG_MAX_BYTES)
@@ -261,20 +254,3 @@ def _built(path: Path) -> tuple[str, tuple[str, ...]] | None:
             meta.get("files"), list) or not all(isinstance(f, str) for f in meta["files"]):
         return None
     return meta["tokenizer"], tuple(sorted(meta["files"]))
-
-
-def _write_atomically(path: Path, files: dict[str, bytes]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", dir=path.parent))
-    tmp.chmod(0o755)
-    try:
-        for fname, content in files.items():
-            (tmp / fname).write_bytes(content)
-        try:
-            tmp.rename(path)
-        except OSError:  # another process built the same folder first: keep theirs
-            if not (path / MARKER).is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from doctor.errors import DoctorError
+from doctor.rehearse import cachefolder
 from doctor.rehearse.checkpoint import cache_root
 
 # transformers' AutoConfig needs a model_type; the DFlash drafters are Qwen3 decoder layers
@@ -30,16 +31,25 @@ def registry_config(name: str) -> tuple[str, dict[str, Any]]:
 
 
 def build(name: str, root: Path | None = None) -> Path:
-    """The folder holding the drafter's config.json, written once per content hash."""
+    """The folder holding the drafter's config.json, written once per content hash into a folder of ours alone
+    (a cache folder another user may write into is never reused or written through: doctor/rehearse/cachefolder)."""
     key, config = registry_config(name)
     config.setdefault("model_type", DRAFTER_MODEL_TYPE)
     body = json.dumps(config, indent=2, sort_keys=True).encode()
     digest = hashlib.sha256(body).hexdigest()[:16]
-    folder = (root or cache_root()) / f"{key.rsplit('/', 1)[-1]}-{digest}"
-    target = folder / "config.json"
-    if not target.is_file() or target.read_bytes() != body:
-        folder.mkdir(parents=True, exist_ok=True)
-        partial = folder / "config.json.partial"
-        partial.write_bytes(body)
-        partial.replace(target)
+    path = (root or cache_root()) / f"{key.rsplit('/', 1)[-1]}-{digest}"
+    reused = cachefolder.reuse(path, lambda folder: _holds(folder, body))
+    if reused is not None:
+        return reused[0]
+    folder = cachefolder.fresh(path)
+    cachefolder.write_whole(folder, {"config.json": body}, "config.json")
     return folder
+
+
+def _holds(folder: Path, body: bytes) -> bool | None:
+    """True when `folder` holds exactly the config.json we would write (a regular file, not a link)."""
+    target = folder / "config.json"
+    try:
+        return True if not target.is_symlink() and target.is_file() and target.read_bytes() == body else None
+    except OSError:
+        return None
