@@ -20,6 +20,7 @@ from remedies.advisories import (
     read_head,
     release_without,
 )
+from remedies.claimwords import claimed_entry
 from remedies.consequences import causes_first
 from remedies.cuttrace import CUT_KIND, cut_crashes
 from remedies.crash import SHUTTING_DOWN, TEARDOWN_FRAMES, Crash, component_of, final_group, peer_gone
@@ -253,7 +254,7 @@ class Collector:
         if located is None and crash.frame is not None and crash.statement:
             located = locate_at(crash.frame, crash.statement, crash.exception)
         located = located.facing(crash.frame) if located is not None else None
-        entry = self._covering(located) or self._sampled(crash)
+        entry = self._covering(located) or self._sampled(crash) or self._claimed(crash)
         if entry is not None:
             hit = entry.regex.search(crash.exception)
             values = {k: v for k, v in hit.groupdict().items() if v is not None} if hit else {}
@@ -295,6 +296,14 @@ class Collector:
         """The entry whose samples' words the crash's message carries, cut or under another exception class
         (`remedies.source.sampled_entry`), if any."""
         found = sampled_entry((*crash.readings, crash.final))
+        return load_catalogue().get(found) if found else None
+
+    @staticmethod
+    def _claimed(crash: Crash) -> Remedy | None:
+        """The entry an issue title's own words point at (`remedies.claimwords`), for a crash read from the title."""
+        if crash.kind != TITLE_KIND:
+            return None
+        found = claimed_entry(crash.exception)
         return load_catalogue().get(found) if found else None
 
     @staticmethod

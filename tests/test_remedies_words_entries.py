@@ -53,3 +53,32 @@ def test_nvshmem_transport_init_names_the_peer_memory_path(tmp_path, paste):
     found = explain_paste(tmp_path, paste + "\n")
     assert found and found[0].remedy.id == NVSHMEM
     assert any("nvidia_peermem" in step.text for step in found[0].steps)
+
+
+VALIDATION = ("pydantic_core._pydantic_core.ValidationError: 1 validation error for VllmConfig\n"
+              "  Value error, {message} [type=value_error, input_value=ArgsKwargs((), {{'model_config': ...}}), "
+              "input_type=ArgsKwargs]\n"
+              "    For further information visit https://errors.pydantic.dev/2.11/v/value_error\n")
+FRAMES = ('Traceback (most recent call last):\n'
+          '  File "/usr/local/lib/python3.12/dist-packages/vllm/engine/arg_utils.py", line 1500, in create_engine_config\n'
+          '    config = VllmConfig(\n'
+          '  File "/usr/local/lib/python3.12/dist-packages/pydantic/_internal/_dataclasses.py", line 123, in __init__\n'
+          '    s.__pydantic_validator__.validate_python(ArgsKwargs(args, kwargs), self_instance=s)\n')
+
+
+@pytest.mark.parametrize("prefix", ["", FRAMES])
+def test_a_pydantic_validation_error_carries_its_first_errors_text_as_the_root(tmp_path, prefix):
+    message = "The frobnicator backend requires --enable-frobs to be set"
+    found = explain_paste(tmp_path, prefix + VALIDATION.format(message=message))
+    assert found[0].crash is not None
+    assert found[0].crash.exception.endswith(f"1 validation error for VllmConfig Value error, {message}")
+
+
+@pytest.mark.parametrize("message", [
+    "Reasoning parser 'qwen3_5' not found. Available parsers: deepseek_r1, qwen3",
+    "invalid reasoning parser: qwen3_5 (chose from { deepseek_r1, qwen3 })",
+])
+def test_an_unknown_parser_refused_by_config_validation_names_the_parser_entry(tmp_path, message):
+    found = explain_paste(tmp_path, "(APIServer pid=1) " + VALIDATION.format(message=message).replace(
+        "\n  ", "\n(APIServer pid=1)   "))
+    assert found[0].remedy.id == "QD-R-VLLM-PARSER-UNKNOWN"
