@@ -54,3 +54,19 @@ def test_an_issue_whose_body_names_nothing_is_explained_by_its_titles_entry(tmp_
     found = explain_paste(tmp_path, "# [Bug]: Embeddings API fails with 400: model does not support embeddings\n"
                           + ENV_BODY)
     assert [f.remedy.id for f in found] == ["QD-R-VLLM-POOLING-ON-CAUSAL-LM"]
+
+
+CLIENT_CRASH = ("```\nTraceback (most recent call last):\n  File \"/app/client.py\", line 20, in <module>\n"
+                "    resp = client.chat.completions.create(model=\"m\", messages=msgs)\n"
+                "RuntimeError: request failed after 3 retries\n```\n")
+
+
+def test_a_crash_nothing_places_is_named_by_the_reports_title(tmp_path):
+    found = explain_paste(tmp_path, "# [Bug]: Chat template error with a system message in the middle of the "
+                                    "conversation\n\n### Describe the bug\n" + CLIENT_CRASH)
+    assert found[0].remedy.id == "QD-R-HF-CHAT-TEMPLATE-REFUSED"
+
+
+def test_a_title_that_names_no_entry_leaves_the_crash_unrecognised(tmp_path):
+    found = explain_paste(tmp_path, "# [Bug]: vLLM 0.11 fails on 2x H100\n\n### Describe the bug\n" + CLIENT_CRASH)
+    assert [f.remedy.id for f in found] == ["QD-R-UNKNOWN"]

@@ -82,3 +82,58 @@ def test_an_unknown_parser_refused_by_config_validation_names_the_parser_entry(t
     found = explain_paste(tmp_path, "(APIServer pid=1) " + VALIDATION.format(message=message).replace(
         "\n  ", "\n(APIServer pid=1)   "))
     assert found[0].remedy.id == "QD-R-VLLM-PARSER-UNKNOWN"
+
+
+NIXL_RECORD = ("(EngineCore_DP0 pid=77) ERROR 03-01 10:00:00 [base_worker.py:1260] NIXL transfer failure: "
+               "handshake_failed | Context: {'failure_type': 'handshake_failed', 'request_id': 'cmpl-9f', "
+               "'engine_id': 'b1', 'remote_engine_id': 'a7'}")
+SGLANG_RECORD = ("[2026-03-01 10:00:00 TP0] Decode handshake failed for request rank=0 decode_req.req.rid='a1' "
+                 "decode_req.req.bootstrap_room=99")
+
+
+@pytest.mark.parametrize("said", [
+    "Prefill runs with TP=4 on node A, decode with TP=2 on node B.",
+    "decode tp_size 8, prefill tp_size 4",
+    "Heterogeneous TP between prefill and decode.",
+])
+@pytest.mark.parametrize("record, entry", [(NIXL_RECORD, "QD-R-VLLM-PD-TP-MISMATCH"),
+                                           (SGLANG_RECORD, "QD-R-SGLANG-PD-TP-MISMATCH")])
+def test_a_failed_pd_handshake_after_a_report_of_different_tp_sizes_is_the_tp_mismatch(tmp_path, said, record, entry):
+    found = explain_paste(tmp_path, f"{said}\n\n```\n{record}\n```\n")
+    assert found[0].remedy.id == entry
+
+
+@pytest.mark.parametrize("record", [NIXL_RECORD, SGLANG_RECORD])
+def test_a_failed_pd_handshake_with_equal_tp_sizes_is_no_tp_mismatch(tmp_path, record):
+    found = explain_paste(tmp_path, f"Prefill and decode both use TP=4; prefill TP 4, decode TP 4.\n\n{record}\n")
+    assert all("TP-MISMATCH" not in f.remedy.id for f in found)
+
+
+@pytest.mark.parametrize("paste", [
+    "ValueError: Embedding API is not supported by this model. Try converting the model using `--convert embed`.",
+    '{"object":"error","message":"This model does not appear to be an embedding model by default. Please add '
+    '`--is-embedding` when launching the server or try another model.","type":"BadRequestError","code":400}',
+])
+def test_a_pooling_request_refused_in_the_offline_api_or_by_sglang_names_the_pooling_entry(tmp_path, paste):
+    assert explain_paste(tmp_path, paste + "\n")[0].remedy.id == "QD-R-VLLM-POOLING-ON-CAUSAL-LM"
+
+
+ERROR_REPLY = ('Response: {"object":"error","message":"temperature must be non-negative, got -1.0.",'
+               '"type":"BadRequestError","param":null,"code":400}\n')
+CLIENT_VALIDATION = ('Traceback (most recent call last):\n  File "/app/agent.py", line 40, in call\n'
+                     '    return ChatCompletion.model_validate(resp.json())\n'
+                     'pydantic_core._pydantic_core.ValidationError: 2 validation errors for ChatCompletion\nid\n'
+                     "  Field required [type=missing, input_value={'object': 'error', 'mess...code': 400}, "
+                     "input_type=dict]\n")
+
+
+def test_a_clients_schema_validation_of_an_error_reply_is_rooted_in_the_replys_message(tmp_path):
+    found = explain_paste(tmp_path, ERROR_REPLY + CLIENT_VALIDATION)
+    assert found[0].crash is not None
+    assert found[0].crash.exception == "BadRequestError: temperature must be non-negative, got -1.0."
+
+
+def test_a_schema_validation_of_a_success_reply_keeps_its_own_root(tmp_path):
+    found = explain_paste(tmp_path, ERROR_REPLY + CLIENT_VALIDATION.replace(
+        "{'object': 'error', 'mess...code': 400}", "{'id': 'x', 'object': 'chat.completion'}"))
+    assert "validation errors for ChatCompletion" in found[0].crash.exception
