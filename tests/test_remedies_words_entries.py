@@ -48,6 +48,8 @@ def test_a_chat_template_printed_at_start_up_is_no_refusal(tmp_path):
     "src/include/host/nvshmemx_api.h:64: non-zero status: 7: No such file or directory, exiting... aborting due to "
     "error in nvshmemi_init_thread",
     "[TP3] /opt/nvshmem/src/host/topo/topo.cpp:488: [GPU 3] Peer GPU 6 is not accessible, exiting ... ",
+    "/opt/nvshmem/src/host/init/init.cu:1111: non-zero status: 7 nvshmem transport init failed \n"
+    "/opt/nvshmem/src/host/init/init.cu:1287: non-zero status: 7 nvshmem common in",
 ])
 def test_nvshmem_transport_init_names_the_peer_memory_path(tmp_path, paste):
     found = explain_paste(tmp_path, paste + "\n")
