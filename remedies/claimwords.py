@@ -1,13 +1,15 @@
 """Name the catalogue entry a reporter's own words point at: an issue title that paraphrases a failure.
 
-A title such as "Qwen3.5 MoE fails with KeyError on load with FP8 experts" or "DeepGEMM failures kill engine init"
-names no message a template or an entry's samples hold, but its words are the entries' own: the exception classes
-their samples raise and the key terms of their titles and literals (the message's fixed words). `claimed_entry`
-weighs each shared term by how few entries hold it (inverse document frequency over the catalogue) and names the
-entry with the highest total, only when at least MIN_SHARED terms are shared, one of them held by at most
-MAX_RARE entries, the total reaches MIN_SCORE and leads every other entry's by MARGIN: a title that could be several
-failures names none. A claim that names an exception class names only an entry whose samples raise it; a claim of a
-stall (hang, deadlock) names none. Wrapper entries (a consequence, "see the cause above") and operators' stop markers are never claimed.
+A title such as "Chat template error with a system message in the middle of the conversation" or "Embeddings API
+fails with 400: model does not support embeddings" names no message a template or an entry's samples hold, but its
+words are the entries' own: the exception classes their samples raise and the key terms of their titles and
+literals (the message's fixed words). `claimed_entry` weighs each shared term by how few entries hold it (inverse
+document frequency over the catalogue) and names the entry with the highest total, only when at least MIN_SHARED
+terms are shared, one of them held by at most MAX_RARE entries, the total reaches MIN_SCORE and leads every other
+entry's by MARGIN: a title that could be several failures names none. A claim that names an exception class names
+only an entry whose samples raise it; a claim of a stall (hang, deadlock) names none. Wrapper entries (a
+consequence, "see the cause above") and operators' stop markers are never claimed. explain asks it for a title read
+as the report's crash (`remedies.titleclaim`) and for a crash that neither an entry nor a mined template places.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def terms(text: str) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class WordIndex:
-    """Each claimable entry's key terms, and each term's weight (rarer across entries, heavier)."""
+    """Each claimable entry's key terms and the exception classes its samples raise; each term's weight (rarer
+    across entries, heavier) and how many entries hold it."""
 
     entries: dict[str, frozenset[str]]
     weights: dict[str, float]
