@@ -33,6 +33,7 @@ from typing import Iterable, Iterator
 from remedies.bareassert import continues, with_statement
 from remedies.labels import label_line
 from remedies.normalise import Line
+from remedies.validationroot import awaits_detail, detail
 
 HEADER = "Traceback (most recent call last)"
 # Native aborts that say themselves they are their component's bug, not a user's setting: Ray's fatal records
@@ -330,6 +331,13 @@ def parse_traceback(lines: Iterator[tuple[int, Line]], header_level: str | None 
                 state = "chained"
             elif not stripped:
                 message = MAX_MESSAGE_LINES
+            elif text[:1] in " \t" and awaits_detail(chain[-1][0]) and message < MAX_MESSAGE_LINES:
+                said = detail(text)
+                if said is not None:
+                    text_, f, n = chain[-1]
+                    chain[-1] = (f"{text_} {said}", f, n)
+                    tight[-1] += f" {said}"
+                message += 1
             elif line.record or message >= MAX_MESSAGE_LINES:
                 break
             else:

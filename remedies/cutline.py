@@ -53,7 +53,7 @@ def cut_index() -> TemplateIndex:
     for remedy in load_catalogue():
         if remedy.stop or remedy.context_regex is not None or remedy.severity != "error":
             continue
-        texts = {_message(sample) for sample in remedy.samples} | {w.template for w in remedy.versions}
+        texts = {_message(sample) for sample in remedy.free_samples} | {w.template for w in remedy.versions}
         for text in texts:
             if len(text.replace("{}", "")) >= MIN_PREFIX:
                 templates.append(Template("catalogue", text, f"{KIND}{remedy.id}", (), (), _pieces(text)))

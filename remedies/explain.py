@@ -20,12 +20,14 @@ from remedies.advisories import (
     read_head,
     release_without,
 )
+from remedies.claimwords import claimed_entry
 from remedies.consequences import causes_first
 from remedies.cuttrace import CUT_KIND, cut_crashes
 from remedies.crash import SHUTTING_DOWN, TEARDOWN_FRAMES, Crash, component_of, final_group, peer_gone
 from remedies.dependency import Dependency, dependency, engine_of, mismatch
 from remedies.enginebug import crash_bug, entry_verdict, steps_for
 from remedies.enginepaths import engine_path
+from remedies.errorbody import reply_root
 from remedies.figures import log_model, uses_log_figures
 from remedies.inferred import INFERRED
 from remedies.kernelfault import kernel_fault
@@ -41,7 +43,7 @@ from remedies.partial import scan_partial
 from remedies.prose import prose_crashes
 from remedies.prosespans import quoted_crashes
 from remedies.rustpanic import panic_crashes
-from remedies.titleclaim import TITLE_KIND, title_crashes
+from remedies.titleclaim import TITLE_KIND, title_claim, title_crashes
 from remedies.silentdeath import KILL_ENTRIES, kill_only, silent_deaths, with_phase
 from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
 from remedies.fragment import fragment_crashes
@@ -166,6 +168,7 @@ class Collector:
         self._demoted: dict[str, Remedy] = {}
         self.matched_lines = 0  # lines that matched an entry (counted, not kept: a stream may hold millions)
         self._last_line: tuple[str, int] | None = None
+        self.titles: dict[str, str] = {}  # an issue report's title that states a failure, per source
 
     def add(self, match: Match, source: str) -> None:
         here = Location(source, match.lineno)
@@ -248,7 +251,7 @@ class Collector:
         here, last = Location(source, line), Location(last_source, last_line)
         precursor = self._precursor(source, line)
         assert match.crash is not None
-        crash = match.crash
+        crash = self._replied(source, match.crash)
         final = last_match.crash
         if final is not None and final is not crash:
             crash = replace(crash, final=final.final, tight="")
@@ -256,7 +259,10 @@ class Collector:
         if located is None and crash.frame is not None and crash.statement:
             located = locate_at(crash.frame, crash.statement, crash.exception)
         located = located.facing(crash.frame) if located is not None else None
-        entry = self._covering(located) or self._sampled(crash)
+        entry = self._covering(located) or self._sampled(crash) or self._claimed(crash)
+        if entry is None and located is None and source in self.titles:
+            found = claimed_entry(self.titles[source])  # nothing places the crash: the report's title names it
+            entry = load_catalogue().get(found) if found else None
         if entry is not None:
             hit = entry.regex.search(crash.exception)
             values = {k: v for k, v in hit.groupdict().items() if v is not None} if hit else {}
@@ -298,6 +304,24 @@ class Collector:
         """The entry whose samples' words the crash's message carries, cut or under another exception class
         (`remedies.source.sampled_entry`), if any."""
         found = sampled_entry((*crash.readings, crash.final))
+        return load_catalogue().get(found) if found else None
+
+    def _replied(self, source: str, crash: Crash) -> Crash:
+        """The crash, or, when it is a client's schema validation of an error reply, the reply's own message as its
+        root (`remedies.errorbody`): raised by the server, not at the client's frame."""
+        found = window_in(source, crash.lineno, None if self._views is None else self._views.lines(source))
+        said = reply_root(*found) if found is not None else None
+        if said is None:
+            return crash
+        return replace(crash, exception=said, final=said, frame=None, component=component_of((), said),
+                       kind="exception", tight="", statement="", frames=())
+
+    @staticmethod
+    def _claimed(crash: Crash) -> Remedy | None:
+        """The entry an issue title's own words point at (`remedies.claimwords`), for a crash read from the title."""
+        if crash.kind != TITLE_KIND:
+            return None
+        found = claimed_entry(crash.exception)
         return load_catalogue().get(found) if found else None
 
     @staticmethod
@@ -424,6 +448,13 @@ def explain_sources(
             with views.open(source) as stream:
                 for match in scan(stream):
                     collector.add(match, str(source))
+    unplaced = collector.unknown() if collector.wants_crashes() else None
+    if unplaced is not None and unplaced.remedy.id == UNKNOWN.id and unplaced.located is None:
+        for source in filter(excerpt, files):
+            with views.open(source) as stream:
+                claim = title_claim(stream.read(WRAP_SCAN_BYTES).decode("utf-8", errors="replace"))
+            if claim is not None:
+                collector.titles[str(source)] = claim[1]
     heads: dict[str, list[str]] = {}
 
     def head(source: str) -> list[str]:

@@ -35,6 +35,7 @@ from remedies.needlescan import NeedleScan
 from remedies.normalise import Line, join, normalise
 from remedies.prefilter import cached_prefilter
 from remedies.templates import MIN_PREFIX, load_templates
+from remedies.validationroot import MAX_DETAIL_LINES, awaits_detail, detail
 
 CHUNK = 8 << 20
 MAX_LINE = 1 << 20
@@ -531,6 +532,8 @@ class Matcher:
             if fatal is None:
                 return None, first
             kind = "exception" if crash_rules.exception_line(fatal) else "died"
+            if kind == "exception" and awaits_detail(fatal):
+                fatal = self._with_detail(chunk, last, limit, fatal)
             tight = join([p.text for p in pieces], "").strip() if len(pieces) > 1 else ""
             return Crash(lineno, fatal, fatal, None, crash_rules.component_of((), fatal), kind, tight,
                          self._carried_on(chunk, last, limit)), first
@@ -558,6 +561,21 @@ class Matcher:
         if event is not None:
             event = replace(event, carried_on=self._carried_on(chunk, end, limit))
         return event, end
+
+    def _with_detail(self, chunk: bytearray, end: int, limit: int, exception: str) -> str:
+        """A pydantic validation header (a bare exception line, no traceback) read with its first error's message
+        from the indented lines below it (`remedies.validationroot`)."""
+        pos = end
+        for _ in range(MAX_DETAIL_LINES):
+            if pos + 1 >= limit:
+                break
+            pos, line = self._read(chunk, pos + 1, limit)
+            if line.text[:1] not in " \t":
+                break
+            said = detail(line.text)
+            if said is not None:
+                return f"{exception} {said}"
+        return exception
 
     @staticmethod
     def _quoted_raise(line: Line) -> str | None:

@@ -128,6 +128,12 @@ class Remedy:
         return tuple(step.with_values(known) for step in self.fix)
 
     @property
+    def free_samples(self) -> tuple[str, ...]:
+        """The samples that name the entry alone: without those of its `variants`, which name it only with their
+        context (read around a quoted or cut message, such a sample would name the entry without its evidence)."""
+        return tuple(s for s in self.samples if not any(v.literal in s and v.regex.search(s) for v in self.variants))
+
+    @property
     def rank(self) -> int:
         """Lower ranks are closer to the root cause; wrappers come last unless ranked explicitly."""
         return self.root_cause_rank

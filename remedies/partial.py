@@ -44,7 +44,7 @@ def _wordings() -> tuple[tuple[Remedy, str, tuple[str, ...]], ...]:
     for remedy in load_catalogue():
         if remedy.context_regex is not None or remedy.stop or remedy.wrapper:
             continue
-        texts = (*(w.template for w in remedy.versions), *remedy.samples)
+        texts = (*(w.template for w in remedy.versions), *remedy.free_samples)
         found.append((remedy, remedy.literal, tuple(figured(t) for t in texts)))
     return tuple(found)
 

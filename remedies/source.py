@@ -169,7 +169,7 @@ def sample_index() -> TemplateIndex:
     for remedy in load_catalogue():
         if remedy.stop or remedy.context_regex is not None:
             continue
-        for sample in remedy.samples:
+        for sample in remedy.free_samples:
             text = _FIGURE.sub("{}", normalise(sample).text.strip())
             named = re.match(r"\s*(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception)\s*:\s*", text)
             text = text[named.end():] if named else text
