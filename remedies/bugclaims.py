@@ -1,0 +1,277 @@
+"""A report's own words that name an engine bug: a regression between releases, an upstream fix, a hang.
+
+Engine bugs are often reported with no exception of the engine's, or with one no catalogue entry ties to a
+setting: what makes them bugs is what the reporter says around it. Read from the page's title and its prose
+(lines that are neither log records nor inside a code fence), and only where the page names an engine:
+
+- a regression: "works with A, fails with B" (two releases, model runners, engines or backends), "worked in A",
+  "after upgrading to B", "since B", "regression", "downgrading to A fixes it": the releases it names, and the one
+  that worked, which is the workaround (an older release or runner);
+- an upstream fix or cause: a pull request of the engine's repository, "fixed / introduced by #N";
+- a hang: "hangs / deadlocks / freezes / gets stuck / never becomes ready" stated as what happens (not a
+  question how to avoid one, nor a condition in a tutorial's "if it hangs"), with the phase the log stopped in
+  (`remedies.hangphase`) and the knobs read there;
+- a workaround the text names: an engine, NCCL or library environment variable set in the running text
+  (VLLM_USE_V2_MODEL_RUNNER=0, NCCL_P2P_DISABLE=1), or a flag that drops the feature.
+
+`claim_of(lines)` returns the claim, `claimed_bug` the engine bug it makes of a finding's crash, `claim_crashes`
+the crash a prose-only report is read as when nothing else in it named a failure (explain's last reader).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import BinaryIO, Iterator
+
+from remedies.advisories import engine_release, load_advisories, nearest_clean
+from remedies.bugfeatures import MAX_FEATURE_LINES, features
+from remedies.crash import Crash, component_of
+from remedies.enginebug import ENGINE_WORD, NamedBug, Verdict, engine_in
+from remedies.hangphase import HangPhase, hang_phase
+from remedies.matcher import MAX_LINE, WRAP_SCAN_BYTES, Match
+from remedies.model import UNKNOWN, FixStep, Remedy
+from remedies.normalise import normalise
+from remedies.titleclaim import ISSUE_FORM, ISSUE_TAG, TITLE
+
+CLAIM_KIND = "claim"  # a crash read from the report's words: no exception to judge the engine's code by
+_VERSION = r"v?\d{1,2}\.\d{1,3}(?:\.\d{1,3})?(?:\.?(?:post|rc|dev)\d{0,4})?"
+_RUNNER = r"(?:V[012]|v[012]) (?:model )?runner|model runner v?[12]|MRV2|V[01] engine"
+_THING = (rf"(?:(?:vllm|sglang|vLLM|SGLang|nightly|main|release)\s{{0,2}}(?:==\s{{0,2}})?{_VERSION}|{_VERSION}|{_RUNNER}"
+          r"|vLLM|SGLang|vllm|sglang|TensorRT-LLM|transformers|FlashInfer|FLASH_ATTN|Triton|nightly)")
+_BROKEN = (r"(?:fails?|failing|failed|breaks?|broke|broken|crash(?:es|ed)?|hangs?|hung|errors?(?: out)?|does(?:n't| not) work"
+           r"|stopped working|no longer works?|not working|regress(?:es|ed)?)")
+REGRESSION = re.compile(
+    rf"(?i)\bwork(?:s|ed|ing)?(?: (?:fine|well|ok|okay|correctly|perfectly|normally|as expected))?"
+    rf" (?:with|on|in|under|using|for) (?P<works>{_THING})\b.{{0,160}}?\b{_BROKEN}\b"
+    rf"(?: (?:with|on|in|under|using|after|since|from) (?P<fails1>{_THING})\b)?"
+    rf"|\b{_BROKEN} (?:with|on|in|under|using|after|since) (?P<fails>{_THING})\b.{{0,160}}?"
+    rf"\bwork(?:s|ed|ing)?(?: (?:fine|well|ok|okay|correctly|perfectly|normally))? (?:with|on|in|under|using) (?P<works2>{_THING})\b"
+    rf"|\b(?:after|since) (?:an? )?(?:upgrad(?:e|ed|ing)|updat(?:e|ed|ing)|bump(?:ed|ing)?|switch(?:ed|ing)?|mov(?:e|ed|ing))"
+    rf"(?: (?:vllm|sglang|vLLM|SGLang))? (?:to|from \S{{1,40}} to) (?P<upgraded>{_THING})"
+    rf"|\b(?:regression|regressed|broke|broken|introduced) (?:in|since|with|from|after|by) (?P<since>{_THING})"
+    rf"|\b(?:downgrad(?:e|ed|ing)|roll(?:ed|ing)? back|revert(?:ed|ing)?|pinn(?:ed|ing)|going back) to (?P<back>{_THING})"
+    rf"|\bworked (?:fine |well |ok )?(?:in|on|with|before) (?P<before>{_THING})\b"
+    r"|\b(?P<word>regression)\b")
+UPSTREAM = re.compile(r"github\.com/(?P<repo>vllm-project/vllm|sgl-project/sglang)/pull/(?P<pr>\d{2,6})"
+                      r"|(?i:\b(?:fixed|introduced|caused|broken|resolved) (?:by|in) (?:PR |pull request )?)#(?P<n>\d{3,6})")
+HANG = re.compile(
+    r"(?i)\b(?:hangs|hung|hanging|hang (?:at|on|in|after|during|forever|when|while)|deadlock(?:s|ed)?|freez(?:es|ing)"
+    r"|frozen|(?:gets?|got|is|was|stays?|remains?|becomes?) stuck|stuck (?:at|on|in|after|during|forever|while|when)"
+    r"|never (?:starts?|finishes|completes|returns|responds|becomes? (?:ready|healthy)|gets? past|proceeds)"
+    r"|stops? responding|unresponsive|(?:connection|transfer)s? (?:silently )?(?:dies|died|drops?|dropped)"
+    r"|fail(?:s|ed|ing)? (?:its |the )?health[- ]?checks?|health[- ]?checks? (?:time[sd]? ?out|fail(?:s|ed|ing)?))"
+    r"|卡住|卡死|死锁|无响应|挂起")
+# An engine's internal invariant named in an issue's title: an assertion, an index, a weight's or an expert's key the
+# model's weight loader looked up (vllm/model_executor/models/*.py load_weights: `param = params_dict[name]`; SGLang
+# python/sglang/srt/models/*.py the same), a local read before it was set.
+TITLE_INTERNAL = re.compile(r"\b(?:AssertionError|assert(?:ion)? (?:fails|failed|error)|IndexError|UnboundLocalError"
+                            r"|KeyError:?\s{0,2}['\"`]?[\w.]{0,120}(?:weight|experts?|layers\.\d|_scale|qweight|qzeros|scales)"
+                            r"[\w.]{0,120})")
+# a tutorial's condition, a question how to avoid one, a setting's description: not a report that it happens
+NOT_REPORTED = re.compile(r"(?i)\b(?:if|in case|whether|how (?:to|do|can|should)|avoid|prevent|to not|without|might"
+                          r"|may|could|can|would|should)\b[^.]{0,80}$")
+WORKAROUND = re.compile(r"\b(?P<var>(?:VLLM|SGLANG|SGL|NCCL|TORCH|CUDA|NVSHMEM|RAY|UCX|NIXL|PYTORCH)_[A-Z0-9_]{2,60})"
+                        r"=(?P<value>[\w:-]{1,40}(?:\.\w{1,20}){0,3})"
+                        r"|(?P<flag>--(?:disable-custom-all-reduce|enforce-eager|disable-cuda-graph|no-enable-prefix-caching"
+                        r"|disable-radix-cache|disable-overlap-schedule|disable-piecewise-cuda-graph)\b)")
+# a workaround the text says did not help
+NO_HELP = re.compile(r"(?i)\b(?:does(?:n't| not)|did(?:n't| not)|won't|doesn't|no longer) (?:help|fix|solve|work|change)"
+                     r"|\bno (?:effect|difference|luck)\b|\bstill (?:hangs?|fails?|crash)")
+_FENCE = re.compile(r"^\s{0,3}(?:```|~~~)")
+_ENV_LINE = re.compile(r"^\s*(?:export\s+)?[A-Z][A-Z0-9_]{2,60}=\S*\s*$|^\s*[\w .-]{1,60}:\s")  # a dump's key=value
+MAX_CLAIM = 300
+# The workaround each model-runner claim implies: vLLM reads VLLM_USE_V2_MODEL_RUNNER with maybe_convert_bool, and
+# unset picks the V2 runner where it supports the configuration (vllm/config/vllm.py VllmConfig.use_v2_model_runner,
+# 0.32.0); 0 keeps the V1 runner (doctor/planner/flags.py ENGINE_ENV: read in 0.22.0, 0.26.0 and 0.32.0).
+V2_RUNNER = re.compile(r"(?i)\b(?:V2 (?:model )?runner|model runner v?2|MRV2|VLLM_USE_V2_MODEL_RUNNER)\b")
+V2_WORKAROUND = "VLLM_USE_V2_MODEL_RUNNER=0"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a report says makes it a bug: its kind, the sentence, the release that worked, the workarounds."""
+
+    kind: str  # "regression", "upstream", "hang" or "internal"
+    said: str
+    line: int  # 0-based
+    working: str | None = None
+    failing: str | None = None
+    workarounds: tuple[str, ...] = ()
+
+
+def _prose(lines: list[str]) -> Iterator[tuple[int, str, bool]]:
+    """The page's prose lines (0-based number, text, whether it is a title): outside code fences, not log
+    records, not an environment dump's key = value."""
+    fenced = False
+    for number, raw in enumerate(lines[:MAX_FEATURE_LINES]):
+        if _FENCE.match(raw):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        line = normalise(raw[:MAX_LINE])
+        if line.record or line.level is not None:
+            continue
+        title = bool(TITLE.match(raw[:MAX_LINE]))
+        if not title and _ENV_LINE.match(line.text):
+            continue
+        yield number, line.text.strip(), title
+
+
+_COMPONENT = re.compile(r"(?i)\b(?:ray serve|ray|nccl|nvshmem|deepep|nixl|mooncake)\b")
+
+
+def _engine_named(lines: list[str]) -> bool:
+    """Whether the page names an engine or a component whose bugs these are."""
+    head = "\n".join(line[:MAX_LINE] for line in lines[:MAX_FEATURE_LINES])
+    return bool(ENGINE_WORD.search(head) or _COMPONENT.search(head))
+
+
+def _report(lines: list[str]) -> bool:
+    """Whether the page is an issue report: an issue's title tag or its form's headings (else a claim counts only
+    with the workaround the text names beside it)."""
+    tagged = any(ISSUE_TAG.search(found.group("tags")) for found in map(TITLE.match, lines[:40]) if found)
+    return tagged or bool(ISSUE_FORM.search("\n".join(line[:MAX_LINE] for line in lines[:MAX_FEATURE_LINES])))
+
+
+def _thing(value: str | None) -> str | None:
+    return value.strip() if value else None
+
+
+def claim_of(lines: list[str]) -> Claim | None:
+    """The engine-bug claim a bug report's title or prose makes (see the module doc), or None."""
+    if not lines or not _engine_named(lines):
+        return None
+    found: Claim | None = None
+    workarounds: list[str] = []
+    prose: list[str] = []
+    for number, text, title in _prose(lines):
+        prose.append(text)
+        for hit in WORKAROUND.finditer(text):
+            named = hit.group("flag") or f"{hit.group('var')}={hit.group('value')}"
+            if named not in workarounds and not NO_HELP.search(text[hit.end():hit.end() + 80]):
+                workarounds.append(named)
+        if found is not None and found.kind not in ("hang", "internal"):
+            continue
+        regression = REGRESSION.search(text)
+        if regression is not None and not text.rstrip().endswith("?"):
+            groups = regression.groupdict()
+            working = _thing(groups["works"] or groups["works2"] or groups["back"] or groups["before"])
+            failing = _thing(groups["fails"] or groups["fails1"] or groups["upgraded"] or groups["since"])
+            found = Claim("regression", text[:MAX_CLAIM], number, working, failing)
+            continue
+        upstream = UPSTREAM.search(text)
+        if upstream is not None and found is None:
+            found = Claim("upstream", text[:MAX_CLAIM], number)
+            continue
+        internal = TITLE_INTERNAL.search(text) if title else None
+        if internal is not None and found is None:
+            found = Claim("internal", text[:MAX_CLAIM], number)
+            continue
+        hang = HANG.search(text)
+        if hang is not None and found is None and (title or not text.rstrip().endswith("?")) \
+                and not NOT_REPORTED.search(text[:hang.start()]):
+            found = Claim("hang", text[:MAX_CLAIM], number)
+    if found is None or not (_report(lines) or workarounds):
+        return None
+    if any(V2_RUNNER.search(text) for text in prose) and V2_WORKAROUND not in workarounds:
+        workarounds.append(V2_WORKAROUND)
+    return Claim(found.kind, found.said, found.line, found.working, found.failing, tuple(workarounds))
+
+
+@dataclass(frozen=True)
+class ClaimedBug(NamedBug):
+    """An engine bug the report's words name: the claim, the phase a hang stopped in, the workarounds."""
+
+    claim: Claim | None = None
+    phase: HangPhase | None = None
+
+    @property
+    def why(self) -> str:
+        claim = self.claim
+        assert claim is not None
+        said = {"regression": "a regression: it worked with one release, runner or engine and fails with another",
+                "upstream": "an engine bug with an upstream pull request",
+                "hang": "a hang or deadlock with no error of the user's",
+                "internal": "an internal invariant of the engine failing (an assertion, an index, a weight key its "
+                            "loader looked up)"}[claim.kind]
+        text = (f"The report describes {said} (\"{claim.said}\"). No catalogue entry ties it to a setting of yours: "
+                f"this looks like a {self.engine} bug, not a sizing or configuration problem.")
+        if self.phase is not None:
+            text += f" The log stops while {self.phase.name}."
+        if self.release is not None and self.advisories:
+            text += " Known regressions of {} {}: {}.".format(self.engine, self.release, "; ".join(
+                f"{a.title} ({a.sources[0].split(' ')[0]})" for a in self.advisories))
+        if self.features:
+            text += f" The report names {', '.join(self.features)}: report the bug with that combination."
+        return text
+
+    def steps(self) -> tuple[FixStep, ...]:
+        """The workarounds the report or the phase's source names first, then the release that worked, then the
+        report to the engine's tracker."""
+        claim = self.claim
+        assert claim is not None
+        first = [FixStep(f"Workaround the report names or implies: {named}.") for named in claim.workarounds]
+        if self.phase is not None:
+            first += [FixStep(f"Where it waits ({self.phase.name}): {knob}.") for knob in self.phase.knobs]
+        if claim.kind == "hang":
+            first.append(FixStep("Dump every process's stack while it hangs (py-spy dump --pid <pid>, for each "
+                                 "engine worker) to see which call waits; attach it to the report."))
+        if claim.working:
+            first.append(FixStep(f"Run what the report says works ({claim.working}) until the engine fixes it"
+                                 + (f"; {claim.failing} is where it breaks." if claim.failing else ".")))
+        elif self.nearest_clean:
+            first.append(FixStep(f"Move to {self.engine} {self.nearest_clean}, the nearest release the sources say "
+                                 "is free of the regressions above."))
+        return (*first, FixStep(f"Search the {self.engine} issue tracker for this {_NOUN[claim.kind]} and report it with "
+                                "the launch command, the release and the full log if it is new."))
+
+
+def claimed_bug(exception: str, lines: list[str]) -> ClaimedBug | None:
+    """The engine bug a report's claim makes of a finding (its exception or title text `exception`), or None."""
+    claim = claim_of(lines)
+    if claim is None:
+        return None
+    named = _COMPONENT.search("\n".join(line[:MAX_LINE] for line in lines[:MAX_FEATURE_LINES]))
+    engine = engine_in(None, lines) or (named.group().lower() if named else "the engine")
+    release = engine_release(lines, engine) if engine in ("vllm", "sglang") else None
+    matched = tuple(a for a in load_advisories() if a.covers(engine, release, f"{exception}\n{claim.said}")) \
+        if release else ()
+    clean = nearest_clean(engine, release, matched) if release and matched else None
+    phase = hang_phase(lines) if claim.kind == "hang" else None
+    raised = (f"{engine} ({claim.kind}" + (f", {phase.name}" if phase else "") + "; no raise site printed)")
+    return ClaimedBug(engine, raised, release, matched, clean, None, reason="", features=features(lines),
+                      claim=claim, phase=phase)
+
+
+def claim_verdict(remedy: Remedy, lines: list[str]) -> Verdict | None:
+    """An engine bug beside a matched entry: a wrapper's entry (its cause not printed) on a report that claims
+    a bug, or any error entry on a report that names the release that worked and the one that fails."""
+    if remedy.severity != "error":
+        return None
+    bug = claimed_bug(remedy.title, lines)
+    if bug is None or bug.claim is None:
+        return None
+    if remedy.wrapper or (bug.claim.kind == "regression" and bug.claim.working and bug.claim.failing):
+        return Verdict(bug, "beside")
+    return None
+
+
+def claim_crashes(stream: BinaryIO) -> Iterator[Match]:
+    """A bug report whose words claim an engine bug (see the module doc) as a crash, in a pasted excerpt (at most
+    WRAP_SCAN_BYTES) in which nothing else named a failure."""
+    data = stream.read(WRAP_SCAN_BYTES + 1)[:WRAP_SCAN_BYTES]
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    claim = claim_of(lines)
+    if claim is None:
+        return
+    said = claim.said
+    yield Match(UNKNOWN, claim.line + 1, lines[claim.line].strip()[:MAX_CLAIM],
+                tuple(x.rstrip() for x in lines[max(0, claim.line - 2):claim.line]),
+                tuple(x.rstrip() for x in lines[claim.line + 1:claim.line + 3]),
+                crash=Crash(claim.line + 1, said, said, None,
+                            engine_in(None, lines) or component_of((), "\n".join(lines[:200])), CLAIM_KIND))
+
+
+_NOUN = {"regression": "regression", "upstream": "bug", "hang": "hang", "internal": "failed check"}

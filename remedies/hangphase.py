@@ -1,0 +1,60 @@
+"""Where a hang stopped: the distributed start-up phase a log shows begun and not finished, and its knobs.
+
+A hang prints nothing of its own: the log stops at the last line the engine printed before it waited. The
+distributed phases (hangs.yaml, each with the source lines that begin and end it: the ranks' rendezvous and
+NCCL's communicator, the custom all-reduce's peer-to-peer check, expert parallel's all-to-all buffers, the Ray
+placement group, the KV-transfer handshake) are where a rank waits on another, and each has knobs the engine or
+the library reads there (NCCL_P2P_DISABLE, NCCL_DEBUG, --disable-custom-all-reduce, VLLM_SKIP_P2P_CHECK,
+--dist-timeout). The single-process phases (weights, compile, profiling, CUDA graphs) are silentdeath's: a hang
+there is named by that phase without knobs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from remedies.datalist import read_list
+from remedies.silentdeath import Reading
+
+DATA = Path(__file__).with_name("hangs.yaml")
+MAX_LINE = 4096
+
+
+@dataclass(frozen=True)
+class HangPhase:
+    """A phase a hang can stop in: the lines that begin it, those that end it, what to set or check there."""
+
+    name: str
+    running: re.Pattern[str]
+    ends: re.Pattern[str]
+    knobs: tuple[str, ...] = ()
+
+
+def _either(patterns: list[str]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{pattern})" for pattern in patterns))
+
+
+PHASES = tuple(HangPhase(item["name"], _either(item["running"]), _either(item["ends"]), tuple(item["knobs"]))
+               for item in read_list(DATA, "phases"))
+
+
+def hang_phase(lines: list[str]) -> HangPhase | None:
+    """The phase the lines show last begun and not ended: a distributed one (PHASES) with its knobs, else the
+    start-up phase silentdeath reads (weights, compile, profiling, CUDA graphs) by name, else None."""
+    open_phase: HangPhase | None = None
+    reading = Reading()
+    for raw in lines:
+        text = raw[:MAX_LINE]
+        reading.read(text)
+        for phase in PHASES:
+            if phase.ends.search(text):
+                open_phase = None if open_phase is phase else open_phase
+            elif phase.running.search(text):
+                open_phase = phase
+    if open_phase is not None:
+        return open_phase
+    if reading.open_phase is not None:
+        return HangPhase(reading.open_phase.name, reading.open_phase.running, reading.open_phase.ends)
+    return None
