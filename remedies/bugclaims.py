@@ -53,8 +53,9 @@ REGRESSION = re.compile(
     rf"|\b(?:downgrad(?:e|ed|ing)|roll(?:ed|ing)? back|revert(?:ed|ing)?|pinn(?:ed|ing)|going back) to (?P<back>{_THING})"
     rf"|\bworked (?:fine |well |ok )?(?:in|on|with|before) (?P<before>{_THING})\b"
     r"|\b(?P<word>regression)\b")
-UPSTREAM = re.compile(r"github\.com/(?P<repo>vllm-project/vllm|sgl-project/sglang)/pull/(?P<pr>\d{2,6})"
-                      r"|(?i:\b(?:fixed|introduced|caused|broken|resolved) (?:by|in) (?:PR |pull request )?)#(?P<n>\d{3,6})")
+UPSTREAM = re.compile(r"(?i)\b(?:fix(?:ed|es)?|introduced|caused|broken|resolved|regress(?:ed|ion)) (?:by|in|from|with) "
+                      r"(?:PR |pull request |the )?(?:https://github\.com/(?:vllm-project/vllm|sgl-project/sglang)/pull/"
+                      r"|#)(?P<pr>\d{2,6})")
 HANG = re.compile(
     r"(?i)\b(?:hangs|hung|hanging|hang (?:at|on|in|after|during|forever|when|while)|deadlock(?:s|ed)?|freez(?:es|ing)"
     r"|frozen|(?:gets?|got|is|was|stays?|remains?|becomes?) stuck|stuck (?:at|on|in|after|during|forever|while|when)"
