@@ -43,7 +43,7 @@ from remedies.prosespans import quoted_crashes
 from remedies.rustpanic import panic_crashes
 from remedies.titleclaim import TITLE_KIND, title_crashes
 from remedies.silentdeath import KILL_ENTRIES, kill_only, silent_deaths, with_phase
-from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
+from remedies.bugsigns import signed_bug, signed_crashes, speculative_cut, speculative_fault
 from remedies.bugclaims import CLAIM_KIND, claim_crashes, claim_verdict, claimed_bug
 from remedies.fragment import fragment_crashes
 from remedies.reader import STDIN
@@ -600,6 +600,7 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
         verdict = entry_verdict(finding.remedy.id, finding.line, root.exception if root and not root.alone else None,
                                 root.frame if root else None, lambda: head(finding.first.source))
         verdict = verdict or speculative_fault(finding.remedy.id, lambda: head(finding.first.source))
+        verdict = verdict or speculative_cut(finding.remedy.id, finding.first.line, lambda: head(finding.first.source))
         verdict = verdict or kernel_fault(finding.remedy.id, finding.line, lambda: head(finding.first.source))
         verdict = verdict or wrapper_lookup(finding.remedy.id, lambda: head(finding.first.source))
         verdict = verdict or engine_path(finding.remedy.id, lambda: head(finding.first.source))
