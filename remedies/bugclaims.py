@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import BinaryIO, Iterator
+
+from packaging.version import Version
 
 from remedies.advisories import engine_release, load_advisories, nearest_clean
 from remedies.bugfeatures import MAX_FEATURE_LINES, features
@@ -32,6 +35,7 @@ from remedies.hangphase import HangPhase, hang_phase
 from remedies.matcher import MAX_LINE, WRAP_SCAN_BYTES, Match
 from remedies.model import UNKNOWN, FixStep, Remedy
 from remedies.normalise import normalise
+from remedies.templates import load_templates
 from remedies.titleclaim import ISSUE_FORM, ISSUE_TAG, TITLE
 
 CLAIM_KIND = "claim"  # a crash read from the report's words: no exception to judge the engine's code by
@@ -52,7 +56,10 @@ REGRESSION = re.compile(
     rf"|\b(?:regression|regressed|broke|broken|introduced) (?:in|since|with|from|after|by) (?P<since>{_THING})"
     rf"|\b(?:downgrad(?:e|ed|ing)|roll(?:ed|ing)? back|revert(?:ed|ing)?|pinn(?:ed|ing)|going back) to (?P<back>{_THING})"
     rf"|\bworked (?:fine |well |ok )?(?:in|on|with|before) (?P<before>{_THING})\b"
-    r"|\b(?P<word>regression)\b")
+    rf"|\b(?:in|with|on|using|under) (?P<fails3>{_THING})\W{{0,4}}(?:but |while |whereas |though )?(?:it )?"
+    rf"works? (?:fine |well |correctly )?(?:in|with|on|using|under) (?P<works3>{_THING})"
+    r"|\bafter (?:an? |the )?(?:upgrad(?:e|ed|ing)|updat(?:e|ed|ing))\b"
+    r"|\b(?P<word>regressions?)\b")
 UPSTREAM = re.compile(r"(?i)\b(?:fix(?:ed|es)?|introduced|caused|broken|resolved|regress(?:ed|ion)) (?:by|in|from|with) "
                       r"(?:PR |pull request |the )?(?:https://github\.com/(?:vllm-project/vllm|sgl-project/sglang)/pull/"
                       r"|#)(?P<pr>\d{2,6})")
@@ -61,12 +68,13 @@ HANG = re.compile(
     r"|frozen|(?:gets?|got|is|was|stays?|remains?|becomes?) stuck|stuck (?:at|on|in|after|during|forever|while|when)"
     r"|never (?:starts?|finishes|completes|returns|responds|becomes? (?:ready|healthy)|gets? past|proceeds)"
     r"|stops? responding|unresponsive|(?:connection|transfer)s? (?:silently )?(?:dies|died|drops?|dropped)"
-    r"|fail(?:s|ed|ing)? (?:its |the )?health[- ]?checks?|health[- ]?checks? (?:time[sd]? ?out|fail(?:s|ed|ing)?))"
+    r"|fail(?:s|ed|ing)? (?:its |the )?health[- ]?checks?|health[- ]?checks? (?:time[sd]? ?out|fail(?:s|ed|ing)?)"
+    r"|never recovers?|(?:does(?:n't| not)|did(?:n't| not)|cannot|can't) (?:self[- ]heal|recover|reconnect)|no self[- ]heal\w*)"
     r"|卡住|卡死|死锁|无响应|挂起")
 # An engine's internal invariant named in an issue's title: an assertion, an index, a weight's or an expert's key the
 # model's weight loader looked up (vllm/model_executor/models/*.py load_weights: `param = params_dict[name]`; SGLang
 # python/sglang/srt/models/*.py the same), a local read before it was set.
-TITLE_INTERNAL = re.compile(r"\b(?:AssertionError|assert(?:ion)? (?:fails|failed|error)|IndexError|UnboundLocalError"
+TITLE_INTERNAL = re.compile(r"\b(?:AssertionError|assert(?:ion)?(?: fail(?:s|ed|ure)?| error)?\b|IndexError|UnboundLocalError"
                             r"|KeyError:?\s{0,2}['\"`]?[\w.]{0,120}(?:weight|experts?|layers\.\d|_scale|qweight|qzeros|scales)"
                             r"[\w.]{0,120})")
 # a tutorial's condition, a question how to avoid one, a setting's description: not a report that it happens
@@ -84,9 +92,32 @@ _ENV_LINE = re.compile(r"^\s*(?:export\s+)?[A-Z][A-Z0-9_]{2,60}=\S*\s*$|^\s*[\w 
 MAX_CLAIM = 300
 # The workaround each model-runner claim implies: vLLM reads VLLM_USE_V2_MODEL_RUNNER with maybe_convert_bool, and
 # unset picks the V2 runner where it supports the configuration (vllm/config/vllm.py VllmConfig.use_v2_model_runner,
-# 0.32.0); 0 keeps the V1 runner (doctor/planner/flags.py ENGINE_ENV: read in 0.22.0, 0.26.0 and 0.32.0).
-V2_RUNNER = re.compile(r"(?i)\b(?:V2 (?:model )?runner|model runner v?2|MRV2|VLLM_USE_V2_MODEL_RUNNER)\b")
+# 0.32.0); 0 keeps the V1 runner. The releases that pick V2 by default are those whose mined templates carry its
+# fallback warning (V2_DEFAULT); those that read the variable at all, its opt-in refusal or that warning (V2_READ).
+V2_RUNNER = re.compile(r"(?i)\b(?:V2 (?:model )?runner|new(?:er)? model runner|model runner v?2|MRV2"
+                       r"|VLLM_USE_V2_MODEL_RUNNER)\b")
 V2_WORKAROUND = "VLLM_USE_V2_MODEL_RUNNER=0"
+V2_DEFAULT = "Model Runner V2 does not yet support {}; using the V1 model runner instead."
+V2_READ = (V2_DEFAULT, "VLLM_USE_V2_MODEL_RUNNER does not yet support: {}")
+
+
+@lru_cache(maxsize=1)
+def v2_runner_releases() -> tuple[str, str]:
+    """The first vLLM release (of the mined ones) that reads VLLM_USE_V2_MODEL_RUNNER, and the first that picks
+    the V2 runner by default; '' where no mined template says."""
+    def first(texts: tuple[str, ...]) -> str:
+        found = [Version(r) for t in load_templates().templates if t.package == "vllm" and t.text in texts
+                 for r in t.releases]
+        return str(min(found)) if found else ""
+    return first(V2_READ), first((V2_DEFAULT,))
+
+
+def v2_workaround() -> str:
+    """The V1-runner workaround with the releases it applies to (`v2_runner_releases`)."""
+    read, default = v2_runner_releases()
+    where = (f" (vLLM reads it from {read}; from {default} the V2 runner is the default wherever it supports the "
+             "configuration, and 0 keeps the V1 runner)") if read and default else ""
+    return V2_WORKAROUND + where
 
 
 @dataclass(frozen=True)
@@ -123,6 +154,9 @@ def _prose(lines: list[str]) -> Iterator[tuple[int, str, bool]]:
 _COMPONENT = re.compile(r"(?i)\b(?:ray serve|ray|nccl|nvshmem|deepep|nixl|mooncake)\b")
 
 
+TRACKING = re.compile(r"(?i)\[(?:tracking(?: issue)?|tracker|rfc|regression)\]")
+
+
 def _engine_named(lines: list[str]) -> bool:
     """Whether the page names an engine or a component whose bugs these are."""
     head = "\n".join(line[:MAX_LINE] for line in lines[:MAX_FEATURE_LINES])
@@ -132,7 +166,8 @@ def _engine_named(lines: list[str]) -> bool:
 def _report(lines: list[str]) -> bool:
     """Whether the page is an issue report: an issue's title tag or its form's headings (else a claim counts only
     with the workaround the text names beside it)."""
-    tagged = any(ISSUE_TAG.search(found.group("tags")) for found in map(TITLE.match, lines[:40]) if found)
+    tagged = any(ISSUE_TAG.search(found.group("tags")) or TRACKING.search(found.group("tags"))
+                 for found in map(TITLE.match, lines[:40]) if found)
     return tagged or bool(ISSUE_FORM.search("\n".join(line[:MAX_LINE] for line in lines[:MAX_FEATURE_LINES])))
 
 
@@ -158,8 +193,9 @@ def claim_of(lines: list[str]) -> Claim | None:
         regression = REGRESSION.search(text)
         if regression is not None and not text.rstrip().endswith("?"):
             groups = regression.groupdict()
-            working = _thing(groups["works"] or groups["works2"] or groups["back"] or groups["before"])
-            failing = _thing(groups["fails"] or groups["fails1"] or groups["upgraded"] or groups["since"])
+            working = _thing(groups["works"] or groups["works2"] or groups["works3"] or groups["back"] or groups["before"])
+            failing = _thing(groups["fails"] or groups["fails1"] or groups["fails3"] or groups["upgraded"]
+                             or groups["since"])
             found = Claim("regression", text[:MAX_CLAIM], number, working, failing)
             continue
         upstream = UPSTREAM.search(text)
@@ -174,10 +210,11 @@ def claim_of(lines: list[str]) -> Claim | None:
         if hang is not None and found is None and (title or not text.rstrip().endswith("?")) \
                 and not NOT_REPORTED.search(text[:hang.start()]):
             found = Claim("hang", text[:MAX_CLAIM], number)
-    if found is None or not (_report(lines) or workarounds):
+    if found is None or not (_report(lines) or workarounds or ENGINE_WORD.search(found.said)
+                             or _COMPONENT.search(found.said)):
         return None
-    if any(V2_RUNNER.search(text) for text in prose) and V2_WORKAROUND not in workarounds:
-        workarounds.append(V2_WORKAROUND)
+    if any(V2_RUNNER.search(text) for text in prose) and not any(V2_WORKAROUND in w for w in workarounds):
+        workarounds.append(v2_workaround())
     return Claim(found.kind, found.said, found.line, found.working, found.failing, tuple(workarounds))
 
 
@@ -248,13 +285,13 @@ def claimed_bug(exception: str, lines: list[str]) -> ClaimedBug | None:
 
 def claim_verdict(remedy: Remedy, lines: list[str]) -> Verdict | None:
     """An engine bug beside a matched entry: a wrapper's entry (its cause not printed) on a report that claims
-    a bug, or any error entry on a report that names the release that worked and the one that fails."""
+    a bug, or any error entry on a report that says it regressed (the entry's steps stay first)."""
     if remedy.severity != "error":
         return None
     bug = claimed_bug(remedy.title, lines)
     if bug is None or bug.claim is None:
         return None
-    if remedy.wrapper or (bug.claim.kind == "regression" and bug.claim.working and bug.claim.failing):
+    if remedy.wrapper or bug.claim.kind == "regression":
         return Verdict(bug, "beside")
     return None
 

@@ -121,3 +121,37 @@ def test_a_phase_that_ended_is_not_where_a_hang_stopped():
     ended = "[2026-01-02 10:00:03 TP0] Init torch distributed ends. mem usage=0.12 GB"
     assert "NCCL" in hang_phase([begun]).name
     assert hang_phase([begun, ended]) is None
+
+
+def test_the_v1_runner_workaround_names_the_releases_the_mined_templates_show_reading_it():
+    from packaging.version import Version
+
+    from remedies.bugclaims import v2_runner_releases, v2_workaround
+    read, default = v2_runner_releases()
+    assert read and default and Version(read) <= Version(default)
+    assert v2_workaround().startswith("VLLM_USE_V2_MODEL_RUNNER=0 (vLLM reads it from " + read)
+
+
+def test_a_tracking_issue_naming_a_workaround_env_var_is_a_regression_with_that_workaround(tmp_path):
+    found = explain(tmp_path, ["# [Tracking issue]: Model Runner V2 regressions", "",
+                               "Several MRV2 regressions are open, see the linked issues. Until they are fixed, set "
+                               "VLLM_USE_V2_MODEL_RUNNER=0 to get the old vLLM runner back."])
+    bug = found[0].engine_bug
+    assert bug.claim.kind == "regression" and bug.claim.workarounds[0] == "VLLM_USE_V2_MODEL_RUNNER=0"
+
+
+def test_a_title_that_fails_in_one_engine_and_works_in_the_other_names_both():
+    claim = claim_of(["# [Bug]: KeyError for the experts' weight_scale in SGLang (works in vLLM)", "", *ISSUE])
+    assert claim.kind == "regression" and claim.failing == "SGLang" and claim.working == "vLLM"
+
+
+def test_an_assertion_in_a_title_with_the_newer_model_runner_implies_the_v1_runner():
+    claim = claim_of(["# [Bug]: assertion when CPU offload is enabled with the newer model runner", "", *ISSUE,
+                      "vllm serve Qwen/Qwen3-30B-A3B --cpu-offload-gb 8"])
+    assert claim.kind == "internal" and claim.workarounds[0].startswith("VLLM_USE_V2_MODEL_RUNNER=0")
+
+
+def test_a_connection_that_dies_and_never_recovers_is_a_hang_class_claim():
+    claim = claim_of(["After two days of PD serving the NIXL transfer connection dies and never recovers; "
+                      "decode requests wait forever."])
+    assert claim is not None and claim.kind == "hang"
