@@ -8,8 +8,9 @@ setting: what makes them bugs is what the reporter says around it. Read from the
   "after upgrading to B", "since B", "regression", "downgrading to A fixes it": the releases it names, and the one
   that worked, which is the workaround (an older release or runner);
 - an upstream fix or cause: a pull request of the engine's repository, "fixed / introduced by #N";
-- a hang: "hangs / deadlocks / freezes / gets stuck / never becomes ready" stated as what happens (not a
-  question how to avoid one, nor a condition in a tutorial's "if it hangs"), with the phase the log stopped in
+- a hang: the engine's own record that a process stopped answering (`remedies.hangphase.hang_sign`), or
+  "hangs / deadlocks / freezes / gets stuck / never becomes ready" stated as what happens (not a question how to
+  avoid one, nor a condition in a tutorial's "if it hangs"), with the phase the log stopped in
   (`remedies.hangphase`) and the knobs read there;
 - a workaround the text names: an engine, NCCL or library environment variable set in the running text
   (VLLM_USE_V2_MODEL_RUNNER=0, NCCL_P2P_DISABLE=1), or a flag that drops the feature.
@@ -31,7 +32,7 @@ from remedies.advisories import engine_release, load_advisories, nearest_clean
 from remedies.bugfeatures import MAX_FEATURE_LINES, features
 from remedies.crash import Crash, component_of
 from remedies.enginebug import ENGINE_WORD, NamedBug, Verdict, engine_in
-from remedies.hangphase import HangPhase, hang_phase
+from remedies.hangphase import HangPhase, hang_phase, hang_sign
 from remedies.matcher import MAX_LINE, WRAP_SCAN_BYTES, Match
 from remedies.model import UNKNOWN, FixStep, Remedy
 from remedies.normalise import normalise
@@ -210,8 +211,11 @@ def claim_of(lines: list[str]) -> Claim | None:
         if hang is not None and found is None and (title or not text.rstrip().endswith("?")) \
                 and not NOT_REPORTED.search(text[:hang.start()]):
             found = Claim("hang", text[:MAX_CLAIM], number)
-    if found is None or not (_report(lines) or workarounds or ENGINE_WORD.search(found.said)
-                             or _COMPONENT.search(found.said)):
+    sign = hang_sign(lines[:MAX_FEATURE_LINES]) if found is None else None
+    if sign is not None:
+        found = Claim("hang", sign[1][:MAX_CLAIM], sign[0])
+    elif found is None or not (_report(lines) or workarounds or ENGINE_WORD.search(found.said)
+                               or _COMPONENT.search(found.said)):
         return None
     if any(V2_RUNNER.search(text) for text in prose) and not any(V2_WORKAROUND in w for w in workarounds):
         workarounds.append(v2_workaround())

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from remedies.datalist import read_list
-from remedies.silentdeath import Reading
+from remedies.silentdeath import PHASES as SILENT_PHASES
+from remedies.silentdeath import READY, Reading
 
 DATA = Path(__file__).with_name("hangs.yaml")
 MAX_LINE = 4096
@@ -36,8 +37,23 @@ def _either(patterns: list[str]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{pattern})" for pattern in patterns))
 
 
+SIGNS = _either([item["pattern"] for item in read_list(DATA, "signs")])
 PHASES = tuple(HangPhase(item["name"], _either(item["running"]), _either(item["ends"]), tuple(item["knobs"]))
                for item in read_list(DATA, "phases"))
+
+
+def hang_sign(lines: list[str]) -> tuple[int, str] | None:
+    """The 0-based line and text of the last record in which the engine reports waiting on a process that stopped
+    answering (SIGNS), when no line after it shows the server progressing (a phase's end, a ready line), or None."""
+    sign: tuple[int, str] | None = None
+    for number, raw in enumerate(lines):
+        text = raw[:MAX_LINE]
+        hit = SIGNS.search(text)
+        if hit is not None:
+            sign = (number, text.strip())
+        elif sign is not None and (READY.search(text) or any(phase.ends.search(text) for phase in SILENT_PHASES)):
+            sign = None
+    return sign
 
 
 def hang_phase(lines: list[str]) -> HangPhase | None:

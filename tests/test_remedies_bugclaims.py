@@ -155,3 +155,16 @@ def test_a_connection_that_dies_and_never_recovers_is_a_hang_class_claim():
     claim = claim_of(["After two days of PD serving the NIXL transfer connection dies and never recovers; "
                       "decode requests wait forever."])
     assert claim is not None and claim.kind == "hang"
+
+
+SHM_WAIT = ("(EngineCore_DP0 pid=9) INFO 11-02 10:10:00 [shm_broadcast.py:466] No available shared memory broadcast block "
+            "found in 60 seconds. This typically happens when some processes are hanging or doing some time-consuming "
+            "work (e.g. compilation, weight/kv cache quantization).")
+
+
+def test_the_engines_own_record_that_a_process_stopped_answering_is_a_hang_unless_the_server_moves_on(tmp_path):
+    boot = "(APIServer pid=1) INFO 11-02 10:00:00 [api_server.py:1] vLLM API server version 0.30.0"
+    hung = explain(tmp_path, [boot, SHM_WAIT, SHM_WAIT])
+    assert hung[0].engine_bug is not None and hung[0].engine_bug.claim.kind == "hang"
+    ready = "(APIServer pid=1) INFO 11-02 10:12:00 [launcher.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000"
+    assert explain(tmp_path, [boot, SHM_WAIT, ready]) == []
