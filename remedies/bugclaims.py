@@ -159,9 +159,9 @@ TRACKING = re.compile(r"(?i)\[(?:tracking(?: issue)?|tracker|rfc|regression)\]")
 
 
 def _engine_named(lines: list[str]) -> bool:
-    """Whether the page names an engine or a component whose bugs these are."""
+    """Whether the page names an engine or a component whose bugs these are, or holds an engine's own records."""
     head = "\n".join(line[:MAX_LINE] for line in lines[:MAX_FEATURE_LINES])
-    return bool(ENGINE_WORD.search(head) or _COMPONENT.search(head))
+    return bool(ENGINE_WORD.search(head) or _COMPONENT.search(head) or engine_in(None, lines[:MAX_FEATURE_LINES]))
 
 
 def _report(lines: list[str]) -> bool:

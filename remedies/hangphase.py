@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from remedies.datalist import read_list
-from remedies.silentdeath import PHASES as SILENT_PHASES
+from remedies.normalise import normalise
 from remedies.silentdeath import READY, Reading
 
 DATA = Path(__file__).with_name("hangs.yaml")
@@ -43,15 +43,16 @@ PHASES = tuple(HangPhase(item["name"], _either(item["running"]), _either(item["e
 
 
 def hang_sign(lines: list[str]) -> tuple[int, str] | None:
-    """The 0-based line and text of the last record in which the engine reports waiting on a process that stopped
-    answering (SIGNS), when no line after it shows the server progressing (a phase's end, a ready line), or None."""
+    """The 0-based line and text of the record in which the engine reports waiting on a process that stopped
+    answering (SIGNS), when it is the paste's last log record (no record after it, other than the same report
+    again, shows the server doing anything: a healthy boot prints it during a long compile and carries on), or
+    None."""
     sign: tuple[int, str] | None = None
     for number, raw in enumerate(lines):
         text = raw[:MAX_LINE]
-        hit = SIGNS.search(text)
-        if hit is not None:
-            sign = (number, text.strip())
-        elif sign is not None and (READY.search(text) or any(phase.ends.search(text) for phase in SILENT_PHASES)):
+        if SIGNS.search(text):
+            sign = sign or (number, text.strip())
+        elif sign is not None and ((text.strip() and normalise(text).record) or READY.search(text)):
             sign = None
     return sign
 
