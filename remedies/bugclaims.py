@@ -64,6 +64,10 @@ REGRESSION = re.compile(
 UPSTREAM = re.compile(r"(?i)\b(?:fix(?:ed|es)?|introduced|caused|broken|resolved|regress(?:ed|ion)) (?:by|in|from|with) "
                       r"(?:PR |pull request |the )?(?:https://github\.com/(?:vllm-project/vllm|sgl-project/sglang)/pull/"
                       r"|#)(?P<pr>\d{2,6})")
+# an engine's pull request linked in a sentence that calls it a fix or names the failure it is about
+PR_LINK = re.compile(r"github\.com/(?:vllm-project/vllm|sgl-project/sglang)/pull/\d{2,6}")
+PR_WORDS = re.compile(r"(?i)\b(?:fix\w*|bug\w*|regress\w*|broke\w*|crash\w*|fail\w*|error\w*|hang\w*|issue|patch\w*"
+                      r"|workaround|upstream|revert\w*)\b")
 HANG = re.compile(
     r"(?i)\b(?:hangs|hung|hanging|hang (?:at|on|in|after|during|forever|when|while)|deadlock(?:s|ed)?|freez(?:es|ing)"
     r"|frozen|(?:gets?|got|is|was|stays?|remains?|becomes?) stuck|stuck (?:at|on|in|after|during|forever|while|when)"
@@ -199,7 +203,7 @@ def claim_of(lines: list[str]) -> Claim | None:
                              or groups["since"])
             found = Claim("regression", text[:MAX_CLAIM], number, working, failing)
             continue
-        upstream = UPSTREAM.search(text)
+        upstream = UPSTREAM.search(text) or (PR_LINK.search(text) if PR_WORDS.search(PR_LINK.sub("", text)) else None)
         if upstream is not None and found is None:
             found = Claim("upstream", text[:MAX_CLAIM], number)
             continue

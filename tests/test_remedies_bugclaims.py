@@ -175,3 +175,9 @@ def test_the_engines_own_record_that_a_process_stopped_answering_is_a_hang_unles
 def test_vllms_shared_memory_broadcast_notice_alone_is_no_hang(tmp_path):
     boot = "(APIServer pid=1) INFO 11-02 10:00:00 [api_server.py:1] vLLM API server version 0.30.0"
     assert explain(tmp_path, [boot, SHM_WAIT]) == []
+
+
+def test_a_pull_request_link_counts_in_a_sentence_about_a_fix_but_not_as_a_bare_source_label():
+    link = "https://github.com/vllm-project/vllm/pull/41234"
+    assert claim_of(["vLLM crashes on the second request; the fix is in " + link]).kind == "upstream"
+    assert claim_of(["# source: " + link, "INFO 01-01 10:00:00 [core.py:1] vLLM engine ready"]) is None
