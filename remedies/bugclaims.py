@@ -64,7 +64,7 @@ REGRESSION = re.compile(
 UPSTREAM = re.compile(r"(?i)\b(?:fix(?:ed|es)?|introduced|caused|broken|resolved|regress(?:ed|ion)) (?:by|in|from|with) "
                       r"(?:PR |pull request |the )?(?:https://github\.com/(?:vllm-project/vllm|sgl-project/sglang)/pull/"
                       r"|#)(?P<pr>\d{2,6})")
-# an engine's pull request linked in a sentence that calls it a fix or names the failure it is about
+# an engine's pull request linked on an issue report's page, or in a sentence that calls it a fix or names a failure
 PR_LINK = re.compile(r"github\.com/(?:vllm-project/vllm|sgl-project/sglang)/pull/\d{2,6}")
 PR_WORDS = re.compile(r"(?i)\b(?:fix\w*|bug\w*|regress\w*|broke\w*|crash\w*|fail\w*|error\w*|hang\w*|issue|patch\w*"
                       r"|workaround|upstream|revert\w*)\b")
@@ -187,6 +187,7 @@ def claim_of(lines: list[str]) -> Claim | None:
     found: Claim | None = None
     workarounds: list[str] = []
     prose: list[str] = []
+    report = _report(lines)
     for number, text, title in _prose(lines):
         prose.append(text)
         for hit in WORKAROUND.finditer(text):
@@ -203,7 +204,8 @@ def claim_of(lines: list[str]) -> Claim | None:
                              or groups["since"])
             found = Claim("regression", text[:MAX_CLAIM], number, working, failing)
             continue
-        upstream = UPSTREAM.search(text) or (PR_LINK.search(text) if PR_WORDS.search(PR_LINK.sub("", text)) else None)
+        upstream = UPSTREAM.search(text) or (PR_LINK.search(text) if report or PR_WORDS.search(PR_LINK.sub("", text))
+                                             else None)
         if upstream is not None and found is None:
             found = Claim("upstream", text[:MAX_CLAIM], number)
             continue
@@ -218,7 +220,7 @@ def claim_of(lines: list[str]) -> Claim | None:
     sign = hang_sign(lines[:MAX_FEATURE_LINES]) if found is None else None
     if sign is not None:
         found = Claim("hang", sign[1][:MAX_CLAIM], sign[0])
-    elif found is None or not (_report(lines) or workarounds or ENGINE_WORD.search(found.said)
+    elif found is None or not (report or workarounds or ENGINE_WORD.search(found.said)
                                or _COMPONENT.search(found.said)):
         return None
     if any(V2_RUNNER.search(text) for text in prose) and not any(V2_WORKAROUND in w for w in workarounds):
