@@ -6,7 +6,8 @@ NCCL's communicator, the custom all-reduce's peer-to-peer check, expert parallel
 placement group, the KV-transfer handshake) are where a rank waits on another, and each has knobs the engine or
 the library reads there (NCCL_P2P_DISABLE, NCCL_DEBUG, --disable-custom-all-reduce, VLLM_SKIP_P2P_CHECK,
 --dist-timeout). The single-process phases (weights, compile, profiling, CUDA graphs) are silentdeath's: a hang
-there is named by that phase without knobs.
+there is named by that phase without knobs. A hang past start-up on a page that runs tensor parallel waits in the
+ranks' collectives (hangs.yaml `tensor_parallel`: the custom all-reduce, NCCL's P2P transport).
 """
 
 from __future__ import annotations
@@ -38,8 +39,13 @@ def _either(patterns: list[str]) -> re.Pattern[str]:
 
 
 SIGNS = _either([item["pattern"] for item in read_list(DATA, "signs")])
-PHASES = tuple(HangPhase(item["name"], _either(item["running"]), _either(item["ends"]), tuple(item["knobs"]))
-               for item in read_list(DATA, "phases"))
+def _phases(key: str) -> tuple[HangPhase, ...]:
+    return tuple(HangPhase(item["name"], _either(item["running"]), _either(item["ends"]), tuple(item["knobs"]))
+                 for item in read_list(DATA, key))
+
+
+PHASES = _phases("phases")
+TENSOR_PARALLEL = _phases("tensor_parallel")[0]
 
 
 def hang_sign(lines: list[str]) -> tuple[int, str] | None:
@@ -59,7 +65,8 @@ def hang_sign(lines: list[str]) -> tuple[int, str] | None:
 
 def hang_phase(lines: list[str]) -> HangPhase | None:
     """The phase the lines show last begun and not ended: a distributed one (PHASES) with its knobs, else the
-    start-up phase silentdeath reads (weights, compile, profiling, CUDA graphs) by name, else None."""
+    start-up phase silentdeath reads (weights, compile, profiling, CUDA graphs) by name, else serving with tensor
+    parallel (TENSOR_PARALLEL, its knobs) when the page runs more than one TP rank, else None."""
     open_phase: HangPhase | None = None
     reading = Reading()
     for raw in lines:
@@ -74,4 +81,6 @@ def hang_phase(lines: list[str]) -> HangPhase | None:
         return open_phase
     if reading.open_phase is not None:
         return HangPhase(reading.open_phase.name, reading.open_phase.running, reading.open_phase.ends)
+    if any(TENSOR_PARALLEL.running.search(raw[:MAX_LINE]) for raw in lines):
+        return TENSOR_PARALLEL
     return None

@@ -181,3 +181,11 @@ def test_a_pull_request_link_counts_in_a_sentence_about_a_fix_but_not_as_a_bare_
     link = "https://github.com/vllm-project/vllm/pull/41234"
     assert claim_of(["vLLM crashes on the second request; the fix is in " + link]).kind == "upstream"
     assert claim_of(["# source: " + link, "INFO 01-01 10:00:00 [core.py:1] vLLM engine ready"]) is None
+
+
+def test_a_hang_past_startup_with_tensor_parallel_names_the_collectives_knobs():
+    phase = hang_phase(["vllm serve Qwen/Qwen3-32B --tensor-parallel-size 2",
+                        "INFO 11-02 10:00:00 [api_server.py:1] Starting vLLM API server 0 on http://0.0.0.0:8000"])
+    assert phase is not None and "tensor parallel" in phase.name
+    assert any("--disable-custom-all-reduce" in knob for knob in phase.knobs)
+    assert hang_phase(["vllm serve Qwen/Qwen3-8B --tensor-parallel-size 1"]) is None
