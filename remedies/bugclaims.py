@@ -95,6 +95,7 @@ NO_HELP = re.compile(r"(?i)\b(?:does(?:n't| not)|did(?:n't| not)|won't|doesn't|n
 _FENCE = re.compile(r"^\s{0,3}(?:```|~~~)")
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?[A-Z][A-Z0-9_]{2,60}=\S*\s*$|^\s*[\w .-]{1,60}:\s")  # a dump's key=value
 MAX_CLAIM = 300
+MAX_PAGE = 1 << 16  # characters of the page an advisory's symptom is looked for in
 # The workaround each model-runner claim implies: vLLM reads VLLM_USE_V2_MODEL_RUNNER with maybe_convert_bool, and
 # unset picks the V2 runner where it supports the configuration (vllm/config/vllm.py VllmConfig.use_v2_model_runner,
 # 0.32.0); 0 keeps the V1 runner. The releases that pick V2 by default are those whose mined templates carry its
@@ -284,8 +285,8 @@ def claimed_bug(exception: str, lines: list[str]) -> ClaimedBug | None:
     named = _COMPONENT.search("\n".join(line[:MAX_LINE] for line in lines[:MAX_FEATURE_LINES]))
     engine = engine_in(None, lines) or (named.group().lower() if named else "the engine")
     release = engine_release(lines, engine) if engine in ("vllm", "sglang") else None
-    matched = tuple(a for a in load_advisories() if a.covers(engine, release, f"{exception}\n{claim.said}")) \
-        if release else ()
+    page = "\n".join([exception, *(line[:MAX_LINE] for line in lines[:MAX_FEATURE_LINES])])[:MAX_PAGE]
+    matched = tuple(a for a in load_advisories() if a.covers(engine, release, page)) if release else ()
     clean = nearest_clean(engine, release, matched) if release and matched else None
     phase = hang_phase(lines) if claim.kind == "hang" else None
     raised = (f"{engine} ({claim.kind}" + (f", {phase.name}" if phase else "") + "; no raise site printed)")

@@ -189,3 +189,12 @@ def test_a_hang_past_startup_with_tensor_parallel_names_the_collectives_knobs():
     assert phase is not None and "tensor parallel" in phase.name
     assert any("--disable-custom-all-reduce" in knob for knob in phase.knobs)
     assert hang_phase(["vllm serve Qwen/Qwen3-8B --tensor-parallel-size 1"]) is None
+
+
+def test_a_claimed_bug_names_the_known_regression_of_the_release_its_log_prints(tmp_path):
+    found = explain(tmp_path, ["# [Bug]: Gemma 4 MTP fails at init on vllm 0.25.1, worked with 0.24.0", "", *ISSUE,
+                               "vLLM Version: 0.25.1",
+                               "It dies with `a and b must have same reduction dim` right after the drafter loads."])
+    bug = found[0].engine_bug
+    assert bug is not None and bug.release == "0.25.1"
+    assert any(a.id == "VLLM-0.25.1-GEMMA4-MTP-V1-RUNNER-REDUCTION-DIM" for a in bug.advisories)
