@@ -15,8 +15,8 @@ setting: what makes them bugs is what the reporter says around it. Read from the
 - a workaround the text names: an engine, NCCL or library environment variable set in the running text
   (VLLM_USE_V2_MODEL_RUNNER=0, NCCL_P2P_DISABLE=1), or a flag that drops the feature.
 
-`claim_of(lines)` returns the claim, `claimed_bug` the engine bug it makes of a finding's crash, `claim_crashes`
-the crash a prose-only report is read as when nothing else in it named a failure (explain's last reader).
+`claim_of(lines)` returns the claim, `claim_crashes` the crash a prose-only report is read as when nothing else in
+it named a failure (explain's last reader); `remedies.claimedbug` makes the engine bug of it.
 """
 
 from __future__ import annotations
@@ -28,13 +28,12 @@ from typing import BinaryIO, Iterator
 
 from packaging.version import Version
 
-from remedies.advisories import engine_release, load_advisories, nearest_clean
-from remedies.bugfeatures import MAX_FEATURE_LINES, features
+from remedies.bugfeatures import MAX_FEATURE_LINES
 from remedies.crash import Crash, component_of
-from remedies.enginebug import ENGINE_WORD, NamedBug, Verdict, engine_in
-from remedies.hangphase import HangPhase, hang_phase, hang_sign
+from remedies.enginebug import ENGINE_WORD, engine_in
+from remedies.hangphase import hang_sign
 from remedies.matcher import MAX_LINE, WRAP_SCAN_BYTES, Match
-from remedies.model import UNKNOWN, FixStep, Remedy
+from remedies.model import UNKNOWN
 from remedies.normalise import normalise
 from remedies.templates import load_templates
 from remedies.titleclaim import ISSUE_FORM, ISSUE_TAG, TITLE
@@ -95,7 +94,6 @@ NO_HELP = re.compile(r"(?i)\b(?:does(?:n't| not)|did(?:n't| not)|won't|doesn't|n
 _FENCE = re.compile(r"^\s{0,3}(?:```|~~~)")
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?[A-Z][A-Z0-9_]{2,60}=\S*\s*$|^\s*[\w .-]{1,60}:\s")  # a dump's key=value
 MAX_CLAIM = 300
-MAX_PAGE = 1 << 16  # characters of the page an advisory's symptom is looked for in
 # The workaround each model-runner claim implies: vLLM reads VLLM_USE_V2_MODEL_RUNNER with maybe_convert_bool, and
 # unset picks the V2 runner where it supports the configuration (vllm/config/vllm.py VllmConfig.use_v2_model_runner,
 # 0.32.0); 0 keeps the V1 runner. The releases that pick V2 by default are those whose mined templates carry its
@@ -157,7 +155,7 @@ def _prose(lines: list[str]) -> Iterator[tuple[int, str, bool]]:
         yield number, line.text.strip(), title
 
 
-_COMPONENT = re.compile(r"(?i)\b(?:ray serve|ray|nccl|nvshmem|deepep|nixl|mooncake)\b")
+COMPONENT = re.compile(r"(?i)\b(?:ray serve|ray|nccl|nvshmem|deepep|nixl|mooncake)\b")
 
 
 TRACKING = re.compile(r"(?i)\[(?:tracking(?: issue)?|tracker|rfc|regression)\]")
@@ -166,7 +164,7 @@ TRACKING = re.compile(r"(?i)\[(?:tracking(?: issue)?|tracker|rfc|regression)\]")
 def _engine_named(lines: list[str]) -> bool:
     """Whether the page names an engine or a component whose bugs these are, or holds an engine's own records."""
     head = "\n".join(line[:MAX_LINE] for line in lines[:MAX_FEATURE_LINES])
-    return bool(ENGINE_WORD.search(head) or _COMPONENT.search(head) or engine_in(None, lines[:MAX_FEATURE_LINES]))
+    return bool(ENGINE_WORD.search(head) or COMPONENT.search(head) or engine_in(None, lines[:MAX_FEATURE_LINES]))
 
 
 def _report(lines: list[str]) -> bool:
@@ -222,89 +220,11 @@ def claim_of(lines: list[str]) -> Claim | None:
     if sign is not None:
         found = Claim("hang", sign[1][:MAX_CLAIM], sign[0])
     elif found is None or not (report or workarounds or ENGINE_WORD.search(found.said)
-                               or _COMPONENT.search(found.said)):
+                               or COMPONENT.search(found.said)):
         return None
     if any(V2_RUNNER.search(text) for text in prose) and not any(V2_WORKAROUND in w for w in workarounds):
         workarounds.append(v2_workaround())
     return Claim(found.kind, found.said, found.line, found.working, found.failing, tuple(workarounds))
-
-
-@dataclass(frozen=True)
-class ClaimedBug(NamedBug):
-    """An engine bug the report's words name: the claim, the phase a hang stopped in, the workarounds."""
-
-    claim: Claim | None = None
-    phase: HangPhase | None = None
-
-    @property
-    def why(self) -> str:
-        claim = self.claim
-        assert claim is not None
-        said = {"regression": "a regression: it worked with one release, runner or engine and fails with another",
-                "upstream": "an engine bug with an upstream pull request",
-                "hang": "a hang or deadlock with no error of the user's",
-                "internal": "an internal invariant of the engine failing (an assertion, an index, a weight key its "
-                            "loader looked up)"}[claim.kind]
-        text = (f"The report describes {said} (\"{claim.said}\"). No catalogue entry ties it to a setting of yours: "
-                f"this looks like a {self.engine} bug, not a sizing or configuration problem.")
-        if self.phase is not None:
-            text += f" The log stops while {self.phase.name}."
-        if self.release is not None and self.advisories:
-            text += " Known regressions of {} {}: {}.".format(self.engine, self.release, "; ".join(
-                f"{a.title} ({a.sources[0].split(' ')[0]})" for a in self.advisories))
-        if self.features:
-            text += f" The report names {', '.join(self.features)}: report the bug with that combination."
-        return text
-
-    def steps(self) -> tuple[FixStep, ...]:
-        """The workarounds the report or the phase's source names first, then the release that worked, then the
-        report to the engine's tracker."""
-        claim = self.claim
-        assert claim is not None
-        first = [FixStep(f"Workaround the report names or implies: {named}.") for named in claim.workarounds]
-        if self.phase is not None:
-            first += [FixStep(f"Where it waits ({self.phase.name}): {knob}.") for knob in self.phase.knobs]
-        if claim.kind == "hang":
-            first.append(FixStep("Dump every process's stack while it hangs (py-spy dump --pid <pid>, for each "
-                                 "engine worker) to see which call waits; attach it to the report."))
-        if claim.working:
-            first.append(FixStep(f"Run what the report says works ({claim.working}) until the engine fixes it"
-                                 + (f"; {claim.failing} is where it breaks." if claim.failing else ".")))
-        elif self.nearest_clean:
-            first.append(FixStep(f"Move to {self.engine} {self.nearest_clean}, the nearest release the sources say "
-                                 "is free of the regressions above."))
-        return (*first, FixStep(f"Search the {self.engine} issue tracker for this {_NOUN[claim.kind]} and report it with "
-                                "the launch command, the release and the full log if it is new."))
-
-
-def claimed_bug(exception: str, lines: list[str]) -> ClaimedBug | None:
-    """The engine bug a report's claim makes of a finding (its exception or title text `exception`), or None."""
-    claim = claim_of(lines)
-    if claim is None:
-        return None
-    named = _COMPONENT.search("\n".join(line[:MAX_LINE] for line in lines[:MAX_FEATURE_LINES]))
-    engine = engine_in(None, lines) or (named.group().lower() if named else "the engine")
-    release = engine_release(lines, engine) if engine in ("vllm", "sglang") else None
-    page = "\n".join([exception, *(line[:MAX_LINE] for line in lines[:MAX_FEATURE_LINES])])[:MAX_PAGE]
-    matched = tuple(a for a in load_advisories() if a.covers(engine, release, page)) if release else ()
-    clean = nearest_clean(engine, release, matched) if release and matched else None
-    phase = hang_phase(lines) if claim.kind == "hang" else None
-    raised = (f"{engine} ({claim.kind}" + (f", {phase.name}" if phase else "") + "; no raise site printed)")
-    return ClaimedBug(engine, raised, release, matched, clean, None, reason="", features=features(lines),
-                      claim=claim, phase=phase)
-
-
-def claim_verdict(remedy: Remedy, lines: list[str]) -> Verdict | None:
-    """An engine bug beside a matched entry: a wrapper's entry (its cause not printed) on a report that claims
-    a bug, or any error entry on a report that says it regressed (the entry's steps stay first)."""
-    if remedy.severity != "error":
-        return None
-    bug = claimed_bug(remedy.title, lines)
-    if bug is None or bug.claim is None:
-        return None
-    if remedy.wrapper or bug.claim.kind == "regression":
-        return Verdict(bug, "beside")
-    return None
 
 
 def claim_crashes(stream: BinaryIO) -> Iterator[Match]:
@@ -322,5 +242,3 @@ def claim_crashes(stream: BinaryIO) -> Iterator[Match]:
                 crash=Crash(claim.line + 1, said, said, None,
                             engine_in(None, lines) or component_of((), "\n".join(lines[:200])), CLAIM_KIND))
 
-
-_NOUN = {"regression": "regression", "upstream": "bug", "hang": "hang", "internal": "failed check"}

@@ -44,7 +44,8 @@ from remedies.rustpanic import panic_crashes
 from remedies.titleclaim import TITLE_KIND, title_crashes
 from remedies.silentdeath import KILL_ENTRIES, kill_only, silent_deaths, with_phase
 from remedies.bugsigns import signed_bug, signed_crashes, speculative_cut, speculative_fault
-from remedies.bugclaims import CLAIM_KIND, claim_crashes, claim_verdict, claimed_bug
+from remedies.bugclaims import CLAIM_KIND, claim_crashes
+from remedies.claimedbug import claim_verdict, claimed_bug
 from remedies.fragment import fragment_crashes
 from remedies.reader import STDIN
 from remedies.rootcause import Root, cited_sites, cut_traceback_near, root_near, stack_near, window_in
