@@ -58,7 +58,8 @@ REGRESSION = re.compile(
     rf"|\bworked (?:fine |well |ok )?(?:in|on|with|before) (?P<before>{_THING})\b"
     rf"|\b(?:in|with|on|using|under) (?P<fails3>{_THING})\W{{0,4}}(?:but |while |whereas |though )?(?:it )?"
     rf"works? (?:fine |well |correctly )?(?:in|with|on|using|under) (?P<works3>{_THING})"
-    r"|\bafter (?:an? |the )?(?:upgrad(?:e|ed|ing)|updat(?:e|ed|ing))\b"
+    r"|\b(?:after|since|post-?) ?(?:an? |the |my |our )?(?:(?:vllm|sglang|vLLM|SGLang|ray|Ray|engine|image|version) )?"
+    r"(?:upgrad(?:e|ed|ing)|updat(?:e|ed|ing))\b"
     r"|\b(?P<word>regressions?)\b")
 UPSTREAM = re.compile(r"(?i)\b(?:fix(?:ed|es)?|introduced|caused|broken|resolved|regress(?:ed|ion)) (?:by|in|from|with) "
                       r"(?:PR |pull request |the )?(?:https://github\.com/(?:vllm-project/vllm|sgl-project/sglang)/pull/"

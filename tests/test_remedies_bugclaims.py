@@ -198,3 +198,9 @@ def test_a_claimed_bug_names_the_known_regression_of_the_release_its_log_prints(
     bug = found[0].engine_bug
     assert bug is not None and bug.release == "0.25.1"
     assert any(a.id == "VLLM-0.25.1-GEMMA4-MTP-V1-RUNNER-REDUCTION-DIM" for a in bug.advisories)
+
+
+@pytest.mark.parametrize("title", ["# [Bug]: No GPUs in the serving replica after vLLM upgrade",
+                                   "# [Bug]: vLLM replica reports no CUDA GPUs since the image update"])
+def test_a_failure_after_an_upgrade_is_a_regression_claim(title):
+    assert claim_of([title, "", *ISSUE]).kind == "regression"
