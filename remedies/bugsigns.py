@@ -321,3 +321,37 @@ def speculative_fault(entry_id: str, read_lines: Callable[[], list[str]]) -> Ver
     bug = NamedBug(engine, f"{engine} speculative decoding path (no frame printed)", release, (), None, None,
                    reason=reason, features=features(head))
     return Verdict(bug, "beside")
+
+
+# Wrapper entries whose line heads the traceback of a process that failed while serving: SGLang's scheduler
+# (python/sglang/srt/managers/scheduler.py run_scheduler_process, "Scheduler hit an exception: {traceback}"), vLLM's
+# engine core (vllm/v1/engine/core.py run_engine_core, "EngineCore encountered a fatal error.") and its workers
+# (vllm/v1/executor/multiproc_executor.py, "WorkerProc hit an exception."). Start-up failures have their own entries.
+SERVING_WRAPPERS = ("QD-R-SGLANG-SCHEDULER-EXCEPTION", "QD-R-VLLM-ENGINE-CORE-FAILED", "QD-R-VLLM-WORKER-EXCEPTION")
+MAX_CUT_LINES = 200  # lines of the wrapper's traceback read for its exception line
+CUT_REASON = ("The serving loop raised with speculative decoding on, and its traceback is cut after the loop's own "
+              "frames: no message of the user's setting is printed, and the draft / verify path runs inside that loop "
+              "(vllm/v1/spec_decode, sglang/srt/speculative), so this is read as that path's bug, which no sizing or "
+              "configuration setting fixes. Running without speculative decoding tells whether it is.")
+
+
+def speculative_cut(entry_id: str, line: int, read_lines: Callable[[], list[str]]) -> Verdict | None:
+    """An engine bug beside a serving wrapper's entry (SERVING_WRAPPERS) at 1-based `line` whose traceback is cut
+    before its exception line, when the log names speculative decoding; else None (the log's lines are read only
+    for those entries)."""
+    if entry_id not in SERVING_WRAPPERS:
+        return None
+    lines = read_lines()
+    after = lines[line:line + MAX_CUT_LINES]
+    if any(exception_line(normalise(text[:MAX_LINE]).text.strip()) for text in after):
+        return None
+    head = lines[:MAX_FEATURE_LINES]
+    if not any(SPECULATIVE.search(text[:4096]) for text in head):
+        return None
+    engine = engine_in(None, head)
+    if engine is None:
+        return None
+    release = engine_release(head, engine) if engine in ("vllm", "sglang") else None
+    bug = NamedBug(engine, f"{engine} serving loop, speculative decoding path (traceback cut before its exception)",
+                   release, (), None, None, reason=CUT_REASON, features=features(head))
+    return Verdict(bug, "beside")

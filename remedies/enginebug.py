@@ -60,6 +60,11 @@ INTERNAL = re.compile(
     r"|device-side assert triggered|operation not permitted when stream is capturing|cudaErrorStreamCaptureUnsupported"
     # torch's own refusal of a host sync inside a capture (aten/src/ATen/native/cuda/Copy.cu)
     r"|Cannot copy between CPU and CUDA tensors during CUDA graph capture"
+    # torch's device check of an operator's inputs (aten/src/ATen/TensorIterator.cpp compute_types, aten/src/ATen/
+    # native/TensorCompare.cpp and c10 checks: "Expected all tensors to be on the same device, but found at least two
+    # devices"): inside a serving engine the engine places every tensor (weights offloaded to the CPU, the fused MoE
+    # kernel's inputs), so two devices in one operator is its own code path out of step
+    r"|Expected all tensors to be on the same device"
     # torch's index_put_ check (aten/src/ATen/native/TensorAdvancedIndexing.cpp make_index_put_iterator): the
     # engine's own tensors disagree in shape
     r"|shape mismatch: value tensor of shape .{1,80} cannot be broadcast to indexing result"

@@ -45,7 +45,9 @@ from remedies.prosespans import quoted_crashes
 from remedies.rustpanic import panic_crashes
 from remedies.titleclaim import TITLE_KIND, title_claim, title_crashes
 from remedies.silentdeath import KILL_ENTRIES, kill_only, silent_deaths, with_phase
-from remedies.bugsigns import signed_bug, signed_crashes, speculative_fault
+from remedies.bugsigns import signed_bug, signed_crashes, speculative_cut, speculative_fault
+from remedies.bugclaims import CLAIM_KIND, claim_crashes
+from remedies.claimedbug import claim_verdict, claimed_bug
 from remedies.fragment import fragment_crashes
 from remedies.reader import STDIN
 from remedies.rootcause import Root, cited_sites, cut_traceback_near, root_near, stack_near, window_in
@@ -440,7 +442,7 @@ def explain_sources(
                 for match in prose_crashes(stream, stated=True):
                     collector.add(match, str(source))
     # where the paste yields nothing else: an entry's finding, of any severity, carries its own root
-    for scan in (quoted_crashes, cut_crashes, record_crashes, title_crashes, silent_deaths):
+    for scan in (quoted_crashes, cut_crashes, record_crashes, title_crashes, silent_deaths, claim_crashes):
         unknown = collector.unknown()
         if not collector.found_nothing() or not (unknown is None or scan is silent_deaths and _unexplained(unknown)):
             continue
@@ -633,19 +635,42 @@ def _name_engine_bug(finding: Finding, head: Callable[[str], list[str]]) -> Find
         verdict = entry_verdict(finding.remedy.id, finding.line, root.exception if root and not root.alone else None,
                                 root.frame if root else None, lambda: head(finding.first.source))
         verdict = verdict or speculative_fault(finding.remedy.id, lambda: head(finding.first.source))
+        verdict = verdict or speculative_cut(finding.remedy.id, finding.first.line, lambda: head(finding.first.source))
         verdict = verdict or kernel_fault(finding.remedy.id, finding.line, lambda: head(finding.first.source))
         verdict = verdict or wrapper_lookup(finding.remedy.id, lambda: head(finding.first.source))
         verdict = verdict or engine_path(finding.remedy.id, lambda: head(finding.first.source))
+        if verdict is None and excerpt(finding.first.source):
+            verdict = claim_verdict(finding.remedy, head(finding.first.source))
         if verdict is not None:
             own = finding.fix or finding.remedy.render_fix({})
             return replace(finding, engine_bug=verdict.bug, fix=steps_for(verdict, own))
         return _advised(finding, head)
-    cut = finding.crash.kind in (CUT_KIND, TITLE_KIND)  # no exception to judge: no verdict on the engine's code
+    cut = finding.crash.kind in (CUT_KIND, TITLE_KIND, CLAIM_KIND)  # no exception to judge the engine's code by
     bug = None if cut else crash_bug(finding.crash, head(finding.first.source), finding.located)
     if bug is None:
-        return _signed(finding, head)
+        signed = _signed(finding, head)
+        return signed if signed.engine_bug is not None else _claimed(signed, head)
     bug = _without_raise(bug, finding.located)
     return replace(finding, engine_bug=bug, fix=bug.steps())
+
+
+def _claimed(finding: Finding, head: Callable[[str], list[str]]) -> Finding:
+    """A crash no frame or sign names the engine's, in a bug report whose words claim an engine bug (a regression
+    between releases, an upstream fix, a hang: `remedies.bugclaims`): the bug with the report's workarounds."""
+    assert finding.crash is not None
+    if not excerpt(finding.first.source):
+        return finding
+    bug = claimed_bug(finding.crash.exception, head(finding.first.source))
+    if bug is None or bug.claim is None:
+        return finding
+    title = f"The report describes {bug.engine} {_CLAIMED[bug.claim.kind]} (an engine bug, not a setting)"
+    remedy = replace(finding.remedy, title=title) if finding.remedy.id == UNKNOWN.id else finding.remedy
+    return replace(finding, remedy=remedy, engine_bug=bug, fix=bug.steps())
+
+
+_CLAIMED = {"regression": "failing where an earlier release, runner or engine worked",
+            "upstream": "failing with a fix upstream", "hang": "hanging with no error printed",
+            "internal": "failing an internal check of its own"}
 
 
 def _signed(finding: Finding, head: Callable[[str], list[str]]) -> Finding:

@@ -212,13 +212,21 @@ def test_an_entry_for_a_native_abort_keeps_its_steps_and_is_named_its_component_
 
 
 def test_an_ordinary_entry_finding_does_not_read_the_log_head_for_a_native_bug(tmp_path, monkeypatch):
-    """The engine release is read from the log's head only for a line that names itself a component's bug."""
+    """The engine release is read from the log's head only for a line that names itself a component's bug; a pasted
+    excerpt's head is read once more, for what its prose claims of an engine bug (remedies/bugclaims.py), and a
+    full log's not at all."""
     import remedies.explain as explain
+    from remedies.matcher import WRAP_SCAN_BYTES
 
     reads: list[str] = []
     monkeypatch.setattr(explain, "read_head", lambda source: reads.append(str(source)) or [])
-    log = tmp_path / "oom.log"
-    log.write_text("ERROR 05-31 09:09:48 [core.py:305] RuntimeError: NCCL error: unhandled system error "
-                   "(run with NCCL_DEBUG=INFO for details)\n")
-    (finding,) = explain.explain_sources([log])
-    assert finding.engine_bug is None and reads == []
+    line = ("ERROR 05-31 09:09:48 [core.py:305] RuntimeError: NCCL error: unhandled system error "
+            "(run with NCCL_DEBUG=INFO for details)\n")
+    paste, log = tmp_path / "paste.log", tmp_path / "oom.log"
+    paste.write_text(line)
+    log.write_text("INFO 05-31 09:09:00 [core.py:1] serving\n" * (WRAP_SCAN_BYTES // 38 + 1) + line)
+    (pasted,) = explain.explain_sources([paste])
+    assert pasted.engine_bug is None and reads == [str(paste)]
+    reads.clear()
+    (found,) = explain.explain_sources([log])
+    assert found.engine_bug is None and reads == []

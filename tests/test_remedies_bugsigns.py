@@ -148,3 +148,31 @@ def test_an_assert_followed_by_503_answers_is_the_crash_not_a_survived_error(tmp
         "the root cause.\n```\n"))
     assert found[0].engine_bug is not None and "update_state_after_alloc" in found[0].engine_bug.raised_at
     assert found[-1].remedy.id == "QD-R-VLLM-ENGINE-DEAD"
+
+
+SCHEDULER_CUT = [
+    "[2026-03-01 10:05:01 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+    '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/scheduler.py", line 2710, in run_scheduler_process',
+    "    scheduler.event_loop_overlap()",
+]
+
+
+@pytest.mark.parametrize("args, bug", [
+    ("server_args=ServerArgs(model_path='Qwen/Qwen3-8B', speculative_algorithm='EAGLE')", True),
+    ("server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=2)", False),
+])
+def test_a_serving_loop_traceback_cut_before_its_exception_is_the_speculative_paths_bug_only_with_it_on(
+        tmp_path, args, bug):
+    path = tmp_path / "scheduler.log"
+    path.write_text("\n".join([f"[2026-03-01 10:00:00] {args}", *SCHEDULER_CUT]) + "\n", encoding="utf-8")
+    first = explain.explain_sources([path])[0]
+    assert first.remedy.id == "QD-R-SGLANG-SCHEDULER-EXCEPTION"
+    assert (first.engine_bug is not None) is bug
+
+
+def test_a_serving_loop_traceback_with_its_exception_is_not_read_as_cut(tmp_path):
+    path = tmp_path / "scheduler.log"
+    path.write_text("\n".join(["[2026-03-01 10:00:00] server_args=ServerArgs(speculative_algorithm='EAGLE')",
+                               *SCHEDULER_CUT, "torch.OutOfMemoryError: CUDA out of memory."]) + "\n", encoding="utf-8")
+    assert all(found.remedy.id != "QD-R-SGLANG-SCHEDULER-EXCEPTION" or found.engine_bug is None
+               for found in explain.explain_sources([path]))

@@ -37,6 +37,7 @@ def explained(tmp_path: Path, text: str, name: str = "report.log") -> list[expla
     "RuntimeError: CUDA error: device-side assert triggered",
     "torch.AcceleratorError: CUDA error: operation not permitted when stream is capturing",
     "RuntimeError: shape mismatch: value tensor of shape [0, 24, 32] cannot be broadcast to indexing result of shape [2, 24, 32]",
+    "RuntimeError: Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!",
 ])
 def test_internal_invariants_are_recognised(exception):
     assert internal(exception)
