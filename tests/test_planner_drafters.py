@@ -62,7 +62,8 @@ def test_dflash_loads_its_weights_and_costs_kv_capacity_in_vllm() -> None:
     base = _plan("vllm", [], tp=1, backend_version="0.26.0", language_model_only=True)
     dflash = _plan("vllm", ["--speculative-config", DFLASH], tp=1, backend_version="0.26.0", language_model_only=True)
     rank = dflash.ranks[0]
-    assert rank.weights["drafter"] == 2 * 473_995_264 and "mtp" not in rank.weights
+    # its parameters and its own rotary cos / sin cache, 262,144 x 128 BF16 (rope_cache.py)
+    assert rank.weights["drafter"] == 2 * 473_995_264 + 262_144 * 128 * 2 and "mtp" not in rank.weights
     assert rank.weights["total"] == base.ranks[0].weights["total"] + rank.weights["drafter"]
     assert dflash.kv_tokens < base.kv_tokens
 

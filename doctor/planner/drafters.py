@@ -123,6 +123,7 @@ class DrafterSpec:
     sliding_window: int = 0
     dtype: str = "bfloat16"
     source: str = ""
+    max_position: int = 0          # max_position_embeddings: the rows of its rotary cache (rope_cache.py)
 
     @property
     def own_lm_head(self) -> bool:
@@ -183,7 +184,8 @@ def drafter_from_config(config: dict[str, Any], name: str, source: str, method: 
             sliding_layers=sum(1 for t in types if t == "sliding_attention")
             or (layers if dflash.get("use_swa") else 0),
             sliding_window=int(dflash.get("swa_window_size") or config.get("sliding_window") or 0),
-            dtype=str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"), source=source)
+            dtype=str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"), source=source,
+            max_position=int(config.get("max_position_embeddings") or 0))
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanInputError(f"drafter {name}: config.json lacks a usable {exc} field") from None
 
