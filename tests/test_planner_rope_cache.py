@@ -49,4 +49,4 @@ def test_dflash_drafter_keys_a_cache_of_its_own_at_its_full_head_dim() -> None:
     assert drafter_rope_cache_bytes(drafter) == 262_144 * 128 * 2
     cfg = serve_config_from_argv("vllm", ["--speculative-config", DFLASH], backend_version="0.26.0")
     rank = plan(QWEN, parse_gpus("1xH100"), cfg).ranks[0]
-    assert rank.weights["drafter"] == drafter.weight_bytes(1) + 262_144 * 128 * 2
+    assert rank.weights["drafter"] == drafter.weight_bytes(1) + drafter.fused_kv_copy_bytes(1) + 262_144 * 128 * 2

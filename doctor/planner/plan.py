@@ -144,8 +144,9 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
     drafter = drafter_of(cfg) if pp_rank == cfg.pp - 1 else None
     if drafter is not None:
         own = {k: v for k, v in weights.items() if k != "total"}
-        drafter_bytes = drafter.weight_bytes(cfg.tp) + (drafter_rope_cache_bytes(drafter) if cfg.backend == "vllm"
-                                                        else 0)
+        drafter_bytes = drafter.weight_bytes(cfg.tp) + (drafter_rope_cache_bytes(drafter)
+                                                        + drafter.fused_kv_copy_bytes(cfg.tp)
+                                                        if cfg.backend == "vllm" else 0)
         weights = {**own, "drafter": drafter_bytes, "total": weights["total"] + drafter_bytes}
     if measured is not None and measured.weights_bytes is not None:
         weights = {"measured": measured.weights_bytes, "total": measured.weights_bytes}
