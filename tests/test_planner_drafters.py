@@ -4,6 +4,7 @@ as vLLM 0.26 / SGLang lay them out, and clear errors for drafters the planner ca
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,15 @@ def test_registered_dflash_drafter_weighs_what_its_checkpoint_holds() -> None:
     assert not drafter.own_lm_head
 
 
+def test_dflash_keeps_a_stacked_copy_of_its_kv_projections_for_the_fused_precompute() -> None:
+    """qwen3_dflash.py _build_context_kv_buffers: cat of 8 x [2 x 4 x 128, 2048] K/V rows + stack of 8 x [128]
+    K-norm weights, BF16; a rank of TP 2 holds its 2 KV heads' rows; other drafters keep none."""
+    drafter = known_drafters()["z-lab/qwen3.5-35b-a3b-dflash"]
+    assert drafter.fused_kv_copy_bytes(1) == 8 * (2 * 512 * 2048 + 128) * 2
+    assert drafter.fused_kv_copy_bytes(2) == 8 * (2 * 256 * 2048 + 128) * 2
+    assert replace(drafter, method="eagle3").fused_kv_copy_bytes(1) == 0
+
+
 def test_drafter_layers_shard_with_the_target_tp_but_fc_is_replicated() -> None:
     drafter = known_drafters()["z-lab/qwen3.5-35b-a3b-dflash"]
     layers = 8 * (2 * 4096 * 2048 + 2 * 512 * 2048 + 3 * 2048 * 6144)
@@ -62,7 +72,10 @@ def test_dflash_loads_its_weights_and_costs_kv_capacity_in_vllm() -> None:
     base = _plan("vllm", [], tp=1, backend_version="0.26.0", language_model_only=True)
     dflash = _plan("vllm", ["--speculative-config", DFLASH], tp=1, backend_version="0.26.0", language_model_only=True)
     rank = dflash.ranks[0]
-    assert rank.weights["drafter"] == 2 * 473_995_264 and "mtp" not in rank.weights
+    # its parameters, its own rotary cos / sin cache, 262,144 x 128 BF16 (rope_cache.py), and the stacked copy of
+    # its 8 layers' K/V projections and K norms (DrafterSpec.fused_kv_copy_bytes)
+    fused = 8 * (2 * 512 * 2048 + 128) * 2
+    assert rank.weights["drafter"] == 2 * 473_995_264 + 262_144 * 128 * 2 + fused and "mtp" not in rank.weights
     assert rank.weights["total"] == base.ranks[0].weights["total"] + rank.weights["drafter"]
     assert dflash.kv_tokens < base.kv_tokens
 

@@ -123,6 +123,7 @@ class DrafterSpec:
     sliding_window: int = 0
     dtype: str = "bfloat16"
     source: str = ""
+    max_position: int = 0          # max_position_embeddings: the rows of its rotary cache (rope_cache.py)
 
     @property
     def own_lm_head(self) -> bool:
@@ -144,6 +145,20 @@ class DrafterSpec:
             params += math.ceil(self.draft_vocab_size / tp) * h
         mapping = 8 * self.draft_vocab_size if self.own_lm_head else 0         # int64 draft -> target ids
         return int(params * dtype_bytes(self.dtype) + mapping)
+
+    def fused_kv_copy_bytes(self, tp: int) -> int:
+        """A DFlash drafter's stacked copies of its layers' K/V projection and K-norm weights, built once weights
+        are loaded (models/qwen3_dflash.py DFlashQwen3Model._build_context_kv_buffers: `torch.cat` of every
+        layer's qkv_proj.weight[q_size:], [L x 2 x kv_size, hidden], and `torch.stack` of the k_norm weights,
+        [L, head_dim]; read in 0.26.0 and the 0.32.0 CPU build, the same for an unquantized drafter) for
+        precompute_and_store_context_kv's one fused GEMM. Loaded weights build them in load_weights, so
+        "Model loading took" counts them; a dummy load builds them in the profile's first precompute ("DFlash
+        buffer initialization was skipped"), where they stay: either way they leave the KV cache. 0 for the
+        other drafters."""
+        if self.method != "dflash":
+            return 0
+        kv_size = max(1, self.num_kv_heads // tp) * self.head_dim
+        return int(self.num_layers * (2 * kv_size * self.hidden_size + self.head_dim) * dtype_bytes(self.dtype))
 
     def kv_bytes_per_token_per_layer(self, target: ModelSpec, cfg: ServeConfig) -> int:
         """K and V of one token in one drafter layer on one rank (the target's KV cache dtype)."""
@@ -183,7 +198,8 @@ def drafter_from_config(config: dict[str, Any], name: str, source: str, method: 
             sliding_layers=sum(1 for t in types if t == "sliding_attention")
             or (layers if dflash.get("use_swa") else 0),
             sliding_window=int(dflash.get("swa_window_size") or config.get("sliding_window") or 0),
-            dtype=str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"), source=source)
+            dtype=str(config.get("torch_dtype") or config.get("dtype") or "bfloat16"), source=source,
+            max_position=int(config.get("max_position_embeddings") or 0))
     except (KeyError, TypeError, ValueError) as exc:
         raise PlanInputError(f"drafter {name}: config.json lacks a usable {exc} field") from None
 

@@ -25,6 +25,7 @@ from doctor.planner.state import gdn_state_bytes_per_layer, kv_bytes_per_token_p
 from doctor.planner.versions import SGLANG_READ, model_support_problem, nearest_covered, resolve_version, vllm_rules
 from doctor.planner.wsl import device_state_note, uva_startup_problem, wsl_note
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
+from doctor.planner.rope_cache import drafter_rope_cache_bytes, target_rope_cache_bytes
 from doctor.planner.weights import pp_partition, rank_weights
 from doctor.recipe_rules import MAMBA_REFUSES_FROM, skips_vision_tower
 
@@ -138,10 +139,15 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
     # vLLM's FP8 Marlin path below compute capability 8.9 (weights.marlin_fp8_bytes_per_param); SGLang's FP8 MoE on
     # such GPUs is not read
     weights = rank_weights(spec, cfg, pp_rank, hw.gpu.capability if cfg.backend == "vllm" else None)
+    if cfg.backend == "vllm" and full and (rope := target_rope_cache_bytes(spec, cfg)):
+        weights = {**weights, "rotary cache": rope, "total": weights["total"] + rope}   # rope_cache.py
     drafter = drafter_of(cfg) if pp_rank == cfg.pp - 1 else None
     if drafter is not None:
         own = {k: v for k, v in weights.items() if k != "total"}
-        weights = {**own, "drafter": drafter.weight_bytes(cfg.tp), "total": weights["total"] + drafter.weight_bytes(cfg.tp)}
+        drafter_bytes = drafter.weight_bytes(cfg.tp) + (drafter_rope_cache_bytes(drafter)
+                                                        + drafter.fused_kv_copy_bytes(cfg.tp)
+                                                        if cfg.backend == "vllm" else 0)
+        weights = {**own, "drafter": drafter_bytes, "total": weights["total"] + drafter_bytes}
     if measured is not None and measured.weights_bytes is not None:
         weights = {"measured": measured.weights_bytes, "total": measured.weights_bytes}
     if cfg.backend == "vllm":
