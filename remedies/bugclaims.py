@@ -93,6 +93,10 @@ WORKAROUND = re.compile(r"\b(?P<var>(?:VLLM|SGLANG|SGL|NCCL|TORCH|CUDA|NVSHMEM|R
 NO_HELP = re.compile(r"(?i)\b(?:does(?:n't| not)|did(?:n't| not)|won't|doesn't|no longer) (?:help|fix|solve|work|change)"
                      r"|\bno (?:effect|difference|luck)\b|\bstill (?:hangs?|fails?|crash)")
 _FENCE = re.compile(r"^\s{0,3}(?:```|~~~)")
+# a record of a log format the normaliser does not take apart: a leading date / ISO timestamp, or a level word in
+# its first token (Rust's tracing "2025-11-02T10:00:00Z  WARN target: ...", glog's "W1102 ...")
+_RECORD_LIKE = re.compile(r"^\s{0,4}(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|[IWEF]\d{4} \d{2}:\d{2}"
+                          r"|\S{0,60}\b(?:TRACE|DEBUG|INFO|WARN(?:ING)?|ERROR|CRITICAL|FATAL)\b)")
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?[A-Z][A-Z0-9_]{2,60}=\S*\s*$|^\s*[\w .-]{1,60}:\s")  # a dump's key=value
 MAX_CLAIM = 300
 # The workaround each model-runner claim implies: vLLM reads VLLM_USE_V2_MODEL_RUNNER with maybe_convert_bool, and
@@ -148,7 +152,7 @@ def _prose(lines: list[str]) -> Iterator[tuple[int, str, bool]]:
         if fenced:
             continue
         line = normalise(raw[:MAX_LINE])
-        if line.record or line.level is not None:
+        if line.record or line.level is not None or _RECORD_LIKE.match(raw[:MAX_LINE]):
             continue
         title = bool(TITLE.match(raw[:MAX_LINE]))
         if not title and _ENV_LINE.match(line.text):

@@ -204,3 +204,10 @@ def test_a_claimed_bug_names_the_known_regression_of_the_release_its_log_prints(
                                    "# [Bug]: vLLM replica reports no CUDA GPUs since the image update"])
 def test_a_failure_after_an_upgrade_is_a_regression_claim(title):
     assert claim_of([title, "", *ISSUE]).kind == "regression"
+
+
+def test_a_health_check_failure_in_another_formats_log_record_is_no_prose_claim():
+    record = ("2025-11-02T10:00:00.123456Z  WARN sglang_router_rs::core::worker: src/core/worker.rs:563: Health check "
+              "failed for worker http://10.0.0.5:30001: connection refused")
+    assert claim_of(["sglang router", record]) is None
+    assert claim_of(["The sglang router keeps failing health checks under load.", record]).kind == "hang"
