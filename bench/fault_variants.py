@@ -126,7 +126,7 @@ def secret_lines() -> dict[str, str]:
         "nuget_attributes": f'<add key="ClearTextPassword" value="{s["password"]}" />',
         "password_tab": f"password\t{s['password']}",
         "gcp_private_key_id": f'{{"type": "service_account", "private_key_id": "{s["databricks"][4:]}"}}',
-        "grep_path_token": f"/root/.cache/huggingface/token:{s['databricks'][4:]}",
+        "grep_path_token": f"/srv/app/.cache/huggingface/token:{s['databricks'][4:]}",
         "url_token_user": f"git clone https://{s['databricks'][4:]}@github.com/org/repo.git",
         "url_token_oauth_basic": f"https://{s['databricks'][4:]}:x-oauth-basic@github.com/org/repo",
     }

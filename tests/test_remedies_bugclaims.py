@@ -47,7 +47,7 @@ def test_a_hang_in_prose_names_the_distributed_phase_the_log_stopped_in_and_its_
     log = ["(Worker_TP0 pid=7) INFO 11-02 10:00:01 [parallel_state.py:1165] world_size=4 rank=0 local_rank=0 "
            "distributed_init_method=tcp://127.0.0.1:1234 backend=nccl",
            "(Worker_TP0 pid=7) INFO 11-02 10:00:02 [all_reduce_utils.py:378] generating GPU P2P access cache in "
-           "/root/.cache/vllm/gpu_p2p_access_cache_for_0,1,2,3.json"]
+           "/srv/app/.cache/vllm/gpu_p2p_access_cache_for_0,1,2,3.json"]
     found = explain(tmp_path, ["# [Bug]: vLLM TP=4 startup", "", *ISSUE,
                                "The server gets stuck after the lines below, no error at all.", "```", *log, "```"])
     bug = found[0].engine_bug
