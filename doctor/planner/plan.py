@@ -27,7 +27,7 @@ from doctor.planner.wsl import device_state_note, uva_startup_problem, wsl_note
 from doctor.planner.vllm_kv import vllm_capacity, vllm_layout
 from doctor.planner.rope_cache import drafter_rope_cache_bytes, target_rope_cache_bytes
 from doctor.planner.weights import pp_partition, rank_weights
-from doctor.recipe_rules import MAMBA_REFUSES_FROM, skips_vision_tower
+from doctor.recipe_rules import mamba_concurrency, skips_vision_tower
 
 
 @dataclass(frozen=True)
@@ -92,18 +92,20 @@ def _default_max_model_len(spec: ModelSpec, cfg: ServeConfig) -> int:
 
 
 def _vllm_kv(spec: ModelSpec, cfg: ServeConfig, drafter: DrafterSpec | None, full: int, linear: int, cache: int,
-             max_len: int, batched_tokens: int) -> tuple[int, float, int]:
-    """(KV tokens as the release logs them, max concurrency, block size) of a vLLM rank with `cache` bytes for
-    the cache at `max_len` (`full` counts a drafter's layers of the target's KV spec)."""
+             max_len: int, batched_tokens: int) -> tuple[int, float, int, int]:
+    """(KV tokens as the release logs them, max concurrency, block size, Mamba cache blocks) of a vLLM rank with
+    `cache` bytes for the cache at `max_len` (`full` counts a drafter's layers of the target's KV spec). The blocks
+    are 0 where not known: a model without GDN layers, or a drafter with a KV spec of its own."""
     layout = vllm_layout(spec, cfg, full, linear)
     cap = vllm_capacity(layout, cache, max_len, cfg)
     use_concurrency = vllm_rules(cfg.backend_version or ASSUMED_VLLM_VERSION).tokens_from_concurrency
     tokens, concurrency = (cap.tokens if use_concurrency else cap.legacy_tokens), cap.max_concurrency
+    blocks = cap.num_blocks if linear else 0
     if drafter is not None and not drafter.same_kv_spec_as(spec, cfg.tp):
         draft = drafter_capacity(spec, cfg, drafter, layout, full, linear, cache, max_len, batched_tokens)
         tokens = draft.tokens if use_concurrency else draft.legacy_tokens
-        concurrency = draft.max_concurrency
-    return tokens, concurrency, layout.block_size
+        concurrency, blocks = draft.max_concurrency, 0
+    return tokens, concurrency, layout.block_size, blocks
 
 
 def _auto_fit(plan: Plan) -> None:
@@ -121,9 +123,9 @@ def _auto_fit(plan: Plan) -> None:
         return
     ranks = []
     for r in plan.ranks:
-        tokens, concurrency, _ = _vllm_kv(spec, cfg, drafter if r.pp_rank == cfg.pp - 1 else None, r.full_layers,
-                                          r.linear_layers, r.cache_bytes, fitted,
-                                          r.terms.max_num_batched_tokens if r.terms else 0)
+        tokens, concurrency, _, _ = _vllm_kv(spec, cfg, drafter if r.pp_rank == cfg.pp - 1 else None, r.full_layers,
+                                             r.linear_layers, r.cache_bytes, fitted,
+                                             r.terms.max_num_batched_tokens if r.terms else 0)
         ranks.append(replace(r, kv_tokens=tokens, max_concurrency=concurrency))
     plan.ranks, plan.max_model_len = ranks, fitted
     plan.problems = _problems(plan)
@@ -170,11 +172,8 @@ def _rank(spec: ModelSpec, hw: Hardware, cfg: ServeConfig, pp_rank: int, max_len
             cache = given if weights["total"] + overhead + given <= total else total - weights["total"] - overhead
         if drafter is not None and drafter.same_kv_spec_as(spec, cfg.tp):
             full += drafter.num_layers    # identical KV spec: the drafter's layers join the target's groups
-        tokens, concurrency, block = _vllm_kv(spec, cfg, drafter, full, linear, cache, max_len,
-                                              terms.max_num_batched_tokens)
-        own_spec = drafter is not None and not drafter.same_kv_spec_as(spec, cfg.tp)
-        blocks = 0 if own_spec or not linear else vllm_capacity(vllm_layout(spec, cfg, full, linear), cache, max_len,
-                                                                cfg).num_blocks
+        tokens, concurrency, block, blocks = _vllm_kv(spec, cfg, drafter, full, linear, cache, max_len,
+                                                      terms.max_num_batched_tokens)
         return RankPlan(pp_rank, (start, end), full, linear, weights, overhead, budget, cache, tokens,
                         concurrency, block_size=block,
                         max_running_requests=cfg.max_num_seqs or terms.max_num_seqs, terms=terms,
@@ -275,8 +274,8 @@ def _mamba_blocks_refused(cfg: ServeConfig, r: RankPlan) -> bool:
     nothing."""
     if cfg.backend != "vllm" or cfg.enforce_eager or not r.mamba_blocks or r.terms is None:
         return False
-    version = Version(Version(cfg.backend_version or ASSUMED_VLLM_VERSION).base_version)
-    return version >= Version(MAMBA_REFUSES_FROM) and r.terms.max_num_seqs > r.mamba_blocks
+    release = Version(cfg.backend_version or ASSUMED_VLLM_VERSION).base_version
+    return mamba_concurrency(release, r.terms.max_num_seqs, r.mamba_blocks, full_graphs=True)[0] == "refuse"
 
 
 def _largest_fitting_len(spec: ModelSpec, hw: Hardware, cfg: ServeConfig) -> int:
