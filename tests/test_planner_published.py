@@ -57,8 +57,6 @@ def test_kv_tokens_from_logged_available_memory(entry):
         assert abs(mid.tokens - estimate) <= 0.03 * estimate
         return
     logged_tokens = int(find(TOKENS, entry["log"]).group(1).replace(",", ""))
-    full = len(spec.full_attention_layers) + (spec.mtp_layers if cfg.mtp_tokens else 0)
-    layout = vllm_layout(spec, cfg, full, len(spec.linear_attention_layers))
 
     # The log rounds the budget to 0.01 GiB: the true value lies within +-0.005 GiB of it.
     low = vllm_capacity(layout, int((available_gib - 0.005) * GIB), cfg.max_model_len, cfg)
